@@ -1,0 +1,257 @@
+"""The ``avta`` command line (ARCHITECTURE.md, command line).
+
+Each command is a function ``cmd_<name>(args)`` that returns an exit status; user errors
+(bad configuration, bad assembly, a value that does not fit) are printed as one message without
+a traceback and exit with status 2.
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from avta.isa.config import ConfigError, load_config, shipped_configs
+
+__all__ = ["main", "build_parser"]
+
+
+class UserError(Exception):
+    """An error caused by the command's input; printed without a traceback."""
+
+
+def _config_arg(parser, *, required=False):
+    parser.add_argument(
+        "--config", "-c", default=None if required else "default", required=required,
+        metavar="C", help=f"shipped configuration ({', '.join(shipped_configs())}) or a path "
+                          f"to a YAML/JSON file (default: %(default)s)")
+
+
+# -- config -------------------------------------------------------------------------------------
+
+def cmd_config(args):
+    from avta.isa.layout import layouts
+    cfg = load_config(args.config)
+    if args.json:
+        print(cfg.to_json())
+        return 0
+    d = cfg.derived()
+    print(f"configuration {cfg.name}: {cfg.shape_name}, AXI {cfg.axi_data_bits} bits, "
+          f"CONFIG_ID {d['config_id']}")
+    print("keys:")
+    for key, value in cfg.to_dict().items():
+        print(f"  {key:<26} {value}")
+    print("scratchpads:")
+    print(f"  {'name':<5} {'row bits':>9} {'row bytes':>10} {'depth':>7} {'log':>4} {'bytes':>9}")
+    for pad in cfg.scratchpads:
+        print(f"  {pad.name:<5} {pad.row_bits:>9} {pad.row_bytes:>10} {pad.depth:>7} "
+              f"{pad.log_depth:>4} {pad.size_bytes:>9}")
+    print(f"  ACC_8BIT element: {cfg.acc8_elem_bytes} bytes in DRAM")
+    print(f"factor field widths: A (acc) {cfg.acc_factor_bits}, I (inp) {cfg.inp_factor_bits}, "
+          f"W (wgt) {cfg.wgt_factor_bits}")
+    lay = layouts(cfg)
+    for title, layout in (("LOAD/STORE", lay.memory), ("GEMM/FINISH", lay.gemm),
+                          ("ALU", lay.alu), (f"micro-op ({cfg.uop_bits} bits)", lay.uop)):
+        fields = lay.fields(layout)
+        used = max(o + w for _, o, w in fields)
+        print(f"{title} ({used} of {layout.size} bits used):")
+        for name, offset, width in fields:
+            print(f"  [{offset + width - 1:>3}:{offset:<3}] {name:<15} {width:>2} bits")
+    return 0
+
+
+# -- asm / disasm -------------------------------------------------------------------------------
+
+def cmd_asm(args):
+    from avta.isa.asm import parse_jsonl
+    from avta.isa.encoding import codec
+    cfg = load_config(args.config)
+    source = args.input
+    text = sys.stdin.read() if source == "-" else Path(source).read_text()
+    insns = parse_jsonl(text, source=source)
+    blob = codec(cfg).encode_program(insns)
+    Path(args.output).write_bytes(blob)
+    print(f"assembled {len(insns)} instructions ({len(blob)} bytes) for {cfg.name} into "
+          f"{args.output}", file=sys.stderr)
+    return 0
+
+
+def cmd_disasm(args):
+    from avta.isa.asm import format_insn, insn_to_json
+    from avta.isa.encoding import INSN_BYTES, codec
+    cfg = load_config(args.config)
+    blob = Path(args.input).read_bytes()
+    if len(blob) % INSN_BYTES:
+        raise UserError(f"{args.input}: {len(blob)} bytes is not a whole number of "
+                        f"{INSN_BYTES}-byte instructions")
+    for index, insn in enumerate(codec(cfg).decode_program(blob)):
+        if args.json:
+            print(json.dumps(insn_to_json(insn)))
+        else:
+            obj = insn_to_json(insn)
+            error = f"    ; error {obj['error']}: {obj['reason']}" if "error" in obj else ""
+            print(f"{index:5d}: {format_insn(insn)}{error}")
+    return 0
+
+
+# -- gen ------------------------------------------------------------------------------------------
+
+def cmd_gen(args):
+    from avta.isa.header import c_header
+    cfg = load_config(args.config)
+    out = Path(args.output) if args.output else Path("build") / cfg.name
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "vta_hw_spec.h").write_text(c_header(cfg))
+    (out / "config.json").write_text(cfg.to_json() + "\n")
+    written = ["vta_hw_spec.h", "config.json"]
+    try:
+        from avta.hw.generate import generate_verilog
+    except ImportError:
+        generate_verilog = None
+    if generate_verilog is None:
+        print(f"wrote {', '.join(written)} to {out}/", file=sys.stderr)
+        print("avta gen: Verilog generation is not built yet (it arrives with the RTL core and "
+              "AXI shell, issues 4 and 5); only the C header and the resolved config were "
+              "written.", file=sys.stderr)
+        return 0
+    written += generate_verilog(cfg, out)
+    print(f"wrote {', '.join(written)} to {out}/", file=sys.stderr)
+    return 0
+
+
+# -- commands that later work fills in -----------------------------------------------------------
+
+_PENDING = {
+    "exec": "running an image needs fsim (issue 3) and tsim (issue 5)",
+    "trace-diff": "the trace manager and trace diff arrive with issue 6",
+    "fuzz": "random differential testing arrives with issue 6",
+    "bench": "the benchmark commands arrive with the fsim, RTL and tsim work (issues 3-5)",
+    "floorplan": "the floorplanning library arrives with issue 7",
+}
+
+
+def _pending(name):
+    def run(args):
+        print(f"avta {name}: not available yet: {_PENDING[name]}.", file=sys.stderr)
+        return 2
+    return run
+
+
+def _dispatch(name, module, function):
+    """Run ``module.function(args)`` when it exists, else say plainly it is not built yet."""
+    def run(args):
+        import importlib
+        try:
+            handler = getattr(importlib.import_module(module), function)
+        except (ImportError, AttributeError):
+            return _pending(name)(args)
+        return handler(args)
+    return run
+
+
+# -- parser ---------------------------------------------------------------------------------------
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="avta", description="Generate, simulate and verify a configurable VTA accelerator.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = sub.add_parser("gen", help="write Verilog, file list, C header and resolved config",
+                       description="Write vta_top Verilog, its file list, the C header and the "
+                                   "resolved configuration JSON into build/<name>/ (or -o DIR).")
+    _config_arg(p)
+    p.add_argument("-o", "--output", metavar="DIR", help="output folder (default build/<name>)")
+    p.set_defaults(run=cmd_gen)
+
+    p = sub.add_parser("config", help="print every derived quantity and the field layout",
+                       description="Print the configuration's keys, scratchpads, factor widths "
+                                   "and the bit position of every instruction field.")
+    _config_arg(p)
+    p.add_argument("--json", action="store_true", help="print the resolved JSON instead")
+    p.set_defaults(run=cmd_config)
+
+    p = sub.add_parser("asm", help="assemble JSON-lines instructions into a binary stream",
+                       description="Assemble one JSON object per line (fields by their ISA.md "
+                                   "names; missing fields are 0) into 16-byte instructions.")
+    _config_arg(p, required=True)
+    p.add_argument("input", metavar="IN.jsonl", help="JSON-lines file, or - for stdin")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.bin")
+    p.set_defaults(run=cmd_asm)
+
+    p = sub.add_parser("disasm", help="disassemble a binary instruction stream",
+                       description="Print each instruction of a binary stream, as text or (with "
+                                   "--json) as the JSON lines that `avta asm` reads.")
+    _config_arg(p, required=True)
+    p.add_argument("input", metavar="IN.bin")
+    p.add_argument("--json", action="store_true", help="print JSON lines")
+    p.set_defaults(run=cmd_disasm)
+
+    p = sub.add_parser("exec", help="run a raw DRAM image on fsim or tsim",
+                       description="Load IMG at DRAM address 0, run the instructions at byte "
+                                   "address A, write the final DRAM image and print one JSON "
+                                   "summary line (status, cycles, counters, error_code, "
+                                   "error_insn).")
+    _config_arg(p)
+    p.add_argument("--target", choices=("fsim", "tsim"), default="fsim")
+    p.add_argument("--image", required=True, metavar="IMG")
+    p.add_argument("--insn-addr", required=True, type=lambda s: int(s, 0), metavar="A")
+    p.add_argument("--insn-count", required=True, type=lambda s: int(s, 0), metavar="N")
+    p.add_argument("-o", "--output", metavar="OUT", help="write the final DRAM image here")
+    p.add_argument("--dram-size", type=lambda s: int(s, 0), metavar="B",
+                   help="DRAM bytes (default: the image's size)")
+    p.add_argument("--trace", metavar="T", help="write a JSON-lines trace here")
+    p.add_argument("--trace-mode", choices=("retire", "arch", "equiv", "full"), default="arch")
+    p.add_argument("--max-cycles", type=lambda s: int(s, 0), metavar="K",
+                   help="tsim cycle limit (status timeout when reached)")
+    p.add_argument("--strict", action="store_true",
+                   help="fsim: stop with error 10 on an out-of-range scratchpad index")
+    p.set_defaults(run=_dispatch("exec", "avta.sim.exec_cmd", "cmd_exec"))
+
+    p = sub.add_parser("trace-diff", help="find where two traces diverge",
+                       description="Compare two traces per stage in program order and print the "
+                                   "first divergence of each; exit 0 only when they match.")
+    p.add_argument("a", metavar="A")
+    p.add_argument("b", metavar="B")
+    p.set_defaults(run=_dispatch("trace-diff", "avta.sim.trace_diff", "cmd_trace_diff"))
+
+    p = sub.add_parser("fuzz", help="random well-formed programs on fsim and tsim",
+                       description="Run N random well-formed programs on fsim and tsim, diff "
+                                   "traces on a mismatch and save failing programs.")
+    _config_arg(p)
+    p.add_argument("-n", type=int, default=100, metavar="N")
+    p.add_argument("--seed", type=int, default=0, metavar="S")
+    p.add_argument("-o", "--output", default="fuzz-failures", metavar="DIR")
+    p.set_defaults(run=_dispatch("fuzz", "avta.sim.fuzz", "cmd_fuzz"))
+
+    p = sub.add_parser("bench", help="benchmarks that print figures",
+                       description="Benchmarks: each prints its figures (cycles, rates, "
+                                   "ratios).")
+    p.add_argument("name", nargs="?", help="which benchmark (omit to list them)")
+    _config_arg(p)
+    p.set_defaults(run=_dispatch("bench", "avta.sim.bench", "cmd_bench"))
+
+    p = sub.add_parser("floorplan", help="floorplans for a configuration",
+                       description="Build floorplans and write <config>-<style>.{svg,png,def,"
+                                   "tcl,yaml,json} into DIR.")
+    _config_arg(p)
+    p.add_argument("--style", choices=("functional", "tiled", "all"), default="all")
+    p.add_argument("-o", "--output", required=True, metavar="DIR")
+    p.add_argument("--check", action="store_true", help="exit non-zero on any violation")
+    p.set_defaults(run=_dispatch("floorplan", "avta.floorplan.cli", "cmd_floorplan"))
+    return parser
+
+
+def main(argv=None):
+    from avta.isa.asm import AsmError
+    from avta.isa.encoding import EncodeError
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except (ConfigError, AsmError, EncodeError, UserError, FileNotFoundError) as error:
+        print(f"avta {args.command}: {error}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

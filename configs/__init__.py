@@ -1,0 +1,1 @@
+"""Shipped configurations (YAML), loaded by name with avta.load_config."""

@@ -1,0 +1,1 @@
+"""Floorplanning: layout objects, checks, outputs, and the VTA floorplan generator."""

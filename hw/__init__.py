@@ -1,0 +1,1 @@
+"""The Amaranth RTL of the accelerator (ARCHITECTURE.md, Hardware)."""

@@ -1,0 +1,424 @@
+"""The configuration object: one hardware instance, and every width derived from it (ISA.md §1).
+
+A :class:`Config` is frozen and checked when it is built: an inconsistent configuration raises
+:class:`ConfigError` with one message listing every violation (the key, the value and the rule;
+for instruction formats that overflow, the excess and the smallest factor restrictions that fix
+them). Everything else in the tree asks the configuration for widths and depths; no width is
+written down a second time.
+"""
+
+import dataclasses
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import formats
+
+__all__ = ["Config", "ConfigError", "KEYS", "Scratchpad", "load_config", "shipped_configs"]
+
+#: Every configuration key, its default, and a description of the values it allows.
+KEYS = {
+    "LOG_INP_WIDTH": (3, "3 (int8 inputs)"),
+    "LOG_WGT_WIDTH": (3, "3 (int8 weights)"),
+    "LOG_ACC_WIDTH": (5, "5 (int32 accumulators)"),
+    "LOG_BATCH": (0, "0..3"),
+    "LOG_BLOCK_IN": (4, "1..7"),
+    "LOG_BLOCK_OUT": (4, "1..7"),
+    "LOG_UOP_BUFF_SIZE": (15, "a non-negative integer giving a depth in 2..2^16"),
+    "LOG_INP_BUFF_SIZE": (15, "a non-negative integer giving a depth in 2..2^16"),
+    "LOG_WGT_BUFF_SIZE": (18, "a non-negative integer giving a depth in 2..2^16"),
+    "LOG_ACC_BUFF_SIZE": (17, "a non-negative integer giving a depth in 2..2^16"),
+    "LOG_UOP_WIDTH": (5, "5 or 6"),
+    "AXI_DATA_BITS": (64, "64, 128, 256 or 512"),
+    "LOG_INP_FACTOR_RESTRICT": (0, ">= 0 and < the INP index width"),
+    "LOG_WGT_FACTOR_RESTRICT": (0, ">= 0 and < the WGT index width"),
+    "LOG_ACC_FACTOR_RESTRICT": (0, ">= 0 and < the ACC index width"),
+    "ACC_READ_PORTS": (1, "1 or 2"),
+    "TOKEN_BITS": (8, "2..16"),
+}
+
+_ALLOWED = {
+    "LOG_INP_WIDTH": {3}, "LOG_WGT_WIDTH": {3}, "LOG_ACC_WIDTH": {5},
+    "LOG_BATCH": set(range(0, 4)), "LOG_BLOCK_IN": set(range(1, 8)),
+    "LOG_BLOCK_OUT": set(range(1, 8)), "LOG_UOP_WIDTH": {5, 6},
+    "AXI_DATA_BITS": {64, 128, 256, 512}, "ACC_READ_PORTS": {1, 2},
+    "TOKEN_BITS": set(range(2, 17)),
+}
+
+#: Keys of upstream's and the Intel fork's ``vta_config.json`` that describe software or the
+#: board rather than the accelerator; they are accepted and ignored.
+_IGNORED_KEYS = {
+    "TARGET", "HW_VER", "ENABLE_INSTRUCTION_CLP", "ENABLE_RUNTIME_GREEDY_UOP_LOADS",
+    "ENABLE_RUNTIME_VALUE_BASED_UOP_CONSOLIDATION", "ENABLE_VTHREAD", "VTHREAD_NAME",
+}
+
+_MAX_DEPTH = 1 << formats.SRAM_ADDR_BITS     # sram_base is 16 bits wide
+_MIN_DEPTH = 2
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be built. ``violations`` lists one message per broken rule."""
+
+    def __init__(self, violations, *, source=None):
+        self.violations = list(violations)
+        self.source = source
+        where = f" in {source}" if source else ""
+        lines = [f"invalid VTA configuration{where} ({len(self.violations)} problem"
+                 f"{'s' if len(self.violations) != 1 else ''}):"]
+        lines += [f"  - {v}" for v in self.violations]
+        super().__init__("\n".join(lines))
+
+
+@dataclass(frozen=True)
+class Scratchpad:
+    """One on-chip memory: its row width, depth, and the bytes a row takes in DRAM."""
+    name: str
+    row_bits: int
+    depth: int
+
+    @property
+    def log_depth(self):
+        return self.depth.bit_length() - 1
+
+    @property
+    def row_bytes(self):
+        return self.row_bits // 8
+
+    @property
+    def size_bytes(self):
+        return self.depth * self.row_bytes
+
+
+def _field(key):
+    return dataclasses.field(default=KEYS[key][0])
+
+
+@dataclass(frozen=True)
+class Config:
+    """A VTA hardware configuration (ISA.md §1). Keys are the upper-case YAML keys lower-cased.
+
+    Build one with keyword arguments, :meth:`from_dict` or :func:`load_config`; all three check
+    it. ``name`` labels it (for ``build/<name>/``) and does not enter :attr:`config_id`.
+    """
+    name: str = "custom"
+    log_inp_width: int = _field("LOG_INP_WIDTH")
+    log_wgt_width: int = _field("LOG_WGT_WIDTH")
+    log_acc_width: int = _field("LOG_ACC_WIDTH")
+    log_batch: int = _field("LOG_BATCH")
+    log_block_in: int = _field("LOG_BLOCK_IN")
+    log_block_out: int = _field("LOG_BLOCK_OUT")
+    log_uop_buff_size: int = _field("LOG_UOP_BUFF_SIZE")
+    log_inp_buff_size: int = _field("LOG_INP_BUFF_SIZE")
+    log_wgt_buff_size: int = _field("LOG_WGT_BUFF_SIZE")
+    log_acc_buff_size: int = _field("LOG_ACC_BUFF_SIZE")
+    log_uop_width: int = _field("LOG_UOP_WIDTH")
+    axi_data_bits: int = _field("AXI_DATA_BITS")
+    log_inp_factor_restrict: int = _field("LOG_INP_FACTOR_RESTRICT")
+    log_wgt_factor_restrict: int = _field("LOG_WGT_FACTOR_RESTRICT")
+    log_acc_factor_restrict: int = _field("LOG_ACC_FACTOR_RESTRICT")
+    acc_read_ports: int = _field("ACC_READ_PORTS")
+    token_bits: int = _field("TOKEN_BITS")
+
+    def __post_init__(self):
+        violations = _check(self)
+        if violations:
+            raise ConfigError(violations, source=self.name if self.name != "custom" else None)
+
+    # -- construction ---------------------------------------------------------------------------
+
+    @classmethod
+    def from_dict(cls, values, *, name="custom", source=None):
+        """Build from a mapping of upper-case keys (YAML or upstream ``vta_config.json``)."""
+        values = dict(values)
+        violations = []
+        name = values.pop("name", name)
+        values.pop("description", None)
+        if "LOG_BLOCK" in values:
+            log_block = values.pop("LOG_BLOCK")
+            for key in ("LOG_BLOCK_IN", "LOG_BLOCK_OUT"):
+                if key in values and values[key] != log_block:
+                    violations.append(f"LOG_BLOCK = {log_block!r} conflicts with {key} = "
+                                      f"{values[key]!r}: give LOG_BLOCK or both block sizes")
+                values.setdefault(key, log_block)
+        kwargs = {}
+        for key, value in values.items():
+            if key in _IGNORED_KEYS:
+                continue
+            if key not in KEYS:
+                violations.append(f"{key}: unknown key (known keys: {', '.join(KEYS)})")
+                continue
+            if isinstance(value, bool) or not isinstance(value, int):
+                violations.append(f"{key} = {value!r}: must be an integer ({KEYS[key][1]})")
+                continue
+            kwargs[key.lower()] = value
+        try:
+            config = cls(name=str(name), **kwargs)
+        except ConfigError as error:
+            violations += error.violations
+        if violations:
+            raise ConfigError(violations, source=source or (name if name != "custom" else None))
+        return config
+
+    def replace(self, **changes):
+        """A checked copy with some keys changed (lower-case names)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self):
+        """The configuration keys (upper case) and their values, without derived quantities."""
+        return {key: getattr(self, key.lower()) for key in KEYS}
+
+    # -- shape ----------------------------------------------------------------------------------
+
+    batch = property(lambda self: 1 << self.log_batch)
+    block_in = property(lambda self: 1 << self.log_block_in)
+    block_out = property(lambda self: 1 << self.log_block_out)
+    inp_width = property(lambda self: 1 << self.log_inp_width, doc="bits of an input element")
+    wgt_width = property(lambda self: 1 << self.log_wgt_width, doc="bits of a weight element")
+    acc_width = property(lambda self: 1 << self.log_acc_width, doc="bits of an accumulator element")
+    out_width = property(lambda self: 1 << self.log_inp_width, doc="bits of an output element")
+    uop_bits = property(lambda self: 1 << self.log_uop_width, doc="bits of a micro-op")
+
+    @property
+    def shape_name(self):
+        """The notation of ISA.md §1, e.g. ``1x16x16 15/15/18/17``."""
+        return (f"{self.batch}x{self.block_in}x{self.block_out} {self.log_uop_buff_size}/"
+                f"{self.log_inp_buff_size}/{self.log_wgt_buff_size}/{self.log_acc_buff_size}")
+
+    # -- tensors and scratchpads ----------------------------------------------------------------
+
+    inp_tensor_bits = property(lambda self: self.inp_width * self.batch * self.block_in)
+    wgt_tensor_bits = property(lambda self: self.wgt_width * self.block_out * self.block_in)
+    acc_tensor_bits = property(lambda self: self.acc_width * self.batch * self.block_out)
+    out_tensor_bits = property(lambda self: self.out_width * self.batch * self.block_out)
+
+    def _depth(self, log_size, bits):
+        return (8 << log_size) // bits
+
+    uop = property(lambda self: Scratchpad("uop", self.uop_bits,
+                                           self._depth(self.log_uop_buff_size, self.uop_bits)))
+    inp = property(lambda self: Scratchpad("inp", self.inp_tensor_bits,
+                                           self._depth(self.log_inp_buff_size, self.inp_tensor_bits)))
+    wgt = property(lambda self: Scratchpad("wgt", self.wgt_tensor_bits,
+                                           self._depth(self.log_wgt_buff_size, self.wgt_tensor_bits)))
+    acc = property(lambda self: Scratchpad("acc", self.acc_tensor_bits,
+                                           self._depth(self.log_acc_buff_size, self.acc_tensor_bits)))
+    out = property(lambda self: Scratchpad("out", self.out_tensor_bits, self.acc.depth),
+                   doc="OUT has the ACC depth: it mirrors the low byte of every ACC lane")
+
+    @property
+    def scratchpads(self):
+        return (self.uop, self.inp, self.wgt, self.acc, self.out)
+
+    uop_depth = property(lambda self: self.uop.depth)
+    inp_depth = property(lambda self: self.inp.depth)
+    wgt_depth = property(lambda self: self.wgt.depth)
+    acc_depth = property(lambda self: self.acc.depth)
+    out_depth = property(lambda self: self.out.depth)
+    log_uop_depth = property(lambda self: self.uop.log_depth)
+    log_inp_depth = property(lambda self: self.inp.log_depth)
+    log_wgt_depth = property(lambda self: self.wgt.log_depth)
+    log_acc_depth = property(lambda self: self.acc.log_depth)
+    log_out_depth = property(lambda self: self.out.log_depth)
+
+    # -- DRAM element sizes (ISA.md §1: a DRAM element is a byte copy of the SRAM row) ----------
+
+    uop_elem_bytes = property(lambda self: self.uop_bits // 8)
+    inp_elem_bytes = property(lambda self: self.inp_tensor_bits // 8)
+    wgt_elem_bytes = property(lambda self: self.wgt_tensor_bits // 8)
+    acc_elem_bytes = property(lambda self: self.acc_tensor_bits // 8)
+    out_elem_bytes = property(lambda self: self.out_tensor_bits // 8)
+    acc8_elem_bytes = property(lambda self: self.batch * self.block_out,
+                               doc="an ACC_8BIT element: one int8 per ACC lane")
+
+    # -- instruction fields ---------------------------------------------------------------------
+
+    inp_factor_bits = property(lambda self: self.log_inp_depth - self.log_inp_factor_restrict,
+                               doc="I of ISA.md §2: width of the GEMM src factor fields")
+    wgt_factor_bits = property(lambda self: self.log_wgt_depth - self.log_wgt_factor_restrict,
+                               doc="W of ISA.md §2: width of the GEMM wgt factor fields")
+    acc_factor_bits = property(lambda self: self.log_acc_depth - self.log_acc_factor_restrict,
+                               doc="A of ISA.md §2: width of the dst (and ALU src) factor fields")
+    uop_dst_bits = property(lambda self: self.log_acc_depth)
+    uop_src_bits = property(lambda self: max(self.log_acc_depth, self.log_inp_depth))
+    uop_wgt_bits = property(lambda self: self.log_wgt_depth)
+
+    # -- bus ------------------------------------------------------------------------------------
+
+    axi_data_bytes = property(lambda self: self.axi_data_bits // 8)
+
+    # -- identity -------------------------------------------------------------------------------
+
+    @property
+    def config_id(self):
+        """32-bit hash of the configuration keys (CONFIG_ID register); stable across runs."""
+        text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
+
+    @property
+    def content_hash(self):
+        """A longer hash of the keys, for naming cached builds."""
+        text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def derived(self):
+        """Every derived quantity of ISA.md §1, by name, for printing and for the JSON dump."""
+        out = {"name": self.name, "shape": self.shape_name, "config_id": f"0x{self.config_id:08x}",
+               "batch": self.batch, "block_in": self.block_in, "block_out": self.block_out,
+               "uop_bits": self.uop_bits, "axi_data_bits": self.axi_data_bits}
+        for pad in self.scratchpads:
+            out[pad.name] = {"row_bits": pad.row_bits, "row_bytes": pad.row_bytes,
+                             "depth": pad.depth, "log_depth": pad.log_depth,
+                             "size_bytes": pad.size_bytes}
+        out["acc8_elem_bytes"] = self.acc8_elem_bytes
+        out["factor_bits"] = {"inp": self.inp_factor_bits, "wgt": self.wgt_factor_bits,
+                              "acc": self.acc_factor_bits}
+        out["uop_fields"] = {"dst_idx": self.uop_dst_bits, "src_idx": self.uop_src_bits,
+                             "wgt_idx": self.uop_wgt_bits}
+        return out
+
+    def to_json(self):
+        """The resolved configuration: keys and derived quantities, as ``avta gen`` writes it."""
+        return json.dumps({"config": self.to_dict(), "derived": self.derived()}, indent=2)
+
+
+# -- checking ----------------------------------------------------------------------------------
+
+def _check(cfg):
+    violations = []
+    bad = set()
+    for key in KEYS:
+        value = getattr(cfg, key.lower())
+        if isinstance(value, bool) or not isinstance(value, int):
+            violations.append(f"{key} = {value!r}: must be an integer ({KEYS[key][1]})")
+            bad.add(key)
+        elif key in _ALLOWED and value not in _ALLOWED[key]:
+            violations.append(f"{key} = {value}: must be {KEYS[key][1]}")
+            bad.add(key)
+        elif value < 0:
+            violations.append(f"{key} = {value}: must be {KEYS[key][1]}")
+            bad.add(key)
+    if bad:
+        return violations   # derived quantities are meaningless until the keys are sane
+
+    depth_ok = True
+    for pad, key in ((cfg.uop, "LOG_UOP_BUFF_SIZE"), (cfg.inp, "LOG_INP_BUFF_SIZE"),
+                     (cfg.wgt, "LOG_WGT_BUFF_SIZE"), (cfg.acc, "LOG_ACC_BUFF_SIZE")):
+        exact = (8 << getattr(cfg, key.lower())) / pad.row_bits
+        if not _MIN_DEPTH <= exact <= _MAX_DEPTH:
+            depth_ok = False
+            shown = f"{exact:g}" if exact < 1 else str(int(exact))
+            violations.append(
+                f"{key} = {getattr(cfg, key.lower())}: the {pad.name.upper()} scratchpad depth "
+                f"comes out as {shown} rows of {pad.row_bits} bits; it must be in "
+                f"{_MIN_DEPTH}..{_MAX_DEPTH} (sram_base is {formats.SRAM_ADDR_BITS} bits)")
+    if not depth_ok:
+        return violations
+
+    restrict_ok = True
+    for key, log_depth in (("LOG_INP_FACTOR_RESTRICT", cfg.log_inp_depth),
+                           ("LOG_WGT_FACTOR_RESTRICT", cfg.log_wgt_depth),
+                           ("LOG_ACC_FACTOR_RESTRICT", cfg.log_acc_depth)):
+        value = getattr(cfg, key.lower())
+        if value >= log_depth:
+            restrict_ok = False
+            violations.append(f"{key} = {value}: must be < the index width {log_depth} "
+                              f"(a factor field needs at least one bit)")
+    if not restrict_ok:
+        return violations
+
+    violations += _check_formats(cfg)
+    violations += _check_uop(cfg)
+    return violations
+
+
+def _check_formats(cfg):
+    placements = formats.instruction_formats(cfg)
+    overflowing = {name: p for name, p in placements.items() if p.overflow}
+    if not overflowing:
+        return []
+    violations = [f"the {name} format needs {p.end} bits: word 1 overflows by {p.overflow} bits"
+                  for name, p in overflowing.items()]
+    fix = _smallest_restrictions(cfg)
+    if fix is None:
+        violations.append(
+            f"no *_FACTOR_RESTRICT values make every format fit, because the loop fields "
+            f"(uop_bgn/uop_end are {cfg.log_uop_depth}/{cfg.log_uop_depth + 1} bits) leave too "
+            f"little room: use a smaller micro-op buffer (LOG_UOP_BUFF_SIZE < "
+            f"{cfg.log_uop_buff_size})")
+    else:
+        r_inp, r_wgt, r_acc = fix
+        violations.append(
+            f"the smallest restrictions that fit every format are LOG_INP_FACTOR_RESTRICT: "
+            f"{r_inp}, LOG_WGT_FACTOR_RESTRICT: {r_wgt}, LOG_ACC_FACTOR_RESTRICT: {r_acc}")
+    return violations
+
+
+def _smallest_restrictions(cfg):
+    """The (inp, wgt, acc) restrictions with the least total that make every format fit."""
+    ranges = [range(cfg.log_inp_depth), range(cfg.log_wgt_depth), range(cfg.log_acc_depth)]
+    best = None
+    for combo in itertools.product(*ranges):
+        if best is not None and sum(combo) >= sum(best):
+            continue
+        if not any(p.overflow for p in formats.instruction_formats(cfg, combo).values()):
+            best = combo
+    return best
+
+
+def _check_uop(cfg):
+    placement = formats.place(formats.uop_fields(cfg), unit=formats.UOP_UNIT, total=cfg.uop_bits)
+    if not placement.overflow:
+        return []
+    message = (f"LOG_UOP_WIDTH = {cfg.log_uop_width}: the micro-op fields (dst {cfg.uop_dst_bits}, "
+               f"src {cfg.uop_src_bits}, wgt {cfg.uop_wgt_bits} bits) need {placement.end} bits, "
+               f"{placement.overflow} more than the {cfg.uop_bits}-bit micro-op")
+    wider = formats.place(formats.uop_fields(cfg), unit=formats.UOP_UNIT, total=64)
+    if cfg.log_uop_width == 5 and not wider.overflow:
+        message += ": use LOG_UOP_WIDTH: 6"
+    else:
+        message += ": use smaller scratchpads"
+    return [message]
+
+
+# -- files -------------------------------------------------------------------------------------
+
+def shipped_configs():
+    """Names of the configurations shipped in ``configs/``."""
+    return sorted(p.stem for p in CONFIG_DIR.glob("*.yaml"))
+
+
+def load_config(spec="default"):
+    """Load a configuration by shipped name (``default``, ``tiny``, …) or by YAML/JSON path.
+
+    A ``Config`` passes through unchanged.
+    """
+    if isinstance(spec, Config):
+        return spec
+    path = Path(spec)
+    if not path.suffix and not path.exists():
+        candidate = CONFIG_DIR / f"{spec}.yaml"
+        if not candidate.exists():
+            raise ConfigError([f"no shipped configuration named {spec!r} (shipped: "
+                               f"{', '.join(shipped_configs())}); give a name or a path"])
+        path = candidate
+    if not path.exists():
+        raise ConfigError([f"configuration file {str(path)!r} does not exist"])
+    text = path.read_text()
+    try:
+        if path.suffix == ".json":
+            values = json.loads(text)
+        else:
+            import yaml
+            values = yaml.safe_load(text)
+    except Exception as error:
+        raise ConfigError([f"cannot parse {path}: {error}"]) from None
+    if values is None:
+        values = {}
+    if not isinstance(values, dict):
+        raise ConfigError([f"{path}: the top level must be a mapping of keys to values, "
+                           f"not {type(values).__name__}"])
+    return Config.from_dict(values, name=values.get("name", path.stem), source=str(path))

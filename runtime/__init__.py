@@ -1,0 +1,1 @@
+"""Runtime: DRAM allocator, instruction and micro-op stream builder, device API, operators."""

@@ -1,0 +1,1 @@
+"""Simulation: fsim (numpy behavioral model), tsim driver, traces and trace diff."""

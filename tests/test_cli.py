@@ -1,0 +1,94 @@
+"""The command line: config, asm/disasm, gen, error messages and pending commands."""
+
+import json
+
+import pytest
+
+from avta.cli import main
+from avta.isa.config import load_config
+from avta.isa.encoding import codec
+from avta.isa.insn import GemmInsn
+
+
+def test_config_prints_layout(capsys):
+    assert main(["config", "--config", "tiny"]) == 0
+    out = capsys.readouterr().out
+    assert "1x4x4 10/10/12/12" in out
+    assert "[ 60:53 ] dst_factor_out   8 bits" in out
+
+
+def test_config_json(capsys):
+    assert main(["config", "--config", "default", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["derived"]["wgt"]["depth"] == 1024
+
+
+def test_bad_config_is_one_clear_message(capsys, tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("LOG_BATCH: 4\nAXI_DATA_BITS: 96\n")
+    assert main(["config", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "LOG_BATCH = 4: must be 0..3" in err and "AXI_DATA_BITS = 96" in err
+    assert "Traceback" not in err
+
+
+def test_asm_disasm_round_trip(tmp_path, capsys):
+    src = tmp_path / "p.jsonl"
+    src.write_text(
+        '# a comment\n'
+        '{"op": "LOAD", "memory_type": 2, "x_size": 4, "y_size": 1, "x_stride": 4, '
+        '"push_next": 1}\n'
+        '{"op": "GEMM", "uop_end": 1, "iter_out": 1, "iter_in": 1, "dst_factor_out": 1, '
+        '"pop_prev": 1}\n'
+        '{"op": "ALU", "alu_op": "CLP", "use_imm": 1, "imm": -5}\n'
+        '{"op": "FINISH"}\n')
+    binary = tmp_path / "p.bin"
+    assert main(["asm", "--config", "tiny", str(src), "-o", str(binary)]) == 0
+    insns = codec(load_config("tiny")).decode_program(binary.read_bytes())
+    assert insns[1] == GemmInsn(uop_end=1, iter_out=1, iter_in=1, dst_factor_out=1, pop_prev=1)
+    capsys.readouterr()
+    assert main(["disasm", "--config", "tiny", str(binary), "--json"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert lines[2]["alu_op"] == "CLP" and lines[2]["imm"] == -5 and "alu_opcode" not in lines[2]
+    assert lines[3]["op"] == "FINISH" and lines[3]["wgt_factor_in"] == 0
+    # the JSON disassembly assembles back to the same bytes
+    again = tmp_path / "again.jsonl"
+    again.write_text("\n".join(json.dumps(x) for x in lines))
+    assert main(["asm", "--config", "tiny", str(again), "-o", str(tmp_path / "b.bin")]) == 0
+    assert (tmp_path / "b.bin").read_bytes() == binary.read_bytes()
+    assert main(["disasm", "--config", "tiny", str(binary)]) == 0
+    text = capsys.readouterr().out
+    assert "ALU CLP imm -5" in text and "FINISH" in text
+
+
+def test_disasm_flags_illegal_instructions(tmp_path, capsys):
+    blob = (5).to_bytes(16, "little") + (7 << 108 | 4).to_bytes(16, "little")
+    path = tmp_path / "bad.bin"
+    path.write_bytes(blob)
+    assert main(["disasm", "--config", "default", str(path), "--json"]) == 0
+    first, second = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert first["op"] == "ILLEGAL" and first["error"] == 1
+    assert second["op"] == "ALU" and second["alu_op"] == 7 and second["error"] == 2
+
+
+@pytest.mark.parametrize("line, message", [
+    ('{"op": "JUMP"}', '"op" must be one of'),
+    ('{"op": "GEMM", "imm": 3}', "GEMM has no field 'imm'"),
+    ('{"op": "ALU", "alu_op": "DIV"}', "unknown alu_op 'DIV'"),
+    ('{"op": "GEMM", "uop_bgn": 9999}', "uop_bgn = 9999 does not fit its 8-bit field"),
+    ('{"op": "LOAD", "x_size": "many"}', "field x_size must be an integer"),
+    ("not json", "not valid JSON"),
+])
+def test_asm_errors_name_the_line(tmp_path, capsys, line, message):
+    src = tmp_path / "p.jsonl"
+    src.write_text('{"op": "FINISH"}\n' + line + "\n")
+    assert main(["asm", "--config", "tiny", str(src), "-o", str(tmp_path / "o.bin")]) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_gen_writes_header_and_config(tmp_path):
+    assert main(["gen", "--config", "tiny", "-o", str(tmp_path)]) == 0
+    assert "#define VTA_BLOCK_IN 4" in (tmp_path / "vta_hw_spec.h").read_text()
+    assert json.loads((tmp_path / "config.json").read_text())["config"]["LOG_BLOCK_IN"] == 2
