@@ -7,21 +7,9 @@ Every value comes from the configuration object and the layouts; a test compiles
 from . import formats
 from .enums import AluOp, ErrorCode, MemType, Opcode, PadValue
 from .layout import layouts
+from .registers import COUNTER_NAMES, REGISTERS
 
 __all__ = ["c_header", "header_macros"]
-
-#: Control register byte offsets (ARCHITECTURE.md, control registers).
-REGISTERS = {
-    "CTRL": 0x00, "CYCLES": 0x04, "INSN_COUNT": 0x08, "INSN_ADDR": 0x0C,
-    "UOP_BASE": 0x10, "INP_BASE": 0x14, "WGT_BASE": 0x18, "ACC_BASE": 0x1C, "OUT_BASE": 0x20,
-    "COUNTERS": 0x24, "ERR_CODE": 0x60, "ERR_INSN": 0x64, "CONFIG_ID": 0x68, "VERSION": 0x6C,
-}
-
-#: The 14 performance counters at COUNTERS + 4·i, in the Intel Labs fork's order.
-COUNTER_NAMES = ("ACC_WR", "ACC_LD", "INP_LD", "WGT_LD", "UOP_LD", "OUT_ST", "ALU_STEPS",
-                 "GEMM_STEPS", "IDLE_LD", "IDLE_ST", "IDLE_CP", "STALL_LD", "STALL_ST",
-                 "STALL_CP")
-
 
 def header_macros(cfg):
     """``[(name, value, comment)]`` of every macro the header defines, in order."""

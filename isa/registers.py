@@ -1,0 +1,32 @@
+"""Control register map and performance counter names (ARCHITECTURE.md, control registers).
+
+Shared by the RTL (VCR), the simulators (which report the same counters), the runtime and the
+C header.
+"""
+
+__all__ = ["REGISTERS", "COUNTER_NAMES", "counter_offset", "BYTE_COUNTERS", "STEP_COUNTERS",
+           "CYCLE_COUNTERS"]
+
+#: Control register byte offsets on the AXI4-Lite slave (32-bit registers).
+REGISTERS = {
+    "CTRL": 0x00, "CYCLES": 0x04, "INSN_COUNT": 0x08, "INSN_ADDR": 0x0C,
+    "UOP_BASE": 0x10, "INP_BASE": 0x14, "WGT_BASE": 0x18, "ACC_BASE": 0x1C, "OUT_BASE": 0x20,
+    "COUNTERS": 0x24, "ERR_CODE": 0x60, "ERR_INSN": 0x64, "CONFIG_ID": 0x68, "VERSION": 0x6C,
+}
+
+#: The 14 performance counters at COUNTERS + 4·i, in the order of the Intel Labs VTA fork.
+COUNTER_NAMES = ("ACC_WR", "ACC_LD", "INP_LD", "WGT_LD", "UOP_LD", "OUT_ST", "ALU_STEPS",
+                 "GEMM_STEPS", "IDLE_LD", "IDLE_ST", "IDLE_CP", "STALL_LD", "STALL_ST",
+                 "STALL_CP")
+
+#: Bytes moved per memory type: x_size·y_size·element bytes of each LOAD or STORE, exact.
+BYTE_COUNTERS = ("ACC_LD", "INP_LD", "WGT_LD", "UOP_LD", "OUT_ST")
+#: Micro-op steps: iter_out·iter_in·(uop_end − uop_bgn) of each non-degenerate instruction.
+STEP_COUNTERS = ("ALU_STEPS", "GEMM_STEPS")
+#: Cycle counts: the RTL's; fsim may only estimate them (and says so).
+CYCLE_COUNTERS = ("ACC_WR", "IDLE_LD", "IDLE_ST", "IDLE_CP", "STALL_LD", "STALL_ST", "STALL_CP")
+
+
+def counter_offset(name):
+    """Byte offset of performance counter ``name``."""
+    return REGISTERS["COUNTERS"] + 4 * COUNTER_NAMES.index(name)
