@@ -1,0 +1,51 @@
+"""Run cocotb tests on Verilator for an Amaranth component, with builds cached by content.
+
+The Verilog of the component is written to ``<cache>/<top>-<hash>/``, where the hash covers
+the Verilog text and the build arguments; a build whose folder already exists is reused.
+Waveforms only when ``AVTA_WAVES=1`` (cocotb's ``WAVES=1`` also works).
+"""
+
+import hashlib
+import os
+import sys
+from pathlib import Path
+
+from avta.hw.verilog import to_verilog
+
+from .verilator import verilator_env
+
+__all__ = ["run_cocotb", "cache_root"]
+
+def cache_root():
+    """Where Verilator builds are kept: ``$AVTA_CACHE`` or ``~/.cache/avta``."""
+    return Path(os.environ.get("AVTA_CACHE", Path.home() / ".cache" / "avta"))
+
+
+def run_cocotb(component, *, top, test_module, test_dir, build_args=(), extra_env=None,
+               testcase=None):
+    """Convert ``component`` to Verilog, build it with Verilator (cached) and run cocotb tests.
+
+    ``test_module`` is the module name of the cocotb tests, found in ``test_dir``. Under pytest,
+    a failing cocotb test makes this raise, so the calling pytest test fails.
+    """
+    verilator_env()
+    from cocotb_tools.runner import get_runner
+
+    text = to_verilog(component, name=top)
+    args = list(build_args)
+    digest = hashlib.sha256((text + "\0" + " ".join(args)).encode()).hexdigest()[:16]
+    build_dir = cache_root() / "cocotb" / f"{top}-{digest}"
+    build_dir.mkdir(parents=True, exist_ok=True)
+    source = build_dir / f"{top}.v"
+    if not source.exists() or source.read_text() != text:
+        source.write_text(text)
+    waves = os.environ.get("AVTA_WAVES") == "1"
+    runner = get_runner("verilator")
+    runner.build(sources=[source], hdl_toplevel=top, build_dir=build_dir,
+                 timescale=("1ns", "1ps"), build_args=args, waves=waves, always=False)
+    test_dir = str(Path(test_dir).resolve())
+    if test_dir not in sys.path:
+        sys.path.insert(0, test_dir)
+    return runner.test(hdl_toplevel=top, test_module=test_module, build_dir=build_dir,
+                       test_dir=build_dir, waves=waves, extra_env=extra_env or {},
+                       testcase=testcase)
