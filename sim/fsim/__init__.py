@@ -1,0 +1,15 @@
+"""fsim: the bit-exact behavioral model of the VTA instruction set (ISA.md is its specification).
+
+>>> sim = Fsim(cfg)                                   # doctest: +SKIP
+>>> result = sim.run(dram, insn_addr, insn_count)     # doctest: +SKIP
+
+``dram`` (a bytearray or uint8 array) is modified in place; ``result`` is a
+:class:`avta.sim.result.RunResult`. Modules: :mod:`.machine` (stages, tokens, errors,
+deadlock), :mod:`.memops` (LOAD, STORE), :mod:`.gemm`, :mod:`.alu`, :mod:`.loops` (micro-op
+loop nest), :mod:`.state` (scratchpads), :mod:`.dram`, :mod:`.timing` (cycle estimate),
+:mod:`.events` (trace events).
+"""
+
+from .machine import SCHEDULES, TOKEN_COUNTERS, Fsim
+
+__all__ = ["Fsim", "SCHEDULES", "TOKEN_COUNTERS"]

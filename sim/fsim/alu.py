@@ -1,0 +1,113 @@
+"""ALU (ISA.md §3.4): the operations, and execution in hazard-free chunks of steps.
+
+Every step must see all earlier steps, through dst and through src, at any distance. Each step
+reads ACC[src] (every form does) and reads or writes ACC[dst], so a run of consecutive steps can
+be computed as one vector operation exactly when no step in it touches a row that an earlier
+step of the same run wrote. :func:`hazard_free_chunks` splits the steps into the longest such
+runs; a program with no hazards (the common requantization tail) is one chunk.
+"""
+
+import numpy as np
+
+from avta.isa.enums import AluOp
+
+from .loops import LoopNest, wrap_or_raise
+
+__all__ = ["alu_op", "execute_alu", "hazard_free_chunks", "last_writer_before"]
+
+_ACC_LANE_BITS = 32             # ISA.md §1: LOG_ACC_WIDTH is 5 (int32)
+_SHIFT_BITS = 6                 # SHR uses B[5:0] as a signed amount (ISA.md §3.4)
+
+
+def _sext(value, bits):
+    """Sign-extend the low ``bits`` bits of an int32 array, as int32."""
+    mask = (1 << bits) - 1
+    sign = 1 << (bits - 1)
+    return ((value & mask) ^ sign) - sign
+
+
+def alu_op(op, a, b):
+    """f(A, B) of ISA.md §3.4, lane by lane on int32 arrays of one shape, wrapping."""
+    if op == AluOp.MIN:
+        return np.minimum(a, b)
+    if op == AluOp.MAX:
+        return np.maximum(a, b)
+    if op == AluOp.ADD:
+        return a + b
+    if op == AluOp.SHR:
+        s = _sext(b, _SHIFT_BITS)
+        right = a >> np.clip(s, 0, _ACC_LANE_BITS - 1)
+        # A left shift by up to 32 is computed in int64 and wrapped back to 32 bits.
+        left = (a.astype(np.int64) << np.clip(-s, 0, None).astype(np.int64)).astype(np.int32)
+        return np.where(s >= 0, right, left)
+    if op == AluOp.MUL:
+        return _sext(a, 8) * _sext(b, 8)
+    if op == AluOp.CLP:
+        return np.maximum(np.minimum(a, b), -b)
+    if op == AluOp.MOV:
+        return b.copy()
+    raise ValueError(f"ALU opcode {op} is undefined")
+
+
+def last_writer_before(rows, dst):
+    """For each step s, the last step t < s with dst[t] == rows[s], or -1."""
+    n = dst.size
+    keys = np.sort(dst * n + np.arange(n, dtype=np.int64))
+    query = rows * n + np.arange(n, dtype=np.int64)
+    pos = np.searchsorted(keys, query, side="left") - 1
+    found = keys[np.maximum(pos, 0)]
+    return np.where((pos >= 0) & (found // n == rows), found % n, -1)
+
+
+def hazard_free_chunks(dst, src):
+    """``[(start, end), …]`` covering every step, each the longest hazard-free run from start.
+
+    A step s conflicts with a run starting at a when a step t with a <= t < s wrote the row s
+    reads (src, or dst for A) or writes (dst): read-after-write or write-after-write.
+    Write-after-read inside a run is harmless: the vector form reads before it writes.
+    """
+    n = dst.size
+    hazard = np.maximum(last_writer_before(dst, dst), last_writer_before(src, dst))
+    if n == 0 or int(hazard.max()) < 0:
+        return [(0, n)]
+    chunks = []
+    start = 0
+    window = 64
+    while start < n:
+        end = start + 1
+        while end < n:
+            hits = np.flatnonzero(hazard[end:end + window] >= start)
+            if hits.size:
+                end += int(hits[0])
+                break
+            end += window
+            window *= 4
+        end = min(end, n)
+        chunks.append((start, end))
+        # The next run is probably about as long as this one.
+        window = max(16, 2 * (end - start))
+        start = end
+    return chunks
+
+
+def execute_alu(cfg, insn, pads, codec, *, strict, trace_rows=None):
+    """Run an ALU instruction; ``trace_rows(memory, rows, data)`` sees every ACC row written."""
+    nest = LoopNest(insn, pads, codec, strict=strict)
+    if nest.steps == 0:
+        return
+    depth = pads.depth("acc")
+    dst = wrap_or_raise(nest.index(0, insn.dst_factor_out, insn.dst_factor_in), depth, strict,
+                        "ALU dst")
+    src = wrap_or_raise(nest.index(1, insn.src_factor_out, insn.src_factor_in), depth, strict,
+                        "ALU src")
+    for start, end in hazard_free_chunks(dst, src):
+        d, s = dst[start:end], src[start:end]
+        operand = pads.acc[s]
+        if insn.use_imm:
+            # ISA.md §3.4: with an immediate the result is f(ACC[src], sext(imm)).
+            result = alu_op(insn.alu_opcode, operand, np.full_like(operand, insn.imm))
+        else:
+            result = alu_op(insn.alu_opcode, pads.acc[d], operand)
+        pads.write_acc(d, result)
+        if trace_rows is not None:
+            trace_rows("acc", d, result.view(np.uint8).reshape(d.size, -1))

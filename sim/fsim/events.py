@@ -1,0 +1,63 @@
+"""Trace events fsim emits, one dict per event, handed to a callable.
+
+Draft of the schema that issue 6 finalizes (ARCHITECTURE.md, traces). Every event has
+``kind``, ``stage`` (``load``, ``compute``, ``store``) and ``insn`` (the instruction's index in
+the stream):
+
+- ``{"kind": "retire", ...}``: the instruction completed (after its tokens were pushed);
+- ``{"kind": "sram", "memory": "uop"|"inp"|"wgt"|"acc", "index": row, "data": hex}``: one whole
+  scratchpad row written (``arch`` mode); ``data`` is the row's bytes in DRAM element order
+  (ACC lanes little-endian), as ``bytes.hex()``. The OUT mirror is implied and not traced;
+- ``{"kind": "dram", "address": byte address, "data": hex}``: one DRAM element written by a
+  STORE (``arch`` mode).
+
+Events of one instruction come in the order fsim writes them; GEMM and ALU emit one ``sram``
+event per micro-op step, with the value that step wrote.
+"""
+
+__all__ = ["Tracer", "TRACE_MODES", "STAGE_NAMES"]
+
+#: ``retire``: retire events only; ``arch`` (alias ``equiv``): also every row and element
+#: written; ``full`` adds per-cycle activity on tsim and is ``arch`` on fsim.
+TRACE_MODES = ("retire", "arch", "equiv", "full")
+
+STAGE_NAMES = ("load", "compute", "store")
+
+
+class Tracer:
+    """Turns fsim's writes into events for ``sink``; only built when a trace is asked for."""
+
+    def __init__(self, sink, mode):
+        if mode not in TRACE_MODES:
+            raise ValueError(f"trace mode {mode!r} is not one of {', '.join(TRACE_MODES)}")
+        if not callable(sink):
+            raise TypeError(f"trace must be a callable taking one event dict, got {sink!r}")
+        self._sink = sink
+        self.arch = mode != "retire"
+
+    def retire(self, stage, insn):
+        self._sink({"kind": "retire", "stage": STAGE_NAMES[stage], "insn": insn})
+
+    def row_writer(self, stage, insn):
+        """A ``(memory, rows, data)`` callback for the executors, or None in retire mode."""
+        if not self.arch:
+            return None
+        stage_name = STAGE_NAMES[stage]
+
+        def rows_written(memory, rows, data):
+            for row, row_bytes in zip(rows.tolist(), data):
+                self._sink({"kind": "sram", "stage": stage_name, "insn": insn,
+                            "memory": memory, "index": row, "data": row_bytes.tobytes().hex()})
+        return rows_written
+
+    def dram_writer(self, stage, insn):
+        """A ``(addresses, data)`` callback for STORE, or None in retire mode."""
+        if not self.arch:
+            return None
+        stage_name = STAGE_NAMES[stage]
+
+        def elements_written(addresses, data):
+            for address, elem in zip(addresses.tolist(), data):
+                self._sink({"kind": "dram", "stage": stage_name, "insn": insn,
+                            "address": address, "data": elem.tobytes().hex()})
+        return elements_written

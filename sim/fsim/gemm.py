@@ -1,0 +1,76 @@
+"""GEMM (ISA.md §3.3), one vectorized pass per instruction.
+
+A GEMM step adds INP[inp]·WGT[wgt]ᵀ to ACC[acc] and never reads ACC for anything else, and
+wrapping int32 addition is associative and commutative, so every step seeing all earlier steps
+is the same as adding all contributions at once: sort the steps by ACC row, compute the products
+in chunks, and sum each row's group (``np.add.reduceat``). A reset GEMM writes zeros.
+"""
+
+import numpy as np
+
+from .loops import LoopNest, wrap_or_raise
+
+__all__ = ["execute_gemm"]
+
+#: Steps whose products are computed together; bounds the temporary arrays to a few MiB.
+_CHUNK = 8192
+
+
+def execute_gemm(cfg, insn, pads, codec, *, strict, trace_rows=None):
+    """Run a GEMM; ``trace_rows(memory, rows, data)`` sees every ACC row written, step by step."""
+    nest = LoopNest(insn, pads, codec, strict=strict)
+    if nest.steps == 0:
+        return
+    acc_idx = wrap_or_raise(nest.index(0, insn.dst_factor_out, insn.dst_factor_in),
+                            pads.depth("acc"), strict, "GEMM ACC")
+    if insn.reset:
+        rows = np.unique(acc_idx)
+        pads.write_acc(rows, np.zeros((rows.size, cfg.batch, cfg.block_out), dtype=np.int32))
+        if trace_rows is not None:
+            zero = np.zeros((acc_idx.size, pads.raw("acc").shape[1]), dtype=np.uint8)
+            trace_rows("acc", acc_idx, zero)
+        return
+    inp_idx = wrap_or_raise(nest.index(1, insn.src_factor_out, insn.src_factor_in),
+                            pads.depth("inp"), strict, "GEMM INP")
+    wgt_idx = wrap_or_raise(nest.index(2, insn.wgt_factor_out, insn.wgt_factor_in),
+                            pads.depth("wgt"), strict, "GEMM WGT")
+
+    order = np.argsort(acc_idx, kind="stable")
+    contributions = _products(pads, inp_idx[order], wgt_idx[order])
+    sorted_rows = acc_idx[order]
+    starts = np.flatnonzero(np.r_[True, sorted_rows[1:] != sorted_rows[:-1]])
+    rows = sorted_rows[starts]
+    before = pads.acc[rows]
+    # int32 addition wraps, as the accumulator does (ISA.md §3.3).
+    pads.write_acc(rows, before + np.add.reduceat(contributions, starts, axis=0))
+    if trace_rows is not None:
+        values = _step_values(before, starts, contributions)
+        in_order = np.empty_like(values)
+        in_order[order] = values
+        trace_rows("acc", acc_idx, in_order.view(np.uint8).reshape(acc_idx.size, -1))
+
+
+def _products(pads, inp_idx, wgt_idx):
+    """Per-step INP[inp]·WGT[wgt]ᵀ as int32, shape (steps, batch, block_out).
+
+    float32 matrix products are exact here: a step sums BLOCK_IN ≤ 128 products of int8s, at
+    most 2^21 in magnitude, well inside float32's 24-bit integer range, and they use BLAS.
+    """
+    inp = pads.as_float("inp")          # (depth, batch, block_in)
+    wgt_t = pads.as_float("wgt")        # (depth, block_in, block_out)
+    out = np.empty((inp_idx.size,) + pads.acc.shape[1:], dtype=np.int32)
+    for start in range(0, inp_idx.size, _CHUNK):
+        part = slice(start, start + _CHUNK)
+        out[part] = np.matmul(inp[inp_idx[part]], wgt_t[wgt_idx[part]])
+    return out
+
+
+def _step_values(before, starts, contributions):
+    """The value each step (in ACC-row-sorted order) leaves in its row, for the trace: the
+    row's value before the GEMM plus this and the earlier contributions to the same row."""
+    running = np.cumsum(contributions, axis=0, dtype=np.int64)
+    group = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, running.shape[0]]))
+    group_base = np.zeros_like(before, dtype=np.int64)
+    group_base[1:] = running[starts[1:] - 1]
+    # int64 → int32 keeps the low 32 bits: the wrapping sum.
+    return (before[group] + (running - group_base[group])).astype(np.int32)

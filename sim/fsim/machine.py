@@ -1,0 +1,285 @@
+"""The fsim machine: fetch, decode check, three in-order stages and the token counters.
+
+ISA.md §3: the load, compute and store stages each run their own instructions strictly in
+program order; an instruction starts only when every token counter it pops is non-zero,
+decrements them at start and increments the counters it pushes when it completes. fsim runs one
+instruction at a time from start to completion, which is one legal interleaving: by default the
+runnable stage whose next instruction comes first in the stream; with ``schedule="random"`` a
+seeded random runnable stage, so a program that is missing a dependency shows it.
+"""
+
+import collections
+import random
+
+from avta.isa.asm import format_insn
+from avta.isa.encoding import INSN_BYTES, codec
+from avta.isa.enums import ErrorCode, Opcode, Stage
+from avta.isa.legality import check
+from avta.isa.registers import COUNTER_NAMES
+from avta.sim.result import RunResult
+
+from . import timing
+from .alu import execute_alu
+from .dram import Dram
+from .errors import MachineError
+from .events import STAGE_NAMES, Tracer
+from .gemm import execute_gemm
+from .memops import bytes_moved, execute_load, execute_store, load_target
+from .state import Scratchpads
+
+__all__ = ["Fsim", "SCHEDULES", "TOKEN_COUNTERS"]
+
+SCHEDULES = ("inorder", "random")
+
+#: The four dependency-token counters (ISA.md §3), by the direction tokens travel.
+TOKEN_COUNTERS = ("L->C", "C->L", "C->S", "S->C")
+_L2C, _C2L, _C2S, _S2C = range(4)
+
+#: (counters popped, counters pushed) per stage for pop_prev, pop_next / push_prev, push_next.
+#: None marks a flag that stage cannot have (decode error 6 rejects it first).
+_POP = {Stage.LOAD: (None, _C2L), Stage.COMPUTE: (_L2C, _S2C), Stage.STORE: (_C2S, None)}
+_PUSH = {Stage.LOAD: (None, _L2C), Stage.COMPUTE: (_C2L, _C2S), Stage.STORE: (_S2C, None)}
+
+_DECODE_CACHE_LIMIT = 1 << 16
+
+
+class Fsim:
+    """The bit-exact behavioral model of one configuration (ISA.md is the specification).
+
+    Parameters
+    ----------
+    cfg : Config
+    strict : bool
+        Stop with error 10 on a scratchpad index past the end instead of wrapping (ISA.md §3).
+    schedule : ``"inorder"`` or ``"random"``
+        How to pick among stages that can start (results agree on well-formed programs).
+    seed : int or None
+        Seed of the random schedule.
+    trace : callable or None
+        Receives one event dict per event (:mod:`avta.sim.fsim.events`); no cost when None.
+    trace_mode : str
+        ``retire``, or ``arch`` (alias ``equiv``, ``full``) to also see every write.
+
+    Scratchpads are zero when the object is built and keep their contents across :meth:`run`
+    calls; each run starts with empty token counters, zero counters and no error (launch).
+    """
+
+    def __init__(self, cfg, *, strict=False, schedule="inorder", seed=None, trace=None,
+                 trace_mode="arch"):
+        if schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
+        self._cfg = cfg
+        self._codec = codec(cfg)
+        self._strict = bool(strict)
+        self._schedule = schedule
+        self._rng = random.Random(seed)
+        self._tracer = None if trace is None else Tracer(trace, trace_mode)
+        self._pads = Scratchpads(cfg)
+        self._decoded = {}
+        self._token_max = (1 << cfg.token_bits) - 1
+
+    @property
+    def cfg(self):
+        return self._cfg
+
+    def sram(self, name):
+        """Read-only view of scratchpad ``name`` (uop, inp, wgt, acc, out); see
+        :meth:`Scratchpads.view` for the shapes."""
+        return self._pads.view(name)
+
+    # -- one launch -------------------------------------------------------------------------------
+
+    def run(self, dram, insn_addr, insn_count, *, bases=None):
+        """Run ``insn_count`` instructions at byte address ``insn_addr`` of ``dram`` (modified in
+        place); ``bases`` maps UOP/INP/WGT/ACC/OUT to their *_BASE register. Returns a
+        :class:`RunResult`."""
+        memory = Dram(dram, bases)
+        for name, value in (("insn_addr", insn_addr), ("insn_count", insn_count)):
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 32:
+                raise ValueError(f"{name} = {value!r}: must be an integer in 0..2^32-1")
+        if insn_addr % INSN_BYTES:
+            raise ValueError(f"insn_addr 0x{insn_addr:x} is not {INSN_BYTES}-byte aligned: "
+                             f"instructions start on a {INSN_BYTES}-byte boundary")
+        return _Launch(self, memory, insn_addr, insn_count).run()
+
+    def _decode(self, blob):
+        insn = self._decoded.get(blob)
+        if insn is None:
+            if len(self._decoded) >= _DECODE_CACHE_LIMIT:
+                self._decoded.clear()
+            insn = self._decoded[blob] = self._codec.decode(blob)
+        return insn
+
+
+class _Launch:
+    """The state of one run: token counters, queues, counters, the cycle estimate."""
+
+    def __init__(self, sim, dram, insn_addr, insn_count):
+        self.sim = sim
+        self.cfg = sim._cfg
+        self.dram = dram
+        self.insn_addr = insn_addr
+        self.insn_count = insn_count
+        self.counters = dict.fromkeys(COUNTER_NAMES, 0)
+        # Each counter is a queue of the estimated cycles at which its tokens were pushed; its
+        # length is the counter's value.
+        self.tokens = [collections.deque() for _ in TOKEN_COUNTERS]
+        self.stage_free = [0, 0, 0]     # cycle at which each stage finished its last instruction
+        self.busy = [0, 0, 0]
+        self.stall = [0, 0, 0]
+        self.insns = []
+
+    # -- outcome ----------------------------------------------------------------------------------
+
+    def _result(self, status, *, end=None, code=None, index=None, detail=""):
+        cycles = max(self.stage_free) if end is None else end
+        counters = self.counters
+        for stage, name in enumerate(("LD", "CP", "ST")):
+            counters[f"STALL_{name}"] = self.stall[stage]
+            counters[f"IDLE_{name}"] = max(0, cycles - self.busy[stage] - self.stall[stage])
+        return RunResult(status, cycles=cycles, counters=counters,
+                         error_code=None if code is None else int(code), error_insn=index,
+                         estimated=timing.ESTIMATED, detail=detail)
+
+    def _error(self, code, index, message):
+        where = f"instruction {index}"
+        if index < len(self.insns):
+            where += f" ({format_insn(self.insns[index])})"
+        return self._result("error", code=code, index=index,
+                            detail=f"error {int(code)} ({ErrorCode(code).name}) at {where}: "
+                                   f"{message}")
+
+    # -- fetch and decode (ISA.md §3.5) -----------------------------------------------------------
+
+    def _fetch(self):
+        """Decode the stream; the error RunResult of its first illegal instruction, or None."""
+        blob, first_outside = self.dram.fetch(self.insn_addr, self.insn_count, INSN_BYTES)
+        decode = self.sim._decode
+        self.insns = [decode(blob[i:i + INSN_BYTES]) for i in range(0, len(blob), INSN_BYTES)]
+        for index, insn in enumerate(self.insns):
+            violation = check(insn)
+            if violation is not None:
+                return self._error(violation.code, index, violation.reason)
+        if first_outside is not None:
+            address = self.insn_addr + first_outside * INSN_BYTES
+            return self._error(ErrorCode.DRAM_OUT_OF_RANGE, first_outside,
+                               f"fetching it reads bytes 0x{address:x}.."
+                               f"0x{address + INSN_BYTES - 1:x}, outside the "
+                               f"{self.dram.size}-byte DRAM")
+        return None
+
+    # -- scheduling -------------------------------------------------------------------------------
+
+    def run(self):
+        failed = self._fetch()
+        if failed is not None:
+            return failed
+        queues = [collections.deque() for _ in STAGE_NAMES]
+        for index, insn in enumerate(self.insns):
+            queues[insn.stage].append(index)
+        pick_random = self.sim._schedule == "random"
+        rng = self.sim._rng
+        while True:
+            ready = [stage for stage, queue in enumerate(queues)
+                     if queue and not self._empty_pops(stage, self.insns[queue[0]])]
+            if not ready:
+                return self._deadlock(queues)
+            if pick_random:
+                stage = rng.choice(ready)
+            else:
+                stage = min(ready, key=lambda s: queues[s][0])
+            index = queues[stage].popleft()
+            outcome = self._execute(stage, index, self.insns[index])
+            if outcome is not None:
+                return outcome
+
+    def _pops(self, stage, insn):
+        return [c for flag, c in zip((insn.pop_prev, insn.pop_next), _POP[stage]) if flag]
+
+    def _pushes(self, stage, insn):
+        return [c for flag, c in zip((insn.push_prev, insn.push_next), _PUSH[stage]) if flag]
+
+    def _empty_pops(self, stage, insn):
+        return [c for c in self._pops(stage, insn) if not self.tokens[c]]
+
+    def _deadlock(self, queues):
+        waiting = []
+        for stage, queue in enumerate(queues):
+            if not queue:
+                waiting.append(f"{STAGE_NAMES[stage]} stage: no instructions left")
+                continue
+            index = queue[0]
+            insn = self.insns[index]
+            empty = [TOKEN_COUNTERS[c] for c in self._empty_pops(stage, insn)]
+            counters = " and ".join(empty) + (" counters" if len(empty) > 1 else " counter")
+            waiting.append(f"{STAGE_NAMES[stage]} stage: instruction {index} "
+                           f"({format_insn(insn)}) waits on the empty {counters}")
+        if not any(queues):
+            head = "deadlock: the stream ended without FINISH (every instruction ran)"
+        else:
+            head = "deadlock: no stage can start its next instruction and FINISH has not run"
+        return self._result("deadlock", detail=f"{head}; " + "; ".join(waiting))
+
+    # -- one instruction --------------------------------------------------------------------------
+
+    def _execute(self, stage, index, insn):
+        """Run one instruction from start to completion; a RunResult when the run ends."""
+        tracer = self.sim._tracer
+        start = self.stage_free[stage]
+        ready = start
+        for c in self._pops(stage, insn):
+            ready = max(ready, self.tokens[c].popleft())
+        elem_bytes = None
+        try:
+            if insn.opcode in (Opcode.LOAD, Opcode.STORE):
+                elem_bytes = self._memory(stage, index, insn, tracer)
+            elif insn.opcode == Opcode.GEMM:
+                execute_gemm(self.cfg, insn, self.sim._pads, self.sim._codec,
+                             strict=self.sim._strict,
+                             trace_rows=tracer and tracer.row_writer(stage, index))
+                self.counters["GEMM_STEPS"] += insn.steps
+            elif insn.opcode == Opcode.ALU:
+                execute_alu(self.cfg, insn, self.sim._pads, self.sim._codec,
+                            strict=self.sim._strict,
+                            trace_rows=tracer and tracer.row_writer(stage, index))
+                self.counters["ALU_STEPS"] += insn.steps
+        except MachineError as error:
+            return self._error(error.code, index, str(error))
+
+        cycles = timing.cost(self.cfg, insn, elem_bytes)
+        end = ready + cycles
+        self.stall[stage] += ready - start
+        self.busy[stage] += cycles
+        self.stage_free[stage] = end
+        self.counters["ACC_WR"] += timing.acc_row_writes(insn)
+
+        for c in self._pushes(stage, insn):
+            if len(self.tokens[c]) >= self.sim._token_max:
+                return self._error(ErrorCode.TOKEN_OVERFLOW, index,
+                                   f"it pushes the {TOKEN_COUNTERS[c]} counter, which is full "
+                                   f"({self.sim._token_max} tokens, TOKEN_BITS "
+                                   f"{self.cfg.token_bits})")
+            self.tokens[c].append(end)
+        if tracer is not None:
+            tracer.retire(stage, index)
+        if insn.opcode == Opcode.FINISH:
+            return self._result("ok", end=end)
+        return None
+
+    def _memory(self, stage, index, insn, tracer):
+        """Run a LOAD or STORE and count its bytes; returns its DRAM element size."""
+        pads, strict = self.sim._pads, self.sim._strict
+        if insn.opcode == Opcode.STORE:
+            elem_bytes = self.cfg.out_elem_bytes
+            if insn.x_size:
+                execute_store(self.cfg, insn, pads, self.dram, strict=strict,
+                              trace_dram=tracer and tracer.dram_writer(stage, index))
+        else:
+            elem_bytes = load_target(self.cfg, insn.memory_type).elem_bytes
+            if insn.x_size:
+                execute_load(self.cfg, insn, pads, self.dram, strict=strict,
+                             trace_rows=tracer and tracer.row_writer(stage, index))
+        counter, moved = bytes_moved(self.cfg, insn)
+        self.counters[counter] += moved
+        return elem_bytes
+

@@ -1,0 +1,87 @@
+"""The five scratchpads of ISA.md §3, as raw bytes with typed views.
+
+Every scratchpad is one ``(depth, row_bytes)`` uint8 array: a row is a byte copy of a DRAM
+element (ISA.md §1), so LOAD and STORE move bytes, traces print bytes, and the arithmetic uses
+typed views of the same memory (INP ``[b][k]`` int8, WGT ``[o][k]`` int8, ACC ``[b][o]`` int32
+little-endian, OUT ``[b][o]`` int8, UOP one little-endian word per row).
+"""
+
+import numpy as np
+
+__all__ = ["Scratchpads", "MEMORIES"]
+
+#: Scratchpad names, as :meth:`Scratchpads.view` and the trace events spell them.
+MEMORIES = ("uop", "inp", "wgt", "acc", "out")
+
+
+class Scratchpads:
+    """Zeroed scratchpads of one configuration; their contents persist until the object dies."""
+
+    def __init__(self, cfg):
+        self._cfg = cfg
+        self._raw = {name: np.zeros((getattr(cfg, name).depth, getattr(cfg, name).row_bytes),
+                                    dtype=np.uint8) for name in MEMORIES}
+        uop_word = np.dtype(f"<u{cfg.uop_elem_bytes}")
+        self.uop = self._raw["uop"].view(uop_word).reshape(cfg.uop.depth)
+        self.inp = self._raw["inp"].view(np.int8).reshape(cfg.inp.depth, cfg.batch, cfg.block_in)
+        self.wgt = self._raw["wgt"].view(np.int8).reshape(cfg.wgt.depth, cfg.block_out,
+                                                          cfg.block_in)
+        self.acc = self._raw["acc"].view("<i4").reshape(cfg.acc.depth, cfg.batch, cfg.block_out)
+        self.out = self._raw["out"].view(np.int8).reshape(cfg.out.depth, cfg.batch,
+                                                          cfg.block_out)
+        self._as_float = {}
+
+    def as_float(self, name):
+        """INP (b, k) or WGT transposed to (k, o), as float32, for exact BLAS products (GEMM).
+
+        Cached until the next write to that scratchpad: only LOADs write INP and WGT, and a
+        convolution runs many GEMMs between them.
+        """
+        cached = self._as_float.get(name)
+        if cached is None:
+            if name == "inp":
+                cached = self.inp.astype(np.float32)
+            elif name == "wgt":
+                cached = np.ascontiguousarray(self.wgt.transpose(0, 2, 1), dtype=np.float32)
+            else:
+                raise KeyError(f"only inp and wgt have a float32 copy, not {name!r}")
+            self._as_float[name] = cached
+        return cached
+
+    def raw(self, name):
+        """The ``(depth, row_bytes)`` uint8 array of scratchpad ``name`` (writable)."""
+        return self._raw[name]
+
+    def depth(self, name):
+        return self._raw[name].shape[0]
+
+    def view(self, name):
+        """A read-only typed view of scratchpad ``name`` for tests and tools.
+
+        ``uop``: (depth,) unsigned words; ``inp``: (depth, batch, block_in) int8; ``wgt``:
+        (depth, block_out, block_in) int8; ``acc``: (depth, batch, block_out) int32; ``out``:
+        (depth, batch, block_out) int8.
+        """
+        if name not in MEMORIES:
+            raise KeyError(f"no scratchpad {name!r}; the scratchpads are {', '.join(MEMORIES)}")
+        view = getattr(self, name).view()
+        view.flags.writeable = False
+        return view
+
+    def write_rows(self, name, rows, data):
+        """Rows ``rows`` of scratchpad ``name`` = ``data`` ((n, row_bytes) uint8); an ACC write
+        also writes OUT (ISA.md §3, OUT mirrors ACC). ``rows`` must not repeat."""
+        self._raw[name][rows] = data
+        self._as_float.pop(name, None)
+        if name == "acc":
+            self.out[rows] = self.acc[rows].astype(np.int8, casting="unsafe")
+
+    def write_acc(self, rows, values):
+        """ACC[rows] = values (int32, shape (n, batch, block_out)), and OUT mirrors it (ISA.md §3).
+
+        ``rows`` must not repeat (the callers split hazards out first), so the fancy assignment
+        is deterministic.
+        """
+        self.acc[rows] = values
+        # OUT keeps the low 8 bits of each lane: a little-endian int32's first byte.
+        self.out[rows] = values.astype(np.int8, casting="unsafe")
