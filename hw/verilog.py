@@ -19,6 +19,11 @@ WAIVERS = {
     "CASEINCOMPLETE": "Amaranth lowers If/Switch trees to casez statements with no default; "
                       "every value not listed keeps the assignment made before the case",
     "DECLFILENAME": "the file is named after the top module; Amaranth's submodules share it",
+    "WIDTHEXPAND": "Amaranth's operators extend operands to the result width by definition; "
+                   "Yosys writes the operands at their own widths and relies on Verilog's "
+                   "context extension, which gives the same value",
+    "WIDTHTRUNC": "the same in the other direction: Amaranth truncates by definition on "
+                  "assignment and in reductions such as a logical not of a vector",
     "UNUSEDPARAM": "Yosys emits localparams for memory and FSM encodings that nothing reads",
 }
 
