@@ -1,0 +1,225 @@
+"""The device API: host code talks to a :class:`Device`, which drives one :class:`Backend`.
+
+A backend is the smallest thing that can stand in for the hardware: DRAM that the host reads and
+writes, a CONFIG_ID register, and "run these instructions" (the control registers of
+ARCHITECTURE.md: INSN_ADDR, INSN_COUNT, the *_BASE registers, launch, then the outcome and
+counters). :class:`FsimBackend` is the behavioral model; tsim and the cocotb simulation implement
+the same four members. Everything else (allocation, linking a program, checking results) lives
+in :class:`Device`, once for every backend, as Glasgow's host code runs unchanged on simulated and
+real devices.
+"""
+
+import abc
+
+import numpy as np
+
+from avta.isa.asm import format_insn
+from avta.isa.encoding import INSN_BYTES
+from avta.isa.enums import MemType
+
+from .dram import Allocator, AllocError, elem_bytes
+
+__all__ = ["Backend", "FsimBackend", "Device", "DeviceError", "ConfigMismatch", "RunError",
+           "DEFAULT_DRAM_BYTES"]
+
+#: DRAM of a simulated device unless asked otherwise: room for a ResNet-18 layer's tensors.
+DEFAULT_DRAM_BYTES = 32 << 20
+
+
+class DeviceError(RuntimeError):
+    """Something the device cannot do as asked."""
+
+
+class ConfigMismatch(DeviceError):
+    """The device was built for another configuration than the runtime's."""
+
+
+class RunError(DeviceError):
+    """A run that ended in error, deadlock or timeout; ``result`` is its RunResult."""
+
+    def __init__(self, message, result):
+        super().__init__(message)
+        self.result = result
+
+
+class Backend(abc.ABC):
+    """What a device is to the runtime: DRAM, CONFIG_ID and launch."""
+
+    #: A short name for messages ("fsim", "tsim", ...).
+    name = "device"
+
+    @property
+    @abc.abstractmethod
+    def config_id(self):
+        """The CONFIG_ID register: the 32-bit hash of the configuration it was built for."""
+
+    @property
+    @abc.abstractmethod
+    def dram_size(self):
+        """Bytes of DRAM, addressed from 0."""
+
+    @abc.abstractmethod
+    def write(self, addr, data):
+        """Copy the bytes of ``data`` (bytes-like or uint8 array) to DRAM from ``addr``."""
+
+    @abc.abstractmethod
+    def read(self, addr, nbytes):
+        """A uint8 numpy array: a copy of DRAM bytes ``[addr, addr + nbytes)``."""
+
+    @abc.abstractmethod
+    def run(self, insn_addr, insn_count, *, bases=None):
+        """Launch ``insn_count`` instructions at byte ``insn_addr`` with the *_BASE registers in
+        ``bases`` (name → value, default 0) and wait; the :class:`~avta.sim.result.RunResult`."""
+
+
+class FsimBackend(Backend):
+    """The behavioral model (``avta.sim.fsim.Fsim``) over a numpy DRAM.
+
+    ``strict`` is on by default: the runtime builds well-formed programs only, so an index past a
+    scratchpad's end is a runtime bug that should stop the run (error 10, ISA.md §3). ``schedule``
+    and ``seed`` pick fsim's stage interleaving (``"random"`` exposes missing tokens).
+    """
+
+    name = "fsim"
+
+    def __init__(self, cfg, *, dram_size=DEFAULT_DRAM_BYTES, strict=True, schedule="inorder",
+                 seed=None, trace=None):
+        from avta.sim.fsim import Fsim      # imported here: the runtime works without a backend
+        self._cfg = cfg
+        self._dram = np.zeros(dram_size, dtype=np.uint8)
+        kwargs = {} if trace is None else {"trace": trace}
+        self.sim = Fsim(cfg, strict=strict, schedule=schedule, seed=seed, **kwargs)
+
+    @property
+    def config_id(self):
+        return self.sim.cfg.config_id
+
+    @property
+    def dram_size(self):
+        return self._dram.size
+
+    @property
+    def dram(self):
+        """The DRAM array itself (for debugging)."""
+        return self._dram
+
+    def write(self, addr, data):
+        data = np.frombuffer(bytes(data), dtype=np.uint8) if not isinstance(
+            data, np.ndarray) else data.reshape(-1).view(np.uint8)
+        self._dram[addr:addr + data.size] = data
+
+    def read(self, addr, nbytes):
+        return self._dram[addr:addr + nbytes].copy()
+
+    def run(self, insn_addr, insn_count, *, bases=None):
+        return self.sim.run(self._dram, insn_addr, insn_count, bases=bases)
+
+
+class Device:
+    """A VTA device of configuration ``cfg`` behind ``backend``.
+
+    Raises :class:`ConfigMismatch` when the backend reports another CONFIG_ID: a program built
+    for one configuration means something else on another (every field width differs).
+    """
+
+    def __init__(self, cfg, backend):
+        if backend.config_id != cfg.config_id:
+            raise ConfigMismatch(
+                f"the {backend.name} device reports CONFIG_ID 0x{backend.config_id:08x}, but the "
+                f"runtime is built for configuration {cfg.name!r} (CONFIG_ID "
+                f"0x{cfg.config_id:08x}); use the configuration the device was generated from")
+        self._cfg = cfg
+        self._backend = backend
+        self._alloc = Allocator(backend.dram_size)
+        self.last_result = None
+
+    @classmethod
+    def fsim(cls, cfg, **options):
+        """A device on the behavioral model; ``options`` go to :class:`FsimBackend`."""
+        return cls(cfg, FsimBackend(cfg, **options))
+
+    @property
+    def cfg(self):
+        return self._cfg
+
+    @property
+    def backend(self):
+        return self._backend
+
+    @property
+    def allocator(self):
+        return self._alloc
+
+    # -- buffers --------------------------------------------------------------------------------
+
+    def alloc(self, nbytes, *, mem=None):
+        """A DRAM :class:`~avta.runtime.dram.Buffer` of ``nbytes``, aligned to the element of
+        memory type ``mem`` (by default to every element size of the configuration)."""
+        if mem is None:
+            align = max(elem_bytes(self._cfg, m) for m in MemType)
+        else:
+            align = elem_bytes(self._cfg, mem)
+        return self._alloc.alloc(nbytes, align=align)
+
+    def free(self, buffer):
+        self._alloc.free(buffer)
+
+    def write(self, buffer, data, offset=0):
+        """Copy ``data`` (bytes-like or any numpy array, as its raw bytes) into ``buffer``."""
+        raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8) if isinstance(
+            data, np.ndarray) else np.frombuffer(bytes(data), dtype=np.uint8)
+        if offset < 0 or offset + raw.size > buffer.nbytes:
+            raise AllocError(f"writing {raw.size} bytes at offset {offset} overruns the "
+                             f"{buffer.nbytes}-byte buffer at 0x{buffer.addr:x}")
+        self._backend.write(buffer.addr + offset, raw)
+
+    def read(self, buffer, dtype=np.uint8, shape=None):
+        """The buffer's bytes as a numpy array of ``dtype`` (and ``shape``)."""
+        raw = self._backend.read(buffer.addr, buffer.nbytes)
+        out = raw.view(dtype)
+        return out if shape is None else out[:int(np.prod(shape))].reshape(shape)
+
+    def upload(self, array, *, mem=None):
+        """A new buffer holding ``array``'s bytes."""
+        array = np.ascontiguousarray(array)
+        buffer = self.alloc(max(array.nbytes, 1), mem=mem)
+        self.write(buffer, array)
+        return buffer
+
+    # -- running --------------------------------------------------------------------------------
+
+    def run(self, program, *, bases=None, check=True):
+        """Run a :class:`~avta.runtime.program.Program`; its RunResult.
+
+        The micro-ops and instructions go into fresh buffers that are freed afterwards. With
+        ``check`` a run that does not end in ``ok`` raises :class:`RunError`.
+        """
+        if program.cfg.config_id != self._cfg.config_id:
+            raise ConfigMismatch(f"the program was built for configuration "
+                                 f"{program.cfg.name!r}, the device is {self._cfg.name!r}")
+        temps = []
+        try:
+            uop_elem = 0
+            if program.uops:
+                uop_buf = self.alloc(len(program.uops) * self._cfg.uop_elem_bytes,
+                                     mem=MemType.UOP)
+                temps.append(uop_buf)
+                self.write(uop_buf, program.uop_bytes())
+                uop_elem = uop_buf.elem(self._cfg, MemType.UOP)
+            stream = program.encode(uop_elem)
+            insn_buf = self._alloc.alloc(len(stream), align=INSN_BYTES)
+            temps.append(insn_buf)
+            self.write(insn_buf, stream)
+            result = self._backend.run(insn_buf.addr, len(program), bases=bases)
+        finally:
+            for buffer in temps:
+                self._alloc.free(buffer)
+        self.last_result = result
+        if check and not result.ok:
+            where = ""
+            if result.error_insn is not None and result.error_insn < len(program):
+                where = f"; instruction {result.error_insn}: " \
+                        f"{format_insn(program.insns[result.error_insn])}"
+            raise RunError(f"{self._backend.name} run ended with status {result.status!r} "
+                           f"(error code {result.error_code}){where}: {result.detail}", result)
+        return result

@@ -1,0 +1,99 @@
+"""Virtual threads: the token protocol that lets load, compute and store overlap safely.
+
+An operator splits its work into *load tasks* (LOADs of INP/WGT into one of ``threads`` input
+buffers, then the GEMMs that read them) and *output tiles* (compute into one of ``threads``
+accumulator buffers, then the STOREs that read them). Buffer ``j % threads`` serves task or tile
+``j``; with two threads the next task loads while the current one computes, and the next tile
+computes while the current one stores (upstream's ``cthread``/``dthread`` double buffering).
+
+The tokens (upstream's ``VTADepPush``/``VTADepPop``; ISA.md §3 rule (a)):
+
+====================  ===========================================  =====================
+where                 tokens                                       orders
+====================  ===========================================  =====================
+load task j           pop C→L if j ≥ threads … push L→C             WAR on input buffer
+compute of task j     pop L→C … push C→L                            RAW on input buffer
+compute of tile t     pop S→C if t ≥ threads … push C→S              WAR on ACC/OUT buffer
+store of tile t       pop C→S … push S→C                            RAW on OUT buffer
+====================  ===========================================  =====================
+
+The k-th pop of a queue waits for the k-th push, so task j's C→L pop waits for the compute of task
+j − threads, and tile t's S→C pop for the store of tile t − threads: exactly the previous user of
+the same buffer. No counter ever holds more than ``threads`` tokens (rule (b)).
+"""
+
+from avta.isa.enums import Stage
+
+__all__ = ["Pipeline"]
+
+L, C, S = Stage.LOAD, Stage.COMPUTE, Stage.STORE
+
+
+class Pipeline:
+    """Token bookkeeping of load tasks and output tiles on one :class:`StreamBuilder`."""
+
+    def __init__(self, builder, *, threads=2):
+        if threads not in (1, 2):
+            raise ValueError(f"threads must be 1 or 2 (single or double buffering), got {threads}")
+        self._b = builder
+        self._threads = threads
+        self._loads = 0          # load tasks begun by the load stage
+        self._computes = 0       # load tasks consumed by the compute stage
+        self._tiles = 0          # output tiles begun by the compute stage
+        self._stores = 0         # output tiles stored
+
+    @property
+    def threads(self):
+        return self._threads
+
+    # -- load stage -----------------------------------------------------------------------------
+
+    def begin_load(self):
+        """Start load task j: the index of the input buffer it fills."""
+        j = self._loads
+        if j >= self._threads:
+            self._b.dep_pop(C, L)
+        return j % self._threads
+
+    def end_load(self):
+        self._b.dep_push(L, C)
+        self._loads += 1
+
+    # -- compute stage --------------------------------------------------------------------------
+
+    def begin_compute(self):
+        """Compute on load task j (already ended): the index of its input buffer."""
+        j = self._computes
+        if j >= self._loads:
+            raise RuntimeError(f"compute of load task {j} before that task was loaded")
+        self._b.dep_pop(L, C)
+        return j % self._threads
+
+    def end_compute(self):
+        self._b.dep_push(C, L)
+        self._computes += 1
+
+    def begin_tile(self):
+        """Start output tile t: the index of the accumulator buffer it writes."""
+        t = self._tiles
+        if t >= self._threads:
+            self._b.dep_pop(S, C)
+        return t % self._threads
+
+    def end_tile(self):
+        self._b.dep_push(C, S)
+        self._tiles += 1
+
+    # -- store stage ----------------------------------------------------------------------------
+
+    def begin_store(self):
+        """Store output tile t (already ended): the index of its accumulator buffer."""
+        t = self._stores
+        if t >= self._tiles:
+            raise RuntimeError(f"store of output tile {t} before that tile was computed")
+        self._b.dep_pop(C, S)
+        return t % self._threads
+
+    def end_store(self):
+        self._b.dep_push(S, C)
+        self._stores += 1
