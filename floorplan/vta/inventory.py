@@ -1,0 +1,154 @@
+"""The memory-macro inventory of a VTA configuration.
+
+Each scratchpad (ISA.md §1) is a row width x depth memory. It is cut into legal SRAM macros of
+the technology: ``banks`` macros deep (each ``depth / banks`` words, within ``max_words``) and
+``columns`` macros wide (each ``row_bits / columns`` bits). The row of every scratchpad is made
+of *lanes*, the bits that feed or hold one output channel, so a column of macros can be handed to
+the part of the datapath that uses it (the ACC-centric tiling of the Intel Labs paper, §IV.B):
+
+=====  =====================================  ============================================
+name   lane (bits)                            lanes
+=====  =====================================  ============================================
+uop    the micro-op                           1
+inp    one int8 input element                 batch x block_in (every lane feeds all GEMM
+                                              outputs, so INP is never tiled)
+wgt    the block_in int8 weights of one        block_out
+       output channel
+acc    the batch int32 accumulators of one     block_out
+       output channel
+out    the batch int8 outputs of one channel   block_out
+=====  =====================================  ============================================
+
+Columns are the widest power of two that is a legal macro (no wider than a tile's share of the
+row, when tiles are asked for). The same inventory serves both floorplan styles, so they compare
+the same macros placed differently.
+"""
+
+from dataclasses import dataclass
+
+__all__ = ["MemoryPlan", "MacroSlot", "Inventory", "plan_inventory", "TILED"]
+
+#: Scratchpads split between the ACC-centric tiles; the others are shared by all tiles.
+TILED = ("wgt", "acc")
+
+
+@dataclass(frozen=True)
+class MacroSlot:
+    """One macro of a scratchpad: which column (bit slice) and bank (word range) it holds."""
+    memory: str
+    column: int
+    bank: int
+    words: int
+    bits: int
+
+    @property
+    def name(self):
+        return f"{self.memory}_c{self.column}_b{self.bank}"
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """How one scratchpad is cut: ``columns`` x ``banks`` macros of ``words`` x ``bits``."""
+    memory: str
+    row_bits: int
+    depth: int
+    lane_bits: int
+    lanes: int
+    columns: int
+    banks: int
+    master: object
+
+    words = property(lambda self: self.depth // self.banks)
+    bits = property(lambda self: self.row_bits // self.columns)
+    count = property(lambda self: self.columns * self.banks)
+
+    @property
+    def lanes_per_column(self):
+        """Output lanes held by one column of macros (a fraction when a lane spans columns)."""
+        return self.bits / self.lane_bits
+
+    def slots(self, columns=None):
+        """The macros of ``columns`` (default all), column by column, banks inside."""
+        columns = range(self.columns) if columns is None else columns
+        return [MacroSlot(self.memory, c, b, self.words, self.bits)
+                for c in columns for b in range(self.banks)]
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """Every scratchpad's plan, and the number of ACC-centric tiles it supports."""
+    plans: dict
+    tiles: int
+
+    def __getitem__(self, memory):
+        return self.plans[memory]
+
+    @property
+    def macro_count(self):
+        return sum(p.count for p in self.plans.values())
+
+    def columns_per_tile(self, memory):
+        plan = self.plans[memory]
+        return plan.columns // self.tiles if memory in TILED else plan.columns
+
+    def table(self):
+        """Rows for a report: memory, macro size, columns, banks, count, master."""
+        return [{"memory": p.memory, "row_bits": p.row_bits, "depth": p.depth,
+                 "words": p.words, "bits": p.bits, "columns": p.columns, "banks": p.banks,
+                 "macros": p.count, "master": p.master.name} for p in self.plans.values()]
+
+
+def _lanes(cfg):
+    return {
+        "uop": (cfg.uop.row_bits, 1, cfg.uop.depth),
+        "inp": (cfg.inp_width, cfg.batch * cfg.block_in, cfg.inp.depth),
+        "wgt": (cfg.wgt_width * cfg.block_in, cfg.block_out, cfg.wgt.depth),
+        "acc": (cfg.acc_width * cfg.batch, cfg.block_out, cfg.acc.depth),
+        "out": (cfg.out_width * cfg.batch, cfg.block_out, cfg.out.depth),
+    }
+
+
+def _split(memory, lane_bits, lanes, depth, technology, *, max_bits):
+    row_bits = lane_bits * lanes
+    if depth < technology.min_words:
+        raise ValueError(f"{memory}: depth {depth} is shallower than the {technology.min_words}-"
+                         f"word minimum macro of {technology.name}; it needs flip-flops, not SRAM")
+    banks = 1
+    while depth // banks > technology.max_words:
+        banks *= 2
+    words = depth // banks
+    bits = 1 << (min(row_bits, max_bits).bit_length() - 1)
+    while bits and (row_bits % bits or technology.sram_problem(words, bits)):
+        bits //= 2
+    if not bits:
+        raise ValueError(f"{memory}: no legal macro holds a {words}-word slice of its {row_bits}-"
+                         f"bit row in {technology.name}: "
+                         f"{technology.sram_problem(words, 1) or 'no width divides the row'}")
+    return MemoryPlan(memory, row_bits, depth, lane_bits, lanes, row_bits // bits, banks,
+                      technology.sram(words, bits))
+
+
+def plan_inventory(cfg, technology, *, tiles=None):
+    """The :class:`Inventory` of ``cfg``: each scratchpad cut into legal macros.
+
+    ``tiles`` (a power of two dividing block_out) asks for that many ACC-centric tiles; WGT and
+    ACC are then cut at least that finely. By default it is the most tiles for which no WGT or
+    ACC macro is shared between two tiles.
+    """
+    lanes = _lanes(cfg)
+    natural = {m: _split(m, *lanes[m], technology, max_bits=technology.max_bits) for m in lanes}
+    if tiles is None:
+        lanes_per_tile = max(1, *(int(natural[m].lanes_per_column) for m in TILED))
+        tiles = cfg.block_out // lanes_per_tile
+    if (isinstance(tiles, bool) or not isinstance(tiles, int) or tiles < 1
+            or tiles & (tiles - 1) or cfg.block_out % tiles):
+        raise ValueError(f"tiles = {tiles!r}: must be a power of two dividing block_out "
+                         f"({cfg.block_out})")
+    plans = dict(natural)
+    for memory in TILED:
+        lane_bits, count, depth = lanes[memory]
+        share = lane_bits * count // tiles
+        plans[memory] = _split(memory, lane_bits, count, depth, technology,
+                               max_bits=min(technology.max_bits, share))
+    return Inventory(plans, tiles)
+
