@@ -1,0 +1,56 @@
+"""Instruction queues between fetch and the three stages (ARCHITECTURE.md, Hardware).
+
+An entry is the raw instruction plus its index in the stream (for the error registers); the
+stages view it through the :mod:`avta.isa.layout` layouts.
+"""
+
+from amaranth.hdl import Module
+from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from avta.isa.layout import layouts
+
+__all__ = ["INDEX_BITS", "entry_layout", "InsnQueue"]
+
+#: Instruction indices are 32 bits, like INSN_COUNT and ERR_INSN (ARCHITECTURE.md registers).
+INDEX_BITS = 32
+
+
+def entry_layout(cfg):
+    """A queued instruction: ``insn`` (the union of ISA formats) and ``index``."""
+    return data.StructLayout({"insn": layouts(cfg).insn, "index": INDEX_BITS})
+
+
+class InsnQueue(wiring.Component):
+    """A first-word-fall-through queue of :func:`entry_layout` entries in block RAM.
+
+    Ports
+    -----
+    w : In(stream.Signature(entry_layout(cfg)))
+        Entries from fetch, in program order.
+    r : Out(stream.Signature(entry_layout(cfg)))
+        The oldest entry; a stage keeps it (``ready`` low) while it executes, so its fields stay
+        stable until the stage retires it.
+    """
+
+    def __init__(self, *, cfg, depth):
+        if not isinstance(depth, int) or depth < 2:
+            raise ValueError(f"queue depth must be an integer >= 2, not {depth!r}")
+        self._cfg = cfg
+        self._depth = depth
+        layout = entry_layout(cfg)
+        super().__init__({"w": In(stream.Signature(layout)), "r": Out(stream.Signature(layout))})
+
+    @property
+    def depth(self):
+        return self._depth
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.fifo = q = fifo.SyncFIFOBuffered(width=entry_layout(self._cfg).size,
+                                                      depth=self._depth)
+        m.d.comb += [
+            q.w_data.eq(self.w.payload), q.w_en.eq(self.w.valid), self.w.ready.eq(q.w_rdy),
+            self.r.payload.eq(q.r_data), self.r.valid.eq(q.r_rdy), q.r_en.eq(self.r.ready),
+        ]
+        return m

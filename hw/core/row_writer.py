@@ -1,0 +1,154 @@
+"""Turns memory read beats into scratchpad row writes (the load data path).
+
+A DRAM element (one scratchpad row, or for ACC_8BIT a quarter-width row) is ``elem_bytes``
+bytes; the bus carries ``bus_bytes`` per beat. Two regimes, fixed by the configuration:
+
+narrow (``elem_bytes >= bus_bytes``)
+    A row spans ``elem_bytes / bus_bytes`` beats. Each beat is written straight into its
+    chunk of the row under that chunk's write enables, so beats may arrive in any order and no
+    row buffer is needed. One beat per cycle.
+wide (``elem_bytes < bus_bytes``)
+    A beat carries ``bus_bytes / elem_bytes`` lanes. The first beat of a command may start
+    ``skip`` lanes into the beat (the command starts mid-beat) and only ``limit`` elements
+    belong to the command, so lanes outside ``[0, limit)`` are dropped. One row per cycle:
+    the beat is held (``ready`` low) until its last valid lane is written.
+
+Element ``x`` of a command goes to row ``row + x`` (modulo the depth: ISA.md §3 indices wrap).
+Sign extension (ACC_8BIT, ISA.md §2) widens each DRAM byte to ``unit_bits`` row bits.
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import exact_log2
+
+from ..mem_client import beat_count_bits
+
+__all__ = ["RowWriter", "beat_layout"]
+
+
+def beat_layout(*, bus_bytes, row_bits, skip_bits):
+    """A beat as the row writer sees it: ``data``, ``beat`` index, ``row`` of element 0, ``skip``."""
+    return data.StructLayout({"data": bus_bytes * 8, "beat": beat_count_bits(bus_bytes * 8),
+                              "row": row_bits, "skip": skip_bits})
+
+
+class RowWriter(wiring.Component):
+    """Beats in, one row write per cycle out.
+
+    Parameters
+    ----------
+    elem_bytes : int
+        Bytes of one element in DRAM.
+    bus_bytes : int
+        Bytes per beat.
+    unit_bits : int
+        Row bits per DRAM byte: 8, or 32 to sign-extend int8 into int32 lanes (ACC_8BIT).
+    row_bits : int
+        Width of the target scratchpad row (``elem_bytes · unit_bits``).
+    en_bits : int
+        Width of the target write port's ``en`` (one per granule of the row).
+    addr_bits : int
+        Address width of the target scratchpad.
+    limit_bits : int
+        Width of ``limit``.
+
+    Ports
+    -----
+    beat : In(stream.Signature(beat_layout(...)))
+        Beats of the current command(s).
+    limit : In(limit_bits)
+        Elements in the beat's command (wide regime only; the client keeps it valid with the beat).
+    wr_addr, wr_data, wr_en : Out
+        A row write this cycle when ``wr_en`` is non-zero (data replicated over every chunk;
+        the enables pick the chunk).
+    """
+
+    def __init__(self, *, elem_bytes, bus_bytes, unit_bits, row_bits, en_bits, addr_bits,
+                 limit_bits):
+        if elem_bytes * unit_bits != row_bits:
+            raise ValueError(f"an element of {elem_bytes} bytes at {unit_bits} bits per byte "
+                             f"does not fill a {row_bits}-bit row")
+        self._elem_bytes, self._bus_bytes, self._unit_bits = elem_bytes, bus_bytes, unit_bits
+        self._row_bits, self._en_bits = row_bits, en_bits
+        self._narrow = elem_bytes >= bus_bytes
+        self._lanes = 1 if self._narrow else bus_bytes // elem_bytes
+        self._skip_bits = max(1, exact_log2(self._lanes))
+        super().__init__({
+            "beat": In(stream.Signature(beat_layout(bus_bytes=bus_bytes, row_bits=addr_bits,
+                                                    skip_bits=self._skip_bits))),
+            "limit": In(limit_bits),
+            "wr_addr": Out(addr_bits),
+            "wr_data": Out(row_bits),
+            "wr_en": Out(en_bits),
+        })
+
+    @property
+    def narrow(self):
+        return self._narrow
+
+    @property
+    def skip_bits(self):
+        return self._skip_bits
+
+    def _expand(self, raw, nbytes):
+        """``nbytes`` DRAM bytes as row bits: copied, or each sign-extended to ``unit_bits``."""
+        if self._unit_bits == 8:
+            return raw[:nbytes * 8]
+        return Cat(_sext(raw.word_select(i, 8), self._unit_bits) for i in range(nbytes))
+
+    def elaborate(self, platform):
+        m = Module()
+        beat = self.beat.payload
+        if self._narrow:
+            self._elaborate_narrow(m, beat)
+        else:
+            self._elaborate_wide(m, beat)
+        return m
+
+    def _elaborate_narrow(self, m, beat):
+        chunks = self._elem_bytes // self._bus_bytes
+        log_chunks = exact_log2(chunks)
+        chunk_bits = self._bus_bytes * self._unit_bits
+        en_per_chunk = self._en_bits * chunk_bits // self._row_bits
+        if chunks > 1 and en_per_chunk < 1:
+            raise ValueError(f"a {self._row_bits}-bit row with {self._en_bits} write enables "
+                             f"cannot take {chunk_bits}-bit chunks")
+        chunk = beat.beat[:log_chunks] if log_chunks else Const(0, 1)
+        en_mask = Cat(Mux(chunk == i, Const((1 << en_per_chunk) - 1, en_per_chunk), 0) for i in range(chunks)) \
+            if chunks > 1 else Const((1 << self._en_bits) - 1, self._en_bits)
+        m.d.comb += [
+            self.beat.ready.eq(1),
+            self.wr_addr.eq(beat.row + (beat.beat >> log_chunks)),
+            self.wr_data.eq(self._expand(beat.data, self._bus_bytes).replicate(chunks)),
+            self.wr_en.eq(Mux(self.beat.valid, en_mask, 0)),
+        ]
+
+    def _elaborate_wide(self, m, beat):
+        lanes, log_lanes = self._lanes, exact_log2(self._lanes)
+        # Lane j of beat k holds element x = k·lanes + j − skip; lanes with x outside
+        # [0, limit) belong to a neighbouring command and are dropped.
+        mid = Signal()                    # the current beat already wrote some lanes
+        lane_reg = Signal(log_lanes)
+        first_lane = Mux(beat.beat == 0, beat.skip, 0)
+        lane = Mux(mid, lane_reg, first_lane)
+        x = Signal(beat.beat.shape().width + log_lanes + 1)
+        m.d.comb += x.eq((beat.beat << log_lanes) + lane - beat.skip)
+        in_range = x < self.limit
+        last = (lane == lanes - 1) | (x + 1 >= self.limit)
+        m.d.comb += [
+            self.wr_addr.eq(beat.row + x),
+            self.wr_data.eq(self._expand(beat.data.word_select(lane, self._elem_bytes * 8),
+                                         self._elem_bytes)),
+            self.wr_en.eq(Mux(self.beat.valid & in_range, Const((1 << self._en_bits) - 1, self._en_bits), 0)),
+            self.beat.ready.eq(last),
+        ]
+        with m.If(self.beat.valid):
+            with m.If(last):
+                m.d.sync += mid.eq(0)
+            with m.Else():
+                m.d.sync += [mid.eq(1), lane_reg.eq(lane + 1)]
+
+
+def _sext(byte, bits):
+    return Cat(byte, byte[7].replicate(bits - 8))

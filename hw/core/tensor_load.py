@@ -1,0 +1,236 @@
+"""Executes LOAD instructions (ISA.md §3.1) for one stage, through a memory-engine read client.
+
+The load stage serves INP and WGT; the compute stage serves UOP, ACC and ACC_8BIT. One
+instruction at a time: a command per data row (``y_size`` of them) goes out as fast as the memory
+engine takes them, beats come back in any order between commands and are written by a
+:class:`RowWriter` per memory type, and a :class:`PadWalker` fills the padding rows in the cycles
+the data path leaves the write port free. The instruction is done when every command is issued,
+every beat written and every pad row filled.
+
+Addresses (ISA.md §3): element ``e`` of memory type ``t`` is at byte
+``base_t + e·E_t`` (mod 2^32), ``E_t`` the DRAM element bytes. Commands are bus-aligned: a row
+that starts mid-beat (elements narrower than the bus) tells its row writer how many lanes to
+skip. Base registers are expected to be multiples of ``min(E_t, bus bytes)``; lower bits are
+ignored.
+"""
+
+from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import exact_log2
+
+from avta.isa import formats
+from avta.isa.enums import MemType, PadValue
+from avta.isa.layout import layouts
+
+from ..mem_client import ADDR_BITS, ReadClientSignature, beat_count_bits
+from .pad_walker import PadWalker
+from .row_writer import RowWriter
+from .sram import geometry, write_signature
+
+__all__ = ["TensorLoad", "LOAD_STAGE_TYPES", "COMPUTE_STAGE_TYPES", "count_layout"]
+
+LOAD_STAGE_TYPES = (MemType.INP, MemType.WGT)
+COMPUTE_STAGE_TYPES = (MemType.UOP, MemType.ACC, MemType.ACC_8BIT)
+
+# Which scratchpad each memory type writes; ACC_8BIT widens into ACC (ISA.md §2).
+_PAD_OF = {MemType.UOP: "uop", MemType.INP: "inp", MemType.WGT: "wgt", MemType.ACC: "acc",
+           MemType.ACC_8BIT: "acc"}
+
+
+def _elem_bytes(cfg, mtype):
+    return {MemType.UOP: cfg.uop_elem_bytes, MemType.INP: cfg.inp_elem_bytes,
+            MemType.WGT: cfg.wgt_elem_bytes, MemType.ACC: cfg.acc_elem_bytes,
+            MemType.ACC_8BIT: cfg.acc8_elem_bytes}[mtype]
+
+
+def _pad_row(cfg, mtype, pad_value):
+    """The row a pad cell holds (ISA.md §3.1): zero, or each lane's most negative or positive
+    value. UOP padding is always zero words."""
+    geo = geometry(cfg, _PAD_OF[mtype])
+    if mtype == MemType.UOP or pad_value == PadValue.ZERO:
+        return 0
+    lane = cfg.acc_width if mtype in (MemType.ACC, MemType.ACC_8BIT) else cfg.inp_width
+    word = 1 << (lane - 1) if pad_value == PadValue.MIN else (1 << (lane - 1)) - 1
+    return sum(word << (i * lane) for i in range(geo.row_bits // lane))
+
+
+def count_layout():
+    """A byte-counter event: ``bytes`` moved for memory type ``mtype`` (ARCHITECTURE.md counters)."""
+    return data.StructLayout({"mtype": MemType, "bytes": 32})
+
+
+class TensorLoad(wiring.Component):
+    """LOAD execution for the memory types ``types``.
+
+    Ports
+    -----
+    start : In(1)
+        Begin executing ``insn``; it stays stable until ``done``.
+    insn : In(layouts(cfg).memory)
+    <t>_base : In(32), for each base register the types use (``uop``, ``inp``, ``wgt``, ``acc``)
+        Byte offsets added to DRAM addresses (control registers).
+    done : Out(1)
+        One-cycle pulse: the instruction has completed (every row written).
+    err : Out(1)
+        With ``done``: a beat came back with an error (ISA.md §3.5 error 9).
+    busy : Out(1)
+    mem : Out(ReadClientSignature)
+        The memory-engine read client.
+    <pad>_wr : In(WritePort.Signature), for each scratchpad written
+    count : Out(count_layout()), count_valid : Out(1)
+        Bytes moved per row command, for the byte counters.
+    """
+
+    def __init__(self, *, cfg, types):
+        types = tuple(MemType(t) for t in types)
+        if not types or any(t not in _PAD_OF for t in types):
+            raise ValueError(f"a load unit serves UOP, INP, WGT, ACC or ACC_8BIT, not {types!r}")
+        self._cfg = cfg
+        self._types = types
+        self._pads = tuple(dict.fromkeys(_PAD_OF[t] for t in types))
+        self._bases = tuple(dict.fromkeys("acc" if t == MemType.ACC_8BIT else _PAD_OF[t]
+                                          for t in types))
+        bus = cfg.axi_data_bytes
+        self._row_bits = max(geometry(cfg, p).addr_bits for p in self._pads)
+        self._skip_bits = max(1, max(exact_log2(max(1, bus // _elem_bytes(cfg, t)))
+                                     for t in types))
+        self._tag = data.StructLayout({"row": self._row_bits, "skip": self._skip_bits})
+        members = {
+            "start": In(1), "insn": In(layouts(cfg).memory),
+            "done": Out(1), "err": Out(1), "busy": Out(1),
+            "mem": Out(ReadClientSignature(data_bits=cfg.axi_data_bits, tag_shape=self._tag)),
+            "count": Out(count_layout()), "count_valid": Out(1),
+        }
+        for base in self._bases:
+            members[f"{base}_base"] = In(ADDR_BITS)
+        for pad in self._pads:
+            members[f"{pad}_wr"] = In(write_signature(geometry(cfg, pad)))
+        super().__init__(members)
+
+    @property
+    def types(self):
+        return self._types
+
+    @property
+    def tag_layout(self):
+        return self._tag
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg, insn = self._cfg, self.insn
+        bus = cfg.axi_data_bytes
+        log_bus = exact_log2(bus)
+        mtype = insn.memory_type
+
+        # Per-type constants, selected by the (stable) instruction's memory type.
+        log_elem = Signal(range(32))
+        base = Signal(ADDR_BITS)
+        for t in self._types:
+            with m.If(mtype == t):
+                key = "acc" if t == MemType.ACC_8BIT else _PAD_OF[t]
+                m.d.comb += [log_elem.eq(exact_log2(_elem_bytes(cfg, t))),
+                             base.eq(getattr(self, f"{key}_base"))]
+
+        # -- row commands ---------------------------------------------------------------------
+        width = Signal(formats.SIZE_BITS + 1)
+        m.d.comb += width.eq(insn.x_pad_0 + insn.x_size + insn.x_pad_1)
+        y = Signal(formats.SIZE_BITS + 1)
+        addr = Signal(ADDR_BITS)                  # byte address of the current row
+        dest = Signal(formats.SRAM_ADDR_BITS)     # scratchpad row of its element 0
+        row_bytes = Signal(formats.SIZE_BITS + 16)
+        m.d.comb += row_bytes.eq(insn.x_size << log_elem)
+        offset = addr[:log_bus]
+        cmd = self.mem.cmd
+        m.d.comb += [
+            cmd.payload.addr.eq(addr & ~(bus - 1)),
+            cmd.payload.beats.eq((offset + row_bytes + bus - 1) >> log_bus),
+            cmd.payload.tag.row.eq(dest),
+            cmd.payload.tag.skip.eq(offset >> log_elem),
+            self.count.mtype.eq(mtype),
+            self.count.bytes.eq(row_bytes),
+            self.count_valid.eq(cmd.valid & cmd.ready),
+        ]
+
+        outstanding = Signal(beat_count_bits(cfg.axi_data_bits) + formats.SIZE_BITS)
+        issued = cmd.valid & cmd.ready
+        taken = self.mem.data.valid & self.mem.data.ready
+        m.d.sync += outstanding.eq(outstanding + Mux(issued, cmd.payload.beats, 0)
+                                   - Mux(taken, 1, 0))
+        err = Signal()
+        with m.If(taken & self.mem.data.payload.err):
+            m.d.sync += err.eq(1)
+
+        # -- padding --------------------------------------------------------------------------
+        m.submodules.pad = pad = PadWalker()
+        for name in ("sram_base", "x_size", "y_size", "x_pad_0", "x_pad_1", "y_pad_0",
+                     "y_pad_1"):
+            m.d.comb += getattr(pad, name).eq(getattr(insn, name))
+
+        # -- data path: one row writer per memory type ----------------------------------------
+        beat = self.mem.data.payload
+        writers = {}
+        for t in self._types:
+            geo = geometry(cfg, _PAD_OF[t])
+            unit = cfg.acc_width if t == MemType.ACC_8BIT else 8
+            w = RowWriter(elem_bytes=_elem_bytes(cfg, t), bus_bytes=bus, unit_bits=unit,
+                          row_bits=geo.row_bits, en_bits=geo.en_bits, addr_bits=geo.addr_bits,
+                          limit_bits=formats.SIZE_BITS)
+            m.submodules[f"writer_{t.name.lower()}"] = writers[t] = w
+            active = mtype == t
+            m.d.comb += [
+                w.beat.valid.eq(self.mem.data.valid & active),
+                w.beat.payload.data.eq(beat.data),
+                w.beat.payload.beat.eq(beat.beat),
+                w.beat.payload.row.eq(beat.tag.row),
+                w.beat.payload.skip.eq(beat.tag.skip),
+                w.limit.eq(insn.x_size),
+            ]
+            with m.If(active):
+                m.d.comb += self.mem.data.ready.eq(w.beat.ready)
+
+        # Each scratchpad's write port: the active row writer, else the pad walker.
+        for p in self._pads:
+            port = getattr(self, f"{p}_wr")
+            geo = geometry(cfg, p)
+            for t in self._types:
+                if _PAD_OF[t] != p:
+                    continue
+                w = writers[t]
+                with m.If(mtype == t):
+                    pad_data = Signal(geo.row_bits, name=f"pad_{t.name.lower()}")
+                    with m.Switch(insn.pad_value):
+                        for pv in PadValue:
+                            with m.Case(pv):
+                                m.d.comb += pad_data.eq(_pad_row(cfg, t, pv))
+                    with m.If(w.wr_en != 0):
+                        m.d.comb += [port.addr.eq(w.wr_addr), port.data.eq(w.wr_data),
+                                     port.en.eq(w.wr_en), pad.hold.eq(1)]
+                    with m.Elif(pad.wr_valid):
+                        m.d.comb += [port.addr.eq(pad.wr_addr), port.data.eq(pad_data),
+                                     port.en.eq(Const((1 << geo.en_bits) - 1, geo.en_bits))]
+
+        # -- control --------------------------------------------------------------------------
+        with m.FSM(name="load"):
+            with m.State("IDLE"):
+                with m.If(self.start):
+                    m.d.sync += [err.eq(0), y.eq(0),
+                                 addr.eq(base + (insn.dram_base << log_elem)),
+                                 dest.eq(insn.sram_base + insn.y_pad_0 * width + insn.x_pad_0)]
+                    with m.If(insn.x_size == 0):
+                        # ISA.md §3.1: no data moves; only tokens act.
+                        m.next = "DONE"
+                    with m.Else():
+                        m.d.comb += pad.start.eq(1)
+                        m.next = "RUN"
+            with m.State("RUN"):
+                m.d.comb += [self.busy.eq(1), cmd.valid.eq(y < insn.y_size)]
+                with m.If(issued):
+                    m.d.sync += [y.eq(y + 1), addr.eq(addr + (insn.x_stride << log_elem)),
+                                 dest.eq(dest + width)]
+                with m.If((y == insn.y_size) & (outstanding == 0) & ~pad.busy):
+                    m.next = "DONE"
+            with m.State("DONE"):
+                m.d.comb += [self.done.eq(1), self.err.eq(err)]
+                m.next = "IDLE"
+        return m

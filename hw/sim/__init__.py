@@ -1,0 +1,1 @@
+"""Simulation models and helpers for testing the RTL in the Amaranth simulator."""
