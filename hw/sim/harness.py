@@ -31,7 +31,8 @@ class ScratchpadHarness(Elaboratable):
         self._cfg = cfg
         self.dut = unit
         self._ports = dict(ports)
-        self.mems = {pad: make_memory(cfg, pad) for pad, _ in self._ports.values()}
+        pads = dict.fromkeys(pad for pad, _ in self._ports.values())
+        self.mems = {pad: make_memory(cfg, pad) for pad in pads}
 
     def elaborate(self, platform):
         m = Module()

@@ -1,0 +1,151 @@
+"""The GEMM unit (ISA.md §3.3): one micro-op step per cycle (II = 1).
+
+Pipeline, one step per stage per cycle, never stalling (all operands are on chip):
+
+====  ===================================================================================
+s0    :class:`LoopGen` offers the step; the micro-op buffer is read.
+s1    the micro-op arrives; indices = micro-op fields + loop offsets; INP, WGT and ACC are read.
+s2    rows arrive; the ``BATCH × BLOCK_OUT`` dot products are formed; ACC is forwarded.
+s3    ``ACC[dst] += dot`` (or 0 with ``reset``) is written (the compute stage mirrors it to OUT).
+====  ===================================================================================
+
+Read-after-write on ACC (ISA.md §3.3: each step sees every earlier step): a step reads ACC in
+s1, and the step two ahead of it writes in that same cycle, which the transparent read port
+returns; the step just ahead writes while this one is in s2, so s2 takes the write data instead
+of the read data when the indices match. Older steps wrote before the read. So II = 1 holds for
+any sequence of indices.
+"""
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from avta.isa.layout import layouts
+
+from .loop_gen import LoopGen
+from .sram import acc_row, geometry, inp_row, read_signature, wgt_row, write_signature
+
+__all__ = ["Gemm", "tree_sum"]
+
+
+def tree_sum(values):
+    """A balanced adder tree over ``values`` (at least one)."""
+    values = list(values)
+    while len(values) > 1:
+        values = [values[i] + values[i + 1] if i + 1 < len(values) else values[i]
+                  for i in range(0, len(values), 2)]
+    return values[0]
+
+
+class Gemm(wiring.Component):
+    """Executes one GEMM instruction at a time.
+
+    Ports
+    -----
+    start : In(1)
+        Begin executing ``insn`` (stable until ``done``).
+    insn : In(layouts(cfg).gemm)
+    done : Out(1)
+        One-cycle pulse in the cycle of the last ACC write (or after ``start`` for a degenerate
+        loop); a following instruction that reads ACC is issued later and sees it.
+    step : Out(1)
+        A micro-op step was issued (GEMM_STEPS counter).
+    uop_rd, inp_rd, wgt_rd, acc_rd : In(ReadPort.Signature)
+        Synchronous read ports; ``acc_rd`` must be transparent to the ACC write port.
+    acc_wr : In(WritePort.Signature)
+        Full-row ACC writes (every enable set).
+    """
+
+    def __init__(self, *, cfg):
+        self._cfg = cfg
+        self._geo = {p: geometry(cfg, p) for p in ("uop", "inp", "wgt", "acc")}
+        super().__init__({
+            "start": In(1), "insn": In(layouts(cfg).gemm), "done": Out(1), "step": Out(1),
+            "uop_rd": In(read_signature(self._geo["uop"])),
+            "inp_rd": In(read_signature(self._geo["inp"])),
+            "wgt_rd": In(read_signature(self._geo["wgt"])),
+            "acc_rd": In(read_signature(self._geo["acc"])),
+            "acc_wr": In(write_signature(self._geo["acc"])),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg, insn, geo = self._cfg, self.insn, self._geo
+
+        # -- s0: loop nest ----------------------------------------------------------------------
+        m.submodules.loop = loop = LoopGen(
+            uop_bits=geo["uop"].addr_bits,
+            offset_bits={"dst": geo["acc"].addr_bits, "src": geo["inp"].addr_bits,
+                         "wgt": geo["wgt"].addr_bits})
+        for name in ("uop_bgn", "uop_end", "iter_out", "iter_in", "dst_factor_out",
+                     "dst_factor_in", "src_factor_out", "src_factor_in", "wgt_factor_out",
+                     "wgt_factor_in"):
+            m.d.comb += getattr(loop, name).eq(getattr(insn, name))
+        m.d.comb += [loop.start.eq(self.start), loop.advance.eq(1), self.step.eq(loop.valid),
+                     self.uop_rd.addr.eq(loop.uop), self.uop_rd.en.eq(loop.valid)]
+
+        # -- s1: indices, operand reads ---------------------------------------------------------
+        v1, last1 = Signal(), Signal()
+        off1 = {op: Signal.like(getattr(loop, op), name=f"{op}_off1")
+                for op in ("dst", "src", "wgt")}
+        m.d.sync += [v1.eq(loop.valid), last1.eq(loop.last)]
+        m.d.sync += [off1[op].eq(getattr(loop, op)) for op in off1]
+        uop = data.View(layouts(cfg).uop, self.uop_rd.data)
+        acc_idx1 = Signal(geo["acc"].addr_bits)
+        m.d.comb += [
+            acc_idx1.eq(uop.dst_idx + off1["dst"]),
+            self.inp_rd.addr.eq(uop.src_idx + off1["src"]),
+            self.wgt_rd.addr.eq(uop.wgt_idx + off1["wgt"]),
+            self.acc_rd.addr.eq(acc_idx1),
+            self.inp_rd.en.eq(v1), self.wgt_rd.en.eq(v1), self.acc_rd.en.eq(v1),
+        ]
+
+        # -- s2: dot products and ACC forwarding --------------------------------------------------
+        v2, last2 = Signal(), Signal()
+        acc_idx2 = Signal.like(acc_idx1)
+        m.d.sync += [v2.eq(v1), last2.eq(last1), acc_idx2.eq(acc_idx1)]
+        inp = data.View(inp_row(cfg), self.inp_rd.data)
+        wgt = data.View(wgt_row(cfg), self.wgt_rd.data)
+        acc_now = Signal(acc_row(cfg))
+        with m.If(self.acc_wr.en.any() & (self.acc_wr.addr == acc_idx2)):
+            m.d.comb += acc_now.eq(self.acc_wr.data)
+        with m.Else():
+            m.d.comb += acc_now.eq(self.acc_rd.data)
+
+        # -- s3: accumulate and write -----------------------------------------------------------
+        v3, last3 = Signal(), Signal()
+        acc_idx3 = Signal.like(acc_idx1)
+        acc3 = Signal(acc_row(cfg))
+        dot3 = Signal(acc_row(cfg))
+        m.d.sync += [v3.eq(v2), last3.eq(last2), acc_idx3.eq(acc_idx2), acc3.eq(acc_now)]
+        for b in range(cfg.batch):
+            for o in range(cfg.block_out):
+                m.d.sync += dot3[b][o].eq(tree_sum(inp[b][k] * wgt[o][k]
+                                                   for k in range(cfg.block_in)))
+        result = Signal(acc_row(cfg))
+        with m.If(~insn.reset):
+            for b in range(cfg.batch):
+                for o in range(cfg.block_out):
+                    m.d.comb += result[b][o].eq(acc3[b][o] + dot3[b][o])
+        m.d.comb += [
+            self.acc_wr.addr.eq(acc_idx3),
+            self.acc_wr.data.eq(result),
+            self.acc_wr.en.eq(v3.replicate(geo["acc"].en_bits)),
+        ]
+
+        # -- control ------------------------------------------------------------------------------
+        with m.FSM(name="gemm"):
+            with m.State("IDLE"):
+                with m.If(self.start):
+                    with m.If(loop.empty):
+                        m.next = "EMPTY"
+                    with m.Else():
+                        m.next = "RUN"
+            with m.State("RUN"):
+                with m.If(v3 & last3):
+                    m.d.comb += self.done.eq(1)
+                    m.next = "IDLE"
+            with m.State("EMPTY"):
+                m.d.comb += self.done.eq(1)
+                m.next = "IDLE"
+        return m

@@ -1,0 +1,97 @@
+"""The micro-op loop nest of GEMM and ALU (ISA.md §3.3), one step per cycle, adders only.
+
+For i_o < iter_out, i_i < iter_in, u in [uop_bgn, uop_end) (u innermost) a step is micro-op
+``u`` with offsets ``i_o·f_out + i_i·f_in`` for each of dst, src and wgt. The offsets are kept as
+running sums (an outer base plus the inner offset), so no multiplier is needed; they wrap modulo
+2^width, which is the scratchpad depth (ISA.md §3: indices wrap).
+"""
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from avta.isa import formats
+
+__all__ = ["LoopGen"]
+
+_OPERANDS = ("dst", "src", "wgt")
+
+
+class LoopGen(wiring.Component):
+    """Generates the steps of one GEMM or ALU instruction.
+
+    Parameters
+    ----------
+    uop_bits : int
+        ``log2`` of the micro-op buffer depth (U of ISA.md §2).
+    offset_bits : dict
+        Width of the dst, src and wgt offsets (the log2 depth each one indexes).
+
+    Ports
+    -----
+    start : In(1)
+        Load the loop fields below (stable while the unit runs) and begin.
+    uop_bgn, uop_end, iter_out, iter_in : In
+    <op>_factor_out, <op>_factor_in : In, for op in dst, src, wgt
+    advance : In(1)
+        The consumer takes the current step.
+    valid : Out(1)
+        A step is offered: micro-op ``uop`` with offsets ``dst``, ``src``, ``wgt``.
+    last : Out(1)
+        The offered step is the instruction's last.
+    empty : Out(1)
+        With ``start``: the loop is degenerate (``iter_out``, ``iter_in`` or the micro-op range
+        empty, ISA.md §3.3) and no step will come.
+    """
+
+    def __init__(self, *, uop_bits, offset_bits):
+        self._uop_bits = uop_bits
+        self._offset_bits = dict(offset_bits)
+        members = {
+            "start": In(1), "advance": In(1),
+            "uop_bgn": In(uop_bits), "uop_end": In(uop_bits + 1),
+            "iter_out": In(formats.ITER_BITS), "iter_in": In(formats.ITER_BITS),
+            "valid": Out(1), "last": Out(1), "empty": Out(1), "uop": Out(uop_bits),
+        }
+        for op in _OPERANDS:
+            width = self._offset_bits[op]
+            members[f"{op}_factor_out"] = In(width)
+            members[f"{op}_factor_in"] = In(width)
+            members[op] = Out(width)
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        i_in = Signal(formats.ITER_BITS)
+        i_out = Signal(formats.ITER_BITS)
+        outer = {op: Signal(self._offset_bits[op], name=f"{op}_outer") for op in _OPERANDS}
+
+        m.d.comb += self.empty.eq((self.iter_out == 0) | (self.iter_in == 0)
+                                  | (self.uop_end <= self.uop_bgn))
+        end_uop = self.uop + 1 == self.uop_end
+        end_in = i_in + 1 == self.iter_in
+        end_out = i_out + 1 == self.iter_out
+        m.d.comb += self.last.eq(end_uop & end_in & end_out)
+
+        with m.If(self.start):
+            m.d.sync += [self.valid.eq(~self.empty), self.uop.eq(self.uop_bgn),
+                         i_in.eq(0), i_out.eq(0)]
+            m.d.sync += [getattr(self, op).eq(0) for op in _OPERANDS]
+            m.d.sync += [outer[op].eq(0) for op in _OPERANDS]
+        with m.Elif(self.valid & self.advance):
+            with m.If(~end_uop):
+                m.d.sync += self.uop.eq(self.uop + 1)
+            with m.Elif(~end_in):
+                m.d.sync += [self.uop.eq(self.uop_bgn), i_in.eq(i_in + 1)]
+                for op in _OPERANDS:
+                    cur = getattr(self, op)
+                    m.d.sync += cur.eq(cur + getattr(self, f"{op}_factor_in"))
+            with m.Elif(~end_out):
+                m.d.sync += [self.uop.eq(self.uop_bgn), i_in.eq(0), i_out.eq(i_out + 1)]
+                for op in _OPERANDS:
+                    step = getattr(self, f"{op}_factor_out")
+                    m.d.sync += [outer[op].eq(outer[op] + step),
+                                 getattr(self, op).eq(outer[op] + step)]
+            with m.Else():
+                m.d.sync += self.valid.eq(0)
+        return m

@@ -1,0 +1,95 @@
+"""GEMM unit: II = 1, forwarding at every read-after-write distance, reset, batch and
+rectangular blocks, compared row for row with fsim (ISA.md §3.3)."""
+
+import random
+
+import numpy as np
+import pytest
+
+from avta.hw.core.gemm import Gemm
+from avta.isa.config import load_config
+from avta.isa.encoding import codec
+from avta.isa.enums import Opcode
+from avta.isa.insn import GemmInsn, Uop
+from avta.sim.fsim.gemm import execute_gemm
+
+from .compute_bench import assert_rows_equal, fsim_pads, random_rows, run_unit, uop_rows
+
+PORTS = {"uop_rd": ("uop", "r"), "inp_rd": ("inp", "r"), "wgt_rd": ("wgt", "r"),
+         "acc_rd": ("acc", "r"), "acc_wr": ("acc", "w")}
+
+
+def run_gemms(cfg, uops, insns, seed=0):
+    rng = np.random.default_rng(seed)
+    contents = {pad: random_rows(cfg, pad, rng) for pad in ("inp", "wgt", "acc")}
+    contents["uop"] = uop_rows(cfg, uops)
+    got, cycles = run_unit(cfg, Gemm(cfg=cfg), PORTS, insns, contents)
+    ref = fsim_pads(cfg, contents)
+    for insn in insns:
+        execute_gemm(cfg, insn, ref, codec(cfg), strict=False)
+    assert_rows_equal(cfg, "acc", got["acc"], ref.raw("acc"), f"after {insns}")
+    return cycles
+
+
+def _gemm(**fields):
+    return GemmInsn(opcode=Opcode.GEMM, **fields)
+
+
+@pytest.mark.parametrize("config", ["tiny", "rect", "batch2"])
+def test_random_gemms(config):
+    cfg = load_config(config)
+    rng = random.Random(config)
+    uops = [Uop(rng.randrange(8), rng.randrange(cfg.inp_depth), rng.randrange(cfg.wgt_depth))
+            for _ in range(6)]
+    insns = []
+    for _ in range(4):
+        bgn = rng.randrange(5)
+        insns.append(_gemm(
+            reset=int(rng.random() < 0.2), uop_bgn=bgn, uop_end=rng.randrange(bgn, 7),
+            iter_out=rng.randrange(1, 4), iter_in=rng.randrange(1, 4),
+            dst_factor_out=rng.randrange(3), dst_factor_in=rng.randrange(3),
+            src_factor_out=rng.randrange(5), src_factor_in=rng.randrange(5),
+            wgt_factor_out=rng.randrange(5), wgt_factor_in=rng.randrange(5)))
+    run_gemms(cfg, uops, insns, seed=len(config))
+
+
+@pytest.mark.parametrize("distance", range(1, 7))
+def test_read_after_write_at_distance(distance):
+    """Step s accumulates into the row step s − distance wrote (ISA.md §3.3, RTL forwards)."""
+    cfg = load_config("tiny")
+    uops = [Uop(d, 3 + d, 5 + d) for d in range(distance)]
+    insn = _gemm(uop_bgn=0, uop_end=distance, iter_out=2, iter_in=3, src_factor_in=1,
+                 wgt_factor_out=1)
+    cycles = run_gemms(cfg, uops, [insn], seed=distance)
+    steps = 6 * distance
+    assert cycles[0] <= steps + 8
+
+
+def test_steps_per_cycle():
+    """II = 1: a GEMM of N steps takes N + a constant number of cycles."""
+    cfg = load_config("tiny")
+    uops = [Uop(i, i, i) for i in range(8)]
+    short = _gemm(uop_bgn=0, uop_end=8, iter_out=1, iter_in=1)
+    long = _gemm(uop_bgn=0, uop_end=8, iter_out=2, iter_in=4, dst_factor_in=1)
+    cycles = run_gemms(cfg, uops, [short, long])
+    assert cycles[1] - cycles[0] == 64 - 8
+    assert cycles[0] <= 8 + 8
+
+
+def test_reset_and_degenerate():
+    cfg = load_config("rect")
+    uops = [Uop(1, 2, 3), Uop(4, 5, 6)]
+    insns = [_gemm(reset=1, uop_bgn=0, uop_end=2, iter_out=2, iter_in=1, dst_factor_out=7),
+             _gemm(uop_bgn=1, uop_end=1, iter_out=3, iter_in=3),       # empty uop range
+             _gemm(uop_bgn=0, uop_end=2, iter_out=0, iter_in=3),       # iter_out == 0
+             _gemm(uop_bgn=0, uop_end=2, iter_out=1, iter_in=2, dst_factor_in=7)]
+    cycles = run_gemms(cfg, uops, insns)
+    assert cycles[1] <= 3 and cycles[2] <= 3
+
+
+def test_indices_wrap_modulo_depth():
+    cfg = load_config("tiny")
+    uops = [Uop(cfg.acc_depth - 1, cfg.inp_depth - 1, cfg.wgt_depth - 1)]
+    insn = _gemm(uop_bgn=0, uop_end=1, iter_out=2, iter_in=2, dst_factor_out=1,
+                 dst_factor_in=1, src_factor_in=2, wgt_factor_out=3)
+    run_gemms(cfg, uops, [insn])
