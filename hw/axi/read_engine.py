@@ -1,31 +1,32 @@
-"""AXI4 read engine: beat-aligned read commands in, tagged data beats out, bursts out of order.
+"""AXI4 read engine: serves one read client (:class:`avta.hw.mem_client.ReadClientSignature`).
 
-A command asks for ``beats`` bus beats starting at the beat-aligned byte address ``addr``. The
-engine splits it into INCR bursts of at most 256 beats that never cross a 4 KiB boundary (AMBA
-AXI A3.4.1) and issues each as soon as a tag-buffer slot is free, so up to ``slots`` bursts are
-outstanding at once. The AXI ID of a burst is its slot number; the slot remembers the
-command's ``tag`` and the index of the burst's first beat, so data beats can come back in any
-burst order (the subordinate may reorder across IDs) and still say where they belong: each
-``data`` beat carries the command's ``tag`` and its ``beat`` index within the command.
+Each accepted command takes a slot of the tag buffer; the slot number is the AXI ID of every
+burst of that command. AXI keeps the beats of one ID in order, so a command's beats come back in
+order (``beat`` counts up, as the client interface promises), while different commands, having
+different IDs, may complete out of order when the subordinate reorders. The slot remembers the
+command's ``tag``, the next ``beat`` index and the beats still due; it frees after the last one.
 
-A response other than OKAY sets ``error`` (sticky until ``clear``): ISA.md §3.5 error 9.
+Commands are split into INCR bursts of at most 256 beats that never cross a 4 KiB boundary
+(AMBA AXI A3.4.1), issued one per cycle while a command has bursts left; the next command is
+taken as soon as the previous one has issued its last burst and a slot is free, so up to
+``slots`` commands are in flight. A beat answered other than OKAY has ``err`` set (ISA.md §3.5
+error 9); the client decides what to do with it.
 """
 
 from amaranth import Array, Module, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
+from ..mem_client import ADDR_BITS, ReadClientSignature, beat_count_bits
 from .signatures import AxiSignature, BURST_INCR, PAGE_BYTES, Resp
 
-__all__ = ["ReadEngine", "read_command_layout", "read_beat_layout", "burst_beats",
-           "MAX_BURST_BEATS", "COUNT_BITS", "ADDR_BITS"]
+__all__ = ["ReadEngine", "burst_beats", "MAX_BURST_BEATS", "CACHE_NORMAL"]
 
-#: AXI4 INCR bursts carry at most 256 beats (ARLEN is 8 bits).
+#: AXI4 INCR bursts carry at most 256 beats (AxLEN is 8 bits).
 MAX_BURST_BEATS = 256
-ADDR_BITS = 32
-#: Beats in one command: enough for the largest LOAD row of any configuration.
-COUNT_BITS = 20
+#: AxCACHE "normal non-cacheable bufferable", as upstream VTA's shell drives it.
+CACHE_NORMAL = 0b0011
 
 
 def burst_beats(m, *, addr, left, beat_bytes):
@@ -45,113 +46,96 @@ def burst_beats(m, *, addr, left, beat_bytes):
     return burst
 
 
-def read_command_layout(tag_bits):
-    return data.StructLayout({"addr": ADDR_BITS, "beats": COUNT_BITS, "tag": tag_bits})
-
-
-def read_beat_layout(data_bits, tag_bits):
-    return data.StructLayout({"data": data_bits, "tag": tag_bits, "beat": COUNT_BITS})
-
-
 class ReadEngine(wiring.Component):
-    """One AXI4 manager read channel pair serving one command stream.
+    """AXI4 AR/R channels serving one read client.
 
     Parameters
     ----------
-    data_bits : AXI data width (64..512).
-    tag_bits : width of the client's tag.
-    slots : outstanding bursts (a power of two); the AXI ID width is log2(slots).
+    data_bits : AXI data width.
+    tag_shape : the client's tag shape.
+    slots : commands in flight at once (a power of two); the AXI ID width is its log2.
 
     Ports
     -----
-    cmd : stream of :func:`read_command_layout` (``addr`` must be beat-aligned; ``beats`` ≥ 1).
-    data : stream of :func:`read_beat_layout`; ``ready`` low holds RREADY low.
-    m_axi : AR and R channels of an AXI4 manager (AW/W/B are left idle here).
-    error : a burst answered SLVERR or DECERR; sticky until ``clear``.
-    idle : no command is being split and no burst is outstanding.
+    client : the read client (``cmd`` in, ``data`` out).
+    m_axi : AXI4 manager; only AR and R are driven (AW/W/B stay idle).
+    idle : nothing accepted is still waiting for data.
     """
 
-    def __init__(self, *, data_bits, tag_bits, slots=8):
+    def __init__(self, *, data_bits, tag_shape, slots=8):
         if slots < 1 or slots & (slots - 1):
             raise ValueError(f"slots must be a power of two, not {slots!r}")
-        self._data_bits, self._tag_bits, self._slots = data_bits, tag_bits, slots
+        self._data_bits, self._slots = data_bits, slots
         super().__init__({
-            "cmd": In(stream.Signature(read_command_layout(tag_bits))),
-            "data": Out(stream.Signature(read_beat_layout(data_bits, tag_bits))),
+            "client": In(ReadClientSignature(data_bits=data_bits, tag_shape=tag_shape)),
             "m_axi": Out(AxiSignature(data_width=data_bits, id_width=max(1, exact_log2(slots)))),
-            "error": Out(1),
-            "clear": In(1),
             "idle": Out(1),
         })
 
     def elaborate(self, platform):
         m = Module()
-        axi, beat_bytes = self.m_axi, self._data_bits // 8
+        axi, cmd, out = self.m_axi, self.client.cmd, self.client.data
+        beat_bytes = self._data_bits // 8
         log_beat = exact_log2(beat_bytes)
+        count_bits = beat_count_bits(self._data_bits)
+        tag_shape = self.client.signature.tag_shape
 
-        # -- tag buffer: one slot per outstanding burst, indexed by the AXI ID -----------------
+        # -- tag buffer: one slot per command in flight, indexed by the AXI ID --------------
         slot_busy = Signal(self._slots)
-        slot_tag = Array(Signal(self._tag_bits, name=f"slot{i}_tag") for i in range(self._slots))
-        slot_beat = Array(Signal(COUNT_BITS, name=f"slot{i}_beat") for i in range(self._slots))
+        slot_tag = Array(Signal(tag_shape, name=f"slot{i}_tag") for i in range(self._slots))
+        slot_beat = Array(Signal(count_bits, name=f"slot{i}_beat") for i in range(self._slots))
+        slot_due = Array(Signal(count_bits, name=f"slot{i}_due") for i in range(self._slots))
         free_slot = Signal(range(self._slots))
         have_free = Signal()
         for i in reversed(range(self._slots)):
             with m.If(~slot_busy[i]):
                 m.d.comb += [free_slot.eq(i), have_free.eq(1)]
 
-        # -- splitter: the command being cut into bursts ------------------------------------
+        # -- splitter: the command whose bursts are being issued ---------------------------
         active = Signal()
+        slot = Signal(range(self._slots))
         addr = Signal(ADDR_BITS)
-        left = Signal(COUNT_BITS)       # beats still to request
-        issued = Signal(COUNT_BITS)     # beats requested so far (the next burst's first index)
-        tag = Signal(self._tag_bits)
-        m.d.comb += self.cmd.ready.eq(~active)
-        with m.If(self.cmd.valid & self.cmd.ready):
-            m.d.sync += [active.eq(self.cmd.p.beats != 0), addr.eq(self.cmd.p.addr),
-                         left.eq(self.cmd.p.beats), issued.eq(0), tag.eq(self.cmd.p.tag)]
-
+        left = Signal(count_bits)
+        set_busy, clr_busy = Signal(self._slots), Signal(self._slots)
+        m.d.comb += cmd.ready.eq(~active & have_free)
+        with m.If(cmd.valid & cmd.ready):
+            m.d.comb += set_busy.eq(1 << free_slot)
+            m.d.sync += [active.eq(1), slot.eq(free_slot),
+                         addr.eq(cmd.p.addr & ~(beat_bytes - 1)), left.eq(cmd.p.beats),
+                         slot_tag[free_slot].eq(cmd.p.tag), slot_beat[free_slot].eq(0),
+                         slot_due[free_slot].eq(cmd.p.beats)]
         burst = burst_beats(m, addr=addr, left=left, beat_bytes=beat_bytes)
 
         # The AR channel is a register loaded from the splitter, so its payload stays put while
-        # ARVALID waits for ARREADY (AXI A3.2.1); it reloads on the cycle of a handshake, so
-        # back-to-back bursts still go out one per cycle.
-        ar_valid = Signal()
-        ar_fire = Signal()
-        load_ar = Signal()
+        # ARVALID waits (AXI A3.2.1); it reloads on a handshake, so bursts go out one per cycle.
+        ar_valid, ar_fire, load_ar = Signal(), Signal(), Signal()
         m.d.comb += [
             ar_fire.eq(ar_valid & axi.arready),
-            load_ar.eq(active & have_free & (~ar_valid | ar_fire)),
+            load_ar.eq(active & (~ar_valid | ar_fire)),
             axi.arvalid.eq(ar_valid), axi.arsize.eq(log_beat), axi.arburst.eq(BURST_INCR),
-            axi.arcache.eq(0b0011),
+            axi.arcache.eq(CACHE_NORMAL),
         ]
         with m.If(ar_fire):
             m.d.sync += ar_valid.eq(0)
-        set_busy = Signal(self._slots)
         with m.If(load_ar):
-            m.d.comb += set_busy.eq(1 << free_slot)
-            m.d.sync += [ar_valid.eq(1), axi.arid.eq(free_slot), axi.araddr.eq(addr),
-                         axi.arlen.eq(burst - 1),
-                         slot_tag[free_slot].eq(tag), slot_beat[free_slot].eq(issued),
-                         addr.eq(addr + (burst << log_beat)), left.eq(left - burst),
-                         issued.eq(issued + burst), active.eq(left != burst)]
+            m.d.sync += [ar_valid.eq(1), axi.arid.eq(slot), axi.araddr.eq(addr),
+                         axi.arlen.eq(burst - 1), addr.eq(addr + (burst << log_beat)),
+                         left.eq(left - burst), active.eq(left != burst)]
 
         # -- responses: route each beat by its ID -------------------------------------------
-        clr_busy = Signal(self._slots)
         m.d.comb += [
-            axi.rready.eq(self.data.ready),
-            self.data.valid.eq(axi.rvalid),
-            self.data.p.data.eq(axi.rdata),
-            self.data.p.tag.eq(slot_tag[axi.rid]),
-            self.data.p.beat.eq(slot_beat[axi.rid]),
+            axi.rready.eq(out.ready),
+            out.valid.eq(axi.rvalid),
+            out.p.data.eq(axi.rdata),
+            out.p.tag.eq(slot_tag[axi.rid]),
+            out.p.beat.eq(slot_beat[axi.rid]),
+            out.p.err.eq(axi.rresp != Resp.OKAY),
         ]
         with m.If(axi.rvalid & axi.rready):
-            m.d.sync += slot_beat[axi.rid].eq(slot_beat[axi.rid] + 1)
-            with m.If(axi.rlast):
+            m.d.sync += [slot_beat[axi.rid].eq(slot_beat[axi.rid] + 1),
+                         slot_due[axi.rid].eq(slot_due[axi.rid] - 1)]
+            with m.If(slot_due[axi.rid] == 1):
                 m.d.comb += clr_busy.eq(1 << axi.rid)
-            with m.If(axi.rresp != Resp.OKAY):
-                m.d.sync += self.error.eq(1)
         m.d.sync += slot_busy.eq((slot_busy | set_busy) & ~clr_busy)
-        with m.If(self.clear):
-            m.d.sync += self.error.eq(0)
         m.d.comb += self.idle.eq(~active & ~ar_valid & (slot_busy == 0))
         return m

@@ -1,19 +1,21 @@
-"""VME: the memory engine, one AXI4 manager shared by a read engine and a write engine.
+"""VME: the memory engine, one AXI4 manager for every memory client of the core.
 
-The read side keeps several bursts outstanding and takes them back in any order through its
-tag buffer (:mod:`.read_engine`); the write side streams bursts with byte strobes
-(:mod:`.write_engine`). Both split at 4 KiB. AXI IDs: reads use the tag-buffer slot number,
-writes use ID 0 (they complete in order).
+Read clients (fetch, loads, …) share one :class:`.read_engine.ReadEngine` through a round-robin
+:class:`.read_arbiter.ReadArbiter`; the write client (the store stage) has the
+:class:`.write_engine.WriteEngine`. Both split bursts at 4 KiB; reads keep several commands in
+flight and complete out of order across commands (AXI IDs are tag-buffer slots); writes use ID 0.
 """
 
 from amaranth import Module
-from amaranth.lib import stream, wiring
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out, flipped
 from amaranth.utils import exact_log2
 
-from .read_engine import ReadEngine, read_beat_layout, read_command_layout
+from ..mem_client import ReadClientSignature, WriteClientSignature
+from .read_arbiter import ReadArbiter, shared_tag_layout
+from .read_engine import ReadEngine
 from .signatures import AxiSignature
-from .write_engine import WriteEngine, write_beat_layout, write_command_layout
+from .write_engine import WriteEngine
 
 __all__ = ["MemoryEngine"]
 
@@ -24,44 +26,46 @@ class MemoryEngine(wiring.Component):
     Parameters
     ----------
     data_bits : AXI data width (``cfg.axi_data_bits``).
-    tag_bits : width of the read clients' tags.
-    read_slots : read bursts outstanding at once (power of two; the ID width is its log2).
+    read_clients : ``{name: tag_shape}``; each becomes a read-client port of that name.
+    read_slots : read commands in flight at once (power of two; the AXI ID width is its log2).
 
     Ports
     -----
-    rd_cmd, rd_data : see :class:`.read_engine.ReadEngine` (``cmd``, ``data``).
-    wr_cmd, wr_data, wr_done : see :class:`.write_engine.WriteEngine` (``cmd``, ``data``, ``done``).
-    error : either side saw an error response (error 9 of ISA.md §3.5); ``clear`` resets it.
+    <name> : one :class:`avta.hw.mem_client.ReadClientSignature` port per read client.
+    write : the :class:`avta.hw.mem_client.WriteClientSignature` port.
     idle : nothing in flight on either side.
     m_axi : the AXI4 manager port.
     """
 
-    def __init__(self, *, data_bits, tag_bits, read_slots=8):
-        self._data_bits, self._tag_bits, self._read_slots = data_bits, tag_bits, read_slots
+    def __init__(self, *, data_bits, read_clients, read_slots=8):
+        if not read_clients:
+            raise ValueError("the memory engine needs at least one read client")
+        self._data_bits, self._read_slots = data_bits, read_slots
+        self._read_clients = dict(read_clients)
         self._id_width = max(1, exact_log2(read_slots))
-        super().__init__({
-            "rd_cmd": In(stream.Signature(read_command_layout(tag_bits))),
-            "rd_data": Out(stream.Signature(read_beat_layout(data_bits, tag_bits))),
-            "wr_cmd": In(stream.Signature(write_command_layout())),
-            "wr_data": In(stream.Signature(write_beat_layout(data_bits))),
-            "wr_done": Out(1),
-            "error": Out(1),
-            "clear": In(1),
+        members = {name: In(ReadClientSignature(data_bits=data_bits, tag_shape=shape))
+                   for name, shape in self._read_clients.items()}
+        members.update({
+            "write": In(WriteClientSignature(data_bits=data_bits)),
             "idle": Out(1),
             "m_axi": Out(AxiSignature(data_width=data_bits, id_width=self._id_width)),
         })
+        super().__init__(members)
 
     def elaborate(self, platform):
         m = Module()
+        shapes = list(self._read_clients.values())
+        m.submodules.arbiter = arbiter = ReadArbiter(data_bits=self._data_bits,
+                                                     tag_shapes=shapes)
         m.submodules.reader = reader = ReadEngine(data_bits=self._data_bits,
-                                                  tag_bits=self._tag_bits,
+                                                  tag_shape=shared_tag_layout(shapes),
                                                   slots=self._read_slots)
         m.submodules.writer = writer = WriteEngine(data_bits=self._data_bits,
                                                    id_width=self._id_width)
-        wiring.connect(m, reader.cmd, flipped(self.rd_cmd))
-        wiring.connect(m, reader.data, flipped(self.rd_data))
-        wiring.connect(m, writer.cmd, flipped(self.wr_cmd))
-        wiring.connect(m, writer.data, flipped(self.wr_data))
+        for index, name in enumerate(self._read_clients):
+            wiring.connect(m, arbiter.client(index), flipped(getattr(self, name)))
+        wiring.connect(m, arbiter.engine, reader.client)
+        wiring.connect(m, writer.client, flipped(self.write))
         for name, member in self.m_axi.signature.members.items():
             # AR and R members start with "ar" or "r"; no AW, W or B member does.
             side = reader if name.startswith(("ar", "r")) else writer
@@ -70,10 +74,5 @@ class MemoryEngine(wiring.Component):
                 m.d.comb += ours.eq(theirs)
             else:
                 m.d.comb += theirs.eq(ours)
-        m.d.comb += [
-            self.wr_done.eq(writer.done),
-            self.error.eq(reader.error | writer.error),
-            reader.clear.eq(self.clear), writer.clear.eq(self.clear),
-            self.idle.eq(reader.idle & writer.idle),
-        ]
+        m.d.comb += self.idle.eq(reader.idle & writer.idle)
         return m

@@ -1,85 +1,75 @@
-"""AXI4 write engine: a beat-aligned write command and its data beats in, bursts out.
+"""AXI4 write engine: serves one write client (:class:`avta.hw.mem_client.WriteClientSignature`).
 
-A command writes ``beats`` bus beats from the beat-aligned byte address ``addr``; the data
-stream supplies exactly that many beats, each with its byte strobes (so a client writes
-partial beats without touching the other bytes). Bursts follow the read engine's rule (at most
-256 beats, never across 4 KiB). Addresses may run ahead of data, up to ``max_outstanding``
-bursts awaiting their write response. ``done`` pulses when the last response of the command
-has arrived (a STORE completes then, ISA.md §3); a response other than OKAY sets ``error``.
+A command writes ``beats`` bus-aligned beats from ``align(addr)``; the client's data stream
+supplies exactly that many beats with their byte strobes, so partial beats leave the other bytes
+alone. Bursts follow the read engine's rule (≤ 256 beats, never across 4 KiB). Addresses may
+run ahead of data, up to ``max_outstanding`` bursts awaiting their response. One ``resp``
+transfer per command follows its last write response, with ``err`` set if any burst was
+answered other than OKAY (ISA.md §3.5 error 9); a STORE completes then (ISA.md §3).
 """
 
 from amaranth import Module, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
-from .read_engine import ADDR_BITS, COUNT_BITS, burst_beats
+from ..mem_client import ADDR_BITS, WriteClientSignature, beat_count_bits
+from .read_engine import CACHE_NORMAL, MAX_BURST_BEATS, burst_beats
 from .signatures import AxiSignature, BURST_INCR, Resp
 
-__all__ = ["WriteEngine", "write_command_layout", "write_beat_layout"]
-
-
-def write_command_layout():
-    return data.StructLayout({"addr": ADDR_BITS, "beats": COUNT_BITS})
-
-
-def write_beat_layout(data_bits):
-    return data.StructLayout({"data": data_bits, "strb": data_bits // 8})
+__all__ = ["WriteEngine"]
 
 
 class WriteEngine(wiring.Component):
-    """One AXI4 manager write channel set serving one command at a time.
+    """AXI4 AW/W/B channels serving one write client, one command at a time.
 
     Ports
     -----
-    cmd : stream of :func:`write_command_layout` (``beats`` ≥ 1; 0 completes at once).
-    data : stream of :func:`write_beat_layout`, exactly ``beats`` beats per command.
-    m_axi : AW, W and B channels of an AXI4 manager (AR/R left idle here).
-    done : one-cycle pulse when every burst of the command has its response.
-    error : a burst answered SLVERR or DECERR; sticky until ``clear``.
+    client : the write client (``cmd`` and ``data`` in, ``resp`` out).
+    m_axi : AXI4 manager; only AW, W and B are driven (AR/R stay idle). Writes use ID 0.
     idle : no command in progress.
     """
 
     def __init__(self, *, data_bits, max_outstanding=16, id_width=1):
         self._data_bits, self._max_outstanding = data_bits, max_outstanding
         super().__init__({
-            "cmd": In(stream.Signature(write_command_layout())),
-            "data": In(stream.Signature(write_beat_layout(data_bits))),
+            "client": In(WriteClientSignature(data_bits=data_bits)),
             "m_axi": Out(AxiSignature(data_width=data_bits, id_width=id_width)),
-            "done": Out(1),
-            "error": Out(1),
-            "clear": In(1),
             "idle": Out(1),
         })
 
     def elaborate(self, platform):
         m = Module()
-        axi, beat_bytes = self.m_axi, self._data_bits // 8
+        axi, cmd, beats_in, resp = (self.m_axi, self.client.cmd, self.client.data,
+                                    self.client.resp)
+        beat_bytes = self._data_bits // 8
         log_beat = exact_log2(beat_bytes)
+        count_bits = beat_count_bits(self._data_bits)
 
-        busy = Signal()             # a command is in progress
-        aw_addr, aw_left = Signal(ADDR_BITS), Signal(COUNT_BITS)
-        w_addr, w_left = Signal(ADDR_BITS), Signal(COUNT_BITS)
-        w_in_burst = Signal(range(257))
+        busy = Signal()                 # a command is in progress (until its resp is taken)
+        aw_addr, aw_left = Signal(ADDR_BITS), Signal(count_bits)
+        w_addr, w_left = Signal(ADDR_BITS), Signal(count_bits)
+        w_in_burst = Signal(range(MAX_BURST_BEATS + 1))
         bursts_open = Signal(range(self._max_outstanding + 1))   # AW sent, B not yet back
+        err = Signal()
 
-        m.d.comb += self.cmd.ready.eq(~busy)
-        with m.If(self.cmd.valid & self.cmd.ready):
-            m.d.sync += [busy.eq(1), aw_addr.eq(self.cmd.p.addr), aw_left.eq(self.cmd.p.beats),
-                         w_addr.eq(self.cmd.p.addr), w_left.eq(self.cmd.p.beats),
-                         w_in_burst.eq(0)]
+        m.d.comb += cmd.ready.eq(~busy)
+        with m.If(cmd.valid & cmd.ready):
+            aligned = cmd.p.addr & ~(beat_bytes - 1)
+            m.d.sync += [busy.eq(1), aw_addr.eq(aligned), aw_left.eq(cmd.p.beats),
+                         w_addr.eq(aligned), w_left.eq(cmd.p.beats), w_in_burst.eq(0),
+                         err.eq(0)]
 
         # -- AW: a register loaded from the splitter (payload stable while waiting) -----------
         aw_burst = burst_beats(m, addr=aw_addr, left=aw_left, beat_bytes=beat_bytes)
-        aw_valid, aw_fire, load_aw = Signal(), Signal(), Signal()
-        b_fire = Signal()
+        aw_valid, aw_fire, load_aw, b_fire = Signal(), Signal(), Signal(), Signal()
         m.d.comb += [
             aw_fire.eq(aw_valid & axi.awready),
             b_fire.eq(axi.bvalid & axi.bready),
             load_aw.eq(busy & (aw_left != 0) & (~aw_valid | aw_fire) &
                        (bursts_open < self._max_outstanding)),
             axi.awvalid.eq(aw_valid), axi.awsize.eq(log_beat), axi.awburst.eq(BURST_INCR),
-            axi.awcache.eq(0b0011), axi.bready.eq(1),
+            axi.awcache.eq(CACHE_NORMAL), axi.bready.eq(1),
         ]
         with m.If(aw_fire):
             m.d.sync += aw_valid.eq(0)
@@ -94,9 +84,9 @@ class WriteEngine(wiring.Component):
         last = Signal()
         m.d.comb += [
             last.eq(w_in_burst + 1 == w_burst),
-            axi.wvalid.eq(busy & (w_left != 0) & self.data.valid),
-            axi.wdata.eq(self.data.p.data), axi.wstrb.eq(self.data.p.strb), axi.wlast.eq(last),
-            self.data.ready.eq(busy & (w_left != 0) & axi.wready),
+            axi.wvalid.eq(busy & (w_left != 0) & beats_in.valid),
+            axi.wdata.eq(beats_in.p.data), axi.wstrb.eq(beats_in.p.strb), axi.wlast.eq(last),
+            beats_in.ready.eq(busy & (w_left != 0) & axi.wready),
         ]
         with m.If(axi.wvalid & axi.wready):
             m.d.sync += w_in_burst.eq(w_in_burst + 1)
@@ -104,16 +94,17 @@ class WriteEngine(wiring.Component):
                 m.d.sync += [w_in_burst.eq(0), w_addr.eq(w_addr + (w_burst << log_beat)),
                              w_left.eq(w_left - w_burst)]
 
-        # -- B: the command is done when everything is sent and every response is back ------
+        # -- B, then one response per command --------------------------------------------------
         with m.If(b_fire & (axi.bresp != Resp.OKAY)):
-            m.d.sync += self.error.eq(1)
-        finishing = Signal()
-        m.d.comb += finishing.eq(busy & (aw_left == 0) & ~aw_valid & (w_left == 0) &
-                                 ((bursts_open == 0) | ((bursts_open == 1) & b_fire)))
-        m.d.sync += self.done.eq(0)
-        with m.If(finishing):
-            m.d.sync += [busy.eq(0), self.done.eq(1)]
-        with m.If(self.clear):
-            m.d.sync += self.error.eq(0)
+            m.d.sync += err.eq(1)
+        all_back = Signal()
+        m.d.comb += [
+            all_back.eq(busy & (aw_left == 0) & ~aw_valid & (w_left == 0) &
+                        (bursts_open == 0)),
+            resp.valid.eq(all_back),
+            resp.p.err.eq(err),
+        ]
+        with m.If(resp.valid & resp.ready):
+            m.d.sync += busy.eq(0)
         m.d.comb += self.idle.eq(~busy)
         return m

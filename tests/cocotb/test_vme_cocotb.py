@@ -11,7 +11,7 @@ from avta.sim.cocotb_run import run_cocotb
 @pytest.mark.parametrize("data_bits", [64, 256])
 @pytest.mark.parametrize("pause", ["none", "random"])
 def test_vme_on_verilator(data_bits, pause):
-    run_cocotb(MemoryEngine(data_bits=data_bits, tag_bits=8), top="vme", test_module="vme_tb",
+    run_cocotb(MemoryEngine(data_bits=data_bits, read_clients={"rd0": 8, "rd1": 8}), top="vme", test_module="vme_tb",
                test_dir=Path(__file__).parent,
                extra_env={"AVTA_DATA_BITS": str(data_bits), "AVTA_TAG_BITS": "8",
                           "AVTA_PAUSE": pause})

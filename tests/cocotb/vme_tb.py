@@ -17,8 +17,8 @@ from cocotb.triggers import ClockCycles, RisingEdge, ReadOnly
 warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"cocotbext\.axi(\..*)?")
 from cocotbext.axi import AxiBus, AxiRam  # noqa: E402
 
-from avta.hw.axi.read_engine import read_beat_layout, read_command_layout  # noqa: E402
-from avta.hw.axi.write_engine import write_beat_layout, write_command_layout  # noqa: E402
+from avta.hw.mem_client import (read_beat_layout, read_cmd_layout,  # noqa: E402
+                                 write_beat_layout, write_cmd_layout, write_resp_layout)
 
 DATA_BITS = int(os.environ.get("AVTA_DATA_BITS", "64"))
 TAG_BITS = int(os.environ.get("AVTA_TAG_BITS", "8"))
@@ -36,7 +36,8 @@ def pauses(seed):
 async def setup(dut):
     Clock(dut.clk, 10, unit="ns").start(start_high=False)
     dut.rst.value = 1
-    for name in ("rd_cmd__valid", "rd_data__ready", "wr_cmd__valid", "wr_data__valid", "clear"):
+    for name in ("rd0__cmd__valid", "rd0__data__ready", "rd1__cmd__valid", "rd1__data__ready",
+                 "write__cmd__valid", "write__data__valid", "write__resp__ready"):
         getattr(dut, name).value = 0
     ram = AxiRam(AxiBus.from_prefix(dut, "m_axi", bus_separator="__"), dut.clk, dut.rst,
                  size=RAM_BYTES)
@@ -71,39 +72,52 @@ async def reads_land_where_tagged(dut):
     rng = random.Random(1)
     image = bytes(rng.getrandbits(8) for _ in range(RAM_BYTES))
     ram.write(0, image)
-    cmd_layout = read_command_layout(TAG_BITS)
-    beat_layout = read_beat_layout(DATA_BITS, TAG_BITS)
-    # lengths that cross 4 KiB pages and exceed one 256-beat burst
-    commands = [(4096 - 3 * BEAT, 7, 1), (0, 1, 2), (8192 - BEAT, 300, 3), (BEAT * 5, 33, 4),
-                (16384 + 4096 - BEAT, 2, 5)]
+    cmd_layout = read_cmd_layout(data_bits=DATA_BITS, tag_shape=TAG_BITS)
+    beat_layout = read_beat_layout(data_bits=DATA_BITS, tag_shape=TAG_BITS)
+    # (client, byte address, beats, tag): unaligned starts, 4 KiB crossings, > 256 beats
+    commands = [(0, 4096 - 3 * BEAT + 5, 7, 1), (1, 0, 1, 2), (0, 8192 - BEAT, 300, 3),
+                (1, BEAT * 5 + 1, 33, 4), (1, 16384 + 4096 - BEAT, 2, 5), (0, 64, 3, 6)]
     expected = {}
-    for addr, beats, tag in commands:
+    for client, addr, beats, tag in commands:
+        base = addr & ~(BEAT - 1)
         for beat in range(beats):
-            expected[(tag, beat)] = image[addr + beat * BEAT: addr + (beat + 1) * BEAT]
+            expected[(client, tag, beat)] = image[base + beat * BEAT: base + (beat + 1) * BEAT]
 
     got = {}
+    order = {0: [], 1: []}
 
     async def collect():
         while len(got) < len(expected):
-            dut.rd_data__ready.value = int(PAUSE == "none" or rng.random() < 0.7)
+            for client in (0, 1):
+                getattr(dut, f"rd{client}__data__ready").value = int(PAUSE == "none" or
+                                                                     rng.random() < 0.7)
             await ReadOnly()
-            if dut.rd_data__valid.value and dut.rd_data__ready.value:
-                beat = beat_layout.from_bits(dut.rd_data__payload.value.to_unsigned())
-                key = (int(beat.tag), int(beat.beat))
-                assert key not in got, f"beat {key} delivered twice"
-                got[key] = int(beat.data).to_bytes(BEAT, "little")
+            for client in (0, 1):
+                port = f"rd{client}__data"
+                if getattr(dut, f"{port}__valid").value and getattr(dut, f"{port}__ready").value:
+                    beat = beat_layout.from_bits(getattr(dut, f"{port}__payload").value
+                                                 .to_unsigned())
+                    key = (client, int(beat.tag), int(beat.beat))
+                    assert key not in got, f"beat {key} delivered twice"
+                    assert not beat.err, f"beat {key} has an error"
+                    got[key] = int(beat.data).to_bytes(BEAT, "little")
+                    order[client].append(key)
             await RisingEdge(dut.clk)
 
     collector = cocotb.start_soon(collect())
-    for addr, beats, tag in commands:
-        await send(dut, "rd_cmd", cmd_layout.const({"addr": addr, "beats": beats,
-                                                    "tag": tag}).as_bits())
+    for client, addr, beats, tag in commands:
+        await send(dut, f"rd{client}__cmd",
+                   cmd_layout.const({"addr": addr, "beats": beats, "tag": tag}).as_bits())
     for _ in range(CYCLE_LIMIT):
         if collector.done():
             break
         await RisingEdge(dut.clk)
     assert collector.done(), f"only {len(got)} of {len(expected)} beats arrived"
     assert got == expected
+    for client, keys in order.items():   # the interface promises in-order beats per command
+        for tag in {k[1] for k in keys}:
+            beats = [k[2] for k in keys if k[1] == tag]
+            assert beats == sorted(beats), f"client {client} tag {tag} out of order"
 
 
 @cocotb.test(timeout_time=20, timeout_unit="ms")
@@ -111,29 +125,35 @@ async def writes_respect_strobes(dut):
     ram = await setup(dut)
     rng = random.Random(2)
     ram.write(0, bytes(RAM_BYTES))
-    cmd_layout = write_command_layout()
-    beat_layout = write_beat_layout(DATA_BITS)
+    cmd_layout = write_cmd_layout(data_bits=DATA_BITS)
+    beat_layout = write_beat_layout(data_bits=DATA_BITS)
     model = bytearray(RAM_BYTES)
-    for addr, beats in ((4096 - 2 * BEAT, 5), (BEAT * 3, 1), (12288 - BEAT, 260)):
-        done = cocotb.start_soon(wait_done(dut))
-        await send(dut, "wr_cmd", cmd_layout.const({"addr": addr, "beats": beats}).as_bits())
+    for addr, beats in ((4096 - 2 * BEAT + 3, 5), (BEAT * 3, 1), (12288 - BEAT, 260)):
+        base = addr & ~(BEAT - 1)
+        done = cocotb.start_soon(wait_resp(dut))
+        await send(dut, "write__cmd", cmd_layout.const({"addr": addr, "beats": beats}).as_bits())
         for beat in range(beats):
             data = rng.getrandbits(DATA_BITS)
             strb = rng.getrandbits(BEAT) if beat % 3 else (1 << BEAT) - 1
             for byte in range(BEAT):
                 if strb >> byte & 1:
-                    model[addr + beat * BEAT + byte] = (data >> (8 * byte)) & 0xFF
-            await send(dut, "wr_data", beat_layout.const({"data": data, "strb": strb}).as_bits())
-        await done
+                    model[base + beat * BEAT + byte] = (data >> (8 * byte)) & 0xFF
+            await send(dut, "write__data",
+                       beat_layout.const({"data": data, "strb": strb}).as_bits())
+        resp = await done
+        assert not resp.err, f"write at {addr:#x} answered an error"
         assert ram.read(0, RAM_BYTES) == bytes(model), f"after write at {addr:#x}"
-    assert dut.error.value == 0
 
 
-async def wait_done(dut):
+async def wait_resp(dut):
+    """Take one write response (ready held high) and return its payload."""
+    dut.write__resp__ready.value = 1
     for _ in range(CYCLE_LIMIT):
         await ReadOnly()
-        seen = bool(dut.wr_done.value)
+        payload = (write_resp_layout().from_bits(int(dut.write__resp__payload.value))
+                   if dut.write__resp__valid.value else None)
         await RisingEdge(dut.clk)
-        if seen:
-            return
-    raise AssertionError("wr_done never pulsed")
+        if payload is not None:
+            dut.write__resp__ready.value = 0
+            return payload
+    raise AssertionError("no write response")
