@@ -8,7 +8,9 @@
 ['config', 'core_area_mm2', 'design']
 
 The report gives die area, macro area, utilization and the wire-length estimate of
-:mod:`avta.floorplan.wires` over the buses of :func:`vta_buses`, so styles can be compared.
+:mod:`avta.floorplan.wires` (bits x half-perimeter of the pin centres) over the buses of
+:func:`vta_buses`, so styles can be compared: both styles place the same macros and logic, and
+only where they go differs.
 """
 
 from ...isa import formats
@@ -26,35 +28,38 @@ __all__ = ["build_floorplan", "vta_buses", "VtaFloorplan", "LogicModel", "plan_i
 LANE_BUSES = ("wgt->gemm", "acc<->gemm", "acc<->alu")
 
 
-def vta_buses(cfg, slices):
-    """The buses between VTA's groups; ``slices`` maps a function to its instance paths.
+def vta_buses(cfg, inventory, groups):
+    """The buses between VTA's groups, as placed by a style (``groups``, see :mod:`.styles`).
 
-    Lane-sliced buses (WGT to GEMM, ACC to and from GEMM and ALU, ACC to OUT) have one bus per
-    slice carrying that slice's share of the bits; broadcasts (INP to every GEMM slice, micro-ops
-    and instructions to every GEMM and ALU slice, load data to every slice of a scratchpad) are
-    one bus with every slice as a pin.
+    Memory data buses are counted per macro column, from the column's banks to the logic slice
+    it feeds, with that column's bits: WGT to GEMM; ACC to and from GEMM (one read, one write)
+    and the ALU (ACC_READ_PORTS reads, one write); ACC to OUT (the low byte of each lane).
+    Broadcasts are one bus with every load as a pin: INP to every GEMM slice, micro-ops and
+    instructions to every GEMM and ALU slice, load data from the memory engine (in ctrl) to every
+    macro of a scratchpad, and OUT to the memory engine for stores.
     """
-    count = len(slices["gemm"])
-    for function in ("wgt", "acc", "alu"):
-        if len(slices[function]) != count:
-            raise ValueError(f"{function} has {len(slices[function])} slices but gemm has "
-                             f"{count}: every lane-sliced function needs one per tile")
-    (inp,), (out,), (uop,), (ctrl,) = (slices[k] for k in ("inp", "out", "uop", "ctrl"))
-    gemm, alu = slices["gemm"], slices["alu"]
-    buses = [Bus("inp->gemm", cfg.inp_tensor_bits, (inp, *gemm))]
-    for s in range(count):
-        wgt, acc = slices["wgt"][s], slices["acc"][s]
-        # GEMM reads one ACC row and writes one; the ALU reads ACC_READ_PORTS rows and writes one.
-        buses += [Bus(f"wgt->gemm[{s}]", cfg.wgt_tensor_bits // count, (wgt, gemm[s])),
-                  Bus(f"acc<->gemm[{s}]", 2 * cfg.acc_tensor_bits // count, (acc, gemm[s])),
-                  Bus(f"acc<->alu[{s}]", (cfg.acc_read_ports + 1) * cfg.acc_tensor_bits // count,
-                      (acc, alu[s])),
-                  Bus(f"acc->out[{s}]", cfg.out_tensor_bits // count, (acc, out))]
-    buses += [Bus("uop->compute", cfg.uop_bits, (uop, *gemm, *alu)),
+    logic, memory = groups["logic"], groups["memory"]
+    gemm, alu, (ctrl,) = logic["gemm"], logic["alu"], logic["ctrl"]
+    for function in ("wgt", "acc"):
+        stray = [s for s, _ in memory[function] if not 0 <= s < len(gemm)]
+        if stray:
+            raise ValueError(f"{function} columns feed slices {stray} but there are {len(gemm)} "
+                             f"GEMM slices")
+    wgt_bits, acc_bits = inventory["wgt"].bits, inventory["acc"].bits
+    out_bits = cfg.out_tensor_bits // inventory["acc"].columns
+    all_macros = {m: tuple(p for _, paths in memory[m] for p in paths) for m in memory}
+    buses = [Bus("inp->gemm", cfg.inp_tensor_bits, (*all_macros["inp"], *gemm))]
+    for c, (s, paths) in enumerate(memory["wgt"]):
+        buses.append(Bus(f"wgt->gemm[{c}]", wgt_bits, (*paths, gemm[s])))
+    for c, (s, paths) in enumerate(memory["acc"]):
+        buses += [Bus(f"acc<->gemm[{c}]", 2 * acc_bits, (*paths, gemm[s])),
+                  Bus(f"acc<->alu[{c}]", (cfg.acc_read_ports + 1) * acc_bits, (*paths, alu[s])),
+                  Bus(f"acc->out[{c}]", out_bits, (*paths, *all_macros["out"]))]
+    buses += [Bus("uop->compute", cfg.uop_bits, (*all_macros["uop"], *gemm, *alu)),
               Bus("insn->compute", formats.INSN_BITS, (ctrl, *gemm, *alu))]
-    buses += [Bus(f"load->{m}", cfg.axi_data_bits, (ctrl, *slices[m]))
+    buses += [Bus(f"load->{m}", cfg.axi_data_bits, (ctrl, *all_macros[m]))
               for m in ("inp", "wgt", "acc", "uop")]
-    buses.append(Bus("out->store", cfg.axi_data_bits, (out, ctrl)))
+    buses.append(Bus("out->store", cfg.axi_data_bits, (*all_macros["out"], ctrl)))
     return buses
 
 
@@ -125,12 +130,12 @@ def build_floorplan(cfg, style, *, technology=None, tiles=None, logic=None, desi
     ge = {"gemm": logic.gemm(cfg), "alu": logic.alu(cfg), "ctrl": logic.control(cfg)}
     areas = {k: v * tech.nand2_area for k, v in ge.items()}
     design = design or f"vta_{_identifier(cfg.name)}_{style}"
-    die, slices = STYLES[style](design, inventory, areas, tech)
+    die, groups = STYLES[style](design, inventory, areas, tech)
     floorplan = Floorplan(design, die=die, dbu_per_micron=tech.dbu_per_micron,
                           core_margin=tech.core_margin, grid=tech.grid,
                           max_density=tech.target_utilization, technology=tech)
     return VtaFloorplan(cfg=cfg, style=style, floorplan=floorplan, inventory=inventory,
-                        buses=vta_buses(cfg, slices), logic_ge=ge)
+                        buses=vta_buses(cfg, inventory, groups), logic_ge=ge)
 
 
 def _identifier(text):

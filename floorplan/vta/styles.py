@@ -1,8 +1,8 @@
 """The two VTA floorplan styles of the Intel Labs paper (§IV.B).
 
 *functional* groups by design function, as the original VTA hierarchy does: one block of all WGT
-macros, one GEMM block, one ACC block, and so on, packed in shelves (WGT on top, the GEMM strip
-below it, the other memories and the ALU and control logic underneath).
+macros, one GEMM block, one ACC block, and so on, packed in shelves from the bottom up (WGT,
+then the GEMM strip, then the other memories with the ALU and control logic).
 
 *tiled* groups around the accumulator: a tile holds one slice of ACC output lanes with the WGT
 columns and the GEMM and ALU lanes that produce them. One tile block is defined and instantiated
@@ -10,13 +10,19 @@ in a grid; the rows below the shared spine (INP, OUT, UOP and the control logic,
 uses) are mirrored (FS) so that every tile has its ACC macros next to the spine.
 
 Both builders try a handful of shapes and keep the one with the smallest die area, slightly
-favouring square dies; both return ``(die block, slices)`` where ``slices`` maps a function
-(``"wgt"``, ``"gemm"``, ...) to the instance paths holding its lane slices, in lane order.
+favouring square dies. Both return ``(die block, groups)``; ``groups`` says where each function
+went, for the wire estimate:
+
+* ``groups["logic"][f]`` for ``f`` in gemm, alu, ctrl: the block paths of its lane slices, in
+  lane order (one per tile, or a single block);
+* ``groups["memory"][m]`` for each scratchpad: one entry per macro column, in column (lane)
+  order, of ``(slice, paths)``: the logic slice it feeds and the paths of its banks.
 """
 
 import math
 
 from ..layout import Block, Orientation
+from .inventory import TILED
 from ..pack import ShelfPacker, macro_array_block, soft_block
 
 __all__ = ["build_functional", "build_tiled", "STYLES"]
@@ -44,7 +50,7 @@ def _memory_block(name, plan, inventory, technology, *, cols, columns=None):
 
 def _score(width, height):
     aspect = max(width, height) / min(width, height)
-    return width * height * (1 + 0.15 * math.log(aspect))
+    return width * height * aspect ** 0.75
 
 
 def _square_cols(plan, technology, count=None):
@@ -82,8 +88,17 @@ def build_functional(design, inventory, areas, technology):
     die = _die(design, tech.snap_x(packer.used_width), tech.snap_y(packer.height), tech)
     margin = tech.core_margin
     packer.add_to(die, x=margin, y=margin, region_for=("gemm", "alu", "ctrl"))
-    slices = {name: [name] for name in ("wgt", "acc", "gemm", "alu", "ctrl") + SHARED}
-    return die, slices
+    groups = {"logic": {name: [name] for name in ("gemm", "alu", "ctrl")},
+              "memory": {m: _columns(inventory[m], f"{m}/", 0, range(inventory[m].columns))
+                         for m in inventory.plans}}
+    return die, groups
+
+
+def _columns(plan, prefix, slice_index, columns):
+    """(slice, bank paths) of each of ``columns``, numbered from the first, under ``prefix``."""
+    first = columns[0]
+    return [(slice_index, tuple(f"{prefix}{plan.memory}_c{c - first}_b{b}"
+                                for b in range(plan.banks))) for c in columns]
 
 
 def _fit_width(memory, inventory, technology, width, *, wide=False):
@@ -143,6 +158,8 @@ def build_tiled(design, inventory, areas, technology):
     """The ACC-centric floorplan: a grid of identical tiles around a shared spine."""
     tech = technology
     tiles = inventory.tiles
+    total = sum(p.count * p.master.area for p in inventory.plans.values())
+    total += sum(a / tech.target_utilization for a in areas.values())
     per_tile = inventory.columns_per_tile("wgt") * inventory["wgt"].banks
     candidates = sorted({max(1, min(per_tile, round(per_tile ** 0.5 * f)))
                          for f in (0.5, 0.7, 1.0, 1.4, 2.0, 2.8, 4.0)} | {per_tile})
@@ -153,17 +170,20 @@ def build_tiled(design, inventory, areas, technology):
             cols = math.ceil(tiles / rows)
             if (rows - 1) * cols >= tiles:
                 continue
-            spine = _spine(inventory, areas, tech, cols * tile.width)
-            width = max(cols * tile.width, spine.used_width)
-            height = rows * tile.height + spine.height
-            score = _score(width, height)
-            if best is None or score < best[0]:
-                best = (score, tile, rows, cols, spine, width, height)
+            # A grid narrower than the shared memories may still be best with a wider spine.
+            for spine_width in {cols * tile.width, tech.snap_x(int(math.sqrt(total)))}:
+                spine = _spine(inventory, areas, tech, spine_width)
+                width = max(cols * tile.width, spine.used_width)
+                height = rows * tile.height + spine.height
+                score = _score(width, height)
+                if best is None or score < best[0]:
+                    best = (score, tile, rows, cols, spine, width, height)
     _, tile, rows, cols, spine, width, height = best
     die = _die(design, tech.snap_x(width), tech.snap_y(height), tech)
     margin = tech.core_margin
     below = rows // 2
-    slices = {"wgt": [], "acc": [], "gemm": [], "alu": []}
+    groups = {"logic": {"gemm": [], "alu": [], "ctrl": ["ctrl"]},
+              "memory": {m: [] for m in inventory.plans}}
     for t in range(tiles):
         row, col = divmod(t, cols)
         if row < below:
@@ -171,11 +191,17 @@ def build_tiled(design, inventory, areas, technology):
         else:
             y, orientation = margin + spine.height + row * tile.height, Orientation.N
         die.add(f"tile_{t}", tile, x=margin + col * tile.width, y=y, orientation=orientation)
-        for function in slices:
-            slices[function].append(f"tile_{t}/{function}")
+        for function in ("gemm", "alu"):
+            groups["logic"][function].append(f"tile_{t}/{function}")
+        for memory in TILED:
+            per = inventory.columns_per_tile(memory)
+            groups["memory"][memory] += _columns(inventory[memory], f"tile_{t}/{memory}/", t,
+                                                 range(t * per, (t + 1) * per))
     spine.add_to(die, x=margin, y=margin + below * tile.height, region_for=("ctrl",))
-    slices.update({name: [name] for name in SHARED + ("ctrl",)})
-    return die, slices
+    for memory in SHARED:
+        groups["memory"][memory] = _columns(inventory[memory], f"{memory}/", 0,
+                                            range(inventory[memory].columns))
+    return die, groups
 
 
 STYLES = {"functional": build_functional, "tiled": build_tiled}
