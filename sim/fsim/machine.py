@@ -103,12 +103,15 @@ class Fsim:
         return _Launch(self, memory, insn_addr, insn_count).run()
 
     def _decode(self, blob):
-        insn = self._decoded.get(blob)
-        if insn is None:
+        """``(instruction, Violation or None)`` of 16 instruction bytes; streams repeat the
+        same instructions a lot, so both are cached by the bytes."""
+        decoded = self._decoded.get(blob)
+        if decoded is None:
             if len(self._decoded) >= _DECODE_CACHE_LIMIT:
                 self._decoded.clear()
-            insn = self._decoded[blob] = self._codec.decode(blob)
-        return insn
+            insn = self._codec.decode(blob)
+            decoded = self._decoded[blob] = (insn, check(insn))
+        return decoded
 
 
 class _Launch:
@@ -154,10 +157,10 @@ class _Launch:
     def _fetch(self):
         """Decode the stream; the error RunResult of its first illegal instruction, or None."""
         blob, first_outside = self.dram.fetch(self.insn_addr, self.insn_count, INSN_BYTES)
-        decode = self.sim._decode
-        self.insns = [decode(blob[i:i + INSN_BYTES]) for i in range(0, len(blob), INSN_BYTES)]
-        for index, insn in enumerate(self.insns):
-            violation = check(insn)
+        decoded = [self.sim._decode(blob[i:i + INSN_BYTES])
+                   for i in range(0, len(blob), INSN_BYTES)]
+        self.insns = [insn for insn, _ in decoded]
+        for index, (_, violation) in enumerate(decoded):
             if violation is not None:
                 return self._error(violation.code, index, violation.reason)
         if first_outside is not None:

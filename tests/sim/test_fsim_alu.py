@@ -11,53 +11,10 @@ from avta.isa.insn import Uop
 from avta.sim.fsim.alu import alu_op, hazard_free_chunks
 
 from fsim_harness import Image, alu, load, run_alone
+from fsim_reference import ref_op, reference_alu
 
 UOPS, ACC = 0x800, 0x1000
 ACC_ROWS = 96
-
-
-def wrap32(value):
-    return (value + 2**31) % 2**32 - 2**31
-
-
-def sext(value, bits):
-    value &= (1 << bits) - 1
-    return value - (1 << bits) if value >> (bits - 1) else value
-
-
-def ref_op(op, a, b):
-    """f(A, B) of ISA.md §3.4 on Python ints."""
-    if op == AluOp.MIN:
-        return min(a, b)
-    if op == AluOp.MAX:
-        return max(a, b)
-    if op == AluOp.ADD:
-        return wrap32(a + b)
-    if op == AluOp.SHR:
-        s = sext(b, 6)
-        return a >> s if s >= 0 else wrap32(a << -s)
-    if op == AluOp.MUL:
-        return sext(a, 8) * sext(b, 8)
-    if op == AluOp.CLP:
-        return max(min(a, b), wrap32(-b))
-    if op == AluOp.MOV:
-        return b
-    raise AssertionError(op)
-
-
-def reference_alu(insn, uops, acc):
-    """ISA.md §3.4 one step and one lane at a time."""
-    acc = [[int(v) for v in row.reshape(-1)] for row in acc]
-    for i_o in range(insn.iter_out):
-        for i_i in range(insn.iter_in):
-            for u in range(insn.uop_bgn, insn.uop_end):
-                d = uops[u].dst_idx + i_o * insn.dst_factor_out + i_i * insn.dst_factor_in
-                s = uops[u].src_idx + i_o * insn.src_factor_out + i_i * insn.src_factor_in
-                if insn.use_imm:
-                    acc[d] = [ref_op(insn.alu_opcode, a, insn.imm) for a in acc[s]]
-                else:
-                    acc[d] = [ref_op(insn.alu_opcode, a, b) for a, b in zip(acc[d], acc[s])]
-    return np.array(acc, dtype=np.int64)
 
 
 EDGES = [-2**31, -2**31 + 1, -129, -128, -1, 0, 1, 31, 32, 33, 127, 128, 255, 2**31 - 1]

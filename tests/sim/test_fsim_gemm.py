@@ -9,26 +9,10 @@ from avta.isa.enums import MemType
 from avta.isa.insn import Uop
 
 from fsim_harness import Image, gemm, load, random_tensor, run_alone, sram_rows
+from fsim_reference import reference_gemm
 
 INP_ROWS, WGT_ROWS, ACC_ROWS = 64, 32, 64
 UOPS, INP, WGT, ACC = 0x800, 0x1000, 0x8000, 0x20000
-
-
-def reference_gemm(insn, uops, inp, wgt, acc):
-    """ISA.md §3.3 step by step, in Python loops: ACC[acc] += INP[inp]·WGT[wgt]ᵀ, wrapping."""
-    acc = acc.astype(np.int64)
-    for i_o in range(insn.iter_out):
-        for i_i in range(insn.iter_in):
-            for u in range(insn.uop_bgn, insn.uop_end):
-                a = uops[u].dst_idx + i_o * insn.dst_factor_out + i_i * insn.dst_factor_in
-                i = uops[u].src_idx + i_o * insn.src_factor_out + i_i * insn.src_factor_in
-                w = uops[u].wgt_idx + i_o * insn.wgt_factor_out + i_i * insn.wgt_factor_in
-                if insn.reset:
-                    acc[a] = 0
-                else:
-                    total = acc[a] + inp[i].astype(np.int64) @ wgt[w].astype(np.int64).T
-                    acc[a] = (total + 2**31) % 2**32 - 2**31
-    return acc.astype(np.int32)
 
 
 KERNEL = [Uop(0, 0, 0), Uop(1, 1, 1), Uop(2, 0, 2), Uop(0, 3, 3)]   # dst 0 repeats

@@ -236,3 +236,10 @@ def test_numpy_dram_is_modified_in_place(tiny_cfg):
     dram = np.frombuffer(bytes(image.data), dtype=np.uint8).copy()
     assert Fsim(tiny_cfg).run(dram, 0, len(image.insns)).status == "ok"
     np.testing.assert_array_equal(dram[OUT:OUT + 16].view(np.int8), np.arange(16) - 5)
+
+
+def test_pipelined_matmul_on_every_shipped_config(shipped_cfg):
+    image, expected = pipelined_matmul(shipped_cfg, 3)
+    result, _ = image.run(strict=True)
+    assert result.status == "ok", result.detail
+    np.testing.assert_array_equal(out_bytes(image, shipped_cfg, 3), expected)
