@@ -1,0 +1,164 @@
+"""The ALU unit (ISA.md §3.4): II = 1 with an immediate, two-operand II = 2 with one ACC read
+port (``ACC_READ_PORTS: 1``) and II = 1 with two.
+
+Pipeline:
+
+====  ===================================================================================
+s0    :class:`LoopGen` offers the step; the micro-op buffer is read.
+s1    indices = micro-op fields + offsets; ACC[src] is read (port A), and ACC[dst] too when
+      the operation needs it: on port B in the same cycle, or on port A one cycle later
+      (the step then spends two cycles in s1).
+s2    operands arrive, forwarded; :class:`AluLanes` computes the result.
+s3    the result is written to ACC[dst] (the compute stage mirrors it to OUT).
+====  ===================================================================================
+
+Read-after-write at any distance, through dst and src (ISA.md §3.4): a read issued in the cycle
+of a write returns the new data (transparent ports); every operand value that was read before a
+write and is still waiting (in s2, or ACC[src] held through the second s1 cycle) is replaced by
+the write data when the indices match. So each step sees all earlier steps with no interlock.
+"""
+
+from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from avta.isa.enums import AluOp
+from avta.isa.layout import layouts
+
+from .alu_lanes import AluLanes
+from .loop_gen import LoopGen
+from .sram import acc_row, geometry, read_signature, write_signature
+
+__all__ = ["Alu"]
+
+
+class Alu(wiring.Component):
+    """Executes one ALU instruction at a time.
+
+    Ports
+    -----
+    start : In(1)
+        Begin executing ``insn`` (stable until ``done``).
+    insn : In(layouts(cfg).alu)
+    done : Out(1)
+        One-cycle pulse in the cycle of the last ACC write (or after ``start`` for a degenerate
+        loop).
+    step : Out(1)
+        A micro-op step was issued (ALU_STEPS counter).
+    uop_rd : In(ReadPort.Signature)
+    acc_rd : In(ReadPort.Signature), one per ``cfg.acc_read_ports`` (``acc_rd``, ``acc_rd_b``)
+        Synchronous ACC read ports, transparent to the ACC write port.
+    acc_wr : In(WritePort.Signature)
+        Full-row ACC writes.
+    """
+
+    def __init__(self, *, cfg):
+        self._cfg = cfg
+        self._geo = {p: geometry(cfg, p) for p in ("uop", "acc")}
+        members = {
+            "start": In(1), "insn": In(layouts(cfg).alu), "done": Out(1), "step": Out(1),
+            "uop_rd": In(read_signature(self._geo["uop"])),
+            "acc_rd": In(read_signature(self._geo["acc"])),
+            "acc_wr": In(write_signature(self._geo["acc"])),
+        }
+        if cfg.acc_read_ports == 2:
+            members["acc_rd_b"] = In(read_signature(self._geo["acc"]))
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg, insn, geo = self._cfg, self.insn, self._geo
+        two_ports = cfg.acc_read_ports == 2
+        acc_bits = geo["acc"].addr_bits
+
+        # A = ACC[dst] only for a two-operand op other than MOV (ISA.md §3.4).
+        needs_dst = ~insn.use_imm & (insn.alu_opcode != AluOp.MOV)
+        serial = needs_dst if not two_ports else Const(0, 1)    # read dst a cycle after src
+
+        # -- s0 -----------------------------------------------------------------------------------
+        m.submodules.loop = loop = LoopGen(uop_bits=geo["uop"].addr_bits,
+                                           offset_bits={"dst": acc_bits, "src": acc_bits,
+                                                        "wgt": 1})
+        for name in ("uop_bgn", "uop_end", "iter_out", "iter_in", "dst_factor_out",
+                     "dst_factor_in", "src_factor_out", "src_factor_in"):
+            m.d.comb += getattr(loop, name).eq(getattr(insn, name))
+        m.d.comb += [loop.start.eq(self.start), loop.wgt_factor_out.eq(0),
+                     loop.wgt_factor_in.eq(0)]
+
+        # -- s1 -----------------------------------------------------------------------------------
+        v1, last1, phase = Signal(), Signal(), Signal()
+        dst_off1, src_off1 = Signal(acc_bits), Signal(acc_bits)
+        s1_leaves = v1 & (~serial | phase)
+        advance = ~v1 | s1_leaves
+        m.d.comb += [loop.advance.eq(advance), self.step.eq(loop.valid & advance),
+                     self.uop_rd.addr.eq(loop.uop), self.uop_rd.en.eq(loop.valid & advance)]
+        with m.If(advance):
+            m.d.sync += [v1.eq(loop.valid), last1.eq(loop.last), dst_off1.eq(loop.dst),
+                         src_off1.eq(loop.src), phase.eq(0)]
+        with m.Else():
+            m.d.sync += phase.eq(1)
+
+        uop = data.View(layouts(cfg).uop, self.uop_rd.data)
+        dst1, src1 = Signal(acc_bits), Signal(acc_bits)
+        m.d.comb += [dst1.eq(uop.dst_idx + dst_off1), src1.eq(uop.src_idx + src_off1)]
+        m.d.comb += [self.acc_rd.addr.eq(Mux(phase, dst1, src1)), self.acc_rd.en.eq(v1)]
+        if two_ports:
+            m.d.comb += [self.acc_rd_b.addr.eq(dst1), self.acc_rd_b.en.eq(v1)]
+
+        wr = self.acc_wr
+
+        def forward(value, index):
+            """``value`` as read before this cycle's write to ``index`` (if any) lands."""
+            return Mux(wr.en.any() & (wr.addr == index), wr.data, value)
+
+        # ACC[src], read in the first of two s1 cycles, waits here for ACC[dst].
+        src_hold = Signal(acc_row(cfg))
+        with m.If(v1 & serial & phase):
+            m.d.sync += src_hold.eq(forward(self.acc_rd.data, src1))
+
+        # -- s2 -----------------------------------------------------------------------------------
+        v2, last2, held2 = Signal(), Signal(), Signal()
+        dst2, src2 = Signal(acc_bits), Signal(acc_bits)
+        m.d.sync += [v2.eq(s1_leaves), last2.eq(last1), held2.eq(serial),
+                     dst2.eq(dst1), src2.eq(src1)]
+        src_val = Signal(acc_row(cfg))
+        dst_val = Signal(acc_row(cfg))
+        dst_read = self.acc_rd_b.data if two_ports else self.acc_rd.data
+        m.d.comb += [src_val.eq(forward(Mux(held2, src_hold, self.acc_rd.data), src2)),
+                     dst_val.eq(forward(dst_read, dst2))]
+
+        m.submodules.lanes = lanes = AluLanes(cfg=cfg)
+        imm_row = Signal(acc_row(cfg))
+        for b in range(cfg.batch):
+            for o in range(cfg.block_out):
+                m.d.comb += imm_row[b][o].eq(insn.imm.as_signed())
+        m.d.comb += [
+            lanes.op.eq(insn.alu_opcode),
+            lanes.a.eq(Mux(insn.use_imm, src_val, dst_val)),
+            lanes.b.eq(Mux(insn.use_imm, imm_row, src_val)),
+        ]
+
+        # -- s3 -----------------------------------------------------------------------------------
+        v3, last3 = Signal(), Signal()
+        dst3 = Signal(acc_bits)
+        result3 = Signal(acc_row(cfg))
+        m.d.sync += [v3.eq(v2), last3.eq(last2), dst3.eq(dst2), result3.eq(lanes.out)]
+        m.d.comb += [wr.addr.eq(dst3), wr.data.eq(result3),
+                     wr.en.eq(v3.replicate(geo["acc"].en_bits))]
+
+        # -- control ------------------------------------------------------------------------------
+        with m.FSM(name="alu"):
+            with m.State("IDLE"):
+                with m.If(self.start):
+                    with m.If(loop.empty):
+                        m.next = "EMPTY"
+                    with m.Else():
+                        m.next = "RUN"
+            with m.State("RUN"):
+                with m.If(v3 & last3):
+                    m.d.comb += self.done.eq(1)
+                    m.next = "IDLE"
+            with m.State("EMPTY"):
+                m.d.comb += self.done.eq(1)
+                m.next = "IDLE"
+        return m

@@ -1,0 +1,66 @@
+"""The ALU operations of ISA.md §3.4 on every lane of an ACC row (combinational)."""
+
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from avta.isa.enums import AluOp
+
+from .sram import acc_row
+
+__all__ = ["AluLanes"]
+
+# SHR takes B[5:0] as a signed shift amount (ISA.md §3.4); MUL takes the low byte of each operand.
+_SHIFT_BITS = 6
+_MUL_BITS = 8
+
+
+class AluLanes(wiring.Component):
+    """``out = f(a, b)`` lane by lane (int32, wrapping), for every batch row.
+
+    Ports
+    -----
+    op : In(AluOp)
+    a, b : In(acc_row(cfg))
+        Operands A and B of ISA.md §3.4 (with an immediate, A = ACC[src] and B = sext(imm)).
+    out : Out(acc_row(cfg))
+    """
+
+    def __init__(self, *, cfg):
+        self._cfg = cfg
+        row = acc_row(cfg)
+        super().__init__({"op": In(AluOp), "a": In(row), "b": In(row), "out": Out(row)})
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._cfg
+        lanes = [(self.a[r][o], self.b[r][o], self.out[r][o])
+                 for r in range(cfg.batch) for o in range(cfg.block_out)]
+        with m.Switch(self.op):
+            with m.Case(AluOp.MIN):
+                m.d.comb += [y.eq(Mux(a < b, a, b)) for a, b, y in lanes]
+            with m.Case(AluOp.MAX):
+                m.d.comb += [y.eq(Mux(a > b, a, b)) for a, b, y in lanes]
+            with m.Case(AluOp.ADD):
+                m.d.comb += [y.eq(a + b) for a, b, y in lanes]
+            with m.Case(AluOp.SHR):
+                for i, (a, b, y) in enumerate(lanes):
+                    s = b[:_SHIFT_BITS].as_signed()
+                    left = Signal(_SHIFT_BITS, name=f"shl_{i}")
+                    m.d.comb += left.eq(-s)
+                    # s in [-32, 31]: right shifts are arithmetic; a left shift by 32 gives 0.
+                    m.d.comb += y.eq(Mux(s >= 0, a >> s[:_SHIFT_BITS - 1],
+                                         (a << left)[:cfg.acc_width]))
+            with m.Case(AluOp.MUL):
+                m.d.comb += [y.eq(a[:_MUL_BITS].as_signed() * b[:_MUL_BITS].as_signed())
+                             for a, b, y in lanes]
+            with m.Case(AluOp.CLP):
+                for i, (a, b, y) in enumerate(lanes):
+                    low = Signal.like(a, name=f"clp_min_{i}")
+                    neg = Signal.like(b, name=f"clp_neg_{i}")
+                    # −B wraps as an int32 (−(−2^31) = −2^31).
+                    m.d.comb += [low.eq(Mux(a < b, a, b)), neg.eq(-b)]
+                    m.d.comb += y.eq(Mux(low > neg, low, neg))
+            with m.Case(AluOp.MOV):
+                m.d.comb += [y.eq(b) for a, b, y in lanes]
+        return m
