@@ -11,6 +11,8 @@ seeded random runnable stage, so a program that is missing a dependency shows it
 import collections
 import random
 
+import numpy as np
+
 from avta.isa.asm import format_insn
 from avta.isa.encoding import INSN_BYTES, codec
 from avta.isa.enums import ErrorCode, Opcode, Stage
@@ -95,8 +97,10 @@ class Fsim:
         :class:`RunResult`."""
         memory = Dram(dram, bases)
         for name, value in (("insn_addr", insn_addr), ("insn_count", insn_count)):
-            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 32:
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
+                    or not 0 <= value < 1 << 32:
                 raise ValueError(f"{name} = {value!r}: must be an integer in 0..2^32-1")
+        insn_addr, insn_count = int(insn_addr), int(insn_count)
         if insn_addr % INSN_BYTES:
             raise ValueError(f"insn_addr 0x{insn_addr:x} is not {INSN_BYTES}-byte aligned: "
                              f"instructions start on a {INSN_BYTES}-byte boundary")
