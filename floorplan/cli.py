@@ -24,7 +24,7 @@ def write_vta_floorplan(plan, directory):
         f"{report['die_area_mm2']:.3f} mm^2;  {report['macro_count']} macros "
         f"{report['macro_area_mm2']:.3f} mm^2;  logic {report['logic_area_mm2']:.3f} mm^2;  "
         f"utilization {report['utilization']:.1%}",
-        f"wire estimate (bits x HPWL of group centres) {report['wire_mm']:.0f} mm;  longest lane "
+        f"wire estimate (bits x HPWL of pin centres) {report['wire_mm']:.0f} mm;  longest lane "
         f"bus {report['longest_lane_bus']['name']} {report['longest_lane_bus']['hpwl_um']:.0f} um;"
         f"  violations: {len(violations)}",
     ]

@@ -5,7 +5,7 @@ fits ``size`` pixels on its long side, a title band sits above it and a caption 
 legend below. Blocks are tinted by tag, macros filled by the tag of the block that holds them
 (so two memories sharing one master still read differently), halos drawn as thin outlines, and a
 small triangle marks each macro's origin corner (its lower-left as drawn), which shows its
-orientation. Buses, when given, are drawn as fly-lines from the driver to each load.
+orientation. Buses, when given, are drawn as fly-lines between block centres.
 """
 
 from dataclasses import dataclass, field
@@ -110,16 +110,36 @@ def _tags_used(floorplan):
 
 
 def _flylines(scene, floorplan, wires, px):
-    centres = {p.path: p.rect.center for p in floorplan.walk()}
-    widest = max(b.bus.bits for b in wires.buses)
+    """Buses summed between blocks (a macro stands for its block), driver to each load.
+
+    Data buses take the colour of their source and a width that grows with their bits; control
+    and load broadcasts are thin and grey, so the wide data paths the styles differ in stand out.
+    """
+    placed = {p.path: p for p in floorplan.walk()}
+
+    def group(path):
+        p = placed[path]
+        return p.parent_path if p.is_leaf and p.parent_path else path
+
+    edges = {}
     for measured in wires.buses:
         bus = measured.bus
-        colour = TAG_COLOURS.get(bus.name.split("->")[0].split("<")[0], "#333333")
-        width = 0.8 + 3.5 * (bus.bits / widest) ** 0.5
-        x0, y0 = px(*centres[bus.pins[0]])
+        source = bus.name.split("->")[0].split("<")[0]
+        driver = group(bus.pins[0])
         for pin in bus.pins[1:]:
-            x1, y1 = px(*centres[pin])
-            scene.line(x0, y0, x1, y1, colour=colour, width=width, opacity=0.55)
+            load = group(pin)
+            if load != driver:
+                key = (driver, load, source if source in TAG_COLOURS else None)
+                edges[key] = edges.get(key, 0) + bus.bits
+    widest = max(edges.values(), default=1)
+    for (driver, load, source), bits in sorted(edges.items(), key=lambda e: e[1]):
+        x0, y0 = px(*placed[driver].rect.center)
+        x1, y1 = px(*placed[load].rect.center)
+        if source:
+            scene.line(x0, y0, x1, y1, colour=TAG_COLOURS[source],
+                       width=1.0 + 5.0 * (bits / widest) ** 0.5, opacity=0.7)
+        else:
+            scene.line(x0, y0, x1, y1, colour="#555555", width=0.8, opacity=0.35)
 
 
 def _legend(scene, tags, top, caption):
