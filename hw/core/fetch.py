@@ -1,0 +1,199 @@
+"""Fetch: reads the instruction stream ahead, checks each instruction and dispatches it to the
+queue of its stage (ARCHITECTURE.md, Hardware; ISA.md §3.5).
+
+Instructions land in a ring buffer (``ring`` slots) through a memory-engine read client; a
+command asks for up to ``burst`` instructions as soon as that many slots are free, so several
+commands are outstanding and they may complete in any order. Each slot has a valid bit, set when
+the slot's last bus chunk is written (beats of one command arrive in order). Dispatch takes
+slots strictly in program order: read the slot, decode it (:class:`InsnDecode`), push it to the
+load, compute or store queue (waiting while that queue is full).
+
+Decode errors (codes 1–6, 8) and an instruction fetched from outside DRAM (code 9) stop fetch at
+the first failing instruction in program order and are reported with its index. With ``scan``
+(the run has finished or hit an execution error) instructions are checked and dropped instead of
+dispatched, so a later decode error is still found, as fsim finds it by checking the whole
+stream before it starts.
+"""
+
+from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import ceil_log2, exact_log2
+
+from avta.isa import formats
+from avta.isa.enums import ErrorCode, Stage
+from avta.isa.layout import layouts
+
+from ..mem_client import ADDR_BITS, ReadClientSignature, beat_count_bits
+from .decode import InsnDecode
+from .queue import INDEX_BITS, entry_layout
+from .row_writer import RowWriter
+
+__all__ = ["Fetch"]
+
+_INSN_BYTES = formats.INSN_BITS // 8
+
+
+class Fetch(wiring.Component):
+    """Instruction fetch and dispatch.
+
+    Parameters
+    ----------
+    ring : int
+        Instructions buffered between memory and dispatch (a power of two).
+    burst : int
+        Most instructions one read command asks for (at most ``ring``).
+
+    Ports
+    -----
+    start : In(1)
+        Begin fetching ``insn_count`` instructions at byte address ``insn_addr`` (16-byte
+        aligned); both stay stable during the run.
+    scan : In(1)
+        Check and drop instructions instead of dispatching them.
+    mem : Out(ReadClientSignature)
+    ld_insn, cp_insn, st_insn : Out(stream.Signature(entry_layout(cfg)))
+        Instructions for the load, compute and store queues, in program order.
+    error : Out(1)
+        Level: a decode error (or a fetch from outside DRAM) was found; fetch has stopped.
+    error_code : Out(ErrorCode), error_index : Out(32)
+    checked : Out(1)
+        Level: every instruction has been dispatched or (in scan mode) checked.
+    idle : Out(1)
+        No read command is outstanding.
+    """
+
+    def __init__(self, *, cfg, ring=32, burst=8):
+        if ring < 2 or ring & (ring - 1):
+            raise ValueError(f"ring must be a power of two >= 2, not {ring!r}")
+        if not 1 <= burst <= ring:
+            raise ValueError(f"burst must be in 1..ring ({ring}), not {burst!r}")
+        self._cfg, self._ring, self._burst = cfg, ring, burst
+        bus = cfg.axi_data_bytes
+        self._lanes = max(1, bus // _INSN_BYTES)
+        self._tag = data.StructLayout({"row": exact_log2(ring),
+                                       "skip": max(1, exact_log2(self._lanes)),
+                                       "count": ceil_log2(burst + 1)})
+        entry = entry_layout(cfg)
+        super().__init__({
+            "start": In(1), "insn_addr": In(ADDR_BITS), "insn_count": In(INDEX_BITS),
+            "scan": In(1),
+            "mem": Out(ReadClientSignature(data_bits=cfg.axi_data_bits, tag_shape=self._tag)),
+            "ld_insn": Out(stream.Signature(entry)), "cp_insn": Out(stream.Signature(entry)),
+            "st_insn": Out(stream.Signature(entry)),
+            "error": Out(1), "error_code": Out(ErrorCode), "error_index": Out(INDEX_BITS),
+            "checked": Out(1), "idle": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg, ring, burst = self._cfg, self._ring, self._burst
+        bus = cfg.axi_data_bytes
+        log_bus, log_ring = exact_log2(bus), exact_log2(ring)
+        chunks = max(1, _INSN_BYTES // bus)
+        granularity = bus * 8 if chunks > 1 else None
+
+        m.submodules.fetch_buf = buf = Memory(shape=formats.INSN_BITS, depth=ring, init=[])
+        wr = buf.write_port(granularity=granularity)
+        rd = buf.read_port()
+
+        running = Signal()
+        stopped = Signal()                       # a decode error was found
+        count = self.insn_count
+
+        # -- read commands ---------------------------------------------------------------------------
+        fetched = Signal(INDEX_BITS + 1)         # instructions asked for
+        head = Signal(INDEX_BITS + 1)            # instructions taken from the ring
+        fetch_addr = Signal(ADDR_BITS)
+        remaining = Signal(INDEX_BITS + 1)
+        m.d.comb += remaining.eq(count - fetched)
+        n = Signal(range(burst + 1))
+        m.d.comb += n.eq(Mux(remaining < burst, remaining, burst))
+        free = ring - (fetched - head)
+        skip = fetch_addr[4:log_bus] if self._lanes > 1 else Const(0, 1)
+        cmd = self.mem.cmd
+        m.d.comb += [
+            cmd.valid.eq(running & ~stopped & (fetched < count) & (free >= n)),
+            cmd.payload.addr.eq(fetch_addr & ~(bus - 1)),
+            cmd.payload.beats.eq(((skip << 4) + (n << 4) + bus - 1) >> log_bus),
+            cmd.payload.tag.row.eq(fetched[:log_ring]),
+            cmd.payload.tag.skip.eq(skip),
+            cmd.payload.tag.count.eq(n),
+        ]
+        with m.If(cmd.valid & cmd.ready):
+            m.d.sync += [fetched.eq(fetched + n), fetch_addr.eq(fetch_addr + (n << 4))]
+
+        outstanding = Signal(beat_count_bits(cfg.axi_data_bits) + 4)
+        taken = self.mem.data.valid & self.mem.data.ready
+        m.d.sync += outstanding.eq(outstanding + Mux(cmd.valid & cmd.ready, cmd.payload.beats, 0)
+                                   - taken)
+        m.d.comb += self.idle.eq(outstanding == 0)
+
+        # -- beats into the ring --------------------------------------------------------------------
+        m.submodules.writer = writer = RowWriter(
+            elem_bytes=_INSN_BYTES, bus_bytes=bus, unit_bits=8, row_bits=formats.INSN_BITS,
+            en_bits=chunks if granularity else 1, addr_bits=log_ring,
+            limit_bits=self._tag.size)
+        beat = self.mem.data.payload
+        m.d.comb += [
+            writer.beat.valid.eq(self.mem.data.valid),
+            writer.beat.payload.data.eq(beat.data), writer.beat.payload.beat.eq(beat.beat),
+            writer.beat.payload.row.eq(beat.tag.row), writer.beat.payload.skip.eq(beat.tag.skip),
+            writer.limit.eq(beat.tag.count),
+            self.mem.data.ready.eq(writer.beat.ready),
+            wr.addr.eq(writer.wr_addr), wr.data.eq(writer.wr_data), wr.en.eq(writer.wr_en),
+        ]
+        slot_valid = Signal(ring)
+        slot_err = Signal(ring)
+        complete = writer.wr_en[-1]              # the slot's last chunk is being written
+        set_valid = Mux(complete, 1 << writer.wr_addr, 0)
+        set_err = Mux((writer.wr_en != 0) & beat.err, 1 << writer.wr_addr, 0)
+
+        # -- dispatch -------------------------------------------------------------------------------
+        m.submodules.decode = decode = InsnDecode(cfg=cfg)
+        d_valid = Signal()
+        d_err = Signal()
+        d_index = Signal(INDEX_BITS)
+        head_slot = head[:log_ring]
+        entry = Signal(entry_layout(cfg))
+        m.d.comb += [entry.insn.eq(rd.data), entry.index.eq(d_index),
+                     decode.insn.eq(rd.data)]
+        targets = {Stage.LOAD: self.ld_insn, Stage.COMPUTE: self.cp_insn,
+                   Stage.STORE: self.st_insn}
+        bad = d_err | (decode.error != ErrorCode.NONE)
+        consumed = Signal()
+        for stage, port in targets.items():
+            m.d.comb += [port.payload.eq(entry),
+                         port.valid.eq(d_valid & ~bad & ~self.scan & ~stopped
+                                       & (decode.stage == stage))]
+            with m.If(port.valid & port.ready):
+                m.d.comb += consumed.eq(1)
+        with m.If(d_valid & ~bad & self.scan & ~stopped):
+            m.d.comb += consumed.eq(1)
+        with m.If(d_valid & bad & ~stopped):
+            m.d.sync += [stopped.eq(1), self.error_index.eq(d_index),
+                         self.error_code.eq(decode.error)]
+            with m.If(d_err):
+                # Fetched from outside DRAM: its bits mean nothing (ISA.md §3.5, error 9).
+                m.d.sync += self.error_code.eq(ErrorCode.DRAM_OUT_OF_RANGE)
+        m.d.comb += self.error.eq(stopped)
+
+        issue = (running & ~stopped & (head < count) & slot_valid.bit_select(head_slot, 1)
+                 & (~d_valid | consumed))
+        m.d.comb += [rd.addr.eq(head_slot), rd.en.eq(issue)]
+        clear = Mux(issue, 1 << head_slot, 0)
+        m.d.sync += [slot_valid.eq((slot_valid | set_valid) & ~clear),
+                     slot_err.eq((slot_err | set_err) & ~clear)]
+        with m.If(issue):
+            m.d.sync += [head.eq(head + 1), d_valid.eq(1), d_index.eq(head),
+                         d_err.eq(slot_err.bit_select(head_slot, 1))]
+        with m.Elif(consumed):
+            m.d.sync += d_valid.eq(0)
+        m.d.comb += self.checked.eq(running & (head == count) & ~d_valid)
+
+        with m.If(self.start):
+            m.d.sync += [running.eq(1), stopped.eq(0), fetched.eq(0), head.eq(0),
+                         fetch_addr.eq(self.insn_addr), d_valid.eq(0), slot_valid.eq(0),
+                         slot_err.eq(0)]
+        return m
