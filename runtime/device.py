@@ -132,6 +132,7 @@ class Device:
         self._backend = backend
         self._alloc = Allocator(backend.dram_size)
         self.last_result = None
+        self.last_program = None
 
     @classmethod
     def fsim(cls, cfg, **options):
@@ -215,6 +216,7 @@ class Device:
             for buffer in temps:
                 self._alloc.free(buffer)
         self.last_result = result
+        self.last_program = program
         if check and not result.ok:
             where = ""
             if result.error_insn is not None and result.error_insn < len(program):

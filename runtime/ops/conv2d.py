@@ -1,0 +1,263 @@
+"""conv2d in VTA's packed layout: LOAD INP/WGT tiles, GEMM, requantize, STORE (upstream §6.2).
+
+Layouts in DRAM (:mod:`avta.runtime.packing`): input ``(N/B, CIN/BI, H, W, B, BI)`` int8 as INP
+elements, weights ``(COUT/BO, CIN/BI, KH, KW, BO, BI)`` as WGT elements, output ``(N/B, COUT/BO,
+OH, OW, B, BO)`` int8 as OUT elements, bias ``(COUT/BO, B, BO)`` int32 as ACC elements.
+
+One GEMM per load task runs a kernel whose micro-ops enumerate (input block, kh, kw, output
+block) and whose two loops walk the output rows and columns of the tile; the zero padding of
+the convolution is the LOAD's padding (ISA.md §3.1), so every tile, border or not, uses the same
+scratchpad layout. Tiles are described in :mod:`avta.runtime.ops.conv_plan`.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from avta.isa.enums import MemType
+
+from ..packing import pack_nchw, pack_oihw, unpack_nchw
+from ..pipeline import Pipeline
+from ..stream import StreamBuilder
+from ..uop_kernel import Loop, UopKernel
+from .conv_plan import Conv2dShape, plan_conv2d
+from .requant import Requant
+
+__all__ = ["Conv2dBuffers", "build_conv2d", "conv2d", "pack_bias"]
+
+
+@dataclass(frozen=True)
+class Conv2dBuffers:
+    """DRAM element addresses (``dram_base`` units of each memory type) of the operands."""
+    inp: int
+    wgt: int
+    out: int
+    bias: int = None
+
+
+@dataclass(frozen=True)
+class _Tile:
+    nb: int
+    cot: int          # output-block tile index
+    oh0: int
+    th: int
+    ow0: int
+    tw: int
+
+
+def _tiles(cfg, shape, t):
+    cob = shape.cout // cfg.block_out
+    for nb in range(shape.n // cfg.batch):
+        for cot in range(-(-cob // t.tco)):
+            for oh0 in range(0, shape.oh, t.th):
+                for ow0 in range(0, shape.ow, t.tw):
+                    yield _Tile(nb, cot, oh0, min(t.th, shape.oh - oh0), ow0,
+                                min(t.tw, shape.ow - ow0))
+
+
+class _Conv2dEmitter:
+    """Emits one conv2d onto a :class:`StreamBuilder`."""
+
+    def __init__(self, builder, shape, tiling, bufs, requant):
+        self.b = builder
+        self.cfg = builder.cfg
+        self.shape = shape
+        self.t = tiling
+        self.bufs = bufs
+        self.requant = requant
+        self.cob = shape.cout // self.cfg.block_out
+        self.cib = shape.cin // self.cfg.block_in
+        self.kk = shape.kh * shape.kw
+        self.pipe = Pipeline(builder, threads=tiling.threads)
+        self.inp_held = [None] * tiling.threads      # what each INP buffer holds
+        self.wgt_held = [None] * tiling.threads
+        self.resident_loaded = False
+
+    # -- geometry of one task -------------------------------------------------------------------
+
+    def _co_range(self, tile):
+        co0 = tile.cot * self.t.tco
+        return co0, min(self.t.tco, self.cob - co0)
+
+    def _ci_range(self, cit):
+        ci0 = cit * self.t.tci
+        return ci0, min(self.t.tci, self.cib - ci0)
+
+    def _window(self, tile):
+        """Input rows and columns of the tile: (ih0, th_in, iw0, tw_in), before clipping."""
+        s, sh = self.shape.stride, self.shape
+        return (tile.oh0 * s - sh.pad, (tile.th - 1) * s + sh.kh,
+                tile.ow0 * s - sh.pad, (tile.tw - 1) * s + sh.kw)
+
+    # -- load stage -----------------------------------------------------------------------------
+
+    def emit_load(self, tile, cit):
+        v = self.pipe.begin_load()
+        ci0, nci = self._ci_range(cit)
+        co0, nco = self._co_range(tile)
+        sh, b = self.shape, self.b
+        if self.t.wgt_resident:
+            if not self.resident_loaded:
+                b.load(MemType.WGT, sram=0, dram=self.bufs.wgt, x_size=self.cob * self.cib *
+                       self.kk)
+                self.resident_loaded = True
+        elif self.wgt_held[v] != (co0, ci0):
+            # Rows [co][ci][kh][kw]: one DRAM row per output block, its input blocks contiguous.
+            b.load(MemType.WGT, sram=self.t.wgt_base(v, self.kk),
+                   dram=self.bufs.wgt + (co0 * self.cib + ci0) * self.kk, y_size=nco,
+                   x_size=nci * self.kk, x_stride=self.cib * self.kk)
+            self.wgt_held[v] = (co0, ci0)
+        key = (tile.nb, tile.oh0, tile.th, tile.ow0, tile.tw, ci0)
+        if self.inp_held[v] != key:
+            ih0, th_in, iw0, tw_in = self._window(tile)
+            y0, y1 = max(0, -ih0), max(0, ih0 + th_in - sh.h)
+            x0, x1 = max(0, -iw0), max(0, iw0 + tw_in - sh.w)
+            for ci in range(nci):
+                plane = (tile.nb * self.cib + ci0 + ci) * sh.h
+                b.load(MemType.INP, sram=self.t.inp_base(v) + ci * self.t.inp_pitch,
+                       dram=self.bufs.inp + (plane + ih0 + y0) * sh.w + iw0 + x0,
+                       y_size=th_in - y0 - y1, x_size=tw_in - x0 - x1, x_stride=sh.w,
+                       y_pad=(y0, y1), x_pad=(x0, x1))
+            self.inp_held[v] = key
+        self.pipe.end_load()
+
+    # -- compute stage --------------------------------------------------------------------------
+
+    def _tile_loops(self, tile, src_row=0, src_col=0):
+        return (Loop(tile.th, tile.tw, src_row), Loop(tile.tw, 1, src_col))
+
+    def begin_tile(self, tile):
+        va = self.pipe.begin_tile()
+        _, nco = self._co_range(tile)
+        acc = self.t.acc_base(va)
+        reset = UopKernel([(acc + co * self.t.acc_pitch, 0, 0) for co in range(nco)],
+                          self._tile_loops(tile))
+        self.b.gemm(reset, reset=True)
+        return va
+
+    def emit_gemm(self, tile, cit, va):
+        vi = self.pipe.begin_compute()
+        sh, t = self.shape, self.t
+        ci0, nci = self._ci_range(cit)
+        co0, nco = self._co_range(tile)
+        _, th_in, _, tw_in = self._window(tile)
+        acc, inp = t.acc_base(va), t.inp_base(vi)
+        uops = []
+        for ci in range(nci):
+            for kh in range(sh.kh):
+                for kw in range(sh.kw):
+                    for co in range(nco):           # innermost: successive uops differ in dst
+                        if t.wgt_resident:
+                            wgt = ((co0 + co) * self.cib + ci0 + ci) * self.kk
+                        else:
+                            wgt = t.wgt_base(vi, self.kk) + (co * nci + ci) * self.kk
+                        uops.append((acc + co * t.acc_pitch, inp + ci * t.inp_pitch +
+                                     kh * tw_in + kw, wgt + kh * sh.kw + kw))
+        s = sh.stride
+        self.b.gemm(UopKernel(uops, self._tile_loops(tile, s * tw_in, s)))
+        self.pipe.end_compute()
+
+    def end_tile(self, tile, va):
+        _, nco = self._co_range(tile)
+        co0, _ = self._co_range(tile)
+        rows = [self.t.acc_base(va) + co * self.t.acc_pitch for co in range(nco)]
+        same = UopKernel([(r, r) for r in rows], self._tile_loops(tile, tile.tw, 1))
+        bias = None
+        if self.bufs.bias is not None:
+            bias = UopKernel([(r, co0 + co) for co, r in enumerate(rows)],
+                             self._tile_loops(tile))
+        self.requant.emit(self.b, same, bias)
+        self.pipe.end_tile()
+
+    # -- store stage ----------------------------------------------------------------------------
+
+    def emit_store(self, tile):
+        va = self.pipe.begin_store()
+        sh, t = self.shape, self.t
+        co0, nco = self._co_range(tile)
+        acc = t.acc_base(va)
+        first = ((tile.nb * self.cob + co0) * sh.oh + tile.oh0) * sh.ow + tile.ow0
+        if tile.tw == sh.ow and tile.th * tile.tw == t.acc_pitch:
+            # Whole rows of a full tile: each output block is one contiguous run in both.
+            self.b.store(sram=acc, dram=self.bufs.out + first, y_size=nco,
+                         x_size=tile.th * sh.ow, x_stride=sh.oh * sh.ow)
+        else:
+            for co in range(nco):
+                self.b.store(sram=acc + co * t.acc_pitch,
+                             dram=self.bufs.out + first + co * sh.oh * sh.ow,
+                             y_size=tile.th, x_size=tile.tw, x_stride=sh.ow)
+        self.pipe.end_store()
+
+    # -- the whole layer ------------------------------------------------------------------------
+
+    def emit(self):
+        if self.bufs.bias is not None:
+            # Bias rows stay resident at ACC [0, COB); only the compute stage touches them.
+            self.b.load(MemType.ACC, sram=0, dram=self.bufs.bias, x_size=self.cob)
+        tasks = [(tile, cit) for tile in _tiles(self.cfg, self.shape, self.t)
+                 for cit in range(-(-self.cib // self.t.tci))]
+        n_cit = -(-self.cib // self.t.tci)
+        loaded = 0
+        va = None
+        for j, (tile, cit) in enumerate(tasks):
+            # Up to threads - 1 tasks ahead load while this one computes (their buffers were
+            # released by computes already emitted, so their C→L pops have tokens to take).
+            while loaded < min(len(tasks), j + self.t.threads):
+                self.emit_load(*tasks[loaded])
+                loaded += 1
+            if cit == 0:
+                va = self.begin_tile(tile)
+            self.emit_gemm(tile, cit, va)
+            if cit == n_cit - 1:
+                self.end_tile(tile, va)
+                self.emit_store(tile)
+
+
+def build_conv2d(cfg, shape, bufs, *, requant=Requant(), threads=2, tiling=None):
+    """The :class:`~avta.runtime.program.Program` of one conv2d layer."""
+    if tiling is None:
+        tiling = plan_conv2d(cfg, shape, threads=threads, bias=bufs.bias is not None)
+    builder = StreamBuilder(cfg)
+    _Conv2dEmitter(builder, shape, tiling, bufs, requant).emit()
+    return builder.finish()
+
+
+def pack_bias(cfg, bias):
+    """``bias[COUT]`` int32 as ACC elements ``(COUT/BO, BATCH, BO)``, the same for every batch
+    row."""
+    bias = np.asarray(bias, dtype=np.int32).reshape(-1, 1, cfg.block_out)
+    return np.ascontiguousarray(np.broadcast_to(bias, (bias.shape[0], cfg.batch, cfg.block_out)))
+
+
+def conv2d(device, x, w, bias=None, *, stride=1, pad=0, requant=Requant(), threads=2,
+           tiling=None):
+    """Run ``x[N, CIN, H, W] ⊛ w[COUT, CIN, KH, KW]`` (int8) on ``device``; the int8 output
+    ``[N, COUT, OH, OW]`` after :class:`Requant` (with int32 ``bias[COUT]`` added after the
+    shift). The program and RunResult are in ``device.last_program``/``last_result``."""
+    cfg = device.cfg
+    shape = Conv2dShape(x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0], w.shape[2],
+                        w.shape[3], pad, stride)
+    if w.shape[1] != shape.cin:
+        raise ValueError(f"weights have {w.shape[1]} input channels, the input has {shape.cin}")
+    shape.check(cfg, 15)
+    temps = [device.upload(pack_nchw(np.asarray(x, np.int8), cfg.batch, cfg.block_in),
+                           mem=MemType.INP),
+             device.upload(pack_oihw(np.asarray(w, np.int8), cfg.block_out, cfg.block_in),
+                           mem=MemType.WGT),
+             device.alloc(shape.n * shape.cout * shape.oh * shape.ow, mem=MemType.OUT)]
+    if bias is not None:
+        temps.append(device.upload(pack_bias(cfg, bias), mem=MemType.ACC))
+    try:
+        bufs = Conv2dBuffers(temps[0].elem(cfg, MemType.INP), temps[1].elem(cfg, MemType.WGT),
+                             temps[2].elem(cfg, MemType.OUT),
+                             temps[3].elem(cfg, MemType.ACC) if bias is not None else None)
+        program = build_conv2d(cfg, shape, bufs, requant=requant, threads=threads,
+                               tiling=tiling)
+        device.last_program = program
+        device.run(program)
+        out = device.read(temps[2], np.int8, (shape.n // cfg.batch, shape.cout // cfg.block_out,
+                                              shape.oh, shape.ow, cfg.batch, cfg.block_out))
+    finally:
+        for buf in temps:
+            device.free(buf)
+    return unpack_nchw(out)

@@ -1,0 +1,176 @@
+"""Shapes and tilings of a conv2d on VTA, and the choice of a tiling that fits a configuration.
+
+A tile computes ``th × tw`` output pixels of ``tco`` output-channel blocks, summing over ``tci``
+input-channel blocks per load task (a layer with more input blocks accumulates over several
+tasks). With ``threads`` virtual threads the INP, WGT and ACC scratchpads are split into that many
+buffers (:mod:`avta.runtime.pipeline`). When every weight of the layer fits the WGT scratchpad
+the weights are loaded once and stay resident instead.
+
+Scratchpad regions (rows):
+
+* INP buffer: ``tci`` blocks × ``inp_pitch`` rows, ``inp_pitch`` = rows × columns of the
+  largest input window ``((th−1)·s + KH) × ((tw−1)·s + KW)``;
+* WGT: resident ``[ob][ib][kh][kw]`` from row 0, or per buffer ``[co][ci][kh][kw]``;
+* ACC: bias rows ``[0, COB)`` when there is a bias, then per buffer ``tco`` blocks ×
+  ``acc_pitch`` = ``th·tw`` rows.
+"""
+
+import math
+from dataclasses import dataclass
+
+__all__ = ["Conv2dShape", "Conv2dTiling", "plan_conv2d", "PlanError"]
+
+
+class PlanError(ValueError):
+    """No tiling of this layer fits the configuration, or the layer is not supported."""
+
+
+@dataclass(frozen=True)
+class Conv2dShape:
+    """An NCHW convolution: batch ``n``, channels ``cin → cout``, ``h × w`` input, square
+    ``kh × kw`` kernel, symmetric zero padding ``pad`` and ``stride``."""
+    n: int
+    cin: int
+    h: int
+    w: int
+    cout: int
+    kh: int
+    kw: int
+    pad: int = 0
+    stride: int = 1
+
+    @property
+    def oh(self):
+        return (self.h + 2 * self.pad - self.kh) // self.stride + 1
+
+    @property
+    def ow(self):
+        return (self.w + 2 * self.pad - self.kw) // self.stride + 1
+
+    @property
+    def macs(self):
+        return self.n * self.cout * self.oh * self.ow * self.cin * self.kh * self.kw
+
+    def check(self, cfg, pad_limit):
+        """Raise :class:`PlanError` unless the layer maps onto ``cfg``'s blocks."""
+        for what, value, block, key in (("batch n", self.n, cfg.batch, "BATCH"),
+                                        ("cin", self.cin, cfg.block_in, "BLOCK_IN"),
+                                        ("cout", self.cout, cfg.block_out, "BLOCK_OUT")):
+            if value % block:
+                raise PlanError(f"{what} = {value} is not a multiple of {key} = {block} on "
+                                f"{cfg.name!r}; pad the tensor's channels or batch")
+        if not 0 <= self.pad <= pad_limit:
+            raise PlanError(f"pad {self.pad} is outside 0..{pad_limit} (the LOAD pad fields)")
+        if self.pad >= max(self.kh, self.kw) or self.stride < 1 or self.oh < 1 or self.ow < 1:
+            raise PlanError(f"unsupported geometry {self} (needs stride >= 1, pad < kernel, "
+                            f"a non-empty output)")
+
+
+@dataclass(frozen=True)
+class Conv2dTiling:
+    """Tile sizes (``tco``, ``tci`` in channel blocks) and the resulting scratchpad regions."""
+    th: int
+    tw: int
+    tco: int
+    tci: int
+    threads: int
+    wgt_resident: bool
+    inp_pitch: int
+    acc_pitch: int
+    bias_rows: int
+
+    def inp_base(self, v):
+        return v * self.tci * self.inp_pitch
+
+    def acc_base(self, v):
+        return self.bias_rows + v * self.tco * self.acc_pitch
+
+    def wgt_base(self, v, kk):
+        return 0 if self.wgt_resident else v * self.tco * self.tci * kk
+
+
+def _sizes(n):
+    """Candidate tile sizes for an axis of ``n``: every distinct ceil(n / k)."""
+    return sorted({-(-n // k) for k in range(1, n + 1)})
+
+
+def _window(t, stride, k):
+    return (t - 1) * stride + k
+
+
+def tiling_for(cfg, shape, th, tw, tco, tci, threads, *, bias):
+    """The :class:`Conv2dTiling` of these tile sizes, or ``None`` if it does not fit ``cfg``."""
+    s, kk = shape.stride, shape.kh * shape.kw
+    cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
+    th_in, tw_in = _window(th, s, shape.kh), _window(tw, s, shape.kw)
+    inp_pitch, acc_pitch = th_in * tw_in, th * tw
+    bias_rows = cob if bias else 0
+    resident = cob * cib * kk <= cfg.wgt_depth
+    wgt_rows = cob * cib * kk if resident else threads * tco * tci * kk
+    if (threads * tci * inp_pitch > cfg.inp_depth or wgt_rows > cfg.wgt_depth
+            or bias_rows + threads * tco * acc_pitch > cfg.acc_depth):
+        return None
+    # Loop factors must fit their fields (ISA.md §2): dst advances by tw per output row, src by
+    # s·TW_in; the GEMM kernel (tco·tci·KK micro-ops) leaves room for the small ALU kernels.
+    if tw >= 1 << cfg.acc_factor_bits or s * tw_in >= 1 << cfg.inp_factor_bits \
+            or s >= 1 << cfg.inp_factor_bits:
+        return None
+    if tco * tci * kk > cfg.uop_depth // (2 * threads + 1):
+        return None
+    return Conv2dTiling(th, tw, tco, tci, threads, resident, inp_pitch, acc_pitch, bias_rows)
+
+
+#: Cost of one instruction in the tiling score, in bytes moved: fetching and starting an
+#: instruction costs about as much as moving a few hundred bytes.
+INSN_COST_BYTES = 256
+
+
+def _cost(cfg, shape, t):
+    s, kk = shape.stride, shape.kh * shape.kw
+    cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
+    nb = shape.n // cfg.batch
+    n_h, n_w = -(-shape.oh // t.th), -(-shape.ow // t.tw)
+    n_co, n_ci = -(-cob // t.tco), -(-cib // t.tci)
+    tiles = nb * n_co * n_h * n_w
+    tasks = tiles * n_ci
+    inp_rows = tasks * t.tci * _window(t.th, s, shape.kh) * _window(t.tw, s, shape.kw)
+    if t.wgt_resident:
+        wgt_rows = cob * cib * kk
+    elif n_ci == 1:
+        wgt_rows = n_co * t.threads * t.tco * cib * kk
+    else:
+        wgt_rows = tasks * t.tco * t.tci * kk
+    insns = tasks * (t.tci + 3) + tiles * (t.tco + 6)
+    return (inp_rows * cfg.inp_elem_bytes + wgt_rows * cfg.wgt_elem_bytes
+            + insns * INSN_COST_BYTES)
+
+
+def plan_conv2d(cfg, shape, *, threads=2, bias=False, pad_limit=15):
+    """The cheapest :class:`Conv2dTiling` of ``shape`` on ``cfg`` (bytes moved plus a cost per
+    instruction); raises :class:`PlanError` when none fits."""
+    shape.check(cfg, pad_limit)
+    cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
+    best = None
+    for tci in _sizes(cib):
+        for tco in _sizes(cob):
+            for tw in _sizes(shape.ow):
+                for th in _sizes(shape.oh):
+                    t = tiling_for(cfg, shape, th, tw, tco, tci, threads, bias=bias)
+                    if t is None:
+                        continue
+                    cost = _cost(cfg, shape, t)
+                    if best is None or cost < best[0]:
+                        best = (cost, t)
+    if best is None:
+        raise PlanError(f"no tiling of {shape} fits configuration {cfg.name!r} with {threads} "
+                        f"thread(s): even a 1x1 tile of one channel block is too large for its "
+                        f"scratchpads or field widths")
+    return best[1]
+
+
+def describe(cfg, shape, t):
+    """One line for reports."""
+    cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
+    return (f"tile {t.th}x{t.tw} px, {t.tco}/{cob} out blocks, {t.tci}/{cib} in blocks, "
+            f"{t.threads} thread(s), weights {'resident' if t.wgt_resident else 'per task'}; "
+            f"{math.ceil(shape.oh / t.th) * math.ceil(shape.ow / t.tw)} spatial tiles")

@@ -1,0 +1,85 @@
+"""Requantization: the ALU tail that turns 32-bit accumulators into 8-bit outputs.
+
+Upstream's conv2d and GEMM tests compute ``clip((acc >> shift) + bias, lo, hi)`` and keep the low
+8 bits (upstream-vta.md §6.2); on VTA that is ALU SHR with an immediate, ALU ADD of a bias row,
+then either MIN and MAX with immediates or the Intel Labs CLP (clip to [−b, b], ISA.md §3.4).
+STORE writes the low 8 bits of each lane (OUT mirrors ACC, ISA.md §3).
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from avta.isa.enums import AluOp
+
+__all__ = ["Requant", "IMM_MIN", "IMM_MAX", "SHIFT_MIN", "SHIFT_MAX"]
+
+#: The ALU immediate is a signed 16-bit field (ISA.md §2).
+IMM_MIN, IMM_MAX = -(1 << 15), (1 << 15) - 1
+#: SHR takes B[5:0] as a signed 6-bit amount (ISA.md §3.4).
+SHIFT_MIN, SHIFT_MAX = -32, 31
+
+
+@dataclass(frozen=True)
+class Requant:
+    """``clip((acc >> shift) + bias, lo, hi)``, then the low 8 bits.
+
+    Attributes
+    ----------
+    shift : int
+        Arithmetic right shift (negative: left shift), −32..31; 0 emits no SHR.
+    clip : tuple or None
+        ``(lo, hi)`` inclusive bounds within the 16-bit immediate, or ``None`` for no clip.
+    use_clp : bool
+        Clip with one CLP (needs ``lo == −hi``) instead of MIN then MAX.
+    """
+    shift: int = 0
+    clip: tuple = None
+    use_clp: bool = False
+
+    def __post_init__(self):
+        if not SHIFT_MIN <= self.shift <= SHIFT_MAX:
+            raise ValueError(f"shift {self.shift} is outside {SHIFT_MIN}..{SHIFT_MAX} (SHR reads a "
+                             f"signed 6-bit amount, ISA.md §3.4)")
+        if self.clip is not None:
+            lo, hi = self.clip
+            if not IMM_MIN <= lo <= hi <= IMM_MAX:
+                raise ValueError(f"clip bounds {self.clip} must satisfy {IMM_MIN} <= lo <= hi <= "
+                                 f"{IMM_MAX} (16-bit ALU immediates)")
+            if self.use_clp and lo != -hi:
+                raise ValueError(f"CLP clips to [-b, b]; clip {self.clip} is not symmetric, use "
+                                 f"MIN/MAX (use_clp=False)")
+        elif self.use_clp:
+            raise ValueError("use_clp needs clip bounds")
+
+    def emit(self, builder, same, bias=None):
+        """Emit the tail on ``builder``: ``same`` is an ALU kernel whose micro-ops have
+        src = dst over the rows to requantize; ``bias`` one whose src is each row's bias row."""
+        if self.shift:
+            builder.alu(same, AluOp.SHR, imm=self.shift)
+        if bias is not None:
+            builder.alu(bias, AluOp.ADD)
+        if self.clip is not None:
+            lo, hi = self.clip
+            if self.use_clp:
+                builder.alu(same, AluOp.CLP, imm=hi)
+            else:
+                builder.alu(same, AluOp.MIN, imm=hi)
+                builder.alu(same, AluOp.MAX, imm=lo)
+
+    def reference(self, acc, bias=None):
+        """The int8 result for int32-wrapped accumulators ``acc`` (numpy, any shape) and a bias
+        broadcastable to it; written from the formula above, independently of the simulators."""
+        r = np.asarray(acc, dtype=np.int64)
+        r = ((r + (1 << 31)) % (1 << 32)) - (1 << 31)           # the int32 accumulator
+        if self.shift >= 0:
+            r = r >> self.shift
+        else:
+            r = r << -self.shift
+            r = ((r + (1 << 31)) % (1 << 32)) - (1 << 31)
+        if bias is not None:
+            r = r + np.asarray(bias, dtype=np.int64)
+            r = ((r + (1 << 31)) % (1 << 32)) - (1 << 31)
+        if self.clip is not None:
+            r = np.clip(r, *self.clip)
+        return (r & 0xFF).astype(np.uint8).view(np.int8)
