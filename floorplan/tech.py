@@ -160,8 +160,12 @@ class Technology:
                     f"{self.um(shape.height):g} um, aspect {shape.aspect:.2f} > {self.max_aspect:g}")
         return None
 
-    def sram(self, words, bits, *, tag=None):
-        """The legal SRAM master of ``words`` x ``bits`` (one per size; ``tag`` from the first)."""
+    def sram(self, words, bits):
+        """The legal SRAM master of ``words`` x ``bits``: one per size, shared by its users.
+
+        It has no tag: two memories may share a master, so drawings colour a macro by the block
+        that holds it.
+        """
         problem = self.sram_problem(words, bits)
         if problem:
             raise ValueError(f"no legal {words} x {bits} SRAM macro in {self.name}: {problem}; "
@@ -171,7 +175,7 @@ class Technology:
             shape = self.sram_shape(words, bits)
             name = self._data["sram"]["name_format"].format(words=words, bits=bits)
             self._masters[key] = Macro(name, width=shape.width, height=shape.height,
-                                       halo=self.macro_halo, tag=tag,
+                                       halo=self.macro_halo,
                                        properties={"words": words, "bits": bits, "mux": shape.mux,
                                                    "rows": shape.rows, "columns": shape.columns})
         return self._masters[key]

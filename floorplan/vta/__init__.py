@@ -114,15 +114,22 @@ class VtaFloorplan:
                 f"{long['bits']} bits over {long['hpwl_um']:.0f} um)")
 
 
-def build_floorplan(cfg, style, *, technology=None, tiles=None, logic=None, design=None):
+def build_floorplan(cfg, style, *, technology=None, tiles=None, tile_rows=None, logic=None,
+                    design=None):
     """Build the ``style`` floorplan ("functional" or "tiled") of configuration ``cfg``.
 
     ``technology`` is a :class:`~avta.floorplan.tech.Technology` or the name of a shipped one
     (default generic45); ``tiles`` overrides the number of ACC-centric tiles; ``logic`` is the
     :class:`LogicModel`; ``design`` names the top block (default ``vta_<config>_<style>``).
+    ``tile_rows`` fixes the rows of tiles of the tiled style (by default the best scoring).
     """
     if style not in STYLES:
         raise ValueError(f"style {style!r}: use one of {', '.join(STYLES)}")
+    options = {}
+    if tile_rows is not None:
+        if style != "tiled":
+            raise ValueError(f"tile_rows = {tile_rows!r} applies to the tiled style, not {style}")
+        options["rows"] = tile_rows
     tech = technology if technology is not None and not isinstance(technology, str) \
         else load_technology(technology or "generic45")
     logic = logic or LogicModel()
@@ -130,7 +137,7 @@ def build_floorplan(cfg, style, *, technology=None, tiles=None, logic=None, desi
     ge = {"gemm": logic.gemm(cfg), "alu": logic.alu(cfg), "ctrl": logic.control(cfg)}
     areas = {k: v * tech.nand2_area for k, v in ge.items()}
     design = design or f"vta_{_identifier(cfg.name)}_{style}"
-    die, groups = STYLES[style](design, inventory, areas, tech)
+    die, groups = STYLES[style](design, inventory, areas, tech, **options)
     floorplan = Floorplan(design, die=die, dbu_per_micron=tech.dbu_per_micron,
                           core_margin=tech.core_margin, grid=tech.grid,
                           max_density=tech.target_utilization, technology=tech)

@@ -154,10 +154,17 @@ def _spine(inventory, areas, technology, width):
     return packer
 
 
-def build_tiled(design, inventory, areas, technology):
-    """The ACC-centric floorplan: a grid of identical tiles around a shared spine."""
+def build_tiled(design, inventory, areas, technology, *, rows=None):
+    """The ACC-centric floorplan: a grid of identical tiles around a shared spine.
+
+    ``rows`` fixes the number of tile rows (by default the best scoring one); the rows below the
+    spine, ``rows // 2`` of them, are mirrored.
+    """
     tech = technology
     tiles = inventory.tiles
+    if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int)
+                             or not 1 <= rows <= tiles):
+        raise ValueError(f"tile rows = {rows!r}: must be 1..{tiles} (the number of tiles)")
     total = sum(p.count * p.master.area for p in inventory.plans.values())
     total += sum(a / tech.target_utilization for a in areas.values())
     per_tile = inventory.columns_per_tile("wgt") * inventory["wgt"].banks
@@ -166,18 +173,21 @@ def build_tiled(design, inventory, areas, technology):
     best = None
     for wgt_cols in candidates:
         tile = _tile(inventory, areas, tech, wgt_cols)
-        for rows in range(1, tiles + 1):
-            cols = math.ceil(tiles / rows)
-            if (rows - 1) * cols >= tiles:
+        for grid_rows in ([rows] if rows else range(1, tiles + 1)):
+            cols = math.ceil(tiles / grid_rows)
+            if (grid_rows - 1) * cols >= tiles:
                 continue
             # A grid narrower than the shared memories may still be best with a wider spine.
             for spine_width in {cols * tile.width, tech.snap_x(int(math.sqrt(total)))}:
                 spine = _spine(inventory, areas, tech, spine_width)
                 width = max(cols * tile.width, spine.used_width)
-                height = rows * tile.height + spine.height
+                height = grid_rows * tile.height + spine.height
                 score = _score(width, height)
                 if best is None or score < best[0]:
-                    best = (score, tile, rows, cols, spine, width, height)
+                    best = (score, tile, grid_rows, cols, spine, width, height)
+    if best is None:
+        raise ValueError(f"tile rows = {rows}: {tiles} tiles in {rows} rows of "
+                         f"{math.ceil(tiles / rows)} leave a row empty; choose fewer rows")
     _, tile, rows, cols, spine, width, height = best
     die = _die(design, tech.snap_x(width), tech.snap_y(height), tech)
     margin = tech.core_margin

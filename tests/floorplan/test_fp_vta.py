@@ -2,6 +2,7 @@
 
 import pytest
 
+from avta.floorplan.geometry import Orientation
 from avta.floorplan.tech import load_technology
 from avta.floorplan.vta import STYLES, TILED, LogicModel, build_floorplan, plan_inventory
 from avta.isa.config import load_config
@@ -117,3 +118,28 @@ def test_bad_style_is_refused():
 def test_summary_reads_for_a_person():
     text = build_floorplan(load_config("tiny"), "tiled", technology=TECH).summary()
     assert text.startswith("tiny-tiled (1x4x4") and "mm^2" in text and "utilization" in text
+
+
+def test_tile_rows_below_the_spine_are_mirrored_to_face_it():
+    plan = build_floorplan(load_config("huge"), "tiled", technology=TECH, tile_rows=2)
+    fp = plan.floorplan
+    assert fp.check() == []
+    tiles = {i.name: i for i in fp.die.instances if i.name.startswith("tile_")}
+    assert [tiles[f"tile_{t}"].orientation.name for t in range(8)] == ["FS"] * 4 + ["N"] * 4
+    spine = fp.find("ctrl").rect
+    for t in range(8):
+        acc, wgt = fp.find(f"tile_{t}/acc").rect, fp.find(f"tile_{t}/wgt").rect
+        # Every tile's ACC is nearer the spine than its WGT.
+        assert abs(acc.center[1] - spine.center[1]) < abs(wgt.center[1] - spine.center[1])
+    upright = fp.find("tile_4/acc/acc_c0_b0").orientation
+    assert fp.find("tile_0/acc/acc_c0_b0").orientation is upright.then(Orientation.FS)
+
+
+@pytest.mark.parametrize("style,rows,message", [
+    ("tiled", 5, "tile rows = 5: 8 tiles in 5 rows of 2 leave a row empty"),
+    ("tiled", 9, "tile rows = 9: must be 1..8"),
+    ("functional", 2, "tile_rows = 2 applies to the tiled style"),
+])
+def test_bad_tile_rows(style, rows, message):
+    with pytest.raises(ValueError, match=message):
+        build_floorplan(load_config("huge"), style, technology=TECH, tile_rows=rows)
