@@ -18,7 +18,8 @@ __all__ = ["ReadArbiter", "shared_tag_layout"]
 def shared_tag_layout(tag_shapes):
     """The tag the shared engine carries: the client's number and its (widest) tag."""
     width = max(Shape.cast(s).width for s in tag_shapes)
-    return data.StructLayout({"client": range(len(tag_shapes)), "tag": max(1, width)})
+    # At least one bit each: a zero-width field becomes a [-1:0] vector in Verilog.
+    return data.StructLayout({"client": range(max(2, len(tag_shapes))), "tag": max(1, width)})
 
 
 class ReadArbiter(wiring.Component):
@@ -44,8 +45,8 @@ class ReadArbiter(wiring.Component):
         engine = self.engine
 
         # -- commands: round robin, starting after the last client served ---------------------
-        last = Signal(range(n))
-        grant = Signal(range(n))
+        last = Signal(range(max(2, n)))
+        grant = Signal(range(max(2, n)))
         any_valid = Signal()
         for offset in reversed(range(1, n + 1)):
             for i in range(n):

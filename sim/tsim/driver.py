@@ -1,0 +1,155 @@
+"""The tsim backend: runs a DRAM image on the Verilated design through the C++ harness.
+
+Same contract as fsim: ``Tsim(cfg).run(dram, insn_addr, insn_count, bases=...)`` modifies
+``dram`` in place and returns a :class:`avta.sim.result.RunResult`. Scratchpads keep their
+contents across runs on one object (the design is reset once, at construction).
+"""
+
+import ctypes
+from dataclasses import dataclass
+
+import numpy as np
+
+from avta.isa.enums import ErrorCode
+from avta.isa.registers import COUNTER_NAMES, REGISTERS, counter_offset
+
+from ..result import RunResult
+from .build import build_library
+
+__all__ = ["Tsim", "MemoryKnobs", "TsimError"]
+
+#: The harness's run status codes.
+_FINISH, _ERROR, _TIMEOUT = 0, 1, 2
+BASE_KEYS = ("UOP", "INP", "WGT", "ACC", "OUT")
+
+
+class TsimError(RuntimeError):
+    """The harness could not talk to the design (e.g. the register file never answered)."""
+
+
+@dataclass(frozen=True)
+class MemoryKnobs:
+    """The AXI memory model's behaviour; every random choice comes from ``seed``.
+
+    ``read_latency``: (min, max) cycles from AR to data; ``outstanding``: read bursts
+    accepted at once; ``reorder``: answer ready bursts of different IDs in random order;
+    ``backpressure``: percent chance per cycle of holding each READY/VALID low;
+    ``write_latency``: cycles from the last W beat to B.
+    """
+    seed: int = 1
+    read_latency: tuple = (1, 1)
+    outstanding: int = 8
+    reorder: bool = False
+    backpressure: int = 0
+    write_latency: int = 1
+
+    @classmethod
+    def random(cls, seed):
+        """Knobs that shake the design: long variable latency, reordering, backpressure."""
+        return cls(seed=seed, read_latency=(1, 40), outstanding=6, reorder=True,
+                   backpressure=30, write_latency=7)
+
+
+def _load(lib_path):
+    lib = ctypes.CDLL(str(lib_path))
+    lib.tsim_create.restype = ctypes.c_void_p
+    lib.tsim_create.argtypes = [ctypes.c_char_p]
+    lib.tsim_destroy.argtypes = [ctypes.c_void_p]
+    lib.tsim_set_knobs.argtypes = [ctypes.c_void_p, ctypes.c_uint64] + [ctypes.c_uint32] * 6
+    lib.tsim_attach_dram.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64]
+    lib.tsim_reg_write.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32]
+    lib.tsim_reg_read.argtypes = [ctypes.c_void_p, ctypes.c_uint32,
+                                  ctypes.POINTER(ctypes.c_uint32)]
+    lib.tsim_run.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
+    lib.tsim_cycle.restype = ctypes.c_uint64
+    lib.tsim_cycle.argtypes = [ctypes.c_void_p]
+    return lib
+
+
+class Tsim:
+    """One simulated accelerator.
+
+    Parameters
+    ----------
+    cfg : the configuration (its ``config_id`` is checked against the design's register).
+    verilog : Verilog text of the top ``vta_top``; default: generated from ``cfg``.
+    knobs : :class:`MemoryKnobs` of the AXI memory model.
+    waves : path of an FST file to write (the design is then built with tracing).
+    """
+
+    def __init__(self, cfg, *, verilog=None, knobs=MemoryKnobs(), waves=None):
+        if verilog is None:
+            from avta.hw.top import top_verilog
+            verilog = top_verilog(cfg)
+        self._cfg = cfg
+        self._lib = _load(build_library(verilog, data_bits=cfg.axi_data_bits,
+                                        trace=waves is not None))
+        self._handle = self._lib.tsim_create(str(waves).encode() if waves else None)
+        self.set_knobs(knobs)
+
+    def __del__(self):
+        handle = getattr(self, "_handle", None)
+        if handle:
+            self._lib.tsim_destroy(handle)
+            self._handle = None
+
+    close = __del__
+
+    def set_knobs(self, knobs):
+        low, high = knobs.read_latency
+        self._lib.tsim_set_knobs(self._handle, knobs.seed, low, high, knobs.outstanding,
+                                 int(knobs.reorder), knobs.backpressure, knobs.write_latency)
+
+    @property
+    def cycle(self):
+        """Cycles since the design was created."""
+        return self._lib.tsim_cycle(self._handle)
+
+    def write_reg(self, addr, value):
+        resp = self._lib.tsim_reg_write(self._handle, addr, value & 0xFFFFFFFF)
+        if resp < 0:
+            raise TsimError(f"register write at {addr:#x} was never answered")
+        return resp
+
+    def read_reg(self, addr):
+        value = ctypes.c_uint32()
+        resp = self._lib.tsim_reg_read(self._handle, addr, ctypes.byref(value))
+        if resp < 0:
+            raise TsimError(f"register read at {addr:#x} was never answered")
+        return value.value
+
+    def run(self, dram, insn_addr, insn_count, *, bases=None, max_cycles=10_000_000):
+        """Run ``insn_count`` instructions at byte ``insn_addr``; ``dram`` changes in place."""
+        buffer = np.frombuffer(dram, dtype=np.uint8) if not isinstance(dram, np.ndarray) \
+            else dram
+        if buffer.dtype != np.uint8 or not buffer.flags.c_contiguous or \
+                not buffer.flags.writeable:
+            raise TypeError("dram must be a writable, contiguous bytearray or uint8 array")
+        self._lib.tsim_attach_dram(self._handle, buffer.ctypes.data, buffer.nbytes)
+        design_id = self.read_reg(REGISTERS["CONFIG_ID"])
+        if design_id != self._cfg.config_id:
+            raise TsimError(f"the design reports CONFIG_ID {design_id:#010x} but the "
+                            f"configuration {self._cfg.name!r} is {self._cfg.config_id:#010x}")
+        bases = bases or {}
+        unknown = set(bases) - set(BASE_KEYS)
+        if unknown:
+            raise ValueError(f"unknown base register(s) {sorted(unknown)}; use {BASE_KEYS}")
+        for key in BASE_KEYS:
+            self.write_reg(REGISTERS[f"{key}_BASE"], bases.get(key, 0))
+        self.write_reg(REGISTERS["INSN_ADDR"], insn_addr)
+        self.write_reg(REGISTERS["INSN_COUNT"], insn_count)
+        status = self._lib.tsim_run(self._handle, max_cycles)
+        if status < 0:
+            raise TsimError("the register file stopped answering during the run")
+        counters = {name: self.read_reg(counter_offset(name)) for name in COUNTER_NAMES}
+        cycles = self.read_reg(REGISTERS["CYCLES"])
+        if status == _TIMEOUT:
+            return RunResult("timeout", cycles=cycles, counters=counters,
+                             detail=f"no finish or error within {max_cycles} cycles")
+        if status == _ERROR:
+            code = self.read_reg(REGISTERS["ERR_CODE"])
+            return RunResult("error", cycles=cycles, counters=counters, error_code=code,
+                             error_insn=self.read_reg(REGISTERS["ERR_INSN"]),
+                             detail=ErrorCode(code).name if code in ErrorCode._value2member_map_
+                             else f"code {code}")
+        return RunResult("ok", cycles=cycles, counters=counters)

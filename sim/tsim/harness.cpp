@@ -1,0 +1,352 @@
+// tsim harness: the Verilated accelerator top with an AXI4 subordinate memory over a DRAM image
+// owned by Python, and an AXI4-Lite host. Loaded by avta/sim/tsim/driver.py through ctypes.
+//
+// The top must have the ports of avta.hw.top: clk, rst, s_axil__* (AXI4-Lite subordinate,
+// 32-bit) and m_axi__* (AXI4 manager, TSIM_DATA_BITS wide). Everything per cycle happens here; Python
+// calls in only to set registers, run until finish/error/limit, and read registers back.
+//
+// Memory model knobs (all seeded, so a run is reproducible):
+//   read latency   cycles from AR to the first R beat, uniform in [min, max]
+//   outstanding    read bursts accepted at once (ARREADY low beyond that)
+//   reorder        serve any ready burst, not only the oldest (bursts of one ID stay in order,
+//                  as AXI requires)
+//   backpressure   per-cycle probability (percent) of holding each READY/VALID low
+// An access outside the DRAM image is answered SLVERR (ISA.md §3.5 error 9) and changes nothing.
+
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "verilated.h"
+#include "Vvta_top.h"
+#ifdef TSIM_TRACE
+#include "verilated_fst_c.h"
+#endif
+
+#ifndef TSIM_DATA_BITS
+#error "TSIM_DATA_BITS must be defined (the AXI data width)"
+#endif
+
+// Verilator escapes the "__" of Amaranth's flattened port names as "___05F".
+#define AXI(member) m_axi___05F##member
+#define LITE(member) s_axil___05F##member
+
+namespace {
+
+constexpr int kBeatBytes = TSIM_DATA_BITS / 8;
+constexpr uint32_t kRespOkay = 0, kRespSlverr = 2;
+constexpr uint32_t kRegCtrl = 0x00;
+constexpr uint32_t kCtrlFinish = 1u << 1, kCtrlError = 1u << 2;
+// An AXI4-Lite access that takes longer than this is a hang in the register file.
+constexpr int kLiteTimeout = 1000;
+// How often the host polls CTRL while a run is going.
+constexpr int kPollInterval = 16;
+
+// -- moving bus-width data between byte arrays and Verilator signals ---------------------------
+inline void put(uint64_t& sig, const uint8_t* b) { std::memcpy(&sig, b, 8); }
+inline void put(uint32_t& sig, const uint8_t* b) { std::memcpy(&sig, b, 4); }
+template <std::size_t N> inline void put(VlWide<N>& sig, const uint8_t* b) {
+    for (std::size_t i = 0; i < N; ++i) std::memcpy(&sig[i], b + 4 * i, 4);
+}
+inline void get(const uint64_t& sig, uint8_t* b) { std::memcpy(b, &sig, 8); }
+inline void get(const uint32_t& sig, uint8_t* b) { std::memcpy(b, &sig, 4); }
+template <std::size_t N> inline void get(const VlWide<N>& sig, uint8_t* b) {
+    for (std::size_t i = 0; i < N; ++i) std::memcpy(b + 4 * i, &sig[i], 4);
+}
+inline uint64_t strobes(uint64_t s) { return s; }
+template <std::size_t N> inline uint64_t strobes(const VlWide<N>& s) {
+    uint64_t v = s[0];
+    if (N > 1) v |= uint64_t(s[1]) << 32;
+    return v;
+}
+
+struct Knobs {
+    uint64_t seed;
+    uint32_t read_latency_min, read_latency_max;
+    uint32_t max_outstanding;
+    uint32_t reorder;
+    uint32_t backpressure_pct;
+    uint32_t write_latency;
+};
+
+struct ReadBurst {
+    uint32_t id, addr, len, beat;
+    uint64_t ready_at;
+};
+
+struct WriteBurst {
+    uint32_t id, addr, len, beat;
+    bool error;
+};
+
+struct PendingB {
+    uint32_t id, resp;
+    uint64_t ready_at;
+};
+
+struct Tsim {
+    std::unique_ptr<VerilatedContext> ctx;
+    std::unique_ptr<Vvta_top> top;
+#ifdef TSIM_TRACE
+    std::unique_ptr<VerilatedFstC> fst;
+#endif
+    uint8_t* dram = nullptr;
+    uint64_t dram_size = 0;
+    Knobs knobs{1, 1, 1, 8, 0, 0, 1};
+    std::mt19937_64 rng{1};
+    uint64_t cycle = 0;
+    std::deque<ReadBurst> reads;       // accepted, not yet fully answered
+    int r_current = -1;                 // index in reads of the burst on R, or -1
+    std::deque<WriteBurst> writes;     // accepted AW, waiting for W beats
+    std::deque<PendingB> responses;    // write responses, in order
+    bool b_presented = false;
+
+    bool chance(uint32_t pct) { return pct && (rng() % 100) < pct; }
+
+    bool in_dram(uint64_t addr, uint64_t bytes) const {
+        return addr + bytes <= dram_size;
+    }
+
+    // One clock cycle: drive the subordinate's outputs from the model, let the design react,
+    // take the rising edge, then account the handshakes that happened at that edge.
+    void tick() {
+        drive_read_channels();
+        drive_write_channels();
+        top->clk = 0;
+        top->eval();
+#ifdef TSIM_TRACE
+        if (fst) fst->dump(ctx->time());
+#endif
+        ctx->timeInc(1);
+        // Handshakes are sampled just before the edge (the design's outputs are settled now).
+        bool ar_fire = top->AXI(arvalid) && top->AXI(arready);
+        bool r_fire = top->AXI(rvalid) && top->AXI(rready);
+        bool aw_fire = top->AXI(awvalid) && top->AXI(awready);
+        bool w_fire = top->AXI(wvalid) && top->AXI(wready);
+        bool b_fire = top->AXI(bvalid) && top->AXI(bready);
+        ReadBurst new_read{top->AXI(arid), top->AXI(araddr),
+                           uint32_t(top->AXI(arlen)) + 1, 0, 0};
+        WriteBurst new_write{top->AXI(awid), top->AXI(awaddr),
+                             uint32_t(top->AXI(awlen)) + 1, 0, false};
+        uint8_t wdata[kBeatBytes];
+        get(top->AXI(wdata), wdata);
+        uint64_t wstrb = strobes(top->AXI(wstrb));
+
+        top->clk = 1;
+        top->eval();
+#ifdef TSIM_TRACE
+        if (fst) fst->dump(ctx->time());
+#endif
+        ctx->timeInc(1);
+        ++cycle;
+
+        if (ar_fire) {
+            uint32_t span = knobs.read_latency_max - knobs.read_latency_min + 1;
+            new_read.ready_at = cycle + knobs.read_latency_min + (span ? rng() % span : 0);
+            reads.push_back(new_read);
+        }
+        if (r_fire) {
+            ReadBurst& burst = reads[r_current];
+            if (++burst.beat == burst.len) {
+                reads.erase(reads.begin() + r_current);
+                r_current = -1;
+            }
+        }
+        if (aw_fire) writes.push_back(new_write);
+        if (w_fire) accept_write_beat(wdata, wstrb);
+        if (b_fire) {
+            responses.pop_front();
+            b_presented = false;
+        }
+    }
+
+    void drive_read_channels() {
+        top->AXI(arready) = reads.size() < knobs.max_outstanding &&
+                              !chance(knobs.backpressure_pct);
+        if (r_current < 0) {
+            // Choose a burst whose data is due: the oldest, or with reordering any burst that
+            // is the oldest of its ID (AXI keeps beats of one ID in order).
+            std::vector<int> candidates;
+            for (int i = 0; i < int(reads.size()); ++i) {
+                if (reads[i].ready_at > cycle) continue;
+                bool oldest_of_id = true;
+                for (int j = 0; j < i; ++j) oldest_of_id &= reads[j].id != reads[i].id;
+                if (!oldest_of_id) continue;
+                candidates.push_back(i);
+                if (!knobs.reorder) break;
+            }
+            if (!candidates.empty() && !chance(knobs.backpressure_pct))
+                r_current = candidates[knobs.reorder ? rng() % candidates.size() : 0];
+        }
+        top->AXI(rvalid) = r_current >= 0;
+        if (r_current < 0) return;
+        const ReadBurst& burst = reads[r_current];
+        uint64_t addr = uint64_t(burst.addr) + uint64_t(burst.beat) * kBeatBytes;
+        uint8_t beat[kBeatBytes] = {0};
+        bool ok = in_dram(addr, kBeatBytes);
+        if (ok) std::memcpy(beat, dram + addr, kBeatBytes);
+        put(top->AXI(rdata), beat);
+        top->AXI(rid) = burst.id;
+        top->AXI(rresp) = ok ? kRespOkay : kRespSlverr;
+        top->AXI(rlast) = burst.beat + 1 == burst.len;
+    }
+
+    void drive_write_channels() {
+        top->AXI(awready) = !chance(knobs.backpressure_pct);
+        // W is taken only for a burst whose address has arrived (a subordinate may wait).
+        top->AXI(wready) = !writes.empty() && !chance(knobs.backpressure_pct);
+        if (!b_presented && !responses.empty() && responses.front().ready_at <= cycle &&
+            !chance(knobs.backpressure_pct))
+            b_presented = true;
+        top->AXI(bvalid) = b_presented;
+        if (b_presented) {
+            top->AXI(bid) = responses.front().id;
+            top->AXI(bresp) = responses.front().resp;
+        }
+    }
+
+    void accept_write_beat(const uint8_t* data, uint64_t strb) {
+        WriteBurst& burst = writes.front();
+        uint64_t addr = uint64_t(burst.addr) + uint64_t(burst.beat) * kBeatBytes;
+        if (in_dram(addr, kBeatBytes)) {
+            for (int i = 0; i < kBeatBytes; ++i)
+                if ((strb >> i) & 1) dram[addr + i] = data[i];
+        } else if (strb) {
+            burst.error = true;
+        }
+        if (++burst.beat == burst.len) {
+            responses.push_back({burst.id, burst.error ? kRespSlverr : kRespOkay,
+                                 cycle + knobs.write_latency});
+            writes.pop_front();
+        }
+    }
+
+    // -- AXI4-Lite host ---------------------------------------------------------------------------
+    int lite_write(uint32_t addr, uint32_t value) {
+        top->LITE(awaddr) = addr;
+        top->LITE(awvalid) = 1;
+        top->LITE(wdata) = value;
+        top->LITE(wstrb) = 0xF;
+        top->LITE(wvalid) = 1;
+        top->LITE(bready) = 1;
+        for (int i = 0; i < kLiteTimeout; ++i) {
+            top->eval();
+            bool aw = top->LITE(awvalid) && top->LITE(awready);
+            bool w = top->LITE(wvalid) && top->LITE(wready);
+            bool b = top->LITE(bvalid) && top->LITE(bready);
+            uint32_t resp = top->LITE(bresp);
+            tick();
+            if (aw) top->LITE(awvalid) = 0;
+            if (w) top->LITE(wvalid) = 0;
+            if (b) {
+                top->LITE(bready) = 0;
+                return int(resp);
+            }
+        }
+        return -1;
+    }
+
+    int lite_read(uint32_t addr, uint32_t* value) {
+        top->LITE(araddr) = addr;
+        top->LITE(arvalid) = 1;
+        top->LITE(rready) = 1;
+        for (int i = 0; i < kLiteTimeout; ++i) {
+            top->eval();
+            bool ar = top->LITE(arvalid) && top->LITE(arready);
+            bool r = top->LITE(rvalid) && top->LITE(rready);
+            uint32_t data = top->LITE(rdata), resp = top->LITE(rresp);
+            tick();
+            if (ar) top->LITE(arvalid) = 0;
+            if (r) {
+                top->LITE(rready) = 0;
+                *value = data;
+                return int(resp);
+            }
+        }
+        return -1;
+    }
+};
+
+}  // namespace
+
+extern "C" {
+
+void* tsim_create(const char* fst_path) {
+    auto* sim = new Tsim;
+    sim->ctx = std::make_unique<VerilatedContext>();
+    sim->top = std::make_unique<Vvta_top>(sim->ctx.get());
+#ifdef TSIM_TRACE
+    if (fst_path && *fst_path) {
+        sim->ctx->traceEverOn(true);
+        sim->fst = std::make_unique<VerilatedFstC>();
+        sim->top->trace(sim->fst.get(), 99);
+        sim->fst->open(fst_path);
+    }
+#else
+    (void)fst_path;
+#endif
+    sim->top->rst = 1;
+    for (int i = 0; i < 4; ++i) sim->tick();
+    sim->top->rst = 0;
+    sim->tick();
+    return sim;
+}
+
+void tsim_destroy(void* handle) {
+    auto* sim = static_cast<Tsim*>(handle);
+#ifdef TSIM_TRACE
+    if (sim->fst) sim->fst->close();
+#endif
+    sim->top->final();
+    delete sim;
+}
+
+int tsim_data_bits() { return TSIM_DATA_BITS; }
+
+void tsim_set_knobs(void* handle, uint64_t seed, uint32_t latency_min, uint32_t latency_max,
+                    uint32_t max_outstanding, uint32_t reorder, uint32_t backpressure_pct,
+                    uint32_t write_latency) {
+    auto* sim = static_cast<Tsim*>(handle);
+    if (latency_max < latency_min) latency_max = latency_min;
+    if (max_outstanding == 0) max_outstanding = 1;
+    sim->knobs = {seed, latency_min, latency_max, max_outstanding, reorder,
+                  backpressure_pct > 90 ? 90 : backpressure_pct, write_latency};
+    sim->rng.seed(seed);
+}
+
+void tsim_attach_dram(void* handle, uint8_t* dram, uint64_t size) {
+    auto* sim = static_cast<Tsim*>(handle);
+    sim->dram = dram;
+    sim->dram_size = size;
+}
+
+int tsim_reg_write(void* handle, uint32_t addr, uint32_t value) {
+    return static_cast<Tsim*>(handle)->lite_write(addr, value);
+}
+
+int tsim_reg_read(void* handle, uint32_t addr, uint32_t* value) {
+    return static_cast<Tsim*>(handle)->lite_read(addr, value);
+}
+
+uint64_t tsim_cycle(void* handle) { return static_cast<Tsim*>(handle)->cycle; }
+
+// Launch, then poll CTRL until finish or error. Returns 0 finish, 1 error, 2 cycle limit,
+// -1 when the register file does not answer.
+int tsim_run(void* handle, uint64_t max_cycles) {
+    auto* sim = static_cast<Tsim*>(handle);
+    uint64_t start = sim->cycle;
+    if (sim->lite_write(kRegCtrl, 1) != int(kRespOkay)) return -1;
+    while (sim->cycle - start < max_cycles) {
+        for (int i = 0; i < kPollInterval; ++i) sim->tick();
+        uint32_t ctrl = 0;
+        if (sim->lite_read(kRegCtrl, &ctrl) < 0) return -1;
+        if (ctrl & kCtrlError) return 1;
+        if (ctrl & kCtrlFinish) return 0;
+    }
+    return 2;
+}
+
+}  // extern "C"
