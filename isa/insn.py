@@ -133,11 +133,24 @@ class AluInsn(_Insn):
 
 @dataclass(frozen=True)
 class IllegalInsn(_Insn):
-    """An instruction whose opcode (5..7) has no format; ``raw`` holds all 128 bits."""
+    """An instruction whose opcode (5..7) has no format; ``raw`` holds all 128 bits.
+
+    ``raw`` defaults to the opcode alone; a ``raw`` whose low bits disagree with ``opcode`` is
+    refused, so an illegal instruction can never encode as a legal one.
+    """
     opcode: int
-    raw: int = 0
+    raw: int = None
 
     stage = None
+
+    def __post_init__(self):
+        if self.opcode in FORMAT_CLASSES:
+            raise ValueError(f"opcode {self.opcode} is legal; IllegalInsn is for opcodes 5..7")
+        if self.raw is None:
+            object.__setattr__(self, "raw", self.opcode)
+        elif self.raw & 0b111 != self.opcode:
+            raise ValueError(f"IllegalInsn(opcode={self.opcode}) with raw {self.raw:#x}, whose "
+                             f"opcode bits are {self.raw & 0b111}")
 
     @property
     def op(self):

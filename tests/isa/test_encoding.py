@@ -150,3 +150,12 @@ def test_program_round_trip(default_cfg):
     program = [row[1] for row in GOLDEN if row[0] == "default"]
     assert c.decode_program(c.encode_program(program)) == program
     assert dataclasses.asdict(program[-1])["opcode"] == Opcode.FINISH
+
+
+def test_illegal_insn_cannot_encode_as_a_legal_one(default_cfg):
+    c = codec(default_cfg)
+    assert c.decode(c.encode(IllegalInsn(opcode=6))) == IllegalInsn(opcode=6)
+    with pytest.raises(ValueError, match="opcode bits are 0"):
+        IllegalInsn(opcode=5, raw=0)
+    with pytest.raises(ValueError, match="opcode 2 is legal"):
+        IllegalInsn(opcode=2)
