@@ -1,0 +1,94 @@
+"""The control every stage shares: tokens, one instruction at a time, errors (ISA.md §3).
+
+An instruction at the head of the stage's queue starts when every token counter it pops is
+non-zero; it pops them as it starts and the stage's unit executes it (``start`` … ``done``);
+when it completes it pushes its counters and leaves the queue. Pushing a full counter is error 7;
+a unit that reports a DRAM error makes it error 9, and then nothing is pushed (the instruction did
+not complete). ``halt`` stops new starts; an instruction already running finishes.
+"""
+
+from amaranth.hdl import Module
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from avta.isa.enums import ErrorCode
+
+from .queue import INDEX_BITS, entry_layout
+
+__all__ = ["StageControl"]
+
+
+class StageControl(wiring.Component):
+    """Starts and retires the instructions of one stage.
+
+    Ports
+    -----
+    insn : In(stream.Signature(entry_layout(cfg)))
+        The head of the stage's queue; it is taken (``ready``) when the instruction retires, so
+        its fields are stable while the unit runs.
+    halt : In(1)
+        Start nothing more (the run is ending).
+    start : Out(1)
+        One-cycle pulse: the unit begins the head instruction.
+    done, err : In(1)
+        The unit completed it; ``err`` with ``done``: it met a DRAM error (error 9).
+    prev_nonzero, next_nonzero : In(1)
+        The counters this stage pops with ``pop_prev`` / ``pop_next`` hold a token.
+    pop_prev, pop_next, push_prev, push_next : Out(1)
+        One-cycle token pulses to the counters.
+    prev_overflow, next_overflow : In(1)
+        The counter being pushed is full (error 7).
+    error : Out(1)
+        One-cycle pulse with ``error_code`` and ``error_index``.
+    busy : Out(1)
+        An instruction is executing.
+    idle_event, stall_event : Out(1)
+        This cycle the stage had no instruction / held one but waited on a token
+        (IDLE_x, STALL_x counters).
+    """
+
+    def __init__(self, *, cfg):
+        super().__init__({
+            "insn": In(stream.Signature(entry_layout(cfg))), "halt": In(1),
+            "start": Out(1), "done": In(1), "err": In(1),
+            "prev_nonzero": In(1), "next_nonzero": In(1),
+            "pop_prev": Out(1), "pop_next": Out(1), "push_prev": Out(1), "push_next": Out(1),
+            "prev_overflow": In(1), "next_overflow": In(1),
+            "error": Out(1), "error_code": Out(ErrorCode), "error_index": Out(INDEX_BITS),
+            "busy": Out(1), "idle_event": Out(1), "stall_event": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        head = self.insn.payload.insn.head
+        m.d.comb += self.error_index.eq(self.insn.payload.index)
+        tokens_ready = ((~head.pop_prev | self.prev_nonzero)
+                        & (~head.pop_next | self.next_nonzero))
+
+        with m.FSM(name="stage"):
+            with m.State("WAIT"):
+                with m.If(~self.insn.valid):
+                    m.d.comb += self.idle_event.eq(1)
+                with m.Elif(~self.halt):
+                    with m.If(tokens_ready):
+                        m.d.comb += [self.start.eq(1), self.pop_prev.eq(head.pop_prev),
+                                     self.pop_next.eq(head.pop_next)]
+                        m.next = "EXEC"
+                    with m.Else():
+                        m.d.comb += self.stall_event.eq(1)
+            with m.State("EXEC"):
+                m.d.comb += self.busy.eq(1)
+                with m.If(self.done):
+                    m.d.comb += self.insn.ready.eq(1)
+                    with m.If(self.err):
+                        m.d.comb += [self.error.eq(1),
+                                     self.error_code.eq(ErrorCode.DRAM_OUT_OF_RANGE)]
+                    with m.Else():
+                        m.d.comb += [self.push_prev.eq(head.push_prev),
+                                     self.push_next.eq(head.push_next)]
+                        with m.If((head.push_prev & self.prev_overflow)
+                                  | (head.push_next & self.next_overflow)):
+                            m.d.comb += [self.error.eq(1),
+                                         self.error_code.eq(ErrorCode.TOKEN_OVERFLOW)]
+                    m.next = "WAIT"
+        return m

@@ -1,0 +1,169 @@
+"""The whole core in the Amaranth simulator with the DRAM model: hand-built programs compared
+with fsim byte for byte, the error codes and indices of ISA.md §3.5, launch semantics and the
+counters of ARCHITECTURE.md."""
+
+import numpy as np
+import pytest
+
+from avta.hw.sim.core_bench import run_core
+from avta.isa.config import load_config
+from avta.isa.encoding import codec
+from avta.isa.enums import AluOp, ErrorCode, MemType, Opcode
+from avta.isa.insn import AluInsn, GemmInsn, MemoryInsn, Uop
+from avta.isa.registers import BYTE_COUNTERS, STEP_COUNTERS
+from avta.sim.fsim import Fsim
+
+L, S = Opcode.LOAD, Opcode.STORE
+FINISH = GemmInsn(opcode=Opcode.FINISH)
+
+# DRAM regions of the hand-built programs (byte addresses).
+INSN, UOPS, INP, WGT, ACC, OUT, SIZE = 0x0, 0x400, 0x800, 0x1000, 0x2000, 0x3000, 0x4000
+
+
+def _elem(cfg, addr, mtype):
+    size = {MemType.UOP: cfg.uop_elem_bytes, MemType.INP: cfg.inp_elem_bytes,
+            MemType.WGT: cfg.wgt_elem_bytes, MemType.ACC: cfg.acc_elem_bytes,
+            MemType.ACC_8BIT: cfg.acc8_elem_bytes, MemType.OUT: cfg.out_elem_bytes}[mtype]
+    return addr // size
+
+
+def load(cfg, mtype, addr, sram, x, **kw):
+    return MemoryInsn(opcode=L, memory_type=mtype, sram_base=sram,
+                      dram_base=_elem(cfg, addr, mtype), y_size=1, x_size=x, x_stride=x, **kw)
+
+
+def store(cfg, addr, sram, x, **kw):
+    return MemoryInsn(opcode=S, memory_type=MemType.OUT, sram_base=sram,
+                      dram_base=_elem(cfg, addr, MemType.OUT), y_size=1, x_size=x, x_stride=x,
+                      **kw)
+
+
+def image(cfg, insns, uops=(), seed=0, size=SIZE):
+    c = codec(cfg)
+    rng = np.random.default_rng(seed)
+    dram = bytearray(rng.integers(0, 256, size, dtype=np.uint8).tobytes())
+    blob = c.encode_program(insns)
+    dram[INSN:INSN + len(blob)] = blob
+    if uops:
+        raw = c.encode_uops(uops)
+        dram[UOPS:UOPS + len(raw)] = raw
+    return dram
+
+
+def compare(cfg, insns, uops=(), *, seed=0, **knobs):
+    """Run on fsim and on the core; the same status, error, exact counters and DRAM image."""
+    dram = image(cfg, insns, uops, seed)
+    ref = np.frombuffer(bytes(dram), dtype=np.uint8).copy()
+    want = Fsim(cfg).run(ref, INSN, len(insns))
+    got = run_core(cfg, dram, INSN, len(insns), seed=seed, **knobs)
+    assert (got.status, got.error_code, got.error_insn) == \
+        (want.status, want.error_code, want.error_insn), f"{got} != {want}"
+    if want.status == "ok":
+        assert bytes(dram) == ref.tobytes()
+        for name in BYTE_COUNTERS + STEP_COUNTERS:
+            assert got.counters[name] == want.counters[name], name
+    return got, want
+
+
+def matmul_program(cfg):
+    """out = shr(inp · wgtᵀ, 2) for two rows, through every stage with tokens."""
+    prog = [
+        load(cfg, MemType.UOP, UOPS, 0, 2),
+        load(cfg, MemType.INP, INP, 0, 2),
+        load(cfg, MemType.WGT, WGT, 0, 2, push_next=1),
+        GemmInsn(opcode=Opcode.GEMM, reset=1, uop_bgn=0, uop_end=2, iter_out=1, iter_in=1),
+        GemmInsn(opcode=Opcode.GEMM, pop_prev=1, uop_bgn=0, uop_end=2, iter_out=1, iter_in=2),
+        AluInsn(alu_opcode=AluOp.SHR, use_imm=1, imm=2, uop_bgn=0, uop_end=2, iter_out=1,
+                iter_in=1, push_next=1),
+        store(cfg, OUT, 0, 2, pop_prev=1, push_prev=1),
+        GemmInsn(opcode=Opcode.GEMM, pop_next=1),
+        FINISH,
+    ]
+    return prog, [Uop(0, 0, 0), Uop(1, 1, 1)]
+
+
+@pytest.mark.parametrize("config", ["tiny", "rect"])
+def test_matmul_program(config):
+    cfg = load_config(config)
+    prog, uops = matmul_program(cfg)
+    got, _ = compare(cfg, prog, uops, stall=0.2, latency=(0, 4), reorder=True)
+    assert got.counters["ACC_WR"] >= 8
+
+
+def test_loads_of_every_type_and_alu_program():
+    cfg = load_config("tiny")
+    prog = [
+        load(cfg, MemType.UOP, UOPS, 0, 3),
+        load(cfg, MemType.ACC, ACC, 0, 2, x_pad_1=1, pad_value=1),
+        load(cfg, MemType.ACC_8BIT, ACC + 0x100, 3, 3, y_pad_0=1, pad_value=2),
+        AluInsn(alu_opcode=AluOp.ADD, uop_bgn=0, uop_end=3, iter_out=1, iter_in=2,
+                dst_factor_in=3),
+        AluInsn(alu_opcode=AluOp.MIN, use_imm=1, imm=-5, uop_bgn=0, uop_end=3, iter_out=2,
+                iter_in=1, src_factor_out=1, push_next=1),
+        MemoryInsn(opcode=S, memory_type=MemType.OUT, pop_prev=1, push_prev=1, sram_base=0,
+                   dram_base=_elem(cfg, OUT, MemType.OUT), y_size=3, x_size=3, x_stride=4),
+        GemmInsn(opcode=Opcode.GEMM, pop_next=1),
+        FINISH,
+    ]
+    compare(cfg, prog, [Uop(0, 3, 0), Uop(1, 4, 0), Uop(2, 5, 0)], stall=0.3,
+            latency=(0, 6), reorder=True)
+
+
+@pytest.mark.parametrize("case", ["decode", "decode_after_finish", "decode_beats_exec",
+                                  "dram", "fetch_outside", "overflow"])
+def test_errors(case):
+    cfg = load_config("tiny").replace(token_bits=2)
+    prog, uops = matmul_program(cfg)
+    bad_store = MemoryInsn(opcode=S, memory_type=MemType.INP, x_size=1, y_size=1)
+    outside = load(cfg, MemType.INP, SIZE + 0x40, 0, 1)
+    if case == "decode":
+        prog = prog[:4] + [bad_store] + prog[4:]
+    elif case == "decode_after_finish":
+        prog = prog + [AluInsn(alu_opcode=7)]
+    elif case == "decode_beats_exec":
+        prog = [outside] + prog + [bad_store]
+    elif case == "dram":
+        prog = [outside] + prog
+    elif case == "fetch_outside":
+        prog = prog[:3]
+        got = run_core(cfg, image(cfg, prog, uops, size=0x30), INSN, 5)
+        assert (got.status, got.error_code, got.error_insn) == ("error", 9, 3)
+        return
+    elif case == "overflow":
+        # TOKEN_BITS 2: the fourth push on L→C with nothing popping overflows (a long ALU keeps
+        # the unordered FINISH from ending the run first).
+        prog = [load(cfg, MemType.INP, INP, 0, 1, push_next=1) for _ in range(4)] + [
+            AluInsn(alu_opcode=AluOp.ADD, use_imm=1, uop_bgn=0, uop_end=1, iter_out=100,
+                    iter_in=4), FINISH]
+    got, want = compare(cfg, prog, uops)
+    assert got.status == "error"
+    expected = {"decode": (5, 4), "decode_after_finish": (2, 9), "decode_beats_exec": (5, 10),
+                "dram": (9, 0), "overflow": (7, 3)}[case]
+    assert (got.error_code, got.error_insn) == expected
+
+
+def test_relaunch_clears_counters_and_keeps_scratchpads():
+    cfg = load_config("tiny")
+    # The second launch runs the same stream again: the GEMM accumulates onto the first run's
+    # ACC rows (scratchpads persist) while counters restart from zero.
+    prog = [load(cfg, MemType.UOP, UOPS, 0, 1), load(cfg, MemType.INP, INP, 0, 1),
+            load(cfg, MemType.WGT, WGT, 0, 1, push_next=1),
+            GemmInsn(opcode=Opcode.GEMM, pop_prev=1, uop_bgn=0, uop_end=1, iter_out=1,
+                     iter_in=1, push_next=1),
+            store(cfg, OUT, 0, 1, pop_prev=1, push_prev=1),
+            GemmInsn(opcode=Opcode.GEMM, pop_next=1), FINISH]
+    dram = image(cfg, prog, [Uop(0, 0, 0)])
+    ref = np.frombuffer(bytes(dram), dtype=np.uint8).copy()
+    fsim = Fsim(cfg)
+    for _ in range(2):
+        want = fsim.run(ref, INSN, len(prog))
+    got = run_core(cfg, dram, INSN, len(prog), launches=2)
+    assert got.status == "ok" and bytes(dram) == ref.tobytes()
+    assert got.counters["GEMM_STEPS"] == want.counters["GEMM_STEPS"] == 1
+
+
+def test_stream_without_finish_times_out():
+    cfg = load_config("tiny")
+    prog = [load(cfg, MemType.INP, INP, 0, 1)]
+    got = run_core(cfg, image(cfg, prog), INSN, 1, max_cycles=300)
+    assert got.status == "timeout"
