@@ -1,0 +1,152 @@
+"""``avta bench``: benchmarks that print their figures.
+
+``avta bench`` lists them; ``avta bench NAME --config C`` runs one. Each entry of
+:data:`BENCHMARKS` is ``name → (one-line description, function(cfg) → exit status)``; later
+issues add theirs (tsim cycles, RTL throughput) to the same table.
+
+The fsim benchmarks time the behavioral model running a ResNet-18 layer that the runtime built
+(``Device.run``: writing the program, fsim's run, nothing else) against a numpy reference of the
+same convolution and requantization in plain NCHW (``avta.runtime.ops.reference``), best of
+:data:`REPEATS`; they also check that the two agree bit for bit.
+"""
+
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from avta.isa.config import load_config
+from avta.isa.registers import COUNTER_NAMES
+
+__all__ = ["BENCHMARKS", "cmd_bench", "bench_conv2d_layer", "RESNET18"]
+
+#: The ResNet-18 layer table of the project's workloads.
+RESNET18 = Path("/work/shared/workloads/resnet18.yaml")
+REPEATS = 3
+SEED = 0xDEADB
+
+
+def _layers():
+    return {layer["name"]: layer for layer in yaml.safe_load(RESNET18.read_text())["layers"]}
+
+
+def _best(fn, repeats=REPEATS):
+    best, value = None, None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        value = fn()
+        elapsed = time.perf_counter() - start
+        best = elapsed if best is None else min(best, elapsed)
+    return best, value
+
+
+def bench_conv2d_layer(cfg, layer, *, repeats=REPEATS):
+    """Figures of one ResNet-18 layer on fsim: a dict with times, ratio, counters, program."""
+    from avta.runtime.device import Device
+    from avta.runtime.ops.conv2d import Conv2dBuffers, build_conv2d, pack_bias
+    from avta.runtime.ops.conv_plan import Conv2dShape, describe, plan_conv2d
+    from avta.runtime.ops.reference import conv2d_ref
+    from avta.runtime.ops.requant import Requant
+    from avta.runtime.packing import pack_nchw, pack_oihw, unpack_nchw
+    from avta.isa.enums import MemType
+
+    rng = np.random.default_rng(SEED)
+    shape = Conv2dShape(cfg.batch, layer["cin"], layer["h"], layer["w"], layer["cout"],
+                        layer["k"], layer["k"], layer["pad"], layer["stride"])
+    x = rng.integers(-128, 128, (shape.n, shape.cin, shape.h, shape.w), dtype=np.int8)
+    w = rng.integers(-128, 128, (shape.cout, shape.cin, shape.kh, shape.kw), dtype=np.int8)
+    bias = rng.integers(-1 << 14, 1 << 14, shape.cout)
+    requant = Requant(8, (0, 127))        # upstream's benchmark: (conv >> 8) + bias, clip 0..127
+
+    dev = Device.fsim(cfg, dram_size=16 << 20)
+    inp = dev.upload(pack_nchw(x, cfg.batch, cfg.block_in), mem=MemType.INP)
+    wgt = dev.upload(pack_oihw(w, cfg.block_out, cfg.block_in), mem=MemType.WGT)
+    bia = dev.upload(pack_bias(cfg, bias), mem=MemType.ACC)
+    out = dev.alloc(shape.n * shape.cout * shape.oh * shape.ow, mem=MemType.OUT)
+    bufs = Conv2dBuffers(inp.elem(cfg, MemType.INP), wgt.elem(cfg, MemType.WGT),
+                         out.elem(cfg, MemType.OUT), bia.elem(cfg, MemType.ACC))
+    start = time.perf_counter()
+    tiling = plan_conv2d(cfg, shape, bias=True)
+    program = build_conv2d(cfg, shape, bufs, requant=requant, tiling=tiling)
+    build = time.perf_counter() - start
+
+    fsim_time, result = _best(lambda: dev.run(program), repeats)
+    got = unpack_nchw(dev.read(out, np.int8, (shape.n // cfg.batch, shape.cout // cfg.block_out,
+                                              shape.oh, shape.ow, cfg.batch, cfg.block_out)))
+    ref_time, ref = _best(lambda: conv2d_ref(x, w, bias, stride=shape.stride, pad=shape.pad,
+                                             requant=requant), repeats)
+    return {"shape": shape, "tiling": describe(cfg, shape, tiling), "build": build,
+            "fsim": fsim_time, "numpy": ref_time, "ratio": fsim_time / ref_time,
+            "exact": bool(np.array_equal(got, ref)), "result": result, "program": program}
+
+
+def _print_counters(result):
+    width = max(map(len, COUNTER_NAMES))
+    for name in COUNTER_NAMES:
+        note = "  (estimate)" if name in result.estimated else ""
+        print(f"  {name:<{width}}  {result.counters[name]:>12,}{note}")
+    note = "  (estimate)" if "cycles" in result.estimated else ""
+    print(f"  {'cycles':<{width}}  {result.cycles:>12,}{note}")
+
+
+def fsim_conv2d(cfg, layer="C2"):
+    """ResNet-18 C2 on fsim against numpy (issue 3's benchmark)."""
+    spec = _layers()[layer]
+    fig = bench_conv2d_layer(cfg, spec)
+    shape, program = fig["shape"], fig["program"]
+    print(f"ResNet-18 {layer} on {cfg.name!r} ({cfg.shape_name}): {shape.h}x{shape.w}x"
+          f"{shape.cin} -> {shape.oh}x{shape.ow}x{shape.cout}, {shape.kh}x{shape.kw}, stride "
+          f"{shape.stride}, pad {shape.pad}; {shape.macs:,} MACs")
+    print(f"  tiling: {fig['tiling']}")
+    print(f"  program: {len(program)} instructions, {len(program.uops)} micro-ops; built in "
+          f"{fig['build'] * 1e3:.1f} ms")
+    print(f"  fsim run:        {fig['fsim'] * 1e3:9.1f} ms  (best of {REPEATS})")
+    print(f"  numpy reference: {fig['numpy'] * 1e3:9.1f} ms  (best of {REPEATS})")
+    print(f"  ratio fsim/numpy: {fig['ratio']:.2f}x (aim: within 5x)")
+    print(f"  bit-exact: {'yes' if fig['exact'] else 'NO'}")
+    print("counters:")
+    _print_counters(fig["result"])
+    return 0 if fig["exact"] else 1
+
+
+def fsim_resnet18(cfg):
+    """Every offloaded ResNet-18 layer (C2..C11) on fsim against numpy."""
+    total_fsim = total_numpy = 0.0
+    print(f"{'layer':<6}{'fsim ms':>10}{'numpy ms':>10}{'ratio':>8}{'insns':>8}{'GEMM steps':>13}"
+          f"  exact")
+    ok = True
+    for name, spec in _layers().items():
+        if spec["cin"] % cfg.block_in:
+            continue                        # C1 (3 input channels) stays on the host
+        fig = bench_conv2d_layer(cfg, spec, repeats=1)
+        uses = spec.get("uses", 1)
+        total_fsim += fig["fsim"] * uses
+        total_numpy += fig["numpy"] * uses
+        ok &= fig["exact"]
+        print(f"{name:<6}{fig['fsim'] * 1e3:>10.1f}{fig['numpy'] * 1e3:>10.1f}"
+              f"{fig['ratio']:>7.2f}x{len(fig['program']):>8}"
+              f"{fig['result'].counters['GEMM_STEPS']:>13,}  {'yes' if fig['exact'] else 'NO'}")
+    print(f"network (with uses): fsim {total_fsim:.2f} s, numpy {total_numpy:.2f} s, ratio "
+          f"{total_fsim / total_numpy:.2f}x")
+    return 0 if ok else 1
+
+
+#: name → (description, function(cfg) → exit status).
+BENCHMARKS = {
+    "fsim-conv2d": ("ResNet-18 C2 on fsim: wall time against a numpy reference, and counters",
+                    fsim_conv2d),
+    "fsim-resnet18": ("every ResNet-18 layer C2..C11 on fsim against numpy", fsim_resnet18),
+}
+
+
+def cmd_bench(args):
+    if not args.name:
+        print("benchmarks (run one with: avta bench NAME [--config C]):")
+        for name, (description, _) in BENCHMARKS.items():
+            print(f"  {name:<16} {description}")
+        return 0
+    if args.name not in BENCHMARKS:
+        print(f"avta bench: unknown benchmark {args.name!r}; known: {', '.join(BENCHMARKS)}")
+        return 2
+    return BENCHMARKS[args.name][1](load_config(args.config or "default"))
