@@ -1,0 +1,63 @@
+"""A runtime backend (:class:`avta.runtime.device.Backend`) that runs programs on the RTL core in
+the Amaranth simulator, so operators built by the runtime run unchanged on the RTL.
+
+It is slow (the Python simulator): use the ``tiny`` configuration and small operators.
+"""
+
+import numpy as np
+
+from avta.runtime.device import Backend
+
+from .core_bench import run_core
+
+__all__ = ["CoreSimBackend"]
+
+
+class CoreSimBackend(Backend):
+    """The core of ``cfg`` with the DRAM model (:class:`avta.hw.sim.dram.DramModel`).
+
+    Parameters
+    ----------
+    dram_size : int
+        Bytes of DRAM (keep it small: the model checks every beat against it).
+    max_cycles : int
+        A run that has not ended by then returns status ``timeout``.
+    knobs
+        The memory model's ``seed``, ``latency``, ``stall``, ``reorder``, ``outstanding``.
+    """
+
+    name = "amaranth"
+
+    def __init__(self, cfg, *, dram_size=1 << 16, max_cycles=200_000, **knobs):
+        self._cfg = cfg
+        self._dram = np.zeros(dram_size, dtype=np.uint8)
+        self._max_cycles = max_cycles
+        self._knobs = knobs
+
+    @property
+    def config_id(self):
+        return self._cfg.config_id
+
+    @property
+    def dram_size(self):
+        return self._dram.size
+
+    @property
+    def dram(self):
+        """The DRAM array itself."""
+        return self._dram
+
+    def write(self, addr, data):
+        raw = data.reshape(-1).view(np.uint8) if isinstance(data, np.ndarray) else \
+            np.frombuffer(bytes(data), dtype=np.uint8)
+        self._dram[addr:addr + raw.size] = raw
+
+    def read(self, addr, nbytes):
+        return self._dram[addr:addr + nbytes].copy()
+
+    def run(self, insn_addr, insn_count, *, bases=None):
+        image = bytearray(self._dram.tobytes())
+        result = run_core(self._cfg, image, insn_addr, insn_count, bases=bases,
+                          max_cycles=self._max_cycles, **self._knobs)
+        self._dram[:] = np.frombuffer(bytes(image), dtype=np.uint8)
+        return result
