@@ -1,0 +1,75 @@
+"""``vta_top``: the core behind its shell, an AXI4 manager (VME) and AXI4-Lite control registers.
+
+Ports (ARCHITECTURE.md): ``clk``, ``rst`` (active high, synchronous), ``s_axil__*`` (the host's
+AXI4-Lite port to the control registers, 32-bit) and ``m_axi__*`` (the AXI4 manager to DRAM,
+``cfg.axi_data_bits`` wide, 32-bit addresses).
+"""
+
+from amaranth import Module
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out, flipped
+
+from avta.isa.registers import COUNTER_NAMES
+
+from .axi.signatures import AxiLiteSignature, AxiSignature
+from .axi.vcr import ControlRegisters
+from .axi.vme import MemoryEngine
+from .core.core import Core
+from .verilog import to_verilog
+
+__all__ = ["VtaTop", "top_verilog", "READ_SLOTS"]
+
+#: Read commands in flight at once in the memory engine (AXI IDs 0..7).
+READ_SLOTS = 8
+#: The core's read clients, in the order the memory engine arbitrates them.
+READ_CLIENTS = ("fetch_mem", "ld_mem", "cp_mem")
+
+
+class VtaTop(wiring.Component):
+    """The whole accelerator of one configuration."""
+
+    def __init__(self, *, cfg):
+        self._cfg = cfg
+        self._core = Core(cfg=cfg)
+        self._id_width = max(1, (READ_SLOTS - 1).bit_length())
+        super().__init__({
+            "s_axil": In(AxiLiteSignature()),
+            "m_axi": Out(AxiSignature(data_width=cfg.axi_data_bits, id_width=self._id_width)),
+        })
+
+    @property
+    def cfg(self):
+        return self._cfg
+
+    def elaborate(self, platform):
+        m = Module()
+        core = m.submodules.core = self._core
+        tags = {name: getattr(core, name).signature.tag_shape for name in READ_CLIENTS}
+        vme = m.submodules.vme = MemoryEngine(data_bits=self._cfg.axi_data_bits,
+                                              read_clients=tags, read_slots=READ_SLOTS)
+        vcr = m.submodules.vcr = ControlRegisters(cfg=self._cfg)
+
+        wiring.connect(m, flipped(self.s_axil), vcr.s_axil)
+        wiring.connect(m, flipped(self.m_axi), vme.m_axi)
+        for name in READ_CLIENTS:
+            wiring.connect(m, getattr(core, name), getattr(vme, name))
+        wiring.connect(m, core.st_mem, vme.write)
+
+        m.d.comb += [
+            core.launch.eq(vcr.launch),
+            core.insn_addr.eq(vcr.insn_addr), core.insn_count.eq(vcr.insn_count),
+            core.uop_base.eq(vcr.uop_base), core.inp_base.eq(vcr.inp_base),
+            core.wgt_base.eq(vcr.wgt_base), core.acc_base.eq(vcr.acc_base),
+            core.out_base.eq(vcr.out_base),
+            vcr.busy.eq(core.busy), vcr.finished.eq(core.finish), vcr.error.eq(core.error),
+            vcr.cycles.eq(core.cycles), vcr.err_code.eq(core.err_code),
+            vcr.err_insn.eq(core.err_insn),
+        ]
+        for index, name in enumerate(COUNTER_NAMES):
+            m.d.comb += vcr.counters[index].eq(core.counters[name.lower()])
+        return m
+
+
+def top_verilog(cfg):
+    """Verilog text of ``vta_top`` for ``cfg``, with its inline lint waivers."""
+    return to_verilog(VtaTop(cfg=cfg), name="vta_top")
