@@ -19,13 +19,14 @@ _BASES = ("uop", "inp", "wgt", "acc", "out")
 
 def run_core(cfg, dram, insn_addr, insn_count, *, bases=None, max_cycles=200_000, seed=0,
              latency=(1, 1), stall=0.0, reorder=False, outstanding=4, core_args=None,
-             launches=1):
+             launches=1, watch=None):
     """Run ``insn_count`` instructions at ``insn_addr`` of ``dram`` (a bytearray, modified in
     place) on a freshly reset core; the memory model's knobs as in :class:`DramModel`.
 
     ``bases`` maps ``UOP``…``OUT`` (or lower case) to the base registers. ``launches`` > 1 runs
     the same program again without a reset (scratchpads persist); the last result is returned.
-    Status ``timeout`` when the run has not ended within ``max_cycles``.
+    Status ``timeout`` when the run has not ended within ``max_cycles``. ``watch(core)``, when
+    given, returns an async testbench that runs alongside (to sample the core's ports).
     """
     core = Core(cfg=cfg, **(core_args or {}))
     model = DramModel(dram, data_bits=cfg.axi_data_bits, seed=seed, latency=latency,
@@ -64,5 +65,6 @@ def run_core(cfg, dram, insn_addr, insn_count, *, bases=None, max_cycles=200_000
             else:
                 results.append(RunResult("ok", cycles=ctx.get(core.cycles), counters=counters))
 
-    run_sim(core, bench, background=[model.run], name=f"core-{cfg.name}")
+    background = [model.run] + ([watch(core)] if watch is not None else [])
+    run_sim(core, bench, background=background, name=f"core-{cfg.name}")
     return results[-1]
