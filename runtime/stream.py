@@ -26,7 +26,7 @@ from avta.isa.insn import AluInsn, GemmInsn, MemoryInsn
 from avta.isa.legality import LOADABLE_MEMORY_TYPES
 
 from .program import Program
-from .tokens import TokenError, TokenLedger, pop_flag, push_flag
+from .tokens import TokenError, TokenLedger, pop_flag, push_flag, token_queue
 from .uop_kernel import KernelError, UopCache, UopKernel
 
 __all__ = ["StreamBuilder", "StreamError"]
@@ -74,6 +74,8 @@ class StreamBuilder:
         self._finished = False
         self._widths = {cls: self._codec.field_widths(cls) for cls in (MemoryInsn, GemmInsn,
                                                                        AluInsn)}
+        self._pads = {MemType.UOP: cfg.uop, MemType.WGT: cfg.wgt, MemType.INP: cfg.inp,
+                      MemType.ACC: cfg.acc, MemType.ACC_8BIT: cfg.acc, MemType.OUT: cfg.out}
 
     @property
     def cfg(self):
@@ -115,8 +117,7 @@ class StreamBuilder:
 
     def dep_pop(self, frm, to):
         """The next instruction of stage ``to`` waits for (and takes) a token of ``frm → to``."""
-        frm, to = Stage(frm), Stage(to)
-        pop_flag(frm, to)               # refuses a pair that is not a token queue
+        frm, to = token_queue(frm, to)       # refuses a pair that is not a token queue
         if (frm, to) in self._pending[to]:
             self._emit(_nop(to))
         if self._ledger.outstanding(frm, to) <= 0:
@@ -129,7 +130,7 @@ class StreamBuilder:
     def dep_push(self, frm, to):
         """Stage ``frm`` sends a token to ``to`` once everything it has been given so far is
         complete."""
-        frm, to = Stage(frm), Stage(to)
+        frm, to = token_queue(frm, to)
         flag = push_flag(frm, to)
         if self._pending[frm]:
             self._emit(_nop(frm))       # the pending pop must come before the push
@@ -150,12 +151,16 @@ class StreamBuilder:
         apart in DRAM (default ``x_size``), from element ``dram`` into rows from ``sram``, with
         ``y_pad = (top, bottom)`` and ``x_pad = (left, right)`` rows/elements of ``pad_value``.
         """
-        mem = MemType(mem)
+        if not isinstance(mem, MemType):
+            mem = MemType(mem)
         if mem not in LOADABLE_MEMORY_TYPES:
             raise StreamError(f"cannot LOAD memory type {mem.name}; loadable: "
                               f"{', '.join(m.name for m in sorted(LOADABLE_MEMORY_TYPES))}")
         if x_stride is None:
             x_stride = x_size
+        if pad_value not in PadValue._value2member_map_:
+            raise StreamError(f"pad_value {pad_value!r} is not one of "
+                              f"{', '.join(f'{p.name} {p.value}' for p in PadValue)}")
         if x_size < 1 or y_size < 1:
             raise StreamError(f"a LOAD moves at least one element (x_size {x_size}, y_size "
                               f"{y_size}); x_size 0 is reserved for token-only no-ops")
@@ -167,7 +172,7 @@ class StreamBuilder:
         rows = (x_pad[0] + x_size + x_pad[1]) * (y_pad[0] + y_size + y_pad[1])
         self._check_rows(mem, sram, rows, "LOAD")
         insn = MemoryInsn(opcode=Opcode.LOAD, memory_type=mem, sram_base=sram, dram_base=dram,
-                          pad_value=PadValue(pad_value), y_size=y_size, x_size=x_size,
+                          pad_value=pad_value, y_size=y_size, x_size=x_size,
                           x_stride=x_stride, y_pad_0=y_pad[0], y_pad_1=y_pad[1], x_pad_0=x_pad[0],
                           x_pad_1=x_pad[1])
         return self._emit(insn)
@@ -196,9 +201,7 @@ class StreamBuilder:
                               f"use a smaller tile")
 
     def _pad(self, mem):
-        cfg = self._cfg
-        return {MemType.UOP: cfg.uop, MemType.WGT: cfg.wgt, MemType.INP: cfg.inp,
-                MemType.ACC: cfg.acc, MemType.ACC_8BIT: cfg.acc, MemType.OUT: cfg.out}[mem]
+        return self._pads[mem]
 
     # -- compute --------------------------------------------------------------------------------
 
@@ -245,11 +248,12 @@ class StreamBuilder:
         """Make ``kernel`` resident; its scratchpad rows ``(begin, end)``."""
         if not isinstance(kernel, UopKernel):
             raise StreamError(f"expected a UopKernel, got {type(kernel).__name__}")
-        for u in kernel.uops:
-            try:
-                self._codec.encode_uop(u)
-            except EncodeError as error:
-                raise StreamError(f"micro-op {u}: {error}") from None
+        if kernel.uops not in self._uop_dram:   # a kernel seen before was checked then
+            for u in kernel.uops:
+                try:
+                    self._codec.encode_uop(u)
+                except EncodeError as error:
+                    raise StreamError(f"micro-op {u}: {error}") from None
         try:
             where = self._cache.place(kernel.uops)
         except KernelError as error:

@@ -19,7 +19,8 @@ import bisect
 
 from avta.isa.enums import Stage
 
-__all__ = ["Queue", "QUEUES", "TokenError", "TokenLedger", "pop_flag", "push_flag"]
+__all__ = ["Queue", "QUEUES", "TokenError", "TokenLedger", "pop_flag", "push_flag",
+           "token_queue"]
 
 Queue = tuple          # (from_stage, to_stage)
 
@@ -32,23 +33,31 @@ class TokenError(ValueError):
     """A pop with no push to match it, or a push that could overflow its counter."""
 
 
-def _queue(frm, to):
-    frm, to = Stage(frm), Stage(to)
-    if (frm, to) not in QUEUES:
+#: (producer, consumer) as given (ints or Stages) → the queue; amaranth enum calls are slow,
+#: and this runs several times per instruction.
+_QUEUE_OF = {(int(f), int(t)): (f, t) for f, t in QUEUES}
+
+
+def token_queue(frm, to):
+    """The queue ``(producer, consumer)`` as :class:`Stage` values; raises
+    :class:`TokenError` when the stages are not neighbours."""
+    q = _QUEUE_OF.get((frm, to))
+    if q is None:
+        frm, to = Stage(frm), Stage(to)
         raise TokenError(f"there is no token queue from {frm.name} to {to.name}: tokens only "
                          f"flow between neighbouring stages (load-compute, compute-store)")
-    return frm, to
+    return q
 
 
 def pop_flag(frm, to):
     """The flag an instruction of stage ``to`` sets to pop queue ``frm → to``."""
-    frm, to = _queue(frm, to)
+    frm, to = token_queue(frm, to)
     return "pop_prev" if frm < to else "pop_next"
 
 
 def push_flag(frm, to):
     """The flag an instruction of stage ``frm`` sets to push queue ``frm → to``."""
-    frm, to = _queue(frm, to)
+    frm, to = token_queue(frm, to)
     return "push_next" if frm < to else "push_prev"
 
 
@@ -96,19 +105,24 @@ class TokenLedger:
         return self._last[stage]
 
     def pushes(self, frm, to):
-        return len(self._pushes[_queue(frm, to)])
+        return len(self._pushes[token_queue(frm, to)])
 
     def pops(self, frm, to):
-        return len(self._pops[_queue(frm, to)])
+        return len(self._pops[token_queue(frm, to)])
 
     def outstanding(self, frm, to):
         """Tokens pushed on ``frm → to`` that no recorded instruction pops."""
-        q = _queue(frm, to)
+        q = token_queue(frm, to)
         return len(self._pushes[q]) - len(self._pops[q])
 
     def peak(self, frm, to):
         """The largest value the counter of ``frm → to`` can reach (ISA.md §3 rule (b))."""
-        return self._peak[_queue(frm, to)]
+        return self._peak[token_queue(frm, to)]
+
+    def start(self, i):
+        """Vector clock at the start of instruction ``i``: per stage, how many of its
+        instructions surely completed before."""
+        return self._start[i]
 
     def done(self, i):
         """Vector clock at the completion of instruction ``i``."""
@@ -118,11 +132,12 @@ class TokenLedger:
 
     def add(self, stage, pops=()):
         """Record the next instruction of ``stage``, popping the queues in ``pops``; its id."""
-        stage = Stage(stage)
+        if not isinstance(stage, Stage):
+            stage = Stage(stage)
         clock = self.done(self._last[stage]) if self._last[stage] is not None else [0, 0, 0]
         matched = []
         for frm, to in pops:
-            q = _queue(frm, to)
+            q = token_queue(frm, to)
             if to != stage:
                 raise TokenError(f"a {stage.name} instruction cannot pop {frm.name}→{to.name}")
             k = len(self._pops[q]) + sum(1 for m in matched if m[0] == q)
@@ -148,7 +163,7 @@ class TokenLedger:
     def push(self, i, frm, to):
         """Record that instruction ``i`` (of stage ``frm``) pushes ``frm → to`` when it
         completes; raise :class:`TokenError` if the counter could overflow."""
-        q = _queue(frm, to)
+        q = token_queue(frm, to)
         if self._stage[i] != frm:
             raise TokenError(f"instruction {i} is a {self._stage[i].name} instruction; it cannot "
                              f"push {frm.name}→{to.name}")
@@ -160,14 +175,14 @@ class TokenLedger:
         # completed before it (vector clock); the counter peaks at pushes minus those.
         done_pops = bisect.bisect_left(self._pop_pos[q], self._start[i][to])
         value = len(self._pushes[q]) - done_pops
+        self._peak[q] = max(self._peak[q], value)
         if value > self._limit:
-            self._pushes[q].pop()
+            # The push stays recorded, so a checker can go on replaying the stream.
             raise TokenError(
-                f"push #{len(self._pushes[q]) + 1} on {frm.name}→{to.name} could take the counter "
+                f"push #{len(self._pushes[q])} on {frm.name}→{to.name} could take the counter "
                 f"to {value}: {frm.name} can run that far ahead of {to.name}, and the "
                 f"{self._limit.bit_length()}-bit counter holds at most {self._limit} "
                 f"(ISA.md §3 rule (b)); make {frm.name} wait on a token from {to.name} sooner")
-        self._peak[q] = max(self._peak[q], value)
 
     def ordered(self, a, b):
         """Whether instruction ``a`` is sure to complete before instruction ``b`` starts."""
