@@ -5,6 +5,8 @@ AXI4-Lite port to the control registers, 32-bit) and ``m_axi__*`` (the AXI4 mana
 ``cfg.axi_data_bits`` wide, 32-bit addresses).
 """
 
+import functools
+
 from amaranth import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out, flipped
@@ -70,6 +72,8 @@ class VtaTop(wiring.Component):
         return m
 
 
+@functools.lru_cache(maxsize=8)
 def top_verilog(cfg):
-    """Verilog text of ``vta_top`` for ``cfg``, with its inline lint waivers."""
+    """Verilog text of ``vta_top`` for ``cfg``, with its inline lint waivers (cached: the
+    text is a pure function of the frozen configuration)."""
     return to_verilog(VtaTop(cfg=cfg), name="vta_top")

@@ -3,11 +3,12 @@
 The image is loaded at DRAM address 0; DRAM is as large as the image or ``--dram-size`` (which
 zero-fills the rest and must not be smaller than the image). Instructions start at the 16-byte
 aligned byte address ``--insn-addr``. fsim runs non-strict unless ``--strict`` (ISA.md §3: a raw
-image runs like the RTL). The final DRAM goes to ``-o``; the last line printed is
+image runs like the RTL). ``--target tsim`` runs the Verilated design (built and cached on
+first use) until finish, error or ``--max-cycles`` (status ``timeout``). The final DRAM goes to ``-o``; the last line printed is
 :meth:`RunResult.summary`; a run that does not end ``ok`` also says why on stderr.
 
 Exit status: 0 when the run ends ``ok``, 1 when it ends ``error``, ``deadlock`` or ``timeout``,
-2 when the command itself is wrong (bad arguments, unreadable image, a target not built yet).
+2 when the command itself is wrong (bad arguments, unreadable image).
 """
 
 import json
@@ -57,14 +58,25 @@ def _run_fsim(cfg, args, dram, trace):
     return sim.run(dram, args.insn_addr, args.insn_count)
 
 
+#: tsim's cycle limit when --max-cycles is not given.
+DEFAULT_MAX_CYCLES = 100_000_000
+
+
+def _run_tsim(cfg, args, dram):
+    import numpy as np
+    from avta.sim.tsim.driver import Tsim
+    buffer = np.frombuffer(dram, dtype=np.uint8)
+    return Tsim(cfg).run(buffer, args.insn_addr, args.insn_count,
+                         max_cycles=args.max_cycles or DEFAULT_MAX_CYCLES)
+
+
 def cmd_exec(args):
     """Handler of ``avta exec``; returns the exit status described in the module docstring."""
     cfg = load_config(args.config)
-    if args.target == "tsim":
-        print("avta exec: --target tsim is not available yet: the Verilator harness arrives "
-              "with issue 5; use --target fsim.", file=sys.stderr)
-        return 2
     _check_args(args)
+    if args.target == "tsim" and args.trace:
+        raise _user_error("--trace on tsim arrives with the trace manager (issue 6); "
+                          "use --target fsim for a trace")
     dram = load_image(args.image, args.dram_size)
 
     trace_file = open(args.trace, "w") if args.trace else None
@@ -73,7 +85,10 @@ def cmd_exec(args):
         if trace_file is not None:
             def trace(event):
                 trace_file.write(json.dumps(event) + "\n")
-        result = _run_fsim(cfg, args, dram, trace)
+        if args.target == "tsim":
+            result = _run_tsim(cfg, args, dram)
+        else:
+            result = _run_fsim(cfg, args, dram, trace)
     finally:
         if trace_file is not None:
             trace_file.close()

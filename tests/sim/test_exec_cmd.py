@@ -121,7 +121,7 @@ def test_trace_file(tiny_cfg, tmp_path, capsys, mode, kinds):
 BAD = [
     (["--insn-addr", "0x108"], "must be a non-negative multiple of 16"),
     (["--dram-size", "0x10"], "smaller than the image"),
-    (["--target", "tsim"], "issue 5"),
+    (["--target", "tsim", "--trace", "t.jsonl"], "issue 6"),
     (["--image", "/nonexistent/image.bin"], "No such file"),
 ]
 

@@ -1,0 +1,131 @@
+"""Errors on tsim end as on fsim (ISA.md §3.5): same code and instruction index for illegal
+instructions, error 9 for an access outside DRAM, and a deadlock reaches the cycle limit."""
+
+import numpy as np
+import pytest
+
+from avta.isa.encoding import codec, finish
+from avta.isa.enums import AluOp, MemType, Opcode
+from avta.isa.insn import AluInsn, GemmInsn, IllegalInsn, MemoryInsn, Uop
+from avta.sim.fsim import Fsim
+from avta.sim.tsim.driver import Tsim
+
+DRAM_BYTES = 1 << 16
+INSN_ADDR = 0x1000
+
+
+def image(cfg, program, uops=()):
+    """DRAM with the micro-ops at 0 and the program at INSN_ADDR."""
+    c = codec(cfg)
+    dram = np.zeros(DRAM_BYTES, dtype=np.uint8)
+    blob = c.encode_uops(uops)
+    dram[:len(blob)] = np.frombuffer(blob, dtype=np.uint8)
+    code = c.encode_program(program)
+    dram[INSN_ADDR:INSN_ADDR + len(code)] = np.frombuffer(code, dtype=np.uint8)
+    return dram
+
+
+def run_both(cfg, program, uops=(), max_cycles=200_000):
+    f_dram, t_dram = image(cfg, program, uops), image(cfg, program, uops)
+    fres = Fsim(cfg).run(f_dram, INSN_ADDR, len(program))
+    tres = Tsim(cfg).run(t_dram, INSN_ADDR, len(program), max_cycles=max_cycles)
+    return fres, tres
+
+
+def load_uop(n=1, **flags):
+    return MemoryInsn(opcode=Opcode.LOAD, memory_type=MemType.UOP, y_size=1, x_size=n,
+                      x_stride=n, **flags)
+
+
+def alu(**kw):
+    return AluInsn(uop_bgn=0, uop_end=1, iter_out=1, iter_in=1, **kw)
+
+
+ILLEGAL = {
+    "opcode 5": [load_uop(), alu(alu_opcode=AluOp.ADD, use_imm=1, imm=1), IllegalInsn(5),
+                 finish()],
+    "alu opcode 7": [load_uop(), alu(alu_opcode=7), finish()],
+    "load memory type OUT": [MemoryInsn(opcode=Opcode.LOAD, memory_type=MemType.OUT, x_size=1,
+                                        y_size=1, x_stride=1), finish()],
+    "pad value 3": [load_uop(), MemoryInsn(opcode=Opcode.LOAD, memory_type=MemType.INP,
+                                           pad_value=3, x_size=1, y_size=1, x_stride=1),
+                    finish()],
+    "store of ACC": [MemoryInsn(opcode=Opcode.STORE, memory_type=MemType.ACC, x_size=1,
+                                y_size=1, x_stride=1), finish()],
+    "token on wrong stage": [load_uop(), MemoryInsn(opcode=Opcode.LOAD,
+                                                    memory_type=MemType.WGT, pop_prev=1),
+                             finish()],
+    "finish with a token": [load_uop(), GemmInsn(opcode=Opcode.FINISH, push_next=1)],
+    "decode error after an execution error": [
+        MemoryInsn(opcode=Opcode.LOAD, memory_type=MemType.UOP, dram_base=1 << 20, y_size=1,
+                   x_size=1, x_stride=1),
+        alu(alu_opcode=7), finish()],
+}
+
+
+@pytest.mark.parametrize("case", list(ILLEGAL))
+def test_illegal_instruction_same_code_and_index(cfg, case):
+    fres, tres = run_both(cfg, ILLEGAL[case], uops=[Uop(0, 0, 0)])
+    assert fres.status == "error"
+    assert (tres.status, tres.error_code, tres.error_insn) == \
+        (fres.status, fres.error_code, fres.error_insn)
+
+
+@pytest.mark.parametrize("mem", [MemType.UOP, MemType.ACC, MemType.INP])
+def test_load_outside_dram_is_error_9(cfg, mem):
+    elem = {MemType.UOP: cfg.uop_elem_bytes, MemType.ACC: cfg.acc_elem_bytes,
+            MemType.INP: cfg.inp_elem_bytes}[mem]
+    program = [MemoryInsn(opcode=Opcode.LOAD, memory_type=mem, dram_base=DRAM_BYTES // elem - 1,
+                          y_size=1, x_size=2, x_stride=2), finish()]
+    fres, tres = run_both(cfg, program)
+    assert (fres.status, fres.error_code) == ("error", 9)
+    assert (tres.status, tres.error_code, tres.error_insn) == \
+        ("error", 9, fres.error_insn)
+
+
+def test_store_outside_dram_is_error_9(cfg):
+    program = [load_uop(), alu(alu_opcode=AluOp.MOV, use_imm=1, imm=3, push_next=1),
+               MemoryInsn(opcode=Opcode.STORE, memory_type=MemType.OUT, pop_prev=1,
+                          dram_base=DRAM_BYTES // cfg.out_elem_bytes, y_size=1, x_size=1,
+                          x_stride=1, push_prev=1),
+               MemoryInsn(opcode=Opcode.LOAD, memory_type=MemType.UOP, pop_next=1),
+               finish()]
+    fres, tres = run_both(cfg, program, uops=[Uop(0, 0, 0)])
+    assert (fres.status, fres.error_code) == ("error", 9)
+    assert (tres.status, tres.error_code, tres.error_insn) == ("error", 9, fres.error_insn)
+
+
+def test_deadlock_ends_at_the_cycle_limit(cfg):
+    # the compute stage waits for a token the load stage never sends
+    program = [MemoryInsn(opcode=Opcode.LOAD, memory_type=MemType.UOP, pop_prev=1), finish()]
+    fres, tres = run_both(cfg, program, max_cycles=5000)
+    assert fres.status == "deadlock"
+    assert tres.status == "timeout"
+
+
+def test_stream_without_finish_times_out(cfg):
+    fres, tres = run_both(cfg, [load_uop()], uops=[Uop(0, 0, 0)], max_cycles=5000)
+    assert fres.status == "deadlock" and tres.status == "timeout"
+
+
+def test_avta_exec_on_tsim_matches_fsim(cfg, tmp_path, capsys):
+    import json
+    from avta.cli import main
+    program = [load_uop(), alu(alu_opcode=AluOp.ADD, use_imm=1, imm=9, push_next=1),
+               MemoryInsn(opcode=Opcode.STORE, memory_type=MemType.OUT, pop_prev=1,
+                          dram_base=0x800 // cfg.out_elem_bytes, y_size=1, x_size=1,
+                          x_stride=1, push_prev=1),
+               MemoryInsn(opcode=Opcode.LOAD, memory_type=MemType.UOP, pop_next=1), finish()]
+    path = tmp_path / "image.bin"
+    path.write_bytes(image(cfg, program, uops=[Uop(0, 0, 0)]).tobytes())
+    outputs = {}
+    for target in ("fsim", "tsim"):
+        out = tmp_path / f"{target}.bin"
+        assert main(["exec", "--config", cfg.name, "--target", target, "--image", str(path),
+                     "--insn-addr", hex(INSN_ADDR), "--insn-count", str(len(program)),
+                     "-o", str(out)]) == 0
+        summary = json.loads(capsys.readouterr().out.splitlines()[-1])
+        assert summary["status"] == "ok" and summary["error_code"] is None
+        outputs[target] = out.read_bytes()
+    assert outputs["fsim"] == outputs["tsim"]
+    assert outputs["tsim"][0x800] == 9
