@@ -162,7 +162,7 @@ class Core(wiring.Component):
                     getattr(ctrl, f"{side}_overflow").eq(tokens[pushed].overflow),
                 ]
 
-        # -- units ---------------------------------------------------------------------------------
+        # -- units --------------------------------------------------------------------------------
         for ctrl, unit in ((stages["ld"], load), (stages["cp"], compute), (stages["st"], store)):
             run.d.comb += [unit.start.eq(ctrl.start), ctrl.done.eq(unit.done),
                            ctrl.err.eq(unit.err)]
@@ -190,7 +190,7 @@ class Core(wiring.Component):
             connect(run, compute.acc_rd_b, rd["acc_b"])
         connect(run, store.out_rd, rd["out"])
 
-        # -- run control and errors -----------------------------------------------------------------
+        # -- run control and errors ---------------------------------------------------------------
         finished = Signal()          # FINISH has executed
         failed = Signal()            # an error is latched in err_code / err_insn
         decode_failed = fetch.error
@@ -227,7 +227,7 @@ class Core(wiring.Component):
             run.d.sync += [running.eq(0), self.finish.eq(~failed & ~decode_failed),
                            self.error.eq(failed | decode_failed)]
 
-        # -- counters (ARCHITECTURE.md): count while the run is in progress ---------------------------
+        # -- counters (ARCHITECTURE.md): count while the run is in progress -----------------------
         counters = self.counters
         with run.If(running):
             run.d.sync += self.cycles.eq(self.cycles + 1)

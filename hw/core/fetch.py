@@ -102,7 +102,7 @@ class Fetch(wiring.Component):
         stopped = Signal()                       # a decode error was found
         count = self.insn_count
 
-        # -- read commands ---------------------------------------------------------------------------
+        # -- read commands ------------------------------------------------------------------------
         fetched = Signal(INDEX_BITS + 1)         # instructions asked for
         head = Signal(INDEX_BITS + 1)            # instructions taken from the ring
         fetch_addr = Signal(ADDR_BITS)
@@ -130,7 +130,7 @@ class Fetch(wiring.Component):
                                    - taken)
         m.d.comb += self.idle.eq(outstanding == 0)
 
-        # -- beats into the ring --------------------------------------------------------------------
+        # -- beats into the ring ------------------------------------------------------------------
         m.submodules.writer = writer = RowWriter(
             elem_bytes=_INSN_BYTES, bus_bytes=bus, unit_bits=8, row_bits=formats.INSN_BITS,
             en_bits=chunks if granularity else 1, addr_bits=log_ring,
@@ -150,7 +150,7 @@ class Fetch(wiring.Component):
         set_valid = Mux(complete, 1 << writer.wr_addr, 0)
         set_err = Mux((writer.wr_en != 0) & beat.err, 1 << writer.wr_addr, 0)
 
-        # -- dispatch -------------------------------------------------------------------------------
+        # -- dispatch -----------------------------------------------------------------------------
         m.submodules.decode = decode = InsnDecode(cfg=cfg)
         d_valid = Signal()
         d_err = Signal()

@@ -24,11 +24,11 @@ from amaranth.utils import exact_log2
 
 from ..mem_client import beat_count_bits
 
-__all__ = ["RowWriter", "beat_layout"]
+__all__ = ["RowWriter", "beat_layout", "ones"]
 
 
 def beat_layout(*, bus_bytes, row_bits, skip_bits):
-    """A beat as the row writer sees it: ``data``, ``beat`` index, ``row`` of element 0, ``skip``."""
+    """A beat as the row writer sees it: ``data``, ``beat``, ``row`` of element 0, ``skip``."""
     return data.StructLayout({"data": bus_bytes * 8, "beat": beat_count_bits(bus_bytes * 8),
                               "row": row_bits, "skip": skip_bits})
 
@@ -115,8 +115,10 @@ class RowWriter(wiring.Component):
             raise ValueError(f"a {self._row_bits}-bit row with {self._en_bits} write enables "
                              f"cannot take {chunk_bits}-bit chunks")
         chunk = beat.beat[:log_chunks] if log_chunks else Const(0, 1)
-        en_mask = Cat(Mux(chunk == i, Const((1 << en_per_chunk) - 1, en_per_chunk), 0) for i in range(chunks)) \
-            if chunks > 1 else Const((1 << self._en_bits) - 1, self._en_bits)
+        if chunks > 1:
+            en_mask = Cat(Mux(chunk == i, ones(en_per_chunk), 0) for i in range(chunks))
+        else:
+            en_mask = ones(self._en_bits)
         m.d.comb += [
             self.beat.ready.eq(1),
             self.wr_addr.eq(beat.row + (beat.beat >> log_chunks)),
@@ -140,7 +142,7 @@ class RowWriter(wiring.Component):
             self.wr_addr.eq(beat.row + x),
             self.wr_data.eq(self._expand(beat.data.word_select(lane, self._elem_bytes * 8),
                                          self._elem_bytes)),
-            self.wr_en.eq(Mux(self.beat.valid & in_range, Const((1 << self._en_bits) - 1, self._en_bits), 0)),
+            self.wr_en.eq(Mux(self.beat.valid & in_range, ones(self._en_bits), 0)),
             self.beat.ready.eq(last),
         ]
         with m.If(self.beat.valid):
@@ -148,6 +150,11 @@ class RowWriter(wiring.Component):
                 m.d.sync += mid.eq(0)
             with m.Else():
                 m.d.sync += [mid.eq(1), lane_reg.eq(lane + 1)]
+
+
+def ones(width):
+    """A ``width``-bit constant of all ones (every write enable of a row)."""
+    return Const((1 << width) - 1, width)
 
 
 def _sext(byte, bits):

@@ -14,7 +14,7 @@ skip. Base registers are expected to be multiples of ``min(E_t, bus bytes)``; lo
 ignored.
 """
 
-from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
@@ -25,7 +25,7 @@ from avta.isa.layout import layouts
 
 from ..mem_client import ADDR_BITS, ReadClientSignature, beat_count_bits
 from .pad_walker import PadWalker
-from .row_writer import RowWriter
+from .row_writer import RowWriter, ones
 from .sram import geometry, write_signature
 
 __all__ = ["TensorLoad", "LOAD_STAGE_TYPES", "COMPUTE_STAGE_TYPES", "count_layout"]
@@ -56,7 +56,7 @@ def _pad_row(cfg, mtype, pad_value):
 
 
 def count_layout():
-    """A byte-counter event: ``bytes`` moved for memory type ``mtype`` (ARCHITECTURE.md counters)."""
+    """A byte-counter event: ``bytes`` moved for memory type ``mtype`` (ARCHITECTURE.md)."""
     return data.StructLayout({"mtype": MemType, "bytes": 32})
 
 
@@ -208,7 +208,7 @@ class TensorLoad(wiring.Component):
                                      port.en.eq(w.wr_en), pad.hold.eq(1)]
                     with m.Elif(pad.wr_valid):
                         m.d.comb += [port.addr.eq(pad.wr_addr), port.data.eq(pad_data),
-                                     port.en.eq(Const((1 << geo.en_bits) - 1, geo.en_bits))]
+                                     port.en.eq(ones(geo.en_bits))]
 
         # -- control --------------------------------------------------------------------------
         with m.FSM(name="load"):

@@ -101,7 +101,7 @@ class TensorStore(wiring.Component):
         with m.If(cmd.valid & cmd.ready):
             m.d.sync += [cmd_y.eq(cmd_y + 1), cmd_addr.eq(cmd_addr + stride_bytes)]
 
-        # -- reader: OUT rows in sequence, into a queue ---------------------------------------------
+        # -- reader: OUT rows in sequence, into a queue -------------------------------------------
         meta = data.StructLayout({"last": 1, "first": 1, "skip": skip_bits})
         m.submodules.queue = queue = fifo.SyncFIFO(
             width=self._geo.row_bits + meta.size, depth=_QUEUE_DEPTH)
@@ -125,7 +125,7 @@ class TensorStore(wiring.Component):
         m.d.comb += [queue.w_en.eq(in_flight), queue.w_data.eq(Cat(self.out_rd.data,
                                                                      issued_meta))]
 
-        # -- packer: rows to beats ------------------------------------------------------------------
+        # -- packer: rows to beats ----------------------------------------------------------------
         head = queue.r_data[:self._geo.row_bits]
         head_meta = data.View(meta, queue.r_data[self._geo.row_bits:])
         beat = self.mem.data
@@ -167,7 +167,7 @@ class TensorStore(wiring.Component):
                     m.d.sync += [acc_data.eq(new_data), acc_strb.eq(new_strb),
                                  lane_reg.eq(lane + 1)]
 
-        # -- responses and completion ---------------------------------------------------------------
+        # -- responses and completion -------------------------------------------------------------
         resp = self.mem.resp
         resp_y = Signal(formats.SIZE_BITS + 1)
         err = Signal()

@@ -40,9 +40,9 @@ def run_unit(cfg, unit, ports, insns, contents, *, timeout=5000):
                 harness.set_rows(ctx, pad, [int.from_bytes(r.tobytes(), "little") for r in rows])
         for insn in insns:
             for name, value in insn.field_values().items():
-                if name == "opcode" or not hasattr(unit.insn, name):
-                    continue
-                ctx.set(getattr(unit.insn, name), value & ((1 << len(getattr(unit.insn, name))) - 1))
+                field = getattr(unit.insn, name, None)
+                if field is not None:
+                    ctx.set(field, value & ((1 << len(field)) - 1))   # imm is signed
             ctx.set(unit.start, 1)
             await ctx.tick()
             ctx.set(unit.start, 0)
@@ -70,9 +70,9 @@ def fsim_pads(cfg, contents):
 
 def assert_rows_equal(cfg, pad, got_rows, want, what=""):
     row_bytes = getattr(cfg, pad).row_bytes
+    lane = "<i4" if pad == "acc" else np.int8
     for i, value in enumerate(got_rows):
-        if value.to_bytes(row_bytes, "little") != want[i].tobytes():
-            raise AssertionError(
-                f"{pad} row {i} differs {what}: RTL "
-                f"{np.frombuffer(value.to_bytes(row_bytes, 'little'), np.int8 if pad != 'acc' else '<i4')}"
-                f" fsim {want[i].view(np.int8 if pad != 'acc' else '<i4')}")
+        raw = value.to_bytes(row_bytes, "little")
+        if raw != want[i].tobytes():
+            raise AssertionError(f"{pad} row {i} differs {what}: RTL "
+                                 f"{np.frombuffer(raw, lane)} fsim {want[i].view(lane)}")

@@ -41,7 +41,8 @@ def test_every_op(name, ports, op):
     cfg = config(name, ports)
     rng = random.Random(f"{name}{ports}{op}")
     uops = [Uop(rng.randrange(6), rng.randrange(6), 0) for _ in range(5)]
-    imm = {AluOp.SHR: rng.choice([-5, 3, 31, -32]), AluOp.CLP: 100}.get(op, rng.randrange(-200, 200))
+    imm = {AluOp.SHR: rng.choice([-5, 3, 31, -32]), AluOp.CLP: 100}.get(
+        op, rng.randrange(-200, 200))
     insns = [
         AluInsn(alu_opcode=op, use_imm=1, imm=imm, uop_bgn=0, uop_end=3, iter_out=2,
                 iter_in=2, dst_factor_out=1, src_factor_in=2),

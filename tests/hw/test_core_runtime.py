@@ -45,8 +45,8 @@ class ComparingBackend(CoreSimBackend):
         for name in BYTE_COUNTERS + STEP_COUNTERS:
             assert got.counters[name] == want.counters[name], name
         diff = np.flatnonzero(self.dram != ref)
-        assert diff.size == 0, (f"DRAM differs at {diff.size} bytes, first at "
-                                f"0x{int(diff[0]):x}: core {self.dram[diff[:8]]} fsim {ref[diff[:8]]}")
+        assert diff.size == 0, (f"DRAM differs at {diff.size} bytes, first at 0x{int(diff[0]):x}:"
+                                f" core {self.dram[diff[:8]]} fsim {ref[diff[:8]]}")
         self.runs.append(got)
         return got
 
