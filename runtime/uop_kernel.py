@@ -17,14 +17,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from avta.isa.formats import ITER_BITS
 from avta.isa.insn import Uop
 
 __all__ = ["Loop", "UopKernel", "KernelRecorder", "UopCache", "Placement", "KernelError",
            "ITER_BITS"]
-
-#: Width of ``iter_out`` and ``iter_in`` (ISA.md §2).
-ITER_BITS = 14
-
 
 class KernelError(ValueError):
     """A kernel that cannot run on this configuration (a bad loop, index or size)."""

@@ -239,7 +239,7 @@ def conv2d(device, x, w, bias=None, *, stride=1, pad=0, requant=Requant(), threa
                         w.shape[3], pad, stride)
     if w.shape[1] != shape.cin:
         raise ValueError(f"weights have {w.shape[1]} input channels, the input has {shape.cin}")
-    shape.check(cfg, 15)
+    shape.check(cfg)
     temps = [device.upload(pack_nchw(np.asarray(x, np.int8), cfg.batch, cfg.block_in),
                            mem=MemType.INP),
              device.upload(pack_oihw(np.asarray(w, np.int8), cfg.block_out, cfg.block_in),

@@ -18,7 +18,12 @@ Scratchpad regions (rows):
 import math
 from dataclasses import dataclass
 
-__all__ = ["Conv2dShape", "Conv2dTiling", "plan_conv2d", "PlanError"]
+from avta.isa.formats import PAD_BITS
+
+__all__ = ["Conv2dShape", "Conv2dTiling", "plan_conv2d", "PlanError", "MAX_PAD"]
+
+#: The largest padding a LOAD adds on one side (its PAD_BITS-bit pad fields, ISA.md §2).
+MAX_PAD = (1 << PAD_BITS) - 1
 
 
 class PlanError(ValueError):
@@ -51,7 +56,7 @@ class Conv2dShape:
     def macs(self):
         return self.n * self.cout * self.oh * self.ow * self.cin * self.kh * self.kw
 
-    def check(self, cfg, pad_limit):
+    def check(self, cfg, pad_limit=MAX_PAD):
         """Raise :class:`PlanError` unless the layer maps onto ``cfg``'s blocks."""
         for what, value, block, key in (("batch n", self.n, cfg.batch, "BATCH"),
                                         ("cin", self.cin, cfg.block_in, "BLOCK_IN"),
@@ -145,7 +150,7 @@ def _cost(cfg, shape, t):
             + insns * INSN_COST_BYTES)
 
 
-def plan_conv2d(cfg, shape, *, threads=2, bias=False, pad_limit=15):
+def plan_conv2d(cfg, shape, *, threads=2, bias=False, pad_limit=MAX_PAD):
     """The cheapest :class:`Conv2dTiling` of ``shape`` on ``cfg`` (bytes moved plus a cost per
     instruction); raises :class:`PlanError` when none fits."""
     shape.check(cfg, pad_limit)

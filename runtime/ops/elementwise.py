@@ -18,10 +18,12 @@ from ..pipeline import Pipeline
 from ..stream import StreamBuilder
 from ..uop_kernel import Loop, UopKernel
 
-__all__ = ["elementwise", "emit_readback", "combine_planes", "BYTES"]
+__all__ = ["elementwise", "emit_readback", "combine_planes", "lane_bytes"]
 
-#: Bytes of an ACC lane (ISA.md §1: LOG_ACC_WIDTH is 5).
-BYTES = 4
+
+def lane_bytes(cfg):
+    """Bytes of one ACC lane (ISA.md §1: 2^LOG_ACC_WIDTH bits): the byte planes read back."""
+    return cfg.acc_width // 8
 
 
 def _rows_kernel(dst, src, n):
@@ -29,16 +31,18 @@ def _rows_kernel(dst, src, n):
 
 
 def emit_readback(builder, *, src, rows, scratch, planes):
-    """ALU copies of ACC rows ``[src, src + rows)`` shifted right by 0, 8, 16 and 24 into
-    ``BYTES`` scratch regions from ACC row ``scratch``, then STOREs to the OUT element addresses
-    ``planes[k]``; the tokens around it are the caller's (compute → store)."""
-    for k in range(BYTES):
+    """ALU copies of ACC rows ``[src, src + rows)`` shifted right by 0, 8, 16, … into one scratch
+    region per lane byte from ACC row ``scratch``; the list of ``(OUT row, DRAM element)`` STOREs
+    that write them to the OUT element addresses ``planes[k]`` (the caller emits them, with the
+    compute → store tokens)."""
+    n = lane_bytes(builder.cfg)
+    for k in range(n):
         builder.alu(_rows_kernel(scratch + k * rows, src, rows), AluOp.SHR, imm=8 * k)
-    return [(scratch + k * rows, planes[k]) for k in range(BYTES)]
+    return [(scratch + k * rows, planes[k]) for k in range(n)]
 
 
 def combine_planes(planes):
-    """int32 values from the ``BYTES`` int8 planes of :func:`emit_readback` (low byte first)."""
+    """int32 values from the int8 byte planes of :func:`emit_readback` (low byte first)."""
     value = np.zeros(np.shape(planes[0]), dtype=np.uint32)
     for k, plane in enumerate(planes):
         value |= np.asarray(plane).view(np.uint8).astype(np.uint32) << np.uint32(8 * k)
@@ -66,7 +70,8 @@ def elementwise(device, a, steps, b=None, *, a_8bit=False, threads=2, tile_rows=
     n = a_rows.shape[0]
     uses_b = any(operand == "b" for _, operand in steps)
     b_rows = _pack_rows(cfg, b, np.int32) if uses_b else None
-    per_tile = 1 + uses_b + BYTES                       # a (result), b, four byte planes
+    nbytes = lane_bytes(cfg)
+    per_tile = 1 + uses_b + nbytes                      # a (result), b, the byte planes
     if tile_rows is None:
         tile_rows = min(n, cfg.acc_depth // (threads * per_tile))
     if tile_rows < 1 or threads * per_tile * tile_rows > cfg.acc_depth:
@@ -76,7 +81,7 @@ def elementwise(device, a, steps, b=None, *, a_8bit=False, threads=2, tile_rows=
     temps = [device.upload(a_rows, mem=a_mem)]
     if uses_b:
         temps.append(device.upload(b_rows, mem=MemType.ACC))
-    planes = device.alloc(BYTES * n * cfg.out_elem_bytes, mem=MemType.OUT)
+    planes = device.alloc(nbytes * n * cfg.out_elem_bytes, mem=MemType.OUT)
     temps.append(planes)
     try:
         a_elem = temps[0].elem(cfg, a_mem)
@@ -99,7 +104,7 @@ def elementwise(device, a, steps, b=None, *, a_8bit=False, threads=2, tile_rows=
                 else:
                     builder.alu(_rows_kernel(r_row, r_row, rows), op, imm=operand)
             stores = emit_readback(builder, src=r_row, rows=rows, scratch=scratch,
-                                   planes=[out_elem + k * n + start for k in range(BYTES)])
+                                   planes=[out_elem + k * n + start for k in range(nbytes)])
             pipe.end_tile()
             pending.append((stores, rows))
             last = start + rows >= n
@@ -113,7 +118,7 @@ def elementwise(device, a, steps, b=None, *, a_8bit=False, threads=2, tile_rows=
                 pipe.end_store()
         program = builder.finish()
         device.run(program)
-        raw = device.read(planes, np.int8).reshape(BYTES, n, -1)
+        raw = device.read(planes, np.int8).reshape(nbytes, n, -1)
     finally:
         for buf in temps:
             device.free(buf)

@@ -11,11 +11,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from avta.isa.enums import AluOp
+from avta.isa.formats import IMM_BITS
 
 __all__ = ["Requant", "IMM_MIN", "IMM_MAX", "SHIFT_MIN", "SHIFT_MAX"]
 
-#: The ALU immediate is a signed 16-bit field (ISA.md §2).
-IMM_MIN, IMM_MAX = -(1 << 15), (1 << 15) - 1
+#: The ALU immediate is a signed IMM_BITS-bit field (ISA.md §2).
+IMM_MIN, IMM_MAX = -(1 << (IMM_BITS - 1)), (1 << (IMM_BITS - 1)) - 1
 #: SHR takes B[5:0] as a signed 6-bit amount (ISA.md §3.4).
 SHIFT_MIN, SHIFT_MAX = -32, 31
 
@@ -45,7 +46,7 @@ class Requant:
             lo, hi = self.clip
             if not IMM_MIN <= lo <= hi <= IMM_MAX:
                 raise ValueError(f"clip bounds {self.clip} must satisfy {IMM_MIN} <= lo <= hi <= "
-                                 f"{IMM_MAX} (16-bit ALU immediates)")
+                                 f"{IMM_MAX} ({IMM_BITS}-bit ALU immediates)")
             if self.use_clp and lo != -hi:
                 raise ValueError(f"CLP clips to [-b, b]; clip {self.clip} is not symmetric, use "
                                  f"MIN/MAX (use_clp=False)")

@@ -15,16 +15,13 @@ from avta.isa.enums import MemType, PadValue
 
 from ..pipeline import Pipeline
 from ..uop_kernel import Loop
+from .conv_plan import MAX_PAD, PlanError
 
 __all__ = ["WindowShape", "WindowTiling", "window_tiling", "plan_window", "WindowEmitter",
            "PlanError"]
 
 #: Cost of one instruction in the tiling score, in bytes moved (as for conv2d).
 INSN_COST_BYTES = 256
-
-
-class PlanError(ValueError):
-    """No tile of the layer fits the configuration."""
 
 
 @dataclass(frozen=True)
@@ -50,9 +47,9 @@ class WindowShape:
         if self.n % cfg.batch or self.c % cfg.block_out:
             raise PlanError(f"n = {self.n} and c = {self.c} must be multiples of BATCH = "
                             f"{cfg.batch} and BLOCK_OUT = {cfg.block_out} on {cfg.name!r}")
-        if not 0 <= self.pad < self.k or self.pad > 15 or self.stride < 1 or self.oh < 1 \
+        if not 0 <= self.pad < self.k or self.pad > MAX_PAD or self.stride < 1 or self.oh < 1 \
                 or self.ow < 1:
-            raise PlanError(f"unsupported window {self} (needs 0 <= pad < k, pad <= 15, "
+            raise PlanError(f"unsupported window {self} (needs 0 <= pad < k, pad <= {MAX_PAD}, "
                             f"stride >= 1, a non-empty output)")
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from avta.isa.enums import AluOp, MemType, PadValue, Stage
-from avta.runtime.ops.elementwise import BYTES, combine_planes, elementwise, emit_readback
+from avta.runtime.ops.elementwise import combine_planes, elementwise, emit_readback, lane_bytes
 from avta.runtime.stream import StreamBuilder
 from avta.runtime.uop_kernel import Loop, UopKernel
 
@@ -94,7 +94,7 @@ def test_imm_reads_src_not_dst(default_cfg, rng):
     dev = fsim_device(cfg)
     a = rand32(rng, (2, lanes(cfg)))
     buf = dev.upload(a, mem=MemType.ACC)
-    planes = dev.alloc(BYTES * cfg.out_elem_bytes, mem=MemType.OUT)
+    planes = dev.alloc(lane_bytes(cfg) * cfg.out_elem_bytes, mem=MemType.OUT)
     b = StreamBuilder(cfg)
     b.load(MemType.ACC, sram=0, dram=buf.elem(cfg, MemType.ACC), x_size=2)
     b.alu(UopKernel([(1, 0)]), AluOp.ADD, imm=7)        # ACC[1] = ACC[0] + 7
@@ -137,7 +137,7 @@ def run_readback(dev, builder, *, src, rows, planes, scratch=None):
     scratch = src + rows if scratch is None else scratch
     out = planes.elem(cfg, MemType.OUT)
     stores = emit_readback(builder, src=src, rows=rows, scratch=scratch,
-                           planes=[out + k * rows for k in range(BYTES)])
+                           planes=[out + k * rows for k in range(lane_bytes(cfg))])
     builder.dep_push(C, S)
     builder.dep_pop(C, S)
     for sram, dram in stores:
@@ -146,8 +146,8 @@ def run_readback(dev, builder, *, src, rows, planes, scratch=None):
 
 
 def read_planes(dev, planes, rows, cfg):
-    raw = dev.read(planes, np.int8)[:BYTES * rows * cfg.out_elem_bytes]
-    return combine_planes(list(raw.reshape(BYTES, rows, -1)))
+    raw = dev.read(planes, np.int8)[:lane_bytes(cfg) * rows * cfg.out_elem_bytes]
+    return combine_planes(list(raw.reshape(lane_bytes(cfg), rows, -1)))
 
 
 def test_save_load_out(cfg, rng):
@@ -186,7 +186,7 @@ def test_padded_acc_load(cfg, rng, pads, pad_value, mem):
         data = data.astype(np.int8)
     buf = dev.upload(data, mem=mem)
     rows = (ys + y0 + y1) * (xs + x0 + x1)
-    planes = dev.alloc(BYTES * rows * cfg.out_elem_bytes, mem=MemType.OUT)
+    planes = dev.alloc(lane_bytes(cfg) * rows * cfg.out_elem_bytes, mem=MemType.OUT)
     b = StreamBuilder(cfg)
     b.load(mem, sram=0, dram=buf.elem(cfg, mem), y_size=ys, x_size=xs, x_stride=stride,
            y_pad=(y0, y1), x_pad=(x0, x1), pad_value=pad_value)
@@ -215,7 +215,7 @@ def test_padded_gemm_operand(cfg, rng, pads, pad_value, mem):
                  (cfg.batch, cfg.block_in))
     other_mem = MemType.WGT if mem == MemType.INP else MemType.INP
     buf, obuf = dev.upload(data, mem=mem), dev.upload(other, mem=other_mem)
-    planes = dev.alloc(BYTES * rows * cfg.out_elem_bytes, mem=MemType.OUT)
+    planes = dev.alloc(lane_bytes(cfg) * rows * cfg.out_elem_bytes, mem=MemType.OUT)
     b = StreamBuilder(cfg)
     b.load(mem, sram=0, dram=buf.elem(cfg, mem), y_size=ys, x_size=xs, x_stride=stride,
            y_pad=(y0, y1), x_pad=(x0, x1), pad_value=pad_value)
