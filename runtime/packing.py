@@ -3,44 +3,16 @@
 A DRAM element is a byte copy of a scratchpad row: INP ``[b][k]`` int8, WGT ``[o][k]`` int8,
 ACC ``[b][o]`` int32, OUT ``[b][o]`` int8. Tensors are blocked so that one element is one row:
 
-* matrices: ``A[M, K]`` → ``(M/BATCH, K/BLOCK_IN, BATCH, BLOCK_IN)``; weights ``W[N, K]`` →
-  ``(N/BLOCK_OUT, K/BLOCK_IN, BLOCK_OUT, BLOCK_IN)``; results ``C[M, N]`` →
-  ``(M/BATCH, N/BLOCK_OUT, BATCH, BLOCK_OUT)``;
 * feature maps (upstream's NCHWnc): ``x[N, C, H, W]`` → ``(N/BATCH, C/BLOCK, H, W, BATCH,
-  BLOCK)`` with BLOCK = BLOCK_IN for inputs and BLOCK_OUT for outputs;
+  BLOCK)`` with BLOCK = BLOCK_IN for GEMM inputs (INP elements) and BLOCK_OUT for outputs (OUT
+  elements) and for the inputs of the ACC-only operators (ACC_8BIT elements);
 * kernels (OIHWoi): ``w[O, I, KH, KW]`` → ``(O/BLOCK_OUT, I/BLOCK_IN, KH, KW, BLOCK_OUT,
-  BLOCK_IN)``.
+  BLOCK_IN)`` (WGT elements, output-channel major).
 """
 
 import numpy as np
 
-__all__ = ["pack_matrix", "unpack_matrix", "pack_weights", "pack_nchw", "unpack_nchw",
-           "pack_oihw", "check_multiple"]
-
-
-def check_multiple(what, value, block, key):
-    if value % block:
-        raise ValueError(f"{what} = {value} is not a multiple of {key} = {block}; pad the tensor "
-                         f"to a multiple of the configuration's block")
-
-
-def pack_matrix(a, rows, cols):
-    """``a[M, K]`` as ``(M/rows, K/cols, rows, cols)`` blocks."""
-    m, k = a.shape
-    return np.ascontiguousarray(a.reshape(m // rows, rows, k // cols, cols).transpose(0, 2, 1, 3))
-
-
-def unpack_matrix(blocks):
-    """Inverse of :func:`pack_matrix`."""
-    mb, kb, rows, cols = blocks.shape
-    return blocks.transpose(0, 2, 1, 3).reshape(mb * rows, kb * cols)
-
-
-def pack_weights(cfg, w):
-    """``w[N, K]`` (output-channel major, as WGT rows ``[o][k]``) in WGT elements."""
-    check_multiple("weight rows N", w.shape[0], cfg.block_out, "BLOCK_OUT")
-    check_multiple("weight columns K", w.shape[1], cfg.block_in, "BLOCK_IN")
-    return pack_matrix(w, cfg.block_out, cfg.block_in)
+__all__ = ["pack_nchw", "unpack_nchw", "pack_oihw"]
 
 
 def pack_nchw(x, batch, block):

@@ -1,0 +1,21 @@
+"""Blocked layouts: one DRAM element per scratchpad row, in the row order of ISA.md §3."""
+
+import numpy as np
+
+from avta.runtime.packing import pack_nchw, pack_oihw, unpack_nchw
+
+
+def test_nchw_element_is_a_row():
+    x = np.arange(2 * 6 * 3 * 4).reshape(2, 6, 3, 4)
+    p = pack_nchw(x, 2, 3)
+    assert p.shape == (1, 2, 3, 4, 2, 3)
+    # Element (nb, cb, h, w) holds x[nb·2 + b, cb·3 + k, h, w] at [b][k].
+    assert p[0, 1, 2, 3, 1, 2] == x[1, 5, 2, 3]
+    np.testing.assert_array_equal(unpack_nchw(p), x)
+
+
+def test_oihw_rows_are_output_major():
+    w = np.arange(4 * 6 * 3 * 3).reshape(4, 6, 3, 3)
+    p = pack_oihw(w, 2, 3)
+    assert p.shape == (2, 2, 3, 3, 2, 3)
+    assert p[1, 0, 2, 1, 1, 2] == w[3, 2, 2, 1]      # [o][k] = w[ob·2 + o, ib·3 + k]
