@@ -21,17 +21,19 @@ def cache_root():
     return Path(os.environ.get("AVTA_CACHE", Path.home() / ".cache" / "avta"))
 
 
-def run_cocotb(component, *, top, test_module, test_dir, build_args=(), extra_env=None,
-               testcase=None):
-    """Convert ``component`` to Verilog, build it with Verilator (cached) and run cocotb tests.
+def run_cocotb(component, *, top, test_module, test_dir=None, build_args=(), extra_env=None,
+               testcase=None, verilog=None):
+    """Convert ``component`` to Verilog (or take ``verilog`` text), build it with Verilator
+    (cached) and run cocotb tests.
 
-    ``test_module`` is the module name of the cocotb tests, found in ``test_dir``. Under pytest,
-    a failing cocotb test makes this raise, so the calling pytest test fails.
+    ``test_module`` is the module name of the cocotb tests, importable as is or found in
+    ``test_dir``. Under pytest, a failing cocotb test makes this raise, so the calling pytest
+    test fails; elsewhere it returns the path of cocotb's results XML.
     """
     verilator_env()
     from cocotb_tools.runner import get_runner
 
-    text = to_verilog(component, name=top)
+    text = verilog if verilog is not None else to_verilog(component, name=top)
     args = list(build_args)
     digest = hashlib.sha256((text + "\0" + " ".join(args)).encode()).hexdigest()[:16]
     build_dir = cache_root() / "cocotb" / f"{top}-{digest}"
@@ -43,9 +45,10 @@ def run_cocotb(component, *, top, test_module, test_dir, build_args=(), extra_en
     runner = get_runner("verilator")
     runner.build(sources=[source], hdl_toplevel=top, build_dir=build_dir,
                  timescale=("1ns", "1ps"), build_args=args, waves=waves, always=False)
-    test_dir = str(Path(test_dir).resolve())
-    if test_dir not in sys.path:
-        sys.path.insert(0, test_dir)
+    if test_dir is not None:
+        test_dir = str(Path(test_dir).resolve())
+        if test_dir not in sys.path:
+            sys.path.insert(0, test_dir)
     return runner.test(hdl_toplevel=top, test_module=test_module, build_dir=build_dir,
                        test_dir=build_dir, waves=waves, extra_env=extra_env or {},
                        testcase=testcase)

