@@ -11,24 +11,22 @@ same convolution and requantization in plain NCHW (``avta.runtime.ops.reference`
 """
 
 import time
-from pathlib import Path
 
 import numpy as np
-import yaml
 
 from avta.isa.config import load_config
 from avta.isa.registers import COUNTER_NAMES
 
-__all__ = ["BENCHMARKS", "cmd_bench", "bench_conv2d_layer", "RESNET18"]
+__all__ = ["BENCHMARKS", "cmd_bench", "bench_conv2d_layer"]
 
 #: The ResNet-18 layer table of the project's workloads.
-RESNET18 = Path("/work/shared/workloads/resnet18.yaml")
 REPEATS = 3
 SEED = 0xDEADB
 
 
 def _layers():
-    return {layer["name"]: layer for layer in yaml.safe_load(RESNET18.read_text())["layers"]}
+    from avta.runtime.workloads import resnet18_layers
+    return resnet18_layers()
 
 
 def _best(fn, repeats=REPEATS):
@@ -133,10 +131,26 @@ def fsim_resnet18(cfg):
 
 
 #: name → (description, function(cfg) → exit status).
+def _tsim_gemm(cfg):
+    from .bench_tsim import tsim_gemm
+    figures = tsim_gemm(cfg)
+    return 0 if figures.get("identical", True) else 1
+
+
+def _load_utilization(cfg):
+    from .bench_tsim import load_utilization
+    load_utilization()
+    return 0
+
+
 BENCHMARKS = {
     "fsim-conv2d": ("ResNet-18 C2 on fsim: wall time against a numpy reference, and counters",
                     fsim_conv2d),
     "fsim-resnet18": ("every ResNet-18 layer C2..C11 on fsim against numpy", fsim_resnet18),
+    "tsim-gemm": ("a GEMM-heavy program on tsim and through cocotb: cycles, simulated "
+                  "cycles/s, speed ratio", _tsim_gemm),
+    "load-utilization": ("a long LOAD on tsim at AXI 64 (default) and 256 (wide): bus bytes "
+                         "per cycle over bus width", _load_utilization),
 }
 
 

@@ -4,7 +4,6 @@ import itertools
 
 import numpy as np
 import pytest
-import yaml
 
 from avta.isa.config import load_config
 from avta.runtime.ops.conv2d import Conv2dBuffers, build_conv2d, conv2d
@@ -13,10 +12,11 @@ from avta.runtime.ops.reference import conv2d_ref
 from avta.runtime.ops.requant import Requant
 from avta.isa.legality import check_program
 
+from avta.runtime.workloads import resnet18_layers
+
 from runtime_harness import fsim_device, int8
 
-RESNET = {layer["name"]: layer for layer in
-          yaml.safe_load(open("/work/shared/workloads/resnet18.yaml"))["layers"]}
+RESNET = resnet18_layers()
 
 # (n blocks, cin blocks, h, w, cout blocks, k, pad, stride)
 SMALL = [(1, 3, 6, 7, 3, 3, 1, 1), (2, 2, 9, 9, 3, 3, 1, 2), (1, 2, 5, 5, 1, 1, 0, 2),
