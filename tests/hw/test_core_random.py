@@ -110,6 +110,12 @@ def test_random_program_two_acc_read_ports():
     _run(load_config("tiny").replace(acc_read_ports=2), 11)
 
 
+@pytest.mark.parametrize("bus,log_uop_width", [(128, 6), (512, 5)])
+def test_random_program_wide_bus(bus, log_uop_width):
+    """Several rows per beat on loads, stores and fetch; 64-bit micro-ops."""
+    _run(load_config("tiny").replace(axi_data_bits=bus, log_uop_width=log_uop_width), 21)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("config,ports", [("tiny", 1), ("tiny", 2), ("batch2", 1), ("rect", 2)])
 def test_random_programs_many(config, ports):
