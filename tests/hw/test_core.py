@@ -167,3 +167,40 @@ def test_stream_without_finish_times_out():
     prog = [load(cfg, MemType.INP, INP, 0, 1)]
     got = run_core(cfg, image(cfg, prog), INSN, 1, max_cycles=300)
     assert got.status == "timeout"
+
+
+def test_launch_while_busy_is_ignored():
+    from avta.hw.core.core import Core
+    from avta.hw.sim.bench import run_sim, wait_until
+    from avta.hw.sim.dram import DramModel
+
+    cfg = load_config("tiny")
+    prog, uops = matmul_program(cfg)
+    dram = image(cfg, prog, uops)
+    ref = np.frombuffer(bytes(dram), dtype=np.uint8).copy()
+    want = Fsim(cfg).run(ref, INSN, len(prog))
+    core = Core(cfg=cfg, queue_depth=8)
+    model = DramModel(dram, data_bits=cfg.axi_data_bits)
+    for name in ("fetch_mem", "ld_mem", "cp_mem"):
+        model.add_read_client(getattr(core, name), name)
+    model.add_write_client(core.st_mem)
+    seen = {}
+
+    async def bench(ctx):
+        ctx.set(core.insn_addr, INSN)
+        ctx.set(core.insn_count, len(prog))
+        ctx.set(core.launch, 1)
+        await ctx.tick()
+        ctx.set(core.launch, 0)
+        await ctx.tick().repeat(12)
+        ctx.set(core.launch, 1)            # while busy: no effect
+        await ctx.tick()
+        ctx.set(core.launch, 0)
+        await wait_until(ctx, ~core.busy, timeout=2000, what="end of run")
+        seen.update(finish=ctx.get(core.finish), error=ctx.get(core.error),
+                    steps=ctx.get(core.counters.gemm_steps), cycles=ctx.get(core.cycles))
+
+    run_sim(core, bench, background=[model.run])
+    assert (seen["finish"], seen["error"]) == (1, 0)
+    assert seen["steps"] == want.counters["GEMM_STEPS"] and seen["cycles"] > 13
+    assert bytes(dram) == ref.tobytes()

@@ -38,14 +38,14 @@ def random_program(rng, n):
 
 
 def run_fetch(cfg, insns, *, raws=None, scan_after=None, seed=0, stall=0.3, ready=0.5,
-              dram_bytes=None):
+              dram_bytes=None, insn_addr=INSN_ADDR):
     c = codec(cfg)
     blob = b"".join(c.encode_bytes(i) for i in insns) if raws is None else b"".join(
         r.to_bytes(16, "little") for r in raws)
     count = len(blob) // 16
-    size = dram_bytes if dram_bytes is not None else INSN_ADDR + len(blob) + 64
+    size = dram_bytes if dram_bytes is not None else insn_addr + len(blob) + 64
     dram = bytearray(size)
-    dram[INSN_ADDR:INSN_ADDR + len(blob)] = blob[:max(0, size - INSN_ADDR)]
+    dram[insn_addr:insn_addr + len(blob)] = blob[:max(0, size - insn_addr)]
     dut = Fetch(cfg=cfg, ring=8, burst=3)
     model = DramModel(dram, data_bits=cfg.axi_data_bits, seed=seed, latency=(0, 8),
                       stall=stall, reorder=True)
@@ -56,7 +56,7 @@ def run_fetch(cfg, insns, *, raws=None, scan_after=None, seed=0, stall=0.3, read
     result = {}
 
     async def bench(ctx):
-        ctx.set(dut.insn_addr, INSN_ADDR)
+        ctx.set(dut.insn_addr, insn_addr)
         ctx.set(dut.insn_count, count)
         ctx.set(dut.start, 1)
         await ctx.tick()
@@ -96,11 +96,13 @@ def expected(cfg, blob, upto):
     return want
 
 
+@pytest.mark.parametrize("insn_addr", [INSN_ADDR, INSN_ADDR + 0x30])
 @pytest.mark.parametrize("bus", [64, 128, 256, 512])
-def test_dispatch_in_order(bus):
+def test_dispatch_in_order(bus, insn_addr):
+    """Also from an address that is not bus-aligned (the first beat starts mid-way)."""
     cfg = load_config("tiny").replace(axi_data_bits=bus)
     insns = random_program(random.Random(bus), 23)
-    got, result, blob = run_fetch(cfg, insns, seed=bus)
+    got, result, blob = run_fetch(cfg, insns, seed=bus, insn_addr=insn_addr)
     assert not result["error"] and result["idle"]
     assert got == expected(cfg, blob, len(insns))
 
