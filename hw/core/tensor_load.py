@@ -126,11 +126,13 @@ class TensorLoad(wiring.Component):
         # Per-type constants, selected by the (stable) instruction's memory type.
         log_elem = Signal(range(32))
         base = Signal(ADDR_BITS)
+        narrow = Signal()                         # an element spans whole beats
         for t in self._types:
             with m.If(mtype == t):
                 key = "acc" if t == MemType.ACC_8BIT else _PAD_OF[t]
                 m.d.comb += [log_elem.eq(exact_log2(_elem_bytes(cfg, t))),
-                             base.eq(getattr(self, f"{key}_base"))]
+                             base.eq(getattr(self, f"{key}_base")),
+                             narrow.eq(_elem_bytes(cfg, t) >= bus)]
 
         # -- row commands ---------------------------------------------------------------------
         width = Signal(formats.SIZE_BITS + 1)
@@ -140,13 +142,17 @@ class TensorLoad(wiring.Component):
         dest = Signal(formats.SRAM_ADDR_BITS)     # scratchpad row of its element 0
         row_bytes = Signal(formats.SIZE_BITS + 16)
         m.d.comb += row_bytes.eq(insn.x_size << log_elem)
-        offset = addr[:log_bus]
+        # Elements narrower than the bus: the lanes before the row's first element are skipped.
+        # The beat count follows from the skip, so that base bits below the element size (not
+        # supported, module docstring) cannot add a beat that no row writer expects.
+        skip = Signal(self._skip_bits)
+        m.d.comb += skip.eq(Mux(narrow, 0, addr[:log_bus] >> log_elem))
         cmd = self.mem.cmd
         m.d.comb += [
             cmd.payload.addr.eq(addr & ~(bus - 1)),
-            cmd.payload.beats.eq((offset + row_bytes + bus - 1) >> log_bus),
+            cmd.payload.beats.eq(((skip << log_elem) + row_bytes + bus - 1) >> log_bus),
             cmd.payload.tag.row.eq(dest),
-            cmd.payload.tag.skip.eq(offset >> log_elem),
+            cmd.payload.tag.skip.eq(skip),
             self.count.mtype.eq(mtype),
             self.count.bytes.eq(row_bytes),
             self.count_valid.eq(cmd.valid & cmd.ready),

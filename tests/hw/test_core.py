@@ -204,3 +204,14 @@ def test_launch_while_busy_is_ignored():
     assert (seen["finish"], seen["error"]) == (1, 0)
     assert seen["steps"] == want.counters["GEMM_STEPS"] and seen["cycles"] > 13
     assert bytes(dram) == ref.tobytes()
+
+
+def test_unaligned_base_registers_do_not_hang():
+    """Base bits below min(element, bus) bytes are ignored (a documented restriction of the RTL);
+    such a run must still end normally."""
+    cfg = load_config("tiny")
+    prog, uops = matmul_program(cfg)
+    dram = image(cfg, prog, uops)
+    got = run_core(cfg, dram, INSN, len(prog),
+                   bases={"UOP": 1, "INP": 3, "WGT": 13, "ACC": 6, "OUT": 7})
+    assert got.status == "ok"
