@@ -1,31 +1,12 @@
-"""Fixtures of the tsim tests: devices on both targets for the same configuration."""
+"""Fixtures of the tsim tests."""
 
-import numpy as np
 import pytest
 
 from avta.isa.config import load_config
-from avta.runtime.device import Device
-from avta.sim.tsim.backend import TsimBackend
-from avta.sim.tsim.driver import MemoryKnobs
 
-#: The configurations tsim runs on in the default test run (issue 5): small, and upstream's.
-TSIM_CONFIGS = ("tiny", "default")
-DRAM_BYTES = 1 << 20
-
-
-def tsim_device(cfg, knobs=MemoryKnobs()):
-    return Device(cfg, TsimBackend(cfg, dram_size=DRAM_BYTES, knobs=knobs))
-
-
-def fsim_device(cfg):
-    return Device.fsim(cfg, dram_size=DRAM_BYTES)
+from tsim_harness import TSIM_CONFIGS
 
 
 @pytest.fixture(params=TSIM_CONFIGS)
 def cfg(request):
     return load_config(request.param)
-
-
-@pytest.fixture
-def rng():
-    return np.random.default_rng(0x5EED)

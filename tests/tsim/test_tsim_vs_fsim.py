@@ -19,7 +19,7 @@ from avta.runtime.ops.pool import max_pool2d
 from avta.runtime.ops.requant import Requant
 from avta.sim.tsim.driver import MemoryKnobs
 
-from conftest import fsim_device, tsim_device
+from tsim_harness import fsim_device, tsim_device
 
 
 def _i8(rng, shape):

@@ -1,0 +1,17 @@
+"""Helpers of the tsim tests: devices on both targets for one configuration."""
+
+from avta.runtime.device import Device
+from avta.sim.tsim.backend import TsimBackend
+from avta.sim.tsim.driver import MemoryKnobs
+
+#: The configurations tsim runs on in the default test run (issue 5): small, and upstream's.
+TSIM_CONFIGS = ("tiny", "default")
+DRAM_BYTES = 1 << 20
+
+
+def tsim_device(cfg, knobs=MemoryKnobs()):
+    return Device(cfg, TsimBackend(cfg, dram_size=DRAM_BYTES, knobs=knobs))
+
+
+def fsim_device(cfg):
+    return Device.fsim(cfg, dram_size=DRAM_BYTES)
