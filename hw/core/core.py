@@ -132,6 +132,12 @@ class Core(wiring.Component):
         m.d.comb += clear.eq(self.launch & ~self.busy)
         go = Signal()
         m.d.sync += go.eq(clear)
+        # The host may write INSN_ADDR/INSN_COUNT for the next run while the core is idle; fetch
+        # sees the values latched at launch, so a finished run never reads the new ones (it would
+        # fetch past its end at its old address and leave orphan beats behind the reset).
+        insn_addr, insn_count = Signal(ADDR_BITS), Signal(INDEX_BITS)
+        with m.If(clear):
+            m.d.sync += [insn_addr.eq(self.insn_addr), insn_count.eq(self.insn_count)]
 
         run.submodules.fetch = fetch = self._fetch
         run.submodules.load = load = self._load
@@ -170,8 +176,7 @@ class Core(wiring.Component):
             load.insn.eq(stages["ld"].insn.payload.insn.memory),
             compute.insn.eq(stages["cp"].insn.payload.insn),
             store.insn.eq(stages["st"].insn.payload.insn.memory),
-            fetch.start.eq(go), fetch.insn_addr.eq(self.insn_addr),
-            fetch.insn_count.eq(self.insn_count),
+            fetch.start.eq(go), fetch.insn_addr.eq(insn_addr), fetch.insn_count.eq(insn_count),
             load.inp_base.eq(self.inp_base), load.wgt_base.eq(self.wgt_base),
             compute.uop_base.eq(self.uop_base), compute.acc_base.eq(self.acc_base),
             store.out_base.eq(self.out_base),
