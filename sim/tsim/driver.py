@@ -61,6 +61,7 @@ def _load(lib_path):
     lib.tsim_reg_read.argtypes = [ctypes.c_void_p, ctypes.c_uint32,
                                   ctypes.POINTER(ctypes.c_uint32)]
     lib.tsim_run.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
+    lib.tsim_pending.argtypes = [ctypes.c_void_p] + [ctypes.POINTER(ctypes.c_uint32)] * 3
     lib.tsim_cycle.restype = ctypes.c_uint64
     lib.tsim_cycle.argtypes = [ctypes.c_void_p]
     return lib
@@ -104,6 +105,12 @@ class Tsim:
     def cycle(self):
         """Cycles since the design was created."""
         return self._lib.tsim_cycle(self._handle)
+
+    def pending(self):
+        """``(reads, writes, responses)`` the memory model still holds (all 0 when idle)."""
+        counts = [ctypes.c_uint32() for _ in range(3)]
+        self._lib.tsim_pending(self._handle, *map(ctypes.byref, counts))
+        return tuple(c.value for c in counts)
 
     def write_reg(self, addr, value):
         resp = self._lib.tsim_reg_write(self._handle, addr, value & 0xFFFFFFFF)

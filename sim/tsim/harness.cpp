@@ -333,6 +333,15 @@ int tsim_reg_read(void* handle, uint32_t addr, uint32_t* value) {
 
 uint64_t tsim_cycle(void* handle) { return static_cast<Tsim*>(handle)->cycle; }
 
+// What the memory model still holds: read bursts not fully answered, write bursts waiting for
+// data, write responses not yet taken. All three are 0 between clean runs.
+void tsim_pending(void* handle, uint32_t* reads, uint32_t* writes, uint32_t* responses) {
+    auto* sim = static_cast<Tsim*>(handle);
+    *reads = uint32_t(sim->reads.size());
+    *writes = uint32_t(sim->writes.size());
+    *responses = uint32_t(sim->responses.size());
+}
+
 // Launch, then poll CTRL until finish or error. Returns 0 finish, 1 error, 2 cycle limit,
 // -1 when the register file does not answer.
 int tsim_run(void* handle, uint64_t max_cycles) {

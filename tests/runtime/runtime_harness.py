@@ -1,4 +1,12 @@
-"""Helpers of the runtime tests: the configurations the issue names, devices, random data."""
+"""Helpers of the runtime tests: the configurations the issue names, devices, random data.
+
+On the configurations in :data:`MIRRORED_CONFIGS` every program also runs on tsim, with the
+memory model's random latency, reordering and backpressure, and the final DRAM, status and
+exact counters must equal fsim's (issue 5). ``AVTA_TSIM_MIRROR=0`` turns that off for a quick
+fsim-only run.
+"""
+
+import os
 
 import numpy as np
 
@@ -8,6 +16,8 @@ from avta.runtime.wellformed import check_wellformed
 #: The configurations every runtime test runs on (issue 3): small, upstream's, two batch rows and
 #: a rectangular GEMM core.
 RUNTIME_CONFIGS = ("tiny", "default", "batch2", "rect")
+#: The configurations whose programs also run on tsim.
+MIRRORED_CONFIGS = ("tiny", "default")
 
 
 class CheckedDevice(Device):
@@ -20,8 +30,15 @@ class CheckedDevice(Device):
 
 
 def fsim_device(cfg, *, schedule="inorder", seed=None, dram_size=1 << 20):
-    return CheckedDevice(cfg, FsimBackend(cfg, dram_size=dram_size, schedule=schedule,
-                                          seed=seed))
+    """A checked device on fsim, mirrored onto tsim for :data:`MIRRORED_CONFIGS`."""
+    backend = FsimBackend(cfg, dram_size=dram_size, schedule=schedule, seed=seed)
+    if cfg.name in MIRRORED_CONFIGS and os.environ.get("AVTA_TSIM_MIRROR", "1") != "0":
+        from avta.sim.mirror import MirrorBackend
+        from avta.sim.tsim.backend import TsimBackend
+        from avta.sim.tsim.driver import MemoryKnobs
+        knobs = MemoryKnobs.random(seed=0 if seed is None else seed)
+        backend = MirrorBackend(backend, TsimBackend(cfg, dram_size=dram_size, knobs=knobs))
+    return CheckedDevice(cfg, backend)
 
 
 def int8(rng, shape, lo=-128, hi=128):
