@@ -96,36 +96,24 @@ def cmd_disasm(args):
 # -- gen ------------------------------------------------------------------------------------------
 
 def cmd_gen(args):
+    from avta.hw.generate import generate_verilog
     from avta.isa.header import c_header
     cfg = load_config(args.config)
     out = Path(args.output) if args.output else Path("build") / cfg.name
     out.mkdir(parents=True, exist_ok=True)
     (out / "vta_hw_spec.h").write_text(c_header(cfg))
     (out / "config.json").write_text(cfg.to_json() + "\n")
-    written = ["vta_hw_spec.h", "config.json"]
-    try:
-        from avta.hw.generate import generate_verilog
-    except ImportError:
-        generate_verilog = None
-    if generate_verilog is None:
-        print(f"wrote {', '.join(written)} to {out}/", file=sys.stderr)
-        print("avta gen: Verilog generation is not built yet (it arrives with the RTL core and "
-              "AXI shell, issues 4 and 5); only the C header and the resolved config were "
-              "written.", file=sys.stderr)
-        return 0
-    written += generate_verilog(cfg, out)
-    print(f"wrote {', '.join(written)} to {out}/", file=sys.stderr)
+    written = ["vta_hw_spec.h", "config.json"] + generate_verilog(cfg, out)
+    print(f"wrote {', '.join(written)} to {out}/ ({cfg.name}: {cfg.shape_name}, AXI "
+          f"{cfg.axi_data_bits})", file=sys.stderr)
     return 0
 
 
 # -- commands that later work fills in -----------------------------------------------------------
 
 _PENDING = {
-    "exec": "running an image needs fsim (issue 3) and tsim (issue 5)",
     "trace-diff": "the trace manager and trace diff arrive with issue 6",
     "fuzz": "random differential testing arrives with issue 6",
-    "bench": "the benchmark commands arrive with the fsim, RTL and tsim work (issues 3-5)",
-    "floorplan": "the floorplanning library arrives with issue 7",
 }
 
 
@@ -136,15 +124,12 @@ def _pending(name):
     return run
 
 
-def _dispatch(name, module, function):
-    """Run ``module.function(args)`` when it exists, else say plainly it is not built yet."""
+def _lazy(module, function):
+    """Run ``module.function(args)``, importing it only when the command runs (start-up stays
+    fast: Amaranth, numpy and the simulators load only for the commands that need them)."""
     def run(args):
         import importlib
-        try:
-            handler = getattr(importlib.import_module(module), function)
-        except (ImportError, AttributeError):
-            return _pending(name)(args)
-        return handler(args)
+        return getattr(importlib.import_module(module), function)(args)
     return run
 
 
@@ -204,14 +189,14 @@ def build_parser():
                    help="tsim cycle limit (status timeout when reached)")
     p.add_argument("--strict", action="store_true",
                    help="fsim: stop with error 10 on an out-of-range scratchpad index")
-    p.set_defaults(run=_dispatch("exec", "avta.sim.exec_cmd", "cmd_exec"))
+    p.set_defaults(run=_lazy("avta.sim.exec_cmd", "cmd_exec"))
 
     p = sub.add_parser("trace-diff", help="find where two traces diverge",
                        description="Compare two traces per stage in program order and print the "
                                    "first divergence of each; exit 0 only when they match.")
     p.add_argument("a", metavar="A")
     p.add_argument("b", metavar="B")
-    p.set_defaults(run=_dispatch("trace-diff", "avta.sim.trace_diff", "cmd_trace_diff"))
+    p.set_defaults(run=_pending("trace-diff"))
 
     p = sub.add_parser("fuzz", help="random well-formed programs on fsim and tsim",
                        description="Run N random well-formed programs on fsim and tsim, diff "
@@ -220,14 +205,14 @@ def build_parser():
     p.add_argument("-n", type=int, default=100, metavar="N")
     p.add_argument("--seed", type=int, default=0, metavar="S")
     p.add_argument("-o", "--output", default="fuzz-failures", metavar="DIR")
-    p.set_defaults(run=_dispatch("fuzz", "avta.sim.fuzz", "cmd_fuzz"))
+    p.set_defaults(run=_pending("fuzz"))
 
     p = sub.add_parser("bench", help="benchmarks that print figures",
                        description="Benchmarks: each prints its figures (cycles, rates, "
                                    "ratios).")
     p.add_argument("name", nargs="?", help="which benchmark (omit to list them)")
     _config_arg(p)
-    p.set_defaults(run=_dispatch("bench", "avta.sim.bench", "cmd_bench"))
+    p.set_defaults(run=_lazy("avta.sim.bench", "cmd_bench"))
 
     p = sub.add_parser("floorplan", help="floorplans for a configuration",
                        description="Build floorplans and write <config>-<style>.{svg,png,def,"
@@ -236,7 +221,7 @@ def build_parser():
     p.add_argument("--style", choices=("functional", "tiled", "all"), default="all")
     p.add_argument("-o", "--output", required=True, metavar="DIR")
     p.add_argument("--check", action="store_true", help="exit non-zero on any violation")
-    p.set_defaults(run=_dispatch("floorplan", "avta.floorplan.cli", "cmd_floorplan"))
+    p.set_defaults(run=_lazy("avta.floorplan.cli", "cmd_floorplan"))
     return parser
 
 
