@@ -19,7 +19,7 @@ from avta.isa.enums import MemType
 
 from .dram import Allocator, AllocError, elem_bytes
 
-__all__ = ["Backend", "FsimBackend", "Device", "DeviceError", "ConfigMismatch", "RunError",
+__all__ = ["Backend", "ArrayDramBackend", "FsimBackend", "Device", "DeviceError", "ConfigMismatch", "RunError",
            "DEFAULT_DRAM_BYTES"]
 
 #: DRAM of a simulated device unless asked otherwise: room for a ResNet-18 layer's tensors.
@@ -72,7 +72,31 @@ class Backend(abc.ABC):
         ``bases`` (name → value, default 0) and wait; the :class:`~avta.sim.result.RunResult`."""
 
 
-class FsimBackend(Backend):
+class ArrayDramBackend(Backend):
+    """A backend whose DRAM is a numpy byte array in this process (every simulator's is)."""
+
+    def __init__(self, dram_size):
+        self._dram = np.zeros(dram_size, dtype=np.uint8)
+
+    @property
+    def dram_size(self):
+        return self._dram.size
+
+    @property
+    def dram(self):
+        """The DRAM array itself (for debugging and for comparing targets)."""
+        return self._dram
+
+    def write(self, addr, data):
+        data = np.frombuffer(bytes(data), dtype=np.uint8) if not isinstance(
+            data, np.ndarray) else data.reshape(-1).view(np.uint8)
+        self._dram[addr:addr + data.size] = data
+
+    def read(self, addr, nbytes):
+        return self._dram[addr:addr + nbytes].copy()
+
+
+class FsimBackend(ArrayDramBackend):
     """The behavioral model (``avta.sim.fsim.Fsim``) over a numpy DRAM.
 
     ``strict`` is on by default: the runtime builds well-formed programs only, so an index past a
@@ -85,31 +109,14 @@ class FsimBackend(Backend):
     def __init__(self, cfg, *, dram_size=DEFAULT_DRAM_BYTES, strict=True, schedule="inorder",
                  seed=None, trace=None):
         from avta.sim.fsim import Fsim      # imported here: the runtime works without a backend
+        super().__init__(dram_size)
         self._cfg = cfg
-        self._dram = np.zeros(dram_size, dtype=np.uint8)
         kwargs = {} if trace is None else {"trace": trace}
         self.sim = Fsim(cfg, strict=strict, schedule=schedule, seed=seed, **kwargs)
 
     @property
     def config_id(self):
         return self.sim.cfg.config_id
-
-    @property
-    def dram_size(self):
-        return self._dram.size
-
-    @property
-    def dram(self):
-        """The DRAM array itself (for debugging)."""
-        return self._dram
-
-    def write(self, addr, data):
-        data = np.frombuffer(bytes(data), dtype=np.uint8) if not isinstance(
-            data, np.ndarray) else data.reshape(-1).view(np.uint8)
-        self._dram[addr:addr + data.size] = data
-
-    def read(self, addr, nbytes):
-        return self._dram[addr:addr + nbytes].copy()
 
     def run(self, insn_addr, insn_count, *, bases=None):
         return self.sim.run(self._dram, insn_addr, insn_count, bases=bases)

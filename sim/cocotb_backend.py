@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from avta.runtime.device import Backend
+from avta.runtime.device import ArrayDramBackend
 
 from .cocotb_run import run_cocotb
 from .result import RunResult
@@ -22,37 +22,21 @@ __all__ = ["CocotbBackend"]
 BASE_KEYS = ("UOP", "INP", "WGT", "ACC", "OUT")
 
 
-class CocotbBackend(Backend):
+class CocotbBackend(ArrayDramBackend):
     """A device simulated through cocotb; ``max_cycles`` bounds each run (status timeout)."""
 
     name = "cocotb"
 
     def __init__(self, cfg, *, dram_size=1 << 20, max_cycles=2_000_000):
         from avta.hw.top import top_verilog
+        super().__init__(dram_size)
         self._cfg = cfg
-        self._dram = np.zeros(dram_size, dtype=np.uint8)
         self._max_cycles = max_cycles
         self._verilog = top_verilog(cfg)
 
     @property
     def config_id(self):
         return self._cfg.config_id    # checked against the design's register on every run
-
-    @property
-    def dram_size(self):
-        return self._dram.size
-
-    @property
-    def dram(self):
-        return self._dram
-
-    def write(self, addr, data):
-        data = np.frombuffer(bytes(data), dtype=np.uint8) if not isinstance(
-            data, np.ndarray) else data.reshape(-1).view(np.uint8)
-        self._dram[addr:addr + data.size] = data
-
-    def read(self, addr, nbytes):
-        return self._dram[addr:addr + nbytes].copy()
 
     def run(self, insn_addr, insn_count, *, bases=None):
         bases = bases or {}

@@ -6,14 +6,14 @@ It is slow (the Python simulator): use the ``tiny`` configuration and small oper
 
 import numpy as np
 
-from avta.runtime.device import Backend
+from avta.runtime.device import ArrayDramBackend
 
 from .core_bench import run_core
 
 __all__ = ["CoreSimBackend"]
 
 
-class CoreSimBackend(Backend):
+class CoreSimBackend(ArrayDramBackend):
     """The core of ``cfg`` with the DRAM model (:class:`avta.hw.sim.dram.DramModel`).
 
     Parameters
@@ -29,31 +29,14 @@ class CoreSimBackend(Backend):
     name = "amaranth"
 
     def __init__(self, cfg, *, dram_size=1 << 16, max_cycles=200_000, **knobs):
+        super().__init__(dram_size)
         self._cfg = cfg
-        self._dram = np.zeros(dram_size, dtype=np.uint8)
         self._max_cycles = max_cycles
         self._knobs = knobs
 
     @property
     def config_id(self):
         return self._cfg.config_id
-
-    @property
-    def dram_size(self):
-        return self._dram.size
-
-    @property
-    def dram(self):
-        """The DRAM array itself."""
-        return self._dram
-
-    def write(self, addr, data):
-        raw = data.reshape(-1).view(np.uint8) if isinstance(data, np.ndarray) else \
-            np.frombuffer(bytes(data), dtype=np.uint8)
-        self._dram[addr:addr + raw.size] = raw
-
-    def read(self, addr, nbytes):
-        return self._dram[addr:addr + nbytes].copy()
 
     def run(self, insn_addr, insn_count, *, bases=None):
         image = bytearray(self._dram.tobytes())
