@@ -26,7 +26,7 @@ from avta.isa.enums import AluOp
 from avta.isa.layout import layouts
 
 from .alu_lanes import AluLanes
-from .loop_gen import LoopGen
+from .loop_gen import LoopGen, instruction_control
 from .sram import acc_row, geometry, read_signature, write_signature
 
 __all__ = ["Alu"]
@@ -147,18 +147,6 @@ class Alu(wiring.Component):
                      wr.en.eq(v3.replicate(geo["acc"].en_bits))]
 
         # -- control ------------------------------------------------------------------------------
-        with m.FSM(name="alu"):
-            with m.State("IDLE"):
-                with m.If(self.start):
-                    with m.If(loop.empty):
-                        m.next = "EMPTY"
-                    with m.Else():
-                        m.next = "RUN"
-            with m.State("RUN"):
-                with m.If(v3 & last3):
-                    m.d.comb += self.done.eq(1)
-                    m.next = "IDLE"
-            with m.State("EMPTY"):
-                m.d.comb += self.done.eq(1)
-                m.next = "IDLE"
+        instruction_control(m, name="alu", start=self.start, empty=loop.empty,
+                            retired=v3 & last3, done=self.done)
         return m

@@ -22,7 +22,7 @@ from amaranth.lib.wiring import In, Out
 
 from avta.isa.layout import layouts
 
-from .loop_gen import LoopGen
+from .loop_gen import LoopGen, instruction_control
 from .sram import acc_row, geometry, inp_row, read_signature, wgt_row, write_signature
 
 __all__ = ["Gemm", "tree_sum"]
@@ -134,18 +134,6 @@ class Gemm(wiring.Component):
         ]
 
         # -- control ------------------------------------------------------------------------------
-        with m.FSM(name="gemm"):
-            with m.State("IDLE"):
-                with m.If(self.start):
-                    with m.If(loop.empty):
-                        m.next = "EMPTY"
-                    with m.Else():
-                        m.next = "RUN"
-            with m.State("RUN"):
-                with m.If(v3 & last3):
-                    m.d.comb += self.done.eq(1)
-                    m.next = "IDLE"
-            with m.State("EMPTY"):
-                m.d.comb += self.done.eq(1)
-                m.next = "IDLE"
+        instruction_control(m, name="gemm", start=self.start, empty=loop.empty,
+                            retired=v3 & last3, done=self.done)
         return m

@@ -12,7 +12,7 @@ from amaranth.lib.wiring import In, Out
 
 from avta.isa import formats
 
-__all__ = ["LoopGen"]
+__all__ = ["LoopGen", "instruction_control"]
 
 _OPERANDS = ("dst", "src", "wgt")
 
@@ -95,3 +95,26 @@ class LoopGen(wiring.Component):
             with m.Else():
                 m.d.sync += self.valid.eq(0)
         return m
+
+
+def instruction_control(m, *, name, start, empty, retired, done):
+    """The control of a unit that runs one loop-nest instruction (GEMM, ALU).
+
+    After ``start`` the unit runs until ``retired`` (its last step has written ACC), then pulses
+    ``done``; an instruction whose loop nest is ``empty`` (a degenerate loop, ISA.md §3.3) is a
+    no-op that pulses ``done`` one cycle after ``start``.
+    """
+    with m.FSM(name=name):
+        with m.State("IDLE"):
+            with m.If(start):
+                with m.If(empty):
+                    m.next = "EMPTY"
+                with m.Else():
+                    m.next = "RUN"
+        with m.State("RUN"):
+            with m.If(retired):
+                m.d.comb += done.eq(1)
+                m.next = "IDLE"
+        with m.State("EMPTY"):
+            m.d.comb += done.eq(1)
+            m.next = "IDLE"
