@@ -1,7 +1,7 @@
 """Build the tsim shared library: Verilated top + ``harness.cpp``, cached by content hash.
 
 The cache key covers the Verilog text, the harness source, the data width, the Verilator
-version and whether FST tracing is compiled in; a library already built for the same key is
+version and the waveform format compiled in (if any); a library already built for the same key is
 reused, so only a change to the design or the harness costs a Verilator build.
 """
 
@@ -23,14 +23,33 @@ TOP = "vta_top"
 MODEL_OPT = "-O1"
 
 
-def build_library(verilog_text, *, data_bits, trace=False, jobs=None):
-    """Path of ``libtsim.so`` for this Verilog (top module ``vta_top``), building it if needed."""
+#: Waveform formats: Verilator's trace option and the harness's define for each.
+TRACE_FORMATS = {"vcd": ("--trace", "TSIM_TRACE_VCD"), "fst": ("--trace-fst", "TSIM_TRACE_FST")}
+
+
+def _check_fst_headers():
+    """FST needs lz4's development headers, which no PyPI package provides."""
+    probe = subprocess.run(["g++", "-E", "-x", "c++", "-"], input="#include <lz4.h>\n",
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        raise VerilatorError("FST waveforms need the lz4 development headers (Debian: "
+                             "liblz4-dev), which are not installed; ask for a .vcd file instead, "
+                             "which needs nothing more")
+
+
+def build_library(verilog_text, *, data_bits, trace=None, jobs=None):
+    """Path of ``libtsim.so`` for this Verilog (top module ``vta_top``), building it if needed.
+
+    ``trace`` is ``None``, ``"vcd"`` or ``"fst"``: compile waveform tracing in.
+    """
+    if trace is not None and trace not in TRACE_FORMATS:
+        raise ValueError(f"trace must be one of {sorted(TRACE_FORMATS)} or None, not {trace!r}")
     env = verilator_env()
     harness = HARNESS.read_text()
     key = "\0".join([verilog_text, harness, str(data_bits), str(verilator_version()),
                      str(trace), MODEL_OPT])
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-    out = cache_root() / "tsim" / f"{digest}{'-fst' if trace else ''}"
+    out = cache_root() / "tsim" / f"{digest}{'-' + trace if trace else ''}"
     lib = out / "libtsim.so"
     if lib.exists():
         return lib
@@ -42,18 +61,20 @@ def build_library(verilog_text, *, data_bits, trace=False, jobs=None):
     flags = [f"-fPIC {MODEL_OPT} -DTSIM_DATA_BITS={data_bits}"]
     args = ["--cc", f"{TOP}.v", "--top-module", TOP, "-Mdir", "obj", "--build", "-j", str(jobs),
             "-CFLAGS", flags[0], "--x-assign", "0", "--x-initial", "0"]
+    if trace == "fst":
+        _check_fst_headers()
     if trace:
-        args += ["--trace-fst"]
+        args.append(TRACE_FORMATS[trace][0])
     run_verilator(args, cwd=tmp)
     root = Path(env.get("VERILATOR_ROOT", ""))
     include = root / "include" if root.name else Path(shutil.which("verilator")).parent.parent \
         / "share" / "verilator" / "include"
     cmd = ["g++", "-std=c++20", "-O2", "-shared", "-fPIC", f"-DTSIM_DATA_BITS={data_bits}",
-           *(["-DTSIM_TRACE"] if trace else []),
+           *([f"-D{TRACE_FORMATS[trace][1]}"] if trace else []),
            f"-I{include}", f"-I{include / 'vltstd'}", "-Iobj", str(HARNESS),
            f"obj/V{TOP}__ALL.a", "obj/libverilated.a", "-o", "libtsim.so", "-lpthread",
            "-latomic"]
-    if trace:
+    if trace == "fst":
         cmd.append("-lz")
     proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True)
     if proc.returncode != 0:

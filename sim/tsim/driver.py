@@ -75,7 +75,8 @@ class Tsim:
     cfg : the configuration (its ``config_id`` is checked against the design's register).
     verilog : Verilog text of the top ``vta_top``; default: generated from ``cfg``.
     knobs : :class:`MemoryKnobs` of the AXI memory model.
-    waves : path of an FST file to write (the design is then built with tracing).
+    waves : path of a waveform file to write, ``.vcd`` or ``.fst`` by its suffix (the design is
+        then built with tracing; FST needs lz4's development headers).
     """
 
     def __init__(self, cfg, *, verilog=None, knobs=MemoryKnobs(), waves=None):
@@ -83,8 +84,12 @@ class Tsim:
             from avta.hw.top import top_verilog
             verilog = top_verilog(cfg)
         self._cfg = cfg
-        self._lib = _load(build_library(verilog, data_bits=cfg.axi_data_bits,
-                                        trace=waves is not None))
+        trace = None
+        if waves is not None:
+            trace = str(waves).rsplit(".", 1)[-1].lower()
+            if trace not in ("vcd", "fst"):
+                raise ValueError(f"waveform file {waves!s} must end in .vcd or .fst")
+        self._lib = _load(build_library(verilog, data_bits=cfg.axi_data_bits, trace=trace))
         self._handle = self._lib.tsim_create(str(waves).encode() if waves else None)
         self.set_knobs(knobs)
 

@@ -22,8 +22,14 @@
 
 #include "verilated.h"
 #include "Vvta_top.h"
-#ifdef TSIM_TRACE
+#if defined(TSIM_TRACE_FST)
 #include "verilated_fst_c.h"
+#define TSIM_TRACE 1
+using TraceFile = VerilatedFstC;
+#elif defined(TSIM_TRACE_VCD)
+#include "verilated_vcd_c.h"
+#define TSIM_TRACE 1
+using TraceFile = VerilatedVcdC;
 #endif
 
 #ifndef TSIM_DATA_BITS
@@ -91,7 +97,7 @@ struct Tsim {
     std::unique_ptr<VerilatedContext> ctx;
     std::unique_ptr<Vvta_top> top;
 #ifdef TSIM_TRACE
-    std::unique_ptr<VerilatedFstC> fst;
+    std::unique_ptr<TraceFile> fst;
 #endif
     uint8_t* dram = nullptr;
     uint64_t dram_size = 0;
@@ -274,19 +280,19 @@ struct Tsim {
 
 extern "C" {
 
-void* tsim_create(const char* fst_path) {
+void* tsim_create(const char* wave_path) {
     auto* sim = new Tsim;
     sim->ctx = std::make_unique<VerilatedContext>();
     sim->top = std::make_unique<Vvta_top>(sim->ctx.get());
 #ifdef TSIM_TRACE
-    if (fst_path && *fst_path) {
+    if (wave_path && *wave_path) {
         sim->ctx->traceEverOn(true);
-        sim->fst = std::make_unique<VerilatedFstC>();
+        sim->fst = std::make_unique<TraceFile>();
         sim->top->trace(sim->fst.get(), 99);
-        sim->fst->open(fst_path);
+        sim->fst->open(wave_path);
     }
 #else
-    (void)fst_path;
+    (void)wave_path;
 #endif
     sim->top->rst = 1;
     for (int i = 0; i < 4; ++i) sim->tick();

@@ -87,3 +87,34 @@ def test_build_is_cached(copy_design):
     stamp = first.stat().st_mtime_ns
     assert build_library(verilog, data_bits=cfg.axi_data_bits) == first
     assert first.stat().st_mtime_ns == stamp
+
+
+def test_vcd_waveform_is_written(copy_design, tmp_path):
+    cfg, verilog = copy_design
+    waves = tmp_path / "run.vcd"
+    sim = Tsim(cfg, verilog=verilog, waves=waves)
+    dram = np.zeros(1 << 16, dtype=np.uint8)
+    assert sim.run(dram, 0, 4, bases={"OUT": 32768}).status == "ok"
+    sim.close()
+    text = waves.read_text()
+    assert "$enddefinitions" in text and "m_axi" in text
+
+
+def _have_lz4():
+    import subprocess
+    return subprocess.run(["g++", "-E", "-x", "c++", "-"], input="#include <lz4.h>\n",
+                          capture_output=True, text=True).returncode == 0
+
+
+@pytest.mark.skipif(_have_lz4(), reason="lz4 headers installed: FST builds")
+def test_fst_without_lz4_says_what_to_do(copy_design, tmp_path):
+    from avta.sim.verilator import VerilatorError
+    cfg, verilog = copy_design
+    with pytest.raises(VerilatorError, match="liblz4-dev.*vcd"):
+        Tsim(cfg, verilog=verilog, waves=tmp_path / "run.fst")
+
+
+def test_waveform_suffix_is_checked(copy_design, tmp_path):
+    cfg, verilog = copy_design
+    with pytest.raises(ValueError, match="must end in .vcd or .fst"):
+        Tsim(cfg, verilog=verilog, waves=tmp_path / "run.wav")
