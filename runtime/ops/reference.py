@@ -17,21 +17,27 @@ def wrap32(a):
     return ((a + (1 << 31)) % (1 << 32)) - (1 << 31)
 
 
-def conv2d_acc(x, w, *, stride=1, pad=0):
-    """The exact sums of ``x[N, C, H, W] ⊛ w[O, C, KH, KW]`` as int64 ``[N, O, OH, OW]``."""
+def windows(x, kh, kw, *, stride, pad, fill=0):
+    """Each kernel offset ``(i, j)`` with the input values it meets at every output position:
+    yields ``(i, j, view[N, C, OH, OW])`` of ``x`` (int64) padded with ``fill`` on all sides."""
     x = np.asarray(x, dtype=np.int64)
-    w = np.asarray(w, dtype=np.int64)
-    n, c, h, wd = x.shape
-    o, _, kh, kw = w.shape
+    h, w = x.shape[2:]
     oh = (h + 2 * pad - kh) // stride + 1
-    ow = (wd + 2 * pad - kw) // stride + 1
-    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    out = np.zeros((n, o, oh, ow), dtype=np.int64)
+    ow = (w + 2 * pad - kw) // stride + 1
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)), constant_values=fill)
     for i in range(kh):
         for j in range(kw):
-            window = xp[:, :, i:i + stride * (oh - 1) + 1:stride, j:j + stride * (ow - 1) + 1:stride]
-            # [n, c, oh, ow] x [o, c] -> [n, o, oh, ow]
-            out += np.einsum("nchw,oc->nohw", window, w[:, :, i, j], optimize=True)
+            yield i, j, xp[:, :, i:i + stride * (oh - 1) + 1:stride,
+                           j:j + stride * (ow - 1) + 1:stride]
+
+
+def conv2d_acc(x, w, *, stride=1, pad=0):
+    """The exact sums of ``x[N, C, H, W] ⊛ w[O, C, KH, KW]`` as int64 ``[N, O, OH, OW]``."""
+    w = np.asarray(w, dtype=np.int64)
+    out = 0
+    for i, j, window in windows(x, *w.shape[2:], stride=stride, pad=pad):
+        # [n, c, oh, ow] x [o, c] -> [n, o, oh, ow]
+        out = out + np.einsum("nchw,oc->nohw", window, w[:, :, i, j], optimize=True)
     return out
 
 
@@ -51,31 +57,17 @@ def matmul_ref(a, w, bias=None, *, requant=Requant()):
 
 def max_pool_ref(x, *, k, stride, pad):
     """int8 max pooling of ``x[N, C, H, W]``; padding never wins (it is −∞)."""
-    x = np.asarray(x, dtype=np.int64)
-    n, c, h, w = x.shape
-    oh = (h + 2 * pad - k) // stride + 1
-    ow = (w + 2 * pad - k) // stride + 1
-    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)), constant_values=np.iinfo(np.int64).min)
-    out = np.full((n, c, oh, ow), np.iinfo(np.int64).min)
-    for i in range(k):
-        for j in range(k):
-            out = np.maximum(out, xp[:, :, i:i + stride * (oh - 1) + 1:stride,
-                                     j:j + stride * (ow - 1) + 1:stride])
+    lowest = np.iinfo(np.int64).min
+    out = lowest
+    for _, _, window in windows(x, k, k, stride=stride, pad=pad, fill=lowest):
+        out = np.maximum(out, window)
     return out.astype(np.int8)
 
 
 def depthwise_ref(x, w, *, stride=1, pad=0, requant=Requant()):
     """int8 depthwise convolution: channel c of ``x[N, C, H, W]`` with ``w[C, 1, KH, KW]``."""
-    x = np.asarray(x, dtype=np.int64)
     w = np.asarray(w, dtype=np.int64)
-    n, c, h, wd = x.shape
-    _, _, kh, kw = w.shape
-    oh = (h + 2 * pad - kh) // stride + 1
-    ow = (wd + 2 * pad - kw) // stride + 1
-    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    acc = np.zeros((n, c, oh, ow), dtype=np.int64)
-    for i in range(kh):
-        for j in range(kw):
-            acc += xp[:, :, i:i + stride * (oh - 1) + 1:stride,
-                      j:j + stride * (ow - 1) + 1:stride] * w[None, :, 0, i, j, None, None]
+    acc = 0
+    for i, j, window in windows(x, *w.shape[2:], stride=stride, pad=pad):
+        acc = acc + window * w[None, :, 0, i, j, None, None]
     return requant.reference(wrap32(acc))
