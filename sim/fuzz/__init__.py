@@ -1,0 +1,1 @@
+"""Random well-formed programs and the fsim-vs-tsim differential fuzzer (``avta fuzz``)."""
