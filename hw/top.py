@@ -2,7 +2,8 @@
 
 Ports (ARCHITECTURE.md): ``clk``, ``rst`` (active high, synchronous), ``s_axil__*`` (the host's
 AXI4-Lite port to the control registers, 32-bit) and ``m_axi__*`` (the AXI4 manager to DRAM,
-``cfg.axi_data_bits`` wide, 32-bit addresses).
+``cfg.axi_data_bits`` wide, 32-bit addresses); with ``trace=True`` also ``trace__*`` outputs
+(:mod:`avta.hw.core.trace_port`).
 """
 
 import functools
@@ -17,6 +18,8 @@ from .axi.signatures import AxiLiteSignature, AxiSignature
 from .axi.vcr import ControlRegisters
 from .axi.vme import MemoryEngine
 from .core.core import Core
+from .core.faults import check_faults
+from .core.trace_port import TraceSignature
 from .verilog import to_verilog
 
 __all__ = ["VtaTop", "top_verilog", "READ_SLOTS"]
@@ -30,14 +33,18 @@ READ_CLIENTS = ("fetch_mem", "ld_mem", "cp_mem")
 class VtaTop(wiring.Component):
     """The whole accelerator of one configuration."""
 
-    def __init__(self, *, cfg):
+    def __init__(self, *, cfg, trace=False, faults=()):
         self._cfg = cfg
-        self._core = Core(cfg=cfg)
+        self._trace = trace
+        self._core = Core(cfg=cfg, trace=trace, faults=faults)
         self._id_width = max(1, (READ_SLOTS - 1).bit_length())
-        super().__init__({
+        members = {
             "s_axil": In(AxiLiteSignature()),
             "m_axi": Out(AxiSignature(data_width=cfg.axi_data_bits, id_width=self._id_width)),
-        })
+        }
+        if trace:
+            members["trace"] = Out(TraceSignature(cfg))
+        super().__init__(members)
 
     @property
     def cfg(self):
@@ -56,6 +63,8 @@ class VtaTop(wiring.Component):
         for name in READ_CLIENTS:
             wiring.connect(m, getattr(core, name), getattr(vme, name))
         wiring.connect(m, core.st_mem, vme.write)
+        if self._trace:
+            wiring.connect(m, core.trace, flipped(self.trace))
 
         m.d.comb += [
             core.launch.eq(vcr.launch),
@@ -72,8 +81,16 @@ class VtaTop(wiring.Component):
         return m
 
 
-@functools.lru_cache(maxsize=8)
-def top_verilog(cfg):
+def top_verilog(cfg, *, trace=False, faults=()):
     """Verilog text of ``vta_top`` for ``cfg``, with its inline lint waivers (cached: the
-    text is a pure function of the frozen configuration)."""
-    return to_verilog(VtaTop(cfg=cfg), name="vta_top")
+    text is a pure function of the frozen configuration and the options).
+
+    ``trace`` adds the ``trace__*`` output ports (:mod:`avta.hw.core.trace_port`) that tsim's
+    trace manager samples; ``faults`` plants bugs (:mod:`avta.hw.core.faults`, tests only).
+    """
+    return _top_verilog(cfg, bool(trace), check_faults(faults))
+
+
+@functools.lru_cache(maxsize=8)
+def _top_verilog(cfg, trace, faults):
+    return to_verilog(VtaTop(cfg=cfg, trace=trace, faults=faults), name="vta_top")

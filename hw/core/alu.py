@@ -52,8 +52,9 @@ class Alu(wiring.Component):
         Full-row ACC writes.
     """
 
-    def __init__(self, *, cfg):
+    def __init__(self, *, cfg, faults=frozenset()):
         self._cfg = cfg
+        self._faults = faults
         self._geo = {p: geometry(cfg, p) for p in ("uop", "acc")}
         members = {
             "start": In(1), "insn": In(layouts(cfg).alu), "done": Out(1), "step": Out(1),
@@ -127,7 +128,7 @@ class Alu(wiring.Component):
         m.d.comb += [src_val.eq(forward(Mux(held2, src_hold, self.acc_rd.data), src2)),
                      dst_val.eq(forward(dst_read, dst2))]
 
-        m.submodules.lanes = lanes = AluLanes(cfg=cfg)
+        m.submodules.lanes = lanes = AluLanes(cfg=cfg, faults=self._faults)
         imm_row = Signal(acc_row(cfg))
         for b in range(cfg.batch):
             for o in range(cfg.block_out):

@@ -21,13 +21,15 @@ class AluLanes(wiring.Component):
     Ports
     -----
     op : In(AluOp)
+    faults : set of :data:`avta.hw.core.faults.FAULTS` names (tests only)
     a, b : In(acc_row(cfg))
         Operands A and B of ISA.md §3.4 (with an immediate, A = ACC[src] and B = sext(imm)).
     out : Out(acc_row(cfg))
     """
 
-    def __init__(self, *, cfg):
+    def __init__(self, *, cfg, faults=frozenset()):
         self._cfg = cfg
+        self._faults = faults
         row = acc_row(cfg)
         super().__init__({"op": In(AluOp), "a": In(row), "b": In(row), "out": Out(row)})
 
@@ -43,6 +45,10 @@ class AluLanes(wiring.Component):
                 m.d.comb += [y.eq(Mux(a > b, a, b)) for a, b, y in lanes]
             with m.Case(AluOp.ADD):
                 m.d.comb += [y.eq(a + b) for a, b, y in lanes]
+                if "alu-lane" in self._faults and cfg.block_out > 1:
+                    # Planted bug (avta.hw.core.faults), for testing the trace diff only.
+                    for r in range(cfg.batch):
+                        m.d.comb += self.out[r][1].eq(self.a[r][1] + self.b[r][0])
             with m.Case(AluOp.SHR):
                 for i, (a, b, y) in enumerate(lanes):
                     s = b[:_SHIFT_BITS].as_signed()

@@ -48,8 +48,9 @@ class Compute(wiring.Component):
         Bytes loaded per row command (UOP_LD, ACC_LD).
     """
 
-    def __init__(self, *, cfg):
+    def __init__(self, *, cfg, faults=frozenset()):
         self._cfg = cfg
+        self._faults = faults
         self._loader = TensorLoad(cfg=cfg, types=COMPUTE_STAGE_TYPES)
         geo = {p: geometry(cfg, p) for p in ("uop", "inp", "wgt", "acc", "out")}
         members = {
@@ -73,8 +74,8 @@ class Compute(wiring.Component):
         cfg, insn = self._cfg, self.insn
         opcode = insn.head.opcode
         m.submodules.loader = loader = self._loader
-        m.submodules.gemm = gemm = Gemm(cfg=cfg)
-        m.submodules.alu = alu = Alu(cfg=cfg)
+        m.submodules.gemm = gemm = Gemm(cfg=cfg, faults=self._faults)
+        m.submodules.alu = alu = Alu(cfg=cfg, faults=self._faults)
 
         m.d.comb += [
             loader.insn.eq(insn.memory), gemm.insn.eq(insn.gemm), alu.insn.eq(insn.alu),

@@ -29,6 +29,7 @@ from avta.isa.registers import COUNTER_NAMES
 
 from ..mem_client import ADDR_BITS, WriteClientSignature
 from .compute import Compute
+from .faults import check_faults
 from .fetch import Fetch
 from .queue import INDEX_BITS, InsnQueue
 from .sram import SCRATCHPADS, geometry, make_memory
@@ -36,6 +37,7 @@ from .stage_control import StageControl
 from .tensor_load import LOAD_STAGE_TYPES, TensorLoad
 from .tensor_store import TensorStore
 from .tokens import TokenCounter
+from .trace_port import TraceSignature, drive_trace
 
 __all__ = ["Core", "counter_layout", "COUNTER_BITS"]
 
@@ -64,6 +66,10 @@ class Core(wiring.Component):
         than this many instructions of one stage in flight stalls (upstream VTA uses 512).
     fetch_ring, fetch_burst : int
         Fetch read-ahead (see :class:`Fetch`).
+    trace : bool
+        Add the ``trace`` port (:mod:`.trace_port`); off, the design has no tracing logic.
+    faults : set of str
+        Planted bugs (:mod:`.faults`), for testing the verification tools only.
 
     Ports
     -----
@@ -87,12 +93,14 @@ class Core(wiring.Component):
     st_mem : Out(WriteClientSignature)
     """
 
-    def __init__(self, *, cfg, queue_depth=512, fetch_ring=32, fetch_burst=8):
+    def __init__(self, *, cfg, queue_depth=512, fetch_ring=32, fetch_burst=8, trace=False,
+                 faults=()):
         self._cfg = cfg
         self._queue_depth = queue_depth
+        self._trace = trace
         self._fetch = Fetch(cfg=cfg, ring=fetch_ring, burst=fetch_burst)
         self._load = TensorLoad(cfg=cfg, types=LOAD_STAGE_TYPES)
-        self._compute = Compute(cfg=cfg)
+        self._compute = Compute(cfg=cfg, faults=check_faults(faults))
         members = {
             "launch": In(1), "insn_addr": In(ADDR_BITS), "insn_count": In(INDEX_BITS),
             **{f"{name}_base": In(ADDR_BITS) for name in ("uop", "inp", "wgt", "acc", "out")},
@@ -104,6 +112,8 @@ class Core(wiring.Component):
             "cp_mem": Out(self._compute.signature.members["mem"].signature),
             "st_mem": Out(WriteClientSignature(data_bits=cfg.axi_data_bits)),
         }
+        if trace:
+            members["trace"] = Out(TraceSignature(cfg))
         super().__init__(members)
 
     @property
@@ -194,6 +204,8 @@ class Core(wiring.Component):
         if cfg.acc_read_ports == 2:
             connect(run, compute.acc_rd_b, rd["acc_b"])
         connect(run, store.out_rd, rd["out"])
+        if self._trace:
+            drive_trace(run, self.trace, stages, wr)
 
         # -- run control and errors ---------------------------------------------------------------
         finished = Signal()          # FINISH has executed

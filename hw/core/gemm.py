@@ -22,6 +22,7 @@ from amaranth.lib.wiring import In, Out
 
 from avta.isa.layout import layouts
 
+from .faults import FAULT_UOP_ROW
 from .loop_gen import LoopGen, instruction_control
 from .sram import acc_row, geometry, inp_row, read_signature, wgt_row, write_signature
 
@@ -56,8 +57,9 @@ class Gemm(wiring.Component):
         Full-row ACC writes (every enable set).
     """
 
-    def __init__(self, *, cfg):
+    def __init__(self, *, cfg, faults=frozenset()):
         self._cfg = cfg
+        self._faults = faults
         self._geo = {p: geometry(cfg, p) for p in ("uop", "inp", "wgt", "acc")}
         super().__init__({
             "start": In(1), "insn": In(layouts(cfg).gemm), "done": Out(1), "step": Out(1),
@@ -92,8 +94,14 @@ class Gemm(wiring.Component):
         m.d.sync += [off1[op].eq(getattr(loop, op)) for op in off1]
         uop = data.View(layouts(cfg).uop, self.uop_rd.data)
         acc_idx1 = Signal(geo["acc"].addr_bits)
+        acc_fault = 0
+        if "gemm-acc-index" in self._faults:
+            # Planted bug (avta.hw.core.faults), for testing the trace diff only.
+            uop1 = Signal.like(loop.uop)
+            m.d.sync += uop1.eq(loop.uop)
+            acc_fault = uop1 == FAULT_UOP_ROW
         m.d.comb += [
-            acc_idx1.eq(uop.dst_idx + off1["dst"]),
+            acc_idx1.eq(uop.dst_idx + off1["dst"] + acc_fault),
             self.inp_rd.addr.eq(uop.src_idx + off1["src"]),
             self.wgt_rd.addr.eq(uop.wgt_idx + off1["wgt"]),
             self.acc_rd.addr.eq(acc_idx1),

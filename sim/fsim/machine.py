@@ -84,6 +84,10 @@ class Fsim:
     def cfg(self):
         return self._cfg
 
+    def set_trace(self, trace, trace_mode="arch"):
+        """Send the events of later runs to ``trace`` (a callable; None: stop tracing)."""
+        self._tracer = None if trace is None else Tracer(trace, trace_mode)
+
     def sram(self, name):
         """Read-only view of scratchpad ``name`` (uop, inp, wgt, acc, out); see
         :meth:`Scratchpads.view` for the shapes."""

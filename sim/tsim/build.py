@@ -17,6 +17,8 @@ from ..verilator import VerilatorError, run_verilator, verilator_env, verilator_
 __all__ = ["build_library", "HARNESS"]
 
 HARNESS = Path(__file__).with_name("harness.cpp")
+#: The trace manager's half of the harness, compiled in for designs with trace ports.
+EVENTS = Path(__file__).with_name("events.h")
 TOP = "vta_top"
 #: Verilator's own C++ is compiled with -O1: large designs build much faster than with -O2
 #: and run nearly as fast (the harness itself gets -O2).
@@ -37,17 +39,18 @@ def _check_fst_headers():
                              "which needs nothing more")
 
 
-def build_library(verilog_text, *, data_bits, trace=None, jobs=None):
+def build_library(verilog_text, *, data_bits, trace=None, events=False, jobs=None):
     """Path of ``libtsim.so`` for this Verilog (top module ``vta_top``), building it if needed.
 
-    ``trace`` is ``None``, ``"vcd"`` or ``"fst"``: compile waveform tracing in.
+    ``trace`` is ``None``, ``"vcd"`` or ``"fst"``: compile waveform tracing in. ``events``: the
+    design has trace ports (``top_verilog(cfg, trace=True)``); compile the trace manager in.
     """
     if trace is not None and trace not in TRACE_FORMATS:
         raise ValueError(f"trace must be one of {sorted(TRACE_FORMATS)} or None, not {trace!r}")
     env = verilator_env()
     harness = HARNESS.read_text()
-    key = "\0".join([verilog_text, harness, str(data_bits), str(verilator_version()),
-                     str(trace), MODEL_OPT])
+    key = "\0".join([verilog_text, harness, EVENTS.read_text() if events else "",
+                     str(data_bits), str(verilator_version()), str(trace), MODEL_OPT])
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     out = cache_root() / "tsim" / f"{digest}{'-' + trace if trace else ''}"
     lib = out / "libtsim.so"
@@ -71,6 +74,7 @@ def build_library(verilog_text, *, data_bits, trace=None, jobs=None):
         / "share" / "verilator" / "include"
     cmd = ["g++", "-std=c++20", "-O2", "-shared", "-fPIC", f"-DTSIM_DATA_BITS={data_bits}",
            *([f"-D{TRACE_FORMATS[trace][1]}"] if trace else []),
+           *(["-DTSIM_EVENTS"] if events else []),
            f"-I{include}", f"-I{include / 'vltstd'}", "-Iobj", str(HARNESS),
            f"obj/V{TOP}__ALL.a", "obj/libverilated.a", "-o", "libtsim.so", "-lpthread",
            "-latomic"]

@@ -62,6 +62,10 @@ def _load(lib_path):
                                   ctypes.POINTER(ctypes.c_uint32)]
     lib.tsim_run.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
     lib.tsim_pending.argtypes = [ctypes.c_void_p] + [ctypes.POINTER(ctypes.c_uint32)] * 3
+    u32p = ctypes.POINTER(ctypes.c_uint32)
+    lib.tsim_trace_begin.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, u32p, u32p,
+                                     ctypes.c_uint64, ctypes.c_uint32]
+    lib.tsim_trace_end.argtypes = [ctypes.c_void_p]
     lib.tsim_cycle.restype = ctypes.c_uint64
     lib.tsim_cycle.argtypes = [ctypes.c_void_p]
     return lib
@@ -77,19 +81,30 @@ class Tsim:
     knobs : :class:`MemoryKnobs` of the AXI memory model.
     waves : path of a waveform file to write, ``.vcd`` or ``.fst`` by its suffix (the design is
         then built with tracing; FST needs lz4's development headers).
+    trace : bool
+        Generate the design with trace ports, so that :meth:`run` can write a trace
+        (:mod:`avta.sim.trace.schema`). A separate build; without it the design has no
+        tracing logic.
+    faults : set of str
+        Planted bugs (:mod:`avta.hw.core.faults`), for testing the verification tools only.
     """
 
-    def __init__(self, cfg, *, verilog=None, knobs=MemoryKnobs(), waves=None):
+    def __init__(self, cfg, *, verilog=None, knobs=MemoryKnobs(), waves=None, trace=False,
+                 faults=()):
         if verilog is None:
             from avta.hw.top import top_verilog
-            verilog = top_verilog(cfg)
+            verilog = top_verilog(cfg, trace=trace, faults=faults)
+        elif faults:
+            raise ValueError("faults are planted by the generator: give them without verilog")
         self._cfg = cfg
+        self._traced = bool(trace)
         trace = None
         if waves is not None:
             trace = str(waves).rsplit(".", 1)[-1].lower()
             if trace not in ("vcd", "fst"):
                 raise ValueError(f"waveform file {waves!s} must end in .vcd or .fst")
-        self._lib = _load(build_library(verilog, data_bits=cfg.axi_data_bits, trace=trace))
+        self._lib = _load(build_library(verilog, data_bits=cfg.axi_data_bits, trace=trace,
+                                        events=self._traced))
         self._handle = self._lib.tsim_create(str(waves).encode() if waves else None)
         self.set_knobs(knobs)
 
@@ -107,6 +122,10 @@ class Tsim:
                                  int(knobs.reorder), knobs.backpressure, knobs.write_latency)
 
     @property
+    def cfg(self):
+        return self._cfg
+
+    @property
     def cycle(self):
         """Cycles since the design was created."""
         return self._lib.tsim_cycle(self._handle)
@@ -116,6 +135,25 @@ class Tsim:
         counts = [ctypes.c_uint32() for _ in range(3)]
         self._lib.tsim_pending(self._handle, *map(ctypes.byref, counts))
         return tuple(c.value for c in counts)
+
+    def _begin_events(self, path, mode, out_base):
+        from avta.hw.core.sram import geometry
+        from avta.sim.trace.schema import canonical_mode
+        if not self._traced:
+            raise ValueError("this Tsim has no trace ports: make it with Tsim(cfg, trace=True)")
+        level = ("retire", "arch", "full").index(canonical_mode(mode))
+        geos = [geometry(self._cfg, name) for name in ("uop", "inp", "wgt", "acc")]
+        rows = (ctypes.c_uint32 * 4)(*(g.row_bits // 8 for g in geos))
+        pieces = (ctypes.c_uint32 * 4)(*(g.en_bits for g in geos))
+        elem = self._cfg.out_elem_bytes
+        # The RTL ignores base bits below min(element, bus) (hw/core/tensor_store.py).
+        origin = out_base & ~(min(elem, self._cfg.axi_data_bytes) - 1)
+        status = self._lib.tsim_trace_begin(self._handle, str(path).encode(), level, rows,
+                                            pieces, origin, elem)
+        if status == -1:
+            raise OSError(f"cannot open trace file {path} for appending")
+        if status != 0:
+            raise TsimError("the tsim library was built without the trace manager")
 
     def write_reg(self, addr, value):
         resp = self._lib.tsim_reg_write(self._handle, addr, value & 0xFFFFFFFF)
@@ -130,8 +168,14 @@ class Tsim:
             raise TsimError(f"register read at {addr:#x} was never answered")
         return value.value
 
-    def run(self, dram, insn_addr, insn_count, *, bases=None, max_cycles=10_000_000):
-        """Run ``insn_count`` instructions at byte ``insn_addr``; ``dram`` changes in place."""
+    def run(self, dram, insn_addr, insn_count, *, bases=None, max_cycles=10_000_000,
+            events_to=None, trace_mode="arch"):
+        """Run ``insn_count`` instructions at byte ``insn_addr``; ``dram`` changes in place.
+
+        ``events_to``: a path the harness appends this run's trace events to (mode
+        ``trace_mode``); the object must have been made with ``trace=True``. Header and end
+        records are :func:`avta.sim.trace.record.record_trace`'s job.
+        """
         buffer = np.frombuffer(dram, dtype=np.uint8) if not isinstance(dram, np.ndarray) \
             else dram
         if buffer.dtype != np.uint8 or not buffer.flags.c_contiguous or \
@@ -150,7 +194,13 @@ class Tsim:
             self.write_reg(REGISTERS[f"{key}_BASE"], bases.get(key, 0))
         self.write_reg(REGISTERS["INSN_ADDR"], insn_addr)
         self.write_reg(REGISTERS["INSN_COUNT"], insn_count)
-        status = self._lib.tsim_run(self._handle, max_cycles)
+        if events_to is not None:
+            self._begin_events(events_to, trace_mode, bases.get("OUT", 0))
+        try:
+            status = self._lib.tsim_run(self._handle, max_cycles)
+        finally:
+            if events_to is not None:
+                self._lib.tsim_trace_end(self._handle)
         if status < 0:
             raise TsimError("the register file stopped answering during the run")
         counters = {name: self.read_reg(counter_offset(name)) for name in COUNTER_NAMES}

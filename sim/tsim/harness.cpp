@@ -32,6 +32,10 @@ using TraceFile = VerilatedFstC;
 using TraceFile = VerilatedVcdC;
 #endif
 
+#ifdef TSIM_EVENTS
+#include "events.h"
+#endif
+
 #ifndef TSIM_DATA_BITS
 #error "TSIM_DATA_BITS must be defined (the AXI data width)"
 #endif
@@ -99,6 +103,9 @@ struct Tsim {
 #ifdef TSIM_TRACE
     std::unique_ptr<TraceFile> fst;
 #endif
+#ifdef TSIM_EVENTS
+    std::unique_ptr<tsim_events::Tracer> events;   // while a trace is being written
+#endif
     uint8_t* dram = nullptr;
     uint64_t dram_size = 0;
     Knobs knobs{1, 1, 1, 8, 0, 0, 1};
@@ -140,6 +147,9 @@ struct Tsim {
         uint8_t wdata[kBeatBytes];
         get(top->AXI(wdata), wdata);
         uint64_t wstrb = strobes(top->AXI(wstrb));
+#ifdef TSIM_EVENTS
+        if (events) events->sample(top.get(), cycle);
+#endif
 
         top->clk = 1;
         top->eval();
@@ -220,6 +230,12 @@ struct Tsim {
         if (in_dram(addr, kBeatBytes)) {
             for (int i = 0; i < kBeatBytes; ++i)
                 if ((strb >> i) & 1) dram[addr + i] = data[i];
+#ifdef TSIM_EVENTS
+            // The beat was sampled before the edge that ended cycle - 1.
+            if (events)
+                for (int i = 0; i < kBeatBytes; ++i)
+                    if ((strb >> i) & 1) events->dram_byte(dram, addr + i, cycle - 1);
+#endif
         } else if (strb) {
             burst.error = true;
         }
@@ -335,6 +351,45 @@ int tsim_reg_write(void* handle, uint32_t addr, uint32_t value) {
 
 int tsim_reg_read(void* handle, uint32_t addr, uint32_t* value) {
     return static_cast<Tsim*>(handle)->lite_read(addr, value);
+}
+
+// 1 when the design has trace ports and this harness can write traces.
+int tsim_has_events() {
+#ifdef TSIM_EVENTS
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+// Start appending trace events to ``path``: mode 0 retire, 1 arch, 2 full. ``row_bytes`` and
+// ``pieces`` give each traced scratchpad's row size and write enables (uop, inp, wgt, acc);
+// OUT elements of ``out_elem`` bytes start at ``out_origin``. Returns 0, or -1 when the file
+// cannot be opened, -2 when the design has no trace ports.
+int tsim_trace_begin(void* handle, const char* path, int mode, const uint32_t* row_bytes,
+                     const uint32_t* pieces, uint64_t out_origin, uint32_t out_elem) {
+#ifdef TSIM_EVENTS
+    auto* sim = static_cast<Tsim*>(handle);
+    FILE* out = std::fopen(path, "a");
+    if (!out) return -1;
+    tsim_events::Geometry geo[tsim_events::kMemories];
+    for (int m = 0; m < tsim_events::kMemories; ++m) geo[m] = {row_bytes[m], pieces[m]};
+    sim->events = std::make_unique<tsim_events::Tracer>(out, mode, geo, out_origin, out_elem);
+    return 0;
+#else
+    (void)handle; (void)path; (void)mode; (void)row_bytes; (void)pieces; (void)out_origin;
+    (void)out_elem;
+    return -2;
+#endif
+}
+
+// Stop tracing and close the file.
+void tsim_trace_end(void* handle) {
+#ifdef TSIM_EVENTS
+    static_cast<Tsim*>(handle)->events.reset();
+#else
+    (void)handle;
+#endif
 }
 
 uint64_t tsim_cycle(void* handle) { return static_cast<Tsim*>(handle)->cycle; }

@@ -1,0 +1,66 @@
+"""Trace ports: what the tsim harness samples to write a trace (avta.sim.trace.schema).
+
+The generator adds them only when tracing is asked for (``Core(trace=True)``,
+``VtaTop(trace=True)``, ``top_verilog(cfg, trace=True)``); without them the design has no
+extra logic and no extra ports. They are plain taps of signals the core has anyway:
+
+* per stage (``load``, ``compute``, ``store``): the index of the instruction at the head of the
+  stage's queue (``<stage>_insn``, the one executing while ``busy``), a one-cycle ``retire``
+  pulse when it completes without error, and its ``state`` (:data:`STATE_NAMES`);
+* per scratchpad a stage writes (``uop``, ``inp``, ``wgt``, ``acc``): the write port's enables,
+  row address and data, exactly as the memory sees them. A row wider than the bus arrives in
+  pieces under per-piece enables; the harness re-assembles whole rows.
+
+DRAM writes need no port: the harness is the AXI memory and sees every beat.
+"""
+
+from amaranth.hdl import Mux
+from amaranth.lib import wiring
+from amaranth.lib.wiring import Out
+
+from .queue import INDEX_BITS
+from .sram import geometry
+
+__all__ = ["TraceSignature", "STATE_NAMES", "TRACED_MEMORIES", "TRACE_STAGES", "drive_trace"]
+
+#: ``state`` values, in the order of their encoding.
+STATE_NAMES = ("idle", "wait", "busy", "halt")
+#: Scratchpads traced, and the stage whose instructions write them (ISA.md §3).
+TRACED_MEMORIES = {"uop": "compute", "inp": "load", "wgt": "load", "acc": "compute"}
+#: Stage names, and the Core's short names for their controls.
+TRACE_STAGES = {"load": "ld", "compute": "cp", "store": "st"}
+
+
+def TraceSignature(cfg):
+    """The trace port bundle of a core of configuration ``cfg`` (all outputs)."""
+    members = {}
+    for stage in TRACE_STAGES:
+        members[f"{stage}_insn"] = Out(INDEX_BITS)
+        members[f"{stage}_retire"] = Out(1)
+        members[f"{stage}_state"] = Out(2)
+    for name in TRACED_MEMORIES:
+        geo = geometry(cfg, name)
+        members[f"{name}_en"] = Out(geo.en_bits)
+        members[f"{name}_addr"] = Out(geo.addr_bits)
+        members[f"{name}_data"] = Out(geo.row_bits)
+    return wiring.Signature(members)
+
+
+def drive_trace(m, trace, stages, write_ports):
+    """Drive ``trace`` (a :func:`TraceSignature` interface) from the Core's stage controls
+    (by short name) and scratchpad write ports (by memory name), in module ``m``."""
+    for stage, short in TRACE_STAGES.items():
+        ctrl = stages[short]
+        state = Mux(ctrl.busy, 2, Mux(ctrl.idle_event, 0, Mux(ctrl.stall_event, 1, 3)))
+        m.d.comb += [
+            getattr(trace, f"{stage}_insn").eq(ctrl.insn.payload.index),
+            getattr(trace, f"{stage}_retire").eq(ctrl.insn.ready & ~ctrl.error),
+            getattr(trace, f"{stage}_state").eq(state),
+        ]
+    for name in TRACED_MEMORIES:
+        port = write_ports[name]
+        m.d.comb += [
+            getattr(trace, f"{name}_en").eq(port.en),
+            getattr(trace, f"{name}_addr").eq(port.addr),
+            getattr(trace, f"{name}_data").eq(port.data),
+        ]

@@ -1,0 +1,176 @@
+// tsim's trace manager: turns the design's trace ports (avta/hw/core/trace_port.py) and the
+// AXI write beats the harness accepts into the JSON-lines events of avta/sim/trace/schema.py.
+// Included by harness.cpp only when the design was generated with trace ports (TSIM_EVENTS).
+//
+// Scratchpad rows: a write port may write a row in pieces (one enable per piece); the row is one
+// event when every piece has landed. DRAM elements: bytes written by W beats are counted per
+// element of the OUT type; an element is one event when all its bytes have arrived. Both carry
+// the index of the instruction the owning stage is executing at that cycle (a stage runs one
+// instruction at a time and completes it only after its last write, ISA.md §3).
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#define TRACE(member) trace___05F##member
+
+namespace tsim_events {
+
+enum Mode { kRetire = 0, kArch = 1, kFull = 2 };
+enum Memory { kUop = 0, kInp = 1, kWgt = 2, kAcc = 3, kMemories = 4 };
+constexpr const char* kMemoryName[kMemories] = {"uop", "inp", "wgt", "acc"};
+// The stage whose instructions write each scratchpad (ISA.md §3).
+constexpr int kMemoryStage[kMemories] = {1, 0, 0, 1};
+constexpr const char* kStageName[3] = {"load", "compute", "store"};
+constexpr const char* kStateName[4] = {"idle", "wait", "busy", "halt"};
+
+// Verilator represents a port as an unsigned integer of 8..64 bits or as VlWide<N> words.
+template <typename T> inline uint64_t value(const T& v) { return uint64_t(v); }
+template <std::size_t N> inline uint64_t value(const VlWide<N>& v) {
+    return uint64_t(v[0]) | (N > 1 ? uint64_t(v[1]) << 32 : 0);
+}
+template <typename T> inline void bytes(const T& v, uint8_t* out, std::size_t n) {
+    uint64_t x = uint64_t(v);
+    for (std::size_t i = 0; i < n; ++i) out[i] = uint8_t(x >> (8 * i));
+}
+template <std::size_t N> inline void bytes(const VlWide<N>& v, uint8_t* out, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = uint8_t(v[i / 4] >> (8 * (i % 4)));
+}
+
+struct Geometry {
+    uint32_t row_bytes;   // bytes of one row
+    uint32_t pieces;      // write enables of the port (1: whole rows only)
+};
+
+struct Partial {
+    std::vector<uint8_t> data;
+    uint64_t landed = 0;  // enables seen so far
+};
+
+class Tracer {
+  public:
+    Tracer(FILE* out, int mode, const Geometry* geo, uint64_t out_origin, uint32_t out_elem)
+        : out_(out), mode_(mode), out_origin_(out_origin), out_elem_(out_elem) {
+        for (int m = 0; m < kMemories; ++m) geo_[m] = geo[m];
+    }
+    ~Tracer() { std::fclose(out_); }
+
+    // Called every cycle with the design's outputs settled, just before the rising edge.
+    template <typename Top> void sample(Top* top, uint64_t cycle) {
+        insn_[0] = uint32_t(top->TRACE(load_insn));
+        insn_[1] = uint32_t(top->TRACE(compute_insn));
+        insn_[2] = uint32_t(top->TRACE(store_insn));
+        if (mode_ >= kArch) {
+            row(kUop, top->TRACE(uop_en), top->TRACE(uop_addr), top->TRACE(uop_data), cycle);
+            row(kInp, top->TRACE(inp_en), top->TRACE(inp_addr), top->TRACE(inp_data), cycle);
+            row(kWgt, top->TRACE(wgt_en), top->TRACE(wgt_addr), top->TRACE(wgt_data), cycle);
+            row(kAcc, top->TRACE(acc_en), top->TRACE(acc_addr), top->TRACE(acc_data), cycle);
+        }
+        if (mode_ >= kFull) {
+            activity(0, top->TRACE(load_state), cycle);
+            activity(1, top->TRACE(compute_state), cycle);
+            activity(2, top->TRACE(store_state), cycle);
+        }
+        // Retire last: a stage's final row write and its retire can share a cycle.
+        if (top->TRACE(load_retire)) retire(0, cycle);
+        if (top->TRACE(compute_retire)) retire(1, cycle);
+        if (top->TRACE(store_retire)) retire(2, cycle);
+    }
+
+    // One DRAM byte written by a W beat sampled at ``cycle`` (the store stage's instruction
+    // then is the one sampled in the same cycle).
+    void dram_byte(const uint8_t* dram, uint64_t addr, uint64_t cycle) {
+        if (mode_ < kArch || addr < out_origin_) return;
+        uint64_t element = (addr - out_origin_) / out_elem_;
+        uint32_t& count = dram_count_[element];
+        if (++count < out_elem_) return;
+        dram_count_.erase(element);
+        uint64_t start = out_origin_ + element * out_elem_;
+        std::fprintf(out_, "{\"kind\": \"dram\", \"stage\": \"store\", \"insn\": %u, "
+                           "\"address\": %llu, \"data\": \"", insn_[2],
+                     static_cast<unsigned long long>(start));
+        hex(dram + start, out_elem_);
+        std::fprintf(out_, "\", \"cycle\": %llu}\n", static_cast<unsigned long long>(cycle));
+    }
+
+  private:
+    template <typename En, typename Addr, typename Data>
+    void row(int mem, const En& en_sig, const Addr& addr_sig, const Data& data_sig,
+             uint64_t cycle) {
+        uint64_t en = value(en_sig);
+        if (!en) return;
+        const Geometry& g = geo_[mem];
+        uint32_t index = uint32_t(value(addr_sig));
+        buffer_.resize(g.row_bytes);
+        bytes(data_sig, buffer_.data(), g.row_bytes);
+        uint64_t all = g.pieces >= 64 ? ~uint64_t(0) : (uint64_t(1) << g.pieces) - 1;
+        auto found = partial_[mem].find(index);
+        if (en == all && found == partial_[mem].end()) {
+            emit_row(mem, index, buffer_.data(), cycle);
+            return;
+        }
+        Partial& p = partial_[mem][index];
+        if (p.data.empty()) p.data.assign(g.row_bytes, 0);
+        uint32_t piece_bytes = g.row_bytes / g.pieces;
+        for (uint32_t k = 0; k < g.pieces; ++k) {
+            if (!((en >> k) & 1)) continue;
+            std::memcpy(&p.data[k * piece_bytes], &buffer_[k * piece_bytes], piece_bytes);
+        }
+        p.landed |= en;
+        if (p.landed == all) {
+            emit_row(mem, index, p.data.data(), cycle);
+            partial_[mem].erase(index);
+        }
+    }
+
+    void emit_row(int mem, uint32_t index, const uint8_t* data, uint64_t cycle) {
+        int stage = kMemoryStage[mem];
+        std::fprintf(out_, "{\"kind\": \"sram\", \"stage\": \"%s\", \"insn\": %u, "
+                           "\"memory\": \"%s\", \"index\": %u, \"data\": \"",
+                     kStageName[stage], insn_[stage], kMemoryName[mem], index);
+        hex(data, geo_[mem].row_bytes);
+        std::fprintf(out_, "\", \"cycle\": %llu}\n", static_cast<unsigned long long>(cycle));
+    }
+
+    void retire(int stage, uint64_t cycle) {
+        std::fprintf(out_, "{\"kind\": \"retire\", \"stage\": \"%s\", \"insn\": %u, "
+                           "\"cycle\": %llu}\n",
+                     kStageName[stage], insn_[stage], static_cast<unsigned long long>(cycle));
+    }
+
+    void activity(int stage, uint32_t state, uint64_t cycle) {
+        if (state == state_[stage] && insn_[stage] == state_insn_[stage]) return;
+        state_[stage] = state;
+        state_insn_[stage] = insn_[stage];
+        std::fprintf(out_, "{\"kind\": \"activity\", \"stage\": \"%s\", \"insn\": %u, "
+                           "\"state\": \"%s\", \"cycle\": %llu}\n",
+                     kStageName[stage], insn_[stage], kStateName[state & 3],
+                     static_cast<unsigned long long>(cycle));
+    }
+
+    void hex(const uint8_t* data, std::size_t n) {
+        static const char digits[] = "0123456789abcdef";
+        std::string text(2 * n, '0');
+        for (std::size_t i = 0; i < n; ++i) {
+            text[2 * i] = digits[data[i] >> 4];
+            text[2 * i + 1] = digits[data[i] & 15];
+        }
+        std::fwrite(text.data(), 1, text.size(), out_);
+    }
+
+    FILE* out_;
+    int mode_;
+    Geometry geo_[kMemories];
+    uint64_t out_origin_;
+    uint32_t out_elem_;
+    uint32_t insn_[3] = {0, 0, 0};
+    uint32_t state_[3] = {~0u, ~0u, ~0u};
+    uint32_t state_insn_[3] = {~0u, ~0u, ~0u};
+    std::vector<uint8_t> buffer_;
+    std::unordered_map<uint32_t, Partial> partial_[kMemories];
+    std::unordered_map<uint64_t, uint32_t> dram_count_;
+};
+
+}  // namespace tsim_events
