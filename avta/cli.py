@@ -103,25 +103,13 @@ def cmd_gen(args):
     out.mkdir(parents=True, exist_ok=True)
     (out / "vta_hw_spec.h").write_text(c_header(cfg))
     (out / "config.json").write_text(cfg.to_json() + "\n")
-    written = ["vta_hw_spec.h", "config.json"] + generate_verilog(cfg, out)
+    written = ["vta_hw_spec.h", "config.json"] + generate_verilog(cfg, out,
+                                                                  trace=args.trace_ports)
+    ports = ", with trace ports" if args.trace_ports else ""
     print(f"wrote {', '.join(written)} to {out}/ ({cfg.name}: {cfg.shape_name}, AXI "
-          f"{cfg.axi_data_bits})", file=sys.stderr)
+          f"{cfg.axi_data_bits}{ports})", file=sys.stderr)
     return 0
 
-
-# -- commands that later work fills in -----------------------------------------------------------
-
-_PENDING = {
-    "trace-diff": "the trace manager and trace diff arrive with issue 6",
-    "fuzz": "random differential testing arrives with issue 6",
-}
-
-
-def _pending(name):
-    def run(args):
-        print(f"avta {name}: not available yet: {_PENDING[name]}.", file=sys.stderr)
-        return 2
-    return run
 
 
 def _lazy(module, function):
@@ -145,6 +133,9 @@ def build_parser():
                                    "resolved configuration JSON into build/<name>/ (or -o DIR).")
     _config_arg(p)
     p.add_argument("-o", "--output", metavar="DIR", help="output folder (default build/<name>)")
+    p.add_argument("--trace-ports", action="store_true",
+                   help="add the trace__* output ports that tsim's trace manager samples "
+                        "(off by default: no cost)")
     p.set_defaults(run=cmd_gen)
 
     p = sub.add_parser("config", help="print every derived quantity and the field layout",
@@ -194,18 +185,23 @@ def build_parser():
     p = sub.add_parser("trace-diff", help="find where two traces diverge",
                        description="Compare two traces per stage in program order and print the "
                                    "first divergence of each; exit 0 only when they match.")
-    p.add_argument("a", metavar="A")
-    p.add_argument("b", metavar="B")
-    p.set_defaults(run=_pending("trace-diff"))
+    p.add_argument("a", metavar="A", help="a trace (avta exec --trace), e.g. fsim's")
+    p.add_argument("b", metavar="B", help="the trace to compare with it, e.g. tsim's")
+    p.set_defaults(run=_lazy("avta.sim.trace.cli", "cmd_trace_diff"))
 
     p = sub.add_parser("fuzz", help="random well-formed programs on fsim and tsim",
                        description="Run N random well-formed programs on fsim and tsim, diff "
                                    "traces on a mismatch and save failing programs.")
     _config_arg(p)
-    p.add_argument("-n", type=int, default=100, metavar="N")
-    p.add_argument("--seed", type=int, default=0, metavar="S")
-    p.add_argument("-o", "--output", default="fuzz-failures", metavar="DIR")
-    p.set_defaults(run=_pending("fuzz"))
+    p.add_argument("-n", type=int, default=100, metavar="N", help="programs to run")
+    p.add_argument("--seed", type=int, default=0, metavar="S",
+                   help="seed of the first program (program i uses S + i)")
+    p.add_argument("-o", "--output", default="fuzz-failures", metavar="DIR",
+                   help="where failing programs are saved for replay")
+    p.add_argument("--memory", choices=("random", "plain"), default="random",
+                   help="tsim's AXI memory: seeded latency, reordering and backpressure "
+                        "(random, the default) or one-cycle latency")
+    p.set_defaults(run=_lazy("avta.sim.fuzz.cli", "cmd_fuzz"))
 
     p = sub.add_parser("bench", help="benchmarks that print figures",
                        description="Benchmarks: each prints its figures (cycles, rates, "

@@ -118,6 +118,10 @@ class FsimBackend(ArrayDramBackend):
     def config_id(self):
         return self.sim.cfg.config_id
 
+    def run_options(self):
+        """Keyword arguments every ``self.sim.run`` gets (for traced runs)."""
+        return {}
+
     def run(self, insn_addr, insn_count, *, bases=None):
         return self.sim.run(self._dram, insn_addr, insn_count, bases=bases)
 

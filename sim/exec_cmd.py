@@ -4,16 +4,19 @@ The image is loaded at DRAM address 0; DRAM is as large as the image or ``--dram
 zero-fills the rest and must not be smaller than the image). Instructions start at the 16-byte
 aligned byte address ``--insn-addr``. fsim runs non-strict unless ``--strict`` (ISA.md §3: a raw
 image runs like the RTL). ``--target tsim`` runs the Verilated design (built and cached on
-first use) until finish, error or ``--max-cycles`` (status ``timeout``). The final DRAM goes to ``-o``; the last line printed is
-:meth:`RunResult.summary`; a run that does not end ``ok`` also says why on stderr.
+first use) until finish, error or ``--max-cycles`` (status ``timeout``). The final DRAM goes
+to ``-o``; the last line printed is :meth:`RunResult.summary`; a run that does not end ``ok``
+also says why on stderr. ``--trace T`` writes the run's trace (:mod:`avta.sim.trace.schema`) in
+``--trace-mode`` on either target; on tsim it uses a build of the design with trace ports.
 
 Exit status: 0 when the run ends ``ok``, 1 when it ends ``error``, ``deadlock`` or ``timeout``,
 2 when the command itself is wrong (bad arguments, unreadable image).
 """
 
-import json
 import sys
 from pathlib import Path
+
+import numpy as np
 
 from avta.isa.config import load_config
 from avta.isa.encoding import INSN_BYTES
@@ -51,47 +54,32 @@ def _check_args(args):
         raise _user_error(f"--insn-count {args.insn_count} must be in 0..2^32-1")
 
 
-def _run_fsim(cfg, args, dram, trace):
-    from avta.sim.fsim import Fsim
-    sim = Fsim(cfg, strict=args.strict, trace=trace,
-               trace_mode=getattr(args, "trace_mode", None) or "arch")
-    return sim.run(dram, args.insn_addr, args.insn_count)
-
-
 #: tsim's cycle limit when --max-cycles is not given.
 DEFAULT_MAX_CYCLES = 100_000_000
 
 
-def _run_tsim(cfg, args, dram):
-    import numpy as np
-    from avta.sim.tsim.driver import Tsim
-    buffer = np.frombuffer(dram, dtype=np.uint8)
-    return Tsim(cfg).run(buffer, args.insn_addr, args.insn_count,
-                         max_cycles=args.max_cycles or DEFAULT_MAX_CYCLES)
+def _simulator(cfg, args):
+    if args.target == "tsim":
+        from avta.sim.tsim.driver import Tsim
+        return Tsim(cfg, trace=bool(args.trace)), \
+            {"max_cycles": args.max_cycles or DEFAULT_MAX_CYCLES}
+    from avta.sim.fsim import Fsim
+    return Fsim(cfg, strict=args.strict), {}
 
 
 def cmd_exec(args):
     """Handler of ``avta exec``; returns the exit status described in the module docstring."""
     cfg = load_config(args.config)
     _check_args(args)
-    if args.target == "tsim" and args.trace:
-        raise _user_error("--trace on tsim arrives with the trace manager (issue 6); "
-                          "use --target fsim for a trace")
     dram = load_image(args.image, args.dram_size)
-
-    trace_file = open(args.trace, "w") if args.trace else None
-    try:
-        trace = None
-        if trace_file is not None:
-            def trace(event):
-                trace_file.write(json.dumps(event) + "\n")
-        if args.target == "tsim":
-            result = _run_tsim(cfg, args, dram)
-        else:
-            result = _run_fsim(cfg, args, dram, trace)
-    finally:
-        if trace_file is not None:
-            trace_file.close()
+    sim, options = _simulator(cfg, args)
+    buffer = np.frombuffer(dram, dtype=np.uint8)
+    if args.trace:
+        from avta.sim.trace.record import record_trace
+        result = record_trace(args.trace, sim, buffer, args.insn_addr, args.insn_count,
+                              mode=args.trace_mode or "arch", **options)
+    else:
+        result = sim.run(buffer, args.insn_addr, args.insn_count, **options)
 
     if args.output:
         Path(args.output).write_bytes(dram)

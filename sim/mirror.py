@@ -5,7 +5,15 @@ insists they agree.
 :class:`MirrorMismatch` unless they end with the same status, error code and instruction, the
 same exact counters (bytes and steps; cycle counts may differ) and the same DRAM, byte for
 byte. It returns the reference's result, so host code sees the reference (usually fsim).
+
+With ``trace_mode`` (``retire`` or ``arch``) each run is also traced on both targets
+(:mod:`avta.sim.trace`) and the traces must match; a mismatch message is the trace diff's
+report, and the two traces are kept in ``trace_dir`` for ``avta trace-diff``. The other target
+must then be a tsim backend made with ``trace=True``.
 """
+
+import tempfile
+from pathlib import Path
 
 import numpy as np
 
@@ -25,11 +33,13 @@ class MirrorMismatch(AssertionError):
 class MirrorBackend(Backend):
     """``reference`` and ``other`` are backends with a ``dram`` array (fsim, tsim)."""
 
-    def __init__(self, reference, other):
+    def __init__(self, reference, other, *, trace_mode=None, trace_dir=None):
         if reference.dram_size != other.dram_size:
             raise ValueError(f"the two targets have {reference.dram_size} and "
                              f"{other.dram_size} bytes of DRAM; they must be equal")
         self.reference, self.other = reference, other
+        self.trace_mode = trace_mode
+        self._trace_dir = Path(trace_dir) if trace_dir else None
         self.name = f"{reference.name}+{other.name}"
         self.runs = 0
 
@@ -57,10 +67,13 @@ class MirrorBackend(Backend):
         return self.reference.read(addr, nbytes)
 
     def run(self, insn_addr, insn_count, *, bases=None):
-        first = self.reference.run(insn_addr, insn_count, bases=bases)
-        second = self.other.run(insn_addr, insn_count, bases=bases)
         self.runs += 1
         where = f"run {self.runs} ({insn_count} instructions at {insn_addr:#x})"
+        if self.trace_mode:
+            first, second = self._run_traced(where, insn_addr, insn_count, bases)
+        else:
+            first = self.reference.run(insn_addr, insn_count, bases=bases)
+            second = self.other.run(insn_addr, insn_count, bases=bases)
         a, b = self.reference.name, self.other.name
         ends = [(r.status, r.error_code, r.error_insn) for r in (first, second)]
         if ends[0] != ends[1]:
@@ -77,3 +90,25 @@ class MirrorBackend(Backend):
                 raise MirrorMismatch(f"{where}: {differ.size} DRAM bytes differ between {a} "
                                      f"and {b} ({shown})")
         return first
+
+    def _run_traced(self, where, insn_addr, insn_count, bases):
+        from avta.sim.trace.diff import diff_files
+        from avta.sim.trace.record import record_trace
+        keep = self._trace_dir is not None
+        folder = self._trace_dir or Path(tempfile.mkdtemp(prefix="avta-mirror-"))
+        folder.mkdir(parents=True, exist_ok=True)
+        paths = [folder / f"run{self.runs}-{backend.name}.trace"
+                 for backend in (self.reference, self.other)]
+        results = [record_trace(path, backend.sim, backend.dram, insn_addr, insn_count,
+                                mode=self.trace_mode, bases=bases, **backend.run_options())
+                   for path, backend in zip(paths, (self.reference, self.other))]
+        report = diff_files(*paths)
+        if not report.matched:
+            raise MirrorMismatch(f"{where}: the traces differ (kept in {folder}/; replay the "
+                                 f"comparison with avta trace-diff {paths[0]} {paths[1]}):\n"
+                                 f"{report.format()}")
+        if not keep:
+            for path in paths:
+                path.unlink()
+            folder.rmdir()
+        return results

@@ -1,4 +1,4 @@
-"""The command line: config, asm/disasm, gen, error messages and pending commands."""
+"""The command line: config, asm/disasm, gen, error messages."""
 
 import json
 
@@ -107,7 +107,13 @@ def test_gen_lints_clean_on_every_shipped_config(tmp_path, config):
     assert lint(["vta_top.v"], cwd=tmp_path).returncode == 0
 
 
-@pytest.mark.parametrize("command", [["trace-diff", "a", "b"], ["fuzz"]])
-def test_commands_not_built_yet_say_so(capsys, command):
-    assert main(command) == 2
-    assert "not available yet" in capsys.readouterr().err
+def test_trace_diff_of_a_missing_file_is_a_usage_error(capsys, tmp_path):
+    assert main(["trace-diff", str(tmp_path / "a.trace"), str(tmp_path / "b.trace")]) == 2
+    assert "cannot read trace" in capsys.readouterr().err
+
+
+def test_gen_trace_ports_only_when_asked(tmp_path):
+    assert main(["gen", "--config", "tiny", "-o", str(tmp_path / "plain")]) == 0
+    assert main(["gen", "--config", "tiny", "-o", str(tmp_path / "traced"), "--trace-ports"]) == 0
+    assert "trace__" not in (tmp_path / "plain" / "vta_top.v").read_text()
+    assert "output [31:0] trace__compute_insn;" in (tmp_path / "traced" / "vta_top.v").read_text()

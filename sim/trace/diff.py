@@ -47,13 +47,17 @@ class Divergence:
     event_b: dict = None
     context_a: list = field(default_factory=list)
     context_b: list = field(default_factory=list)
+    cycle_hint: int = None
 
     @property
     def cycle(self):
-        """The tsim cycle of the divergent event (from whichever trace has cycles)."""
+        """The tsim cycle of the divergent event (from whichever trace has cycles); when tsim
+        lacks the event, the cycle of the write it made in its place."""
         for event in (self.event_b, self.event_a):
             if event is not None and "cycle" in event:
                 return event["cycle"]
+        if self.cycle_hint is not None:
+            return self.cycle_hint
         for events in (self.context_b, self.context_a):
             if events and "cycle" in events[-1]:
                 return events[-1]["cycle"]
@@ -105,8 +109,8 @@ def diff_traces(a, b):
         for insn in insns:
             found = _compare_insn(stage, insn, per_a.get(insn, []), per_b.get(insn, []), names)
             if found is not None:
-                found.context_a = _context(a.events, stage, found.event_a, insn)
-                found.context_b = _context(b.events, stage, found.event_b, insn)
+                found.context_a = _context(a.events, stage, found, found.event_a)
+                found.context_b = _context(b.events, stage, found, found.event_b)
                 divergences[stage] = found
                 break
     return DiffReport(a, b, divergences, compared, _compare_end(a, b), ignored, names)
@@ -184,14 +188,21 @@ def _event_difference(key, n, count_a, count_b, ea, eb, names):
     return None
 
 
-def _context(events, stage, event, insn):
-    """Up to CONTEXT events of ``stage`` just before ``event`` (or the instruction's start)."""
+def _context(events, stage, found, event):
+    """Up to CONTEXT events of ``stage`` just before ``event``; when this trace lacks the event,
+    the instruction's own events nearest the divergent key instead (what it wrote there)."""
     same = [e for e in events if e["stage"] == stage and e["kind"] != "activity"]
     if event is not None:
         end = next(i for i, e in enumerate(same) if e is event)
-    else:
-        end = next((i for i, e in enumerate(same) if e["insn"] >= insn), len(same))
-    return same[max(0, end - CONTEXT):end]
+        return same[max(0, end - CONTEXT):end]
+    own = sorted((e for e in same if e["insn"] == found.insn),
+                 key=lambda e: _sort_key(_key(e)))
+    at = next((i for i, e in enumerate(own)
+               if _sort_key(_key(e)) >= _sort_key(found.key)), len(own))
+    if at < len(own) and "cycle" in own[at] and found.cycle_hint is None:
+        found.cycle_hint = own[at]["cycle"]     # where the missing write would have been
+    start = max(0, at - CONTEXT // 2)
+    return own[start:start + CONTEXT]
 
 
 def _compare_end(a, b):
@@ -297,8 +308,12 @@ def _format_report(report):
         lane_lines = _lane_lines(cfg, found.key, found.event_a, found.event_b, names)
         for line in lane_lines or found.details:
             lines.append(f"    {line}")
-        for name, context in zip(names, (found.context_a, found.context_b)):
-            if context:
+        for name, context, event in zip(names, (found.context_a, found.context_b),
+                                        (found.event_a, found.event_b)):
+            if context and event is None:
+                lines.append(f"  what instruction {found.insn} wrote near there in {name}:")
+                lines.extend(f"    {_format_event(e)}" for e in context)
+            elif context:
                 lines.append(f"  last {len(context)} {stage} events before it in {name}:")
                 lines.extend(f"    {_format_event(e)}" for e in context)
     if report.end_difference:

@@ -11,17 +11,24 @@ class TsimBackend(ArrayDramBackend):
     """The Verilated design with the harness's AXI memory model over a numpy DRAM.
 
     ``knobs`` set the memory model (latency, reordering, backpressure); ``max_cycles`` bounds
-    every run (status ``timeout`` beyond it); ``waves`` writes an FST file.
+    every run (status ``timeout`` beyond it); ``waves`` writes an FST file; ``trace`` builds
+    the design with trace ports (for traced runs, e.g. :class:`avta.sim.mirror.MirrorBackend`);
+    ``faults`` plants bugs (:mod:`avta.hw.core.faults`, tests of the verification tools only).
     """
 
     name = "tsim"
 
     def __init__(self, cfg, *, dram_size=DEFAULT_DRAM_BYTES, knobs=MemoryKnobs(),
-                 max_cycles=20_000_000, waves=None, verilog=None):
+                 max_cycles=20_000_000, waves=None, verilog=None, trace=False, faults=()):
         super().__init__(dram_size)
         self._cfg = cfg
         self._max_cycles = max_cycles
-        self.sim = Tsim(cfg, knobs=knobs, waves=waves, verilog=verilog)
+        self.sim = Tsim(cfg, knobs=knobs, waves=waves, verilog=verilog, trace=trace,
+                        faults=faults)
+
+    def run_options(self):
+        """Keyword arguments every ``self.sim.run`` gets (for traced runs)."""
+        return {"max_cycles": self._max_cycles}
 
     @property
     def config_id(self):

@@ -2,8 +2,10 @@
 
 On the configurations in :data:`MIRRORED_CONFIGS` every program also runs on tsim, with the
 memory model's random latency, reordering and backpressure, and the final DRAM, status and
-exact counters must equal fsim's (issue 5). ``AVTA_TSIM_MIRROR=0`` turns that off for a quick
-fsim-only run.
+exact counters must equal fsim's (issue 5), and so must the two traces in ``arch`` mode: every
+scratchpad row and DRAM element each instruction writes (issue 6). ``AVTA_TSIM_MIRROR=0`` turns
+the mirror off for a quick fsim-only run; ``AVTA_MIRROR_TRACE=0`` keeps the mirror but skips the
+traces.
 """
 
 import os
@@ -37,7 +39,10 @@ def fsim_device(cfg, *, schedule="inorder", seed=None, dram_size=1 << 20):
         from avta.sim.tsim.backend import TsimBackend
         from avta.sim.tsim.driver import MemoryKnobs
         knobs = MemoryKnobs.random(seed=0 if seed is None else seed)
-        backend = MirrorBackend(backend, TsimBackend(cfg, dram_size=dram_size, knobs=knobs))
+        traced = os.environ.get("AVTA_MIRROR_TRACE", "1") != "0"
+        backend = MirrorBackend(backend, TsimBackend(cfg, dram_size=dram_size, knobs=knobs,
+                                                     trace=traced),
+                                trace_mode="arch" if traced else None)
     return CheckedDevice(cfg, backend)
 
 
