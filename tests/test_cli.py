@@ -117,3 +117,5 @@ def test_gen_trace_ports_only_when_asked(tmp_path):
     assert main(["gen", "--config", "tiny", "-o", str(tmp_path / "traced"), "--trace-ports"]) == 0
     assert "trace__" not in (tmp_path / "plain" / "vta_top.v").read_text()
     assert "output [31:0] trace__compute_insn;" in (tmp_path / "traced" / "vta_top.v").read_text()
+    from avta.sim.verilator import lint
+    assert lint(["vta_top.v"], cwd=tmp_path / "traced").returncode == 0
