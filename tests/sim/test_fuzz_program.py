@@ -1,0 +1,133 @@
+"""The random program generator of ``avta fuzz``: every program is well-formed (ISA.md §3), runs
+to ``ok`` on strict fsim from its raw image, is a function of its seed, and many seeds together
+cover the whole ISA."""
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from avta.isa.config import load_config, shipped_configs
+from avta.isa.encoding import INSN_BYTES
+from avta.runtime.wellformed import check_wellformed
+from avta.sim.fsim import Fsim
+from avta.sim.fuzz.program import ISA_FEATURES, RandomProgram, coverage, random_program
+
+def _run(rp, **options):
+    """Run a program from its image as ``avta exec`` would; the result and the final DRAM."""
+    dram = rp.dram()
+    result = Fsim(rp.cfg, strict=True, **options).run(dram, rp.insn_addr, rp.insn_count)
+    return result, dram
+
+
+@pytest.mark.parametrize("config", shipped_configs())
+def test_programs_are_wellformed_and_run_ok(config):
+    cfg = load_config(config)
+    for seed in range(12):
+        rp = random_program(cfg, seed)
+        assert check_wellformed(rp.program) == [], (config, seed)
+        result, _ = _run(rp)
+        assert result.status == "ok", (config, seed, result)
+        assert result.counters == {**result.counters, **rp.program.expected_counters()}
+
+
+def test_image_layout():
+    cfg = load_config("default")
+    rp = random_program(cfg, 5)
+    assert isinstance(rp, RandomProgram)
+    assert rp.insn_addr % INSN_BYTES == 0 and rp.insn_count == len(rp.program)
+    assert len(rp.image) % 4096 == 0 and len(rp.image) <= 64 << 10
+    stream = rp.image[rp.insn_addr:rp.insn_addr + rp.insn_count * INSN_BYTES]
+    assert stream == rp.program.encode(rp.uop_addr // cfg.uop_elem_bytes)
+    assert not any(rp.image[rp.out_addr:rp.out_addr + rp.out_nbytes])
+
+
+def test_one_shared_machine_runs_program_after_program():
+    """The RTL keeps its scratchpads between programs, so no program may read rows that only an
+    earlier one wrote: on a fresh and on a reused machine a program ends the same."""
+    cfg = load_config("tiny")
+    shared = Fsim(cfg, strict=True)
+    for seed in range(8):
+        rp = random_program(cfg, seed)
+        _, alone = _run(rp)
+        dram = rp.dram()
+        assert shared.run(dram, rp.insn_addr, rp.insn_count).status == "ok"
+        assert dram == alone, seed
+
+
+def test_stage_interleaving_does_not_matter():
+    """Tokens order every hazard, so fsim's random schedule ends with the same DRAM."""
+    cfg = load_config("tiny")
+    for seed in range(10):
+        rp = random_program(cfg, seed)
+        _, inorder = _run(rp)
+        result, shuffled = _run(rp, schedule="random", seed=seed)
+        assert result.ok and shuffled == inorder, seed
+
+
+@pytest.mark.parametrize("config", ["tiny", "default"])
+def test_stores_change_the_output_region(config):
+    cfg = load_config(config)
+    changed = 0
+    for seed in range(8):
+        rp = random_program(cfg, seed)
+        assert rp.out_nbytes > 0
+        _, dram = _run(rp)
+        before = rp.output(rp.image)
+        assert bytes(dram[:rp.out_addr]) == rp.image[:rp.out_addr]   # inputs untouched
+        changed += rp.output(dram) != before
+    assert changed >= 7
+
+
+def test_deterministic_per_seed_and_different_between_seeds():
+    cfg = load_config("tiny")
+    a, b, c = random_program(cfg, 7), random_program(cfg, 7), random_program(cfg, 8)
+    assert a.image == b.image and a.insn_count == b.insn_count
+    assert a.program.insns == b.program.insns
+    assert a.image != c.image
+    assert len({random_program(cfg, s).image for s in range(10)}) == 10
+
+
+def test_max_insns():
+    cfg = load_config("tiny")
+    for seed in range(10):
+        rp = random_program(cfg, seed, max_insns=25)
+        assert rp.insn_count <= 25
+        assert _run(rp)[0].ok
+    with pytest.raises(ValueError, match="too small"):
+        random_program(cfg, 0, max_insns=3)
+
+
+def test_sizes_vary():
+    cfg = load_config("tiny")
+    sizes = [random_program(cfg, s).insn_count for s in range(30)]
+    assert min(sizes) < 40 and max(sizes) > 90 and max(sizes) < 250
+
+
+def test_coverage_of_the_whole_isa():
+    cfg = load_config("tiny")
+    programs = [random_program(cfg, s) for s in range(50)]
+    found = coverage(programs)
+    missing = [name for name in ISA_FEATURES if not found[name]]
+    assert not missing, missing
+    assert set(found) <= set(ISA_FEATURES)
+    assert coverage(programs[:3]) == coverage([rp.program for rp in programs[:3]])
+    assert {rp.threads for rp in programs} == {1, 2}
+
+
+def test_indices_reach_the_ends_of_every_scratchpad():
+    """Rows near the end of each scratchpad are used, not only the first ones."""
+    cfg = load_config("default")
+    found = Counter()
+    for seed in range(15):
+        found += coverage(random_program(cfg, seed))
+    for name in ("INP last row", "WGT last row", "ACC last row", "STORE last row"):
+        assert found[name], name
+
+
+def test_immediates_cover_the_signed_field():
+    cfg = load_config("tiny")
+    imms = [insn.imm for s in range(40) for insn in random_program(cfg, s).program.insns
+            if getattr(insn, "use_imm", 0)]
+    assert min(imms) <= -1 << 14 and max(imms) >= 1 << 14
+    assert np.mean([i < 0 for i in imms]) > 0.2
