@@ -1,1 +1,2 @@
-"""Random well-formed programs and the fsim-vs-tsim differential fuzzer (``avta fuzz``)."""
+"""Random well-formed programs (:mod:`.program`), their ISA coverage (:mod:`.coverage`) and the
+fsim-vs-tsim differential fuzzer (:mod:`.runner`, ``avta fuzz``)."""

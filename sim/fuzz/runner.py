@@ -31,7 +31,8 @@ import numpy as np
 from avta.isa.asm import insn_to_json
 from avta.isa.registers import BYTE_COUNTERS, STEP_COUNTERS
 
-from .program import coverage, random_program
+from .coverage import coverage
+from .program import random_program
 
 __all__ = ["FuzzFailure", "FuzzSummary", "fuzz"]
 

@@ -11,7 +11,8 @@ from avta.isa.config import load_config, shipped_configs
 from avta.isa.encoding import INSN_BYTES
 from avta.runtime.wellformed import check_wellformed
 from avta.sim.fsim import Fsim
-from avta.sim.fuzz.program import ISA_FEATURES, RandomProgram, coverage, random_program
+from avta.sim.fuzz.coverage import ISA_FEATURES, coverage
+from avta.sim.fuzz.program import RandomProgram, random_program
 
 def _run(rp, **options):
     """Run a program from its image as ``avta exec`` would; the result and the final DRAM."""

@@ -11,7 +11,7 @@ import pytest
 
 from avta.cli import main
 from avta.isa.config import load_config
-from avta.sim.fuzz.program import ISA_FEATURES
+from avta.sim.fuzz.coverage import ISA_FEATURES
 from avta.sim.fuzz.runner import fuzz
 
 #: (configuration, programs) of the default run: 220 programs in all.
