@@ -143,6 +143,12 @@ def _load_utilization(cfg):
     return 0
 
 
+def _trace_overhead(cfg):
+    from .trace.bench import trace_overhead
+    trace_overhead(cfg)
+    return 0
+
+
 BENCHMARKS = {
     "fsim-conv2d": ("ResNet-18 C2 on fsim: wall time against a numpy reference, and counters",
                     fsim_conv2d),
@@ -151,6 +157,8 @@ BENCHMARKS = {
                   "cycles/s, speed ratio", _tsim_gemm),
     "load-utilization": ("a long LOAD on tsim at AXI 64 (default) and 256 (wide): bus bytes "
                          "per cycle over bus width", _load_utilization),
+    "trace-overhead": ("a GEMM-heavy program on fsim and tsim with and without an arch trace: "
+                       "time, cycles/s, trace size", _trace_overhead),
 }
 
 
