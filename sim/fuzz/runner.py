@@ -68,7 +68,10 @@ class FuzzSummary:
                  f"{self.events} trace events and {self.cycles} tsim cycles compared in "
                  f"{self.seconds:.1f} s ({rate:.1f} programs/s)"]
         if self.features is not None:
-            lines.append(f"coverage: {len(self.features)} ISA features seen")
+            from .coverage import ISA_FEATURES
+            missing = sorted(set(ISA_FEATURES) - set(self.features))
+            lines.append(f"coverage: {len(ISA_FEATURES) - len(missing)} of {len(ISA_FEATURES)} "
+                         f"ISA features" + (f" (never: {', '.join(missing)})" if missing else ""))
         for failure in self.failures:
             lines.append(f"FAILED seed {failure.seed}: {failure.reasons[0]} (saved in "
                          f"{failure.folder}/)")
