@@ -94,14 +94,14 @@ class Gemm(wiring.Component):
         m.d.sync += [off1[op].eq(getattr(loop, op)) for op in off1]
         uop = data.View(layouts(cfg).uop, self.uop_rd.data)
         acc_idx1 = Signal(geo["acc"].addr_bits)
-        acc_fault = 0
+        acc_index = uop.dst_idx + off1["dst"]
         if "gemm-acc-index" in self._faults:
             # Planted bug (avta.hw.core.faults), for testing the trace diff only.
             uop1 = Signal.like(loop.uop)
             m.d.sync += uop1.eq(loop.uop)
-            acc_fault = uop1 == FAULT_UOP_ROW
+            acc_index = acc_index + (uop1 == FAULT_UOP_ROW)
         m.d.comb += [
-            acc_idx1.eq(uop.dst_idx + off1["dst"] + acc_fault),
+            acc_idx1.eq(acc_index),
             self.inp_rd.addr.eq(uop.src_idx + off1["src"]),
             self.wgt_rd.addr.eq(uop.wgt_idx + off1["wgt"]),
             self.acc_rd.addr.eq(acc_idx1),
