@@ -1,7 +1,8 @@
 """Run cocotb tests on Verilator for an Amaranth component, with builds cached by content.
 
 The Verilog of the component is written to ``<cache>/<top>-<hash>/``, where the hash covers
-the Verilog text and the build arguments; a build whose folder already exists is reused.
+the Verilog text, the build arguments and where cocotb and Verilator are installed; a build whose
+folder already exists is reused.
 Waveforms only when ``AVTA_WAVES=1`` (cocotb's ``WAVES=1`` also works).
 """
 
@@ -35,7 +36,12 @@ def run_cocotb(component, *, top, test_module, test_dir=None, build_args=(), ext
 
     text = verilog if verilog is not None else to_verilog(component, name=top)
     args = list(build_args)
-    digest = hashlib.sha256((text + "\0" + " ".join(args)).encode()).hexdigest()[:16]
+    # Verilator's generated makefile names cocotb's and Verilator's files by absolute path, so
+    # a build made from another virtual environment cannot be reused: the installs are keyed.
+    import cocotb
+    installs = f"{Path(cocotb.__file__).parent}\0{os.environ.get('VERILATOR_ROOT', '')}"
+    digest = hashlib.sha256((text + "\0" + " ".join(args) + "\0" + installs).encode()
+                            ).hexdigest()[:16]
     build_dir = cache_root() / "cocotb" / f"{top}-{digest}"
     build_dir.mkdir(parents=True, exist_ok=True)
     source = build_dir / f"{top}.v"
