@@ -20,7 +20,7 @@ import numpy as np
 from avta.isa.registers import BYTE_COUNTERS, STEP_COUNTERS
 from avta.runtime.device import Backend
 
-__all__ = ["MirrorBackend", "MirrorMismatch"]
+__all__ = ["MirrorBackend", "MirrorMismatch", "run_differences"]
 
 #: How many differing DRAM bytes a mismatch message lists.
 SHOWN = 8
@@ -28,6 +28,32 @@ SHOWN = 8
 
 class MirrorMismatch(AssertionError):
     """The two targets disagree; the message says where first."""
+
+
+def run_differences(first, second, dram_a, dram_b, names):
+    """What differs between two runs of one program, one line each (empty when they agree).
+
+    ``first``/``second`` are the RunResults, ``dram_a``/``dram_b`` the final DRAM arrays and
+    ``names`` the two targets' names. Compared: the end (status, error code and instruction),
+    the exact counters (bytes and steps) and, when the run ended ``ok``, the DRAM byte for byte
+    (after an error DRAM is unspecified, ISA.md §3.5).
+    """
+    a, b = names
+    lines = []
+    ends = [(r.status, r.error_code, r.error_insn) for r in (first, second)]
+    if ends[0] != ends[1]:
+        lines.append(f"{a} ended {ends[0]}, {b} ended {ends[1]}")
+    for name in BYTE_COUNTERS + STEP_COUNTERS:
+        if first.counters[name] != second.counters[name]:
+            lines.append(f"counter {name} is {first.counters[name]} on {a}, "
+                         f"{second.counters[name]} on {b}")
+    if first.status == "ok":
+        differ = np.flatnonzero(dram_a != dram_b)
+        if differ.size:
+            shown = ", ".join(f"{addr:#x}: {dram_a[addr]:#04x} vs {dram_b[addr]:#04x}"
+                              for addr in differ[:SHOWN])
+            lines.append(f"{differ.size} DRAM bytes differ between {a} and {b} ({shown})")
+    return lines
 
 
 class MirrorBackend(Backend):
@@ -74,33 +100,22 @@ class MirrorBackend(Backend):
         else:
             first = self.reference.run(insn_addr, insn_count, bases=bases)
             second = self.other.run(insn_addr, insn_count, bases=bases)
-        a, b = self.reference.name, self.other.name
-        ends = [(r.status, r.error_code, r.error_insn) for r in (first, second)]
-        if ends[0] != ends[1]:
-            raise MirrorMismatch(f"{where}: {a} ended {ends[0]}, {b} ended {ends[1]}")
-        for name in BYTE_COUNTERS + STEP_COUNTERS:
-            if first.counters[name] != second.counters[name]:
-                raise MirrorMismatch(f"{where}: counter {name} is {first.counters[name]} on "
-                                     f"{a}, {second.counters[name]} on {b}")
-        if first.status == "ok":
-            differ = np.flatnonzero(self.reference.dram != self.other.dram)
-            if differ.size:
-                shown = ", ".join(f"{addr:#x}: {self.reference.dram[addr]:#04x} vs "
-                                  f"{self.other.dram[addr]:#04x}" for addr in differ[:SHOWN])
-                raise MirrorMismatch(f"{where}: {differ.size} DRAM bytes differ between {a} "
-                                     f"and {b} ({shown})")
+        differences = run_differences(first, second, self.reference.dram, self.other.dram,
+                                      (self.reference.name, self.other.name))
+        if differences:
+            raise MirrorMismatch(f"{where}: {differences[0]}")
         return first
 
     def _run_traced(self, where, insn_addr, insn_count, bases):
         from avta.sim.trace.diff import diff_files
-        from avta.sim.trace.record import record_trace
+        from avta.sim.trace.record import record_backend_trace
         keep = self._trace_dir is not None
         folder = self._trace_dir or Path(tempfile.mkdtemp(prefix="avta-mirror-"))
         folder.mkdir(parents=True, exist_ok=True)
         paths = [folder / f"run{self.runs}-{backend.name}.trace"
                  for backend in (self.reference, self.other)]
-        results = [record_trace(path, backend.sim, backend.dram, insn_addr, insn_count,
-                                mode=self.trace_mode, bases=bases, **backend.run_options())
+        results = [record_backend_trace(path, backend, insn_addr, insn_count,
+                                        mode=self.trace_mode, bases=bases)
                    for path, backend in zip(paths, (self.reference, self.other))]
         report = diff_files(*paths)
         if not report.matched:

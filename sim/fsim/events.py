@@ -15,21 +15,21 @@ Events of one instruction come in the order fsim writes them; GEMM and ALU emit 
 event per micro-op step, with the value that step wrote.
 """
 
+from avta.sim.trace.schema import MODES, STAGES, canonical_mode
+
 __all__ = ["Tracer", "TRACE_MODES", "STAGE_NAMES"]
 
-#: ``retire``: retire events only; ``arch`` (alias ``equiv``): also every row and element
-#: written; ``full`` adds per-cycle activity on tsim and is ``arch`` on fsim.
-TRACE_MODES = ("retire", "arch", "equiv", "full")
-
-STAGE_NAMES = ("load", "compute", "store")
+#: The modes (``full`` adds per-cycle activity on tsim and is ``arch`` on fsim) and stage names
+#: of the trace schema.
+TRACE_MODES = MODES
+STAGE_NAMES = STAGES
 
 
 class Tracer:
     """Turns fsim's writes into events for ``sink``; only built when a trace is asked for."""
 
     def __init__(self, sink, mode):
-        if mode not in TRACE_MODES:
-            raise ValueError(f"trace mode {mode!r} is not one of {', '.join(TRACE_MODES)}")
+        mode = canonical_mode(mode)      # a clear error for an unknown mode
         if not callable(sink):
             raise TypeError(f"trace must be a callable taking one event dict, got {sink!r}")
         self._sink = sink

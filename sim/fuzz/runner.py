@@ -5,8 +5,8 @@ fresh fsim and on one Verilated design with trace ports (reused across programs:
 keep earlier contents, which a well-formed program never reads), both traced in ``arch`` mode.
 The two runs must agree on
 
-* the end (status, error code and instruction), the exact counters (bytes and steps),
-* the final DRAM, byte for byte,
+* the end (status, error code and instruction), the exact counters (bytes and steps) and the
+  final DRAM byte for byte (:func:`avta.sim.mirror.run_differences`, as the runtime's mirror),
 * the traces: every scratchpad row and DRAM element each instruction writes
   (:mod:`avta.sim.trace.diff`).
 
@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from avta.isa.asm import insn_to_json
-from avta.isa.registers import BYTE_COUNTERS, STEP_COUNTERS
+from avta.sim.mirror import run_differences
 
 from .coverage import coverage
 from .program import random_program
@@ -106,7 +106,7 @@ def fuzz(cfg, count, *, seed=0, out_dir="fuzz-failures", memory="random", log=No
             programs.append(prog.program)
             knobs = MemoryKnobs.random(s) if memory == "random" else MemoryKnobs(seed=s)
             tsim.set_knobs(knobs)
-            drams = [np.frombuffer(prog.dram(), dtype=np.uint8).copy() for _ in range(2)]
+            drams = [np.frombuffer(prog.dram(), dtype=np.uint8) for _ in range(2)]
             traces = [scratch / "fsim.trace", scratch / "tsim.trace"]
             results = [
                 record_trace(traces[0], Fsim(cfg, strict=True), drams[0], prog.insn_addr,
@@ -140,16 +140,7 @@ def _reasons(results, drams, report):
     if first.status != "ok":
         reasons.append(f"fsim ended {first.status} ({first.detail}): a generator bug, the "
                        f"program should be well-formed")
-    ends = [(r.status, r.error_code, r.error_insn) for r in results]
-    if ends[0] != ends[1]:
-        reasons.append(f"fsim ended {ends[0]}, tsim ended {ends[1]}")
-    for name in BYTE_COUNTERS + STEP_COUNTERS:
-        if first.counters[name] != second.counters[name]:
-            reasons.append(f"counter {name}: fsim {first.counters[name]}, tsim "
-                           f"{second.counters[name]}")
-    differ = np.flatnonzero(drams[0] != drams[1])
-    if differ.size:
-        reasons.append(f"{differ.size} DRAM bytes differ, first at 0x{differ[0]:x}")
+    reasons += run_differences(first, second, *drams, ("fsim", "tsim"))
     if not report.matched:
         stages = ", ".join(f"{stage} at instruction {d.insn}"
                            for stage, d in report.divergences.items())

@@ -13,11 +13,11 @@ __all__ = ["trace_overhead"]
 
 def _traced(backend, path, mode):
     """Make ``backend.run`` record an ``arch`` trace of every run into ``path``."""
-    from .record import record_trace
+    from .record import record_backend_trace
 
     def run(insn_addr, insn_count, *, bases=None):
-        return record_trace(path, backend.sim, backend.dram, insn_addr, insn_count, mode=mode,
-                            bases=bases, **backend.run_options())
+        return record_backend_trace(path, backend, insn_addr, insn_count, mode=mode,
+                                    bases=bases)
     backend.run = run
     return backend
 

@@ -63,11 +63,6 @@ class Divergence:
                 return events[-1]["cycle"]
         return None
 
-    @property
-    def row(self):
-        """``(memory, index)`` or ``("dram", address)`` of the divergent write, or None."""
-        return self.key if self.key and self.key[0] != "retire" else None
-
 
 @dataclass
 class DiffReport:

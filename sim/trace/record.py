@@ -8,7 +8,7 @@ from avta.isa.encoding import INSN_BYTES
 
 from .schema import TraceWriter, canonical_mode, end_record
 
-__all__ = ["record_trace"]
+__all__ = ["record_trace", "record_backend_trace"]
 
 
 def record_trace(path, sim, dram, insn_addr, insn_count, *, mode="arch", bases=None,
@@ -42,3 +42,10 @@ def record_trace(path, sim, dram, insn_addr, insn_count, *, mode="arch", bases=N
     with open(path, "a") as out:
         out.write(json.dumps(end_record(result)) + "\n")
     return result
+
+
+def record_backend_trace(path, backend, insn_addr, insn_count, *, mode="arch", bases=None):
+    """:func:`record_trace` of a run on a runtime backend (``FsimBackend``, or ``TsimBackend``
+    made with ``trace=True``): its simulator, its DRAM and its own run options."""
+    return record_trace(path, backend.sim, backend.dram, insn_addr, insn_count, mode=mode,
+                        bases=bases, **backend.run_options())

@@ -100,7 +100,7 @@ class TraceWriter:
 
     >>> with TraceWriter("run.trace", cfg, target="fsim", mode="arch", ...) as w:
     ...     result = Fsim(cfg, trace=w, trace_mode="arch").run(...)
-    ...     w.end(result)
+    ...     w.write(end_record(result))
     """
 
     def __init__(self, out, cfg, *, target, mode, insn_addr, insn_count, program):
@@ -113,13 +113,6 @@ class TraceWriter:
         self._file.write(json.dumps(record) + "\n")
 
     __call__ = write
-
-    def write_lines(self, text):
-        """Append lines that are already JSON (tsim's harness writes its events itself)."""
-        self._file.write(text)
-
-    def end(self, result):
-        self.write(end_record(result))
 
     def close(self):
         if self._own and not self._file.closed:

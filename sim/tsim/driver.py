@@ -138,11 +138,13 @@ class Tsim:
 
     def _begin_events(self, path, mode, out_base):
         from avta.hw.core.sram import geometry
+        from avta.hw.core.trace_port import TRACED_MEMORIES
         from avta.sim.trace.schema import canonical_mode
         if not self._traced:
             raise ValueError("this Tsim has no trace ports: make it with Tsim(cfg, trace=True)")
         level = ("retire", "arch", "full").index(canonical_mode(mode))
-        geos = [geometry(self._cfg, name) for name in ("uop", "inp", "wgt", "acc")]
+        # The harness's memory order (events.h) is the trace port's: uop, inp, wgt, acc.
+        geos = [geometry(self._cfg, name) for name in TRACED_MEMORIES]
         rows = (ctypes.c_uint32 * 4)(*(g.row_bits // 8 for g in geos))
         pieces = (ctypes.c_uint32 * 4)(*(g.en_bits for g in geos))
         elem = self._cfg.out_elem_bytes

@@ -353,15 +353,6 @@ int tsim_reg_read(void* handle, uint32_t addr, uint32_t* value) {
     return static_cast<Tsim*>(handle)->lite_read(addr, value);
 }
 
-// 1 when the design has trace ports and this harness can write traces.
-int tsim_has_events() {
-#ifdef TSIM_EVENTS
-    return 1;
-#else
-    return 0;
-#endif
-}
-
 // Start appending trace events to ``path``: mode 0 retire, 1 arch, 2 full. ``row_bytes`` and
 // ``pieces`` give each traced scratchpad's row size and write enables (uop, inp, wgt, acc);
 // OUT elements of ``out_elem`` bytes start at ``out_origin``. Returns 0, or -1 when the file
