@@ -1,4 +1,4 @@
-"""The ``avta`` command line (ARCHITECTURE.md, command line).
+"""The ``avta`` command line (docs/architecture.md, command line).
 
 Each command is a function ``cmd_<name>(args)`` that returns an exit status; user errors
 (bad configuration, bad assembly, a value that does not fit) are printed as one message without
@@ -146,7 +146,7 @@ def build_parser():
     p.set_defaults(run=cmd_config)
 
     p = sub.add_parser("asm", help="assemble JSON-lines instructions into a binary stream",
-                       description="Assemble one JSON object per line (fields by their ISA.md "
+                       description="Assemble one JSON object per line (fields by their docs/isa.md "
                                    "names; missing fields are 0) into 16-byte instructions.")
     _config_arg(p, required=True)
     p.add_argument("input", metavar="IN.jsonl", help="JSON-lines file, or - for stdin")

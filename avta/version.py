@@ -2,5 +2,5 @@
 
 __version__ = "0.1.0"
 
-#: VERSION register (ARCHITECTURE.md, 0x6C): major.minor.patch packed as 0x00MMmmpp.
+#: VERSION register (docs/architecture.md, 0x6C): major.minor.patch packed as 0x00MMmmpp.
 HW_VERSION = 0x00_00_01_00

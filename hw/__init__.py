@@ -1,1 +1,1 @@
-"""The Amaranth RTL of the accelerator (ARCHITECTURE.md, Hardware)."""
+"""The Amaranth RTL of the accelerator (docs/architecture.md, Hardware)."""

@@ -1,7 +1,7 @@
 """The memory-engine client interface: how the core reads and writes DRAM.
 
 The core never drives AXI itself. Each of its memory users (fetch, the load stage, the compute
-stage's loads, the store stage) is a *client* of the memory engine (VME, ARCHITECTURE.md) through
+stage's loads, the store stage) is a *client* of the memory engine (VME, docs/architecture.md) through
 one of the two signatures below; the VME turns client commands into AXI4 bursts and arbitrates
 between clients. In simulation a Python model serves the same streams
 (:mod:`avta.hw.sim.dram`).
@@ -17,7 +17,7 @@ Read client (:class:`ReadClientSignature`, seen from the client):
 ``data`` (in, stream of :func:`read_beat_layout`)
     One transfer per beat: ``data`` (bus-width, byte ``i`` of the beat in bits ``[8i+8:8i]``,
     little-endian as on AXI), the command's ``tag``, ``beat`` (``k`` above) and ``err`` (an AXI
-    error response for this beat: ISA.md §3.5 error 9). Beats of one command arrive in order
+    error response for this beat: docs/isa.md §3.5 error 9). Beats of one command arrive in order
     (``beat`` counts up from 0); beats of *different* commands may arrive interleaved and out of
     order, so the client places data from ``tag`` and ``beat`` alone. A client may hold ``ready``
     low; the VME must then keep the beat (clients that need it say so, e.g. a load unpacking
@@ -34,7 +34,7 @@ Write client (:class:`WriteClientSignature`, seen from the client):
 ``resp`` (in, stream of :func:`write_resp_layout`)
     One transfer per command, in command order, after all its beats are written: ``err`` says
     that some beat got an AXI error response (error 9). A STORE completes when its last response
-    has arrived (ISA.md §3).
+    has arrived (docs/isa.md §3).
 
 Widths come from the configuration: data is ``cfg.axi_data_bits`` wide, addresses are
 :data:`ADDR_BITS`, and ``beats``/``beat`` are wide enough for any 32-bit byte range.
@@ -49,7 +49,7 @@ __all__ = ["ADDR_BITS", "beat_count_bits", "read_cmd_layout", "read_beat_layout"
            "write_cmd_layout", "write_beat_layout", "write_resp_layout",
            "ReadClientSignature", "WriteClientSignature"]
 
-#: Byte addresses are 32 bits (ISA.md §3: DRAM addresses wrap modulo 2^32).
+#: Byte addresses are 32 bits (docs/isa.md §3: DRAM addresses wrap modulo 2^32).
 ADDR_BITS = 32
 
 

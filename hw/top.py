@@ -1,6 +1,6 @@
 """``vta_top``: the core behind its shell, an AXI4 manager (VME) and AXI4-Lite control registers.
 
-Ports (ARCHITECTURE.md): ``clk``, ``rst`` (active high, synchronous), ``s_axil__*`` (the host's
+Ports (docs/architecture.md): ``clk``, ``rst`` (active high, synchronous), ``s_axil__*`` (the host's
 AXI4-Lite port to the control registers, 32-bit) and ``m_axi__*`` (the AXI4 manager to DRAM,
 ``cfg.axi_data_bits`` wide, 32-bit addresses); with ``trace=True`` also ``trace__*`` outputs
 (:mod:`avta.hw.core.trace_port`).

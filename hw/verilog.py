@@ -1,6 +1,6 @@
 """Verilog output of Amaranth components, with the lint waivers Amaranth's output needs.
 
-ARCHITECTURE.md asks that ``verilator --lint-only -Wall`` pass on generated files with any
+docs/architecture.md asks that ``verilator --lint-only -Wall`` pass on generated files with any
 waiver written inline and explained. :data:`WAIVERS` lists each warning Amaranth's netlist
 raises for reasons that say nothing about the design, and why; :func:`to_verilog` puts them at
 the top of the file.

@@ -1,11 +1,11 @@
 """The JSON-lines assembly format of ``avta asm`` / ``avta disasm`` and a one-line text form.
 
-JSON form (ARCHITECTURE.md, command line): one object per instruction with ``"op"`` (LOAD,
-STORE, GEMM, FINISH, ALU) and every field of its format by its ISA.md §2 name, zeros included;
+JSON form (docs/architecture.md, command line): one object per instruction with ``"op"`` (LOAD,
+STORE, GEMM, FINISH, ALU) and every field of its format by its docs/isa.md §2 name, zeros included;
 ``memory_type`` is a number, ``imm`` is signed, and an ALU instruction has ``"alu_op"`` (MIN…MOV)
 in place of ``alu_opcode``. ``asm`` treats a missing field as 0. Opcodes 5..7 disassemble as
 ``{"op": "ILLEGAL", "opcode": N, "raw": "0x…"}``. Disassembly of an illegal instruction adds
-``"error"`` (the ISA.md §3.5 code) and ``"reason"``.
+``"error"`` (the docs/isa.md §3.5 code) and ``"reason"``.
 """
 
 import json

@@ -1,4 +1,4 @@
-"""The configuration object: one hardware instance, and every width derived from it (ISA.md §1).
+"""The configuration object: one hardware instance, and every width derived from it (docs/isa.md §1).
 
 A :class:`Config` is frozen and checked when it is built: an inconsistent configuration raises
 :class:`ConfigError` with one message listing every violation (the key, the value and the rule;
@@ -99,7 +99,7 @@ def _field(key):
 
 @dataclass(frozen=True)
 class Config:
-    """A VTA hardware configuration (ISA.md §1). Keys are the upper-case YAML keys lower-cased.
+    """A VTA hardware configuration (docs/isa.md §1). Keys are the upper-case YAML keys lower-cased.
 
     Build one with keyword arguments, :meth:`from_dict` or :func:`load_config`; all three check
     it. ``name`` labels it (for ``build/<name>/``) and does not enter :attr:`config_id`.
@@ -184,7 +184,7 @@ class Config:
 
     @property
     def shape_name(self):
-        """The notation of ISA.md §1, e.g. ``1x16x16 15/15/18/17``."""
+        """The notation of docs/isa.md §1, e.g. ``1x16x16 15/15/18/17``."""
         return (f"{self.batch}x{self.block_in}x{self.block_out} {self.log_uop_buff_size}/"
                 f"{self.log_inp_buff_size}/{self.log_wgt_buff_size}/{self.log_acc_buff_size}")
 
@@ -224,7 +224,7 @@ class Config:
     log_acc_depth = property(lambda self: self.acc.log_depth)
     log_out_depth = property(lambda self: self.out.log_depth)
 
-    # -- DRAM element sizes (ISA.md §1: a DRAM element is a byte copy of the SRAM row) ----------
+    # -- DRAM element sizes (docs/isa.md §1: a DRAM element is a byte copy of the SRAM row) ----------
 
     uop_elem_bytes = property(lambda self: self.uop_bits // 8)
     inp_elem_bytes = property(lambda self: self.inp_tensor_bits // 8)
@@ -237,11 +237,11 @@ class Config:
     # -- instruction fields ---------------------------------------------------------------------
 
     inp_factor_bits = property(lambda self: self.log_inp_depth - self.log_inp_factor_restrict,
-                               doc="I of ISA.md §2: width of the GEMM src factor fields")
+                               doc="I of docs/isa.md §2: width of the GEMM src factor fields")
     wgt_factor_bits = property(lambda self: self.log_wgt_depth - self.log_wgt_factor_restrict,
-                               doc="W of ISA.md §2: width of the GEMM wgt factor fields")
+                               doc="W of docs/isa.md §2: width of the GEMM wgt factor fields")
     acc_factor_bits = property(lambda self: self.log_acc_depth - self.log_acc_factor_restrict,
-                               doc="A of ISA.md §2: width of the dst (and ALU src) factor fields")
+                               doc="A of docs/isa.md §2: width of the dst (and ALU src) factor fields")
     uop_dst_bits = property(lambda self: self.log_acc_depth)
     uop_src_bits = property(lambda self: max(self.log_acc_depth, self.log_inp_depth))
     uop_wgt_bits = property(lambda self: self.log_wgt_depth)
@@ -265,7 +265,7 @@ class Config:
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def derived(self):
-        """Every derived quantity of ISA.md §1, by name, for printing and for the JSON dump."""
+        """Every derived quantity of docs/isa.md §1, by name, for printing and for the JSON dump."""
         out = {"name": self.name, "shape": self.shape_name, "config_id": f"0x{self.config_id:08x}",
                "batch": self.batch, "block_in": self.block_in, "block_out": self.block_out,
                "uop_bits": self.uop_bits, "axi_data_bits": self.axi_data_bits}

@@ -1,7 +1,7 @@
 """Encode and decode instructions and micro-ops with the layouts of :mod:`avta.isa.layout`.
 
 An instruction is 128 bits, stored as two little-endian 64-bit words, bits [63:0] first; a
-micro-op is ``cfg.uop_bits`` bits, little-endian (ISA.md §2).
+micro-op is ``cfg.uop_bits`` bits, little-endian (docs/isa.md §2).
 """
 
 import functools

@@ -1,4 +1,4 @@
-"""Opcodes, memory types, ALU operations, pad values and error codes (ISA.md §2, §3.1, §3.5).
+"""Opcodes, memory types, ALU operations, pad values and error codes (docs/isa.md §2, §3.1, §3.5).
 
 They are Amaranth shaped enums, so the RTL uses the same definitions as the model and runtime.
 """
@@ -31,7 +31,7 @@ class MemType(enum.IntEnum, shape=formats.MEMORY_TYPE_BITS):
 
 
 class AluOp(enum.IntEnum, shape=formats.ALU_OPCODE_BITS):
-    """ALU ``alu_opcode`` (ISA.md §3.4). 7 is illegal (error 2)."""
+    """ALU ``alu_opcode`` (docs/isa.md §3.4). 7 is illegal (error 2)."""
     MIN = 0
     MAX = 1
     ADD = 2
@@ -46,7 +46,7 @@ class AluOp(enum.IntEnum, shape=formats.ALU_OPCODE_BITS):
 
 
 class PadValue(enum.IntEnum, shape=formats.PAD_VALUE_BITS):
-    """LOAD ``pad_value``: what padding rows hold (ISA.md §3.1). 3 is illegal (error 4)."""
+    """LOAD ``pad_value``: what padding rows hold (docs/isa.md §3.1). 3 is illegal (error 4)."""
     ZERO = 0
     #: The most negative value of each lane's element type (-128, or -2^31 for ACC).
     MIN = 1
@@ -55,7 +55,7 @@ class PadValue(enum.IntEnum, shape=formats.PAD_VALUE_BITS):
 
 
 class ErrorCode(enum.IntEnum, shape=4):
-    """Error codes of ISA.md §3.5, as latched in the ERR_CODE register."""
+    """Error codes of docs/isa.md §3.5, as latched in the ERR_CODE register."""
     NONE = 0
     ILLEGAL_OPCODE = 1
     ILLEGAL_ALU_OPCODE = 2
@@ -70,7 +70,7 @@ class ErrorCode(enum.IntEnum, shape=4):
 
 
 class Stage(enum.IntEnum, shape=2):
-    """The three execution stages (ISA.md §3). "prev" of compute is load, "next" is store."""
+    """The three execution stages (docs/isa.md §3). "prev" of compute is load, "next" is store."""
     LOAD = 0
     COMPUTE = 1
     STORE = 2

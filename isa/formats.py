@@ -1,11 +1,11 @@
-"""Field lists of every instruction format and the packing rule of ISA.md §2.
+"""Field lists of every instruction format and the packing rule of docs/isa.md §2.
 
 This module is pure Python (no Amaranth) so that configuration checking can use it. The
 Amaranth layouts in :mod:`avta.isa.layout` are built from the placements computed here, and
 everything else (encoder, decoder, RTL, model, trace diff) reads field positions from those
 layouts.
 
-Packing rule (ISA.md §2, the C bit-field rule of upstream's ``hw_spec.h``): fields are packed
+Packing rule (docs/isa.md §2, the C bit-field rule of upstream's ``hw_spec.h``): fields are packed
 LSB-first in the order listed; a field that would cross a multiple of the unit (64 bits for
 instructions, 32 bits for micro-ops) starts at that multiple instead.
 """
@@ -48,7 +48,7 @@ class Placement:
 
 
 def place(fields, *, unit, total):
-    """Place ``fields`` (a sequence of ``(name, width)``) with the crossing rule of ISA.md §2."""
+    """Place ``fields`` (a sequence of ``(name, width)``) with the crossing rule of docs/isa.md §2."""
     placed = []
     offset = 0
     for name, width in fields:
@@ -68,7 +68,7 @@ def head_fields():
 
 
 def memory_fields(cfg):
-    """LOAD and STORE (ISA.md §2 table, row LOAD/STORE)."""
+    """LOAD and STORE (docs/isa.md §2 table, row LOAD/STORE)."""
     return head_fields() + [
         ("memory_type", MEMORY_TYPE_BITS), ("sram_base", SRAM_ADDR_BITS),
         ("dram_base", DRAM_ADDR_BITS), ("pad_value", PAD_VALUE_BITS),
@@ -94,7 +94,7 @@ def gemm_fields(cfg, restrict=None):
 
 
 def alu_fields(cfg, restrict=None):
-    """ALU: dst and src both index ACC, so both use the ACC factor width (ISA.md §2)."""
+    """ALU: dst and src both index ACC, so both use the ACC factor width (docs/isa.md §2)."""
     a, _, _ = _factor_bits(cfg, restrict)
     return head_fields() + _loop_fields(cfg) + [
         ("dst_factor_out", a), ("dst_factor_in", a),

@@ -1,6 +1,6 @@
-"""Instructions and micro-ops as Python values, one class per format (ISA.md §2).
+"""Instructions and micro-ops as Python values, one class per format (docs/isa.md §2).
 
-Field names are those of ISA.md §2 (checked against :mod:`avta.isa.formats` by the tests);
+Field names are those of docs/isa.md §2 (checked against :mod:`avta.isa.formats` by the tests);
 their widths depend on the configuration and are checked when encoding. ``imm`` is signed.
 """
 
@@ -26,7 +26,7 @@ class _Insn:
         return replace(self, **changes)
 
     def field_values(self):
-        """Every field by its ISA.md §2 name, in format order."""
+        """Every field by its docs/isa.md §2 name, in format order."""
         return asdict(self)
 
     @classmethod

@@ -25,7 +25,7 @@ class IsaLayouts:
     Attributes
     ----------
     memory, gemm, alu : FlexibleLayout (128 bits)
-        LOAD/STORE, GEMM/FINISH and ALU formats. Field names are those of ISA.md §2.
+        LOAD/STORE, GEMM/FINISH and ALU formats. Field names are those of docs/isa.md §2.
     head : FlexibleLayout (128 bits)
         Only the common head (opcode and dependency flags).
     insn : UnionLayout (128 bits)

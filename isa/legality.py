@@ -1,4 +1,4 @@
-"""Decode-time legality of an instruction (ISA.md §3.5, codes 1–6 and 8).
+"""Decode-time legality of an instruction (docs/isa.md §3.5, codes 1–6 and 8).
 
 When one instruction breaks several rules the lowest code wins. fsim checks a whole stream with
 :func:`check` before it starts; the RTL applies the same rules as instructions are fetched.

@@ -1,4 +1,4 @@
-"""Control register map and performance counter names (ARCHITECTURE.md, control registers).
+"""Control register map and performance counter names (docs/architecture.md, control registers).
 
 Shared by the RTL (VCR), the simulators (which report the same counters), the runtime and the
 C header.

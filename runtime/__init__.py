@@ -1,6 +1,6 @@
 """Runtime: DRAM allocator, instruction and micro-op stream builder, device API, operators.
 
-Layers, bottom up (ARCHITECTURE.md, Runtime):
+Layers, bottom up (docs/architecture.md, Runtime):
 
 * :mod:`.dram` — byte buffers in device DRAM, aligned to element sizes;
 * :mod:`.tokens` — dependency tokens as a happens-before order, and counter bounds;
@@ -9,7 +9,7 @@ Layers, bottom up (ARCHITECTURE.md, Runtime):
   :mod:`.program` — the finished :class:`Program`;
 * :mod:`.pipeline` — the virtual-thread (double-buffering) token protocol;
 * :mod:`.device` — :class:`Device` over a backend (fsim now; tsim and cocotb later);
-* :mod:`.wellformed` — an independent check of ISA.md §3 rules (a)-(e);
+* :mod:`.wellformed` — an independent check of docs/isa.md §3 rules (a)-(e);
 * :mod:`.ops` — conv2d, matmul/dense, max pooling, depthwise conv2d, element-wise ALU.
 """
 

@@ -2,7 +2,7 @@
 
 A backend is the smallest thing that can stand in for the hardware: DRAM that the host reads and
 writes, a CONFIG_ID register, and "run these instructions" (the control registers of
-ARCHITECTURE.md: INSN_ADDR, INSN_COUNT, the *_BASE registers, launch, then the outcome and
+docs/architecture.md: INSN_ADDR, INSN_COUNT, the *_BASE registers, launch, then the outcome and
 counters). :class:`FsimBackend` is the behavioral model; tsim and the cocotb simulation implement
 the same four members. Everything else (allocation, linking a program, checking results) lives
 in :class:`Device`, once for every backend, as Glasgow's host code runs unchanged on simulated and
@@ -100,7 +100,7 @@ class FsimBackend(ArrayDramBackend):
     """The behavioral model (``avta.sim.fsim.Fsim``) over a numpy DRAM.
 
     ``strict`` is on by default: the runtime builds well-formed programs only, so an index past a
-    scratchpad's end is a runtime bug that should stop the run (error 10, ISA.md §3). ``schedule``
+    scratchpad's end is a runtime bug that should stop the run (error 10, docs/isa.md §3). ``schedule``
     and ``seed`` pick fsim's stage interleaving (``"random"`` exposes missing tokens).
     """
 

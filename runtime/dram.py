@@ -1,7 +1,7 @@
 """DRAM buffers: a first-fit allocator over the device's byte-addressed memory.
 
 Instructions address DRAM in *elements* of their memory type: byte address = base register +
-``dram_base``·element bytes (ISA.md §3). A buffer that is read or written as memory type T must
+``dram_base``·element bytes (docs/isa.md §3). A buffer that is read or written as memory type T must
 therefore start at a multiple of T's element bytes; :meth:`Allocator.alloc` aligns every buffer to
 the largest element of the configuration (all element sizes are powers of two, so one alignment
 serves them all), and :meth:`Buffer.elem` refuses an address that is not aligned.
@@ -24,7 +24,7 @@ class AllocError(MemoryError):
 
 
 def elem_bytes(cfg, mem):
-    """Bytes of one DRAM element of memory type ``mem`` on ``cfg`` (ISA.md §1, derived)."""
+    """Bytes of one DRAM element of memory type ``mem`` on ``cfg`` (docs/isa.md §1, derived)."""
     mem = MemType(mem)
     return {MemType.UOP: cfg.uop_elem_bytes, MemType.WGT: cfg.wgt_elem_bytes,
             MemType.INP: cfg.inp_elem_bytes, MemType.ACC: cfg.acc_elem_bytes,

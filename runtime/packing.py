@@ -1,4 +1,4 @@
-"""Host tensors to and from VTA's blocked DRAM layouts (ISA.md §3 row layouts).
+"""Host tensors to and from VTA's blocked DRAM layouts (docs/isa.md §3 row layouts).
 
 A DRAM element is a byte copy of a scratchpad row: INP ``[b][k]`` int8, WGT ``[o][k]`` int8,
 ACC ``[b][o]`` int32, OUT ``[b][o]`` int8. Tensors are blocked so that one element is one row:

@@ -6,7 +6,7 @@ accumulator buffers, then the STOREs that read them). Buffer ``j % threads`` ser
 ``j``; with two threads the next task loads while the current one computes, and the next tile
 computes while the current one stores (upstream's ``cthread``/``dthread`` double buffering).
 
-The tokens (upstream's ``VTADepPush``/``VTADepPop``; ISA.md §3 rule (a)):
+The tokens (upstream's ``VTADepPush``/``VTADepPop``; docs/isa.md §3 rule (a)):
 
 ====================  ===========================================  =====================
 where                 tokens                                       orders

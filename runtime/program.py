@@ -57,7 +57,7 @@ class Program:
         return "\n".join(f"{i:5d}  {format_insn(insn)}" for i, insn in enumerate(self.insns))
 
     def expected_counters(self):
-        """The exact counters of ARCHITECTURE.md (bytes per memory type, micro-op steps)."""
+        """The exact counters of docs/architecture.md (bytes per memory type, micro-op steps)."""
         cfg = self.cfg
         per_type = {MemType.ACC: ("ACC_LD", cfg.acc_elem_bytes),
                     MemType.ACC_8BIT: ("ACC_LD", cfg.acc8_elem_bytes),

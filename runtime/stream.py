@@ -1,7 +1,7 @@
 """The instruction stream builder: 2-D loads and stores, micro-op kernels, tokens, FINISH.
 
 It follows upstream's runtime (upstream-vta.md §5): ``load``/``store`` are ``VTALoadBuffer2D`` and
-``VTAStoreBuffer2D`` (with the pad value of ISA.md §3.1), ``gemm``/``alu`` run a
+``VTAStoreBuffer2D`` (with the pad value of docs/isa.md §3.1), ``gemm``/``alu`` run a
 :class:`~avta.runtime.uop_kernel.UopKernel` (``VTAPushGEMMOp``/``VTAPushALUOp``), and
 ``dep_push``/``dep_pop`` are ``VTADepPush``/``VTADepPop``:
 
@@ -13,7 +13,7 @@ It follows upstream's runtime (upstream-vta.md §5): ``load``/``store`` are ``VT
 
 :meth:`StreamBuilder.finish` appends upstream's closing sequence: the last load-stage and
 store-stage instructions push to compute, a compute no-op pops every outstanding token, then
-FINISH. The builder refuses anything that would make a program ill-formed (ISA.md §3 rules
+FINISH. The builder refuses anything that would make a program ill-formed (docs/isa.md §3 rules
 (b)-(d) and the field widths of §2); rule (a), the ordering of every cross-stage hazard, is the
 caller's job, and :mod:`avta.runtime.wellformed` checks it.
 """
@@ -147,7 +147,7 @@ class StreamBuilder:
 
     def load(self, mem, *, sram, dram, x_size, y_size=1, x_stride=None, y_pad=(0, 0),
              x_pad=(0, 0), pad_value=PadValue.ZERO):
-        """A 2-D LOAD (ISA.md §3.1) of ``y_size`` rows of ``x_size`` elements, ``x_stride``
+        """A 2-D LOAD (docs/isa.md §3.1) of ``y_size`` rows of ``x_size`` elements, ``x_stride``
         apart in DRAM (default ``x_size``), from element ``dram`` into rows from ``sram``, with
         ``y_pad = (top, bottom)`` and ``x_pad = (left, right)`` rows/elements of ``pad_value``.
         """
@@ -178,7 +178,7 @@ class StreamBuilder:
         return self._emit(insn)
 
     def store(self, *, sram, dram, x_size, y_size=1, x_stride=None):
-        """A 2-D STORE (ISA.md §3.2): OUT rows ``sram + y·x_size + x`` to DRAM elements
+        """A 2-D STORE (docs/isa.md §3.2): OUT rows ``sram + y·x_size + x`` to DRAM elements
         ``dram + y·x_stride + x``."""
         if x_stride is None:
             x_stride = x_size
@@ -187,7 +187,7 @@ class StreamBuilder:
                               f"{y_size})")
         if y_size > 1 and x_stride < x_size:
             raise StreamError(f"STORE rows overlap in DRAM (x_stride {x_stride} < x_size "
-                              f"{x_size}): an element would be written twice (ISA.md §3 rule (d))")
+                              f"{x_size}): an element would be written twice (docs/isa.md §3 rule (d))")
         self._check_rows(MemType.OUT, sram, x_size * y_size, "STORE")
         return self._emit(MemoryInsn(opcode=Opcode.STORE, memory_type=MemType.OUT,
                                      sram_base=sram, dram_base=dram, y_size=y_size,
@@ -197,7 +197,7 @@ class StreamBuilder:
         pad = self._pad(mem)
         if sram < 0 or sram + rows > pad.depth:
             raise StreamError(f"{what} of {rows} {mem.name} rows from row {sram} runs past the "
-                              f"{pad.depth}-row {pad.name} scratchpad (ISA.md §3 rule (d)); "
+                              f"{pad.depth}-row {pad.name} scratchpad (docs/isa.md §3 rule (d)); "
                               f"use a smaller tile")
 
     def _pad(self, mem):
@@ -206,7 +206,7 @@ class StreamBuilder:
     # -- compute --------------------------------------------------------------------------------
 
     def gemm(self, kernel, *, reset=False):
-        """A GEMM running ``kernel`` (ISA.md §3.3); ``reset`` zeroes the destination rows."""
+        """A GEMM running ``kernel`` (docs/isa.md §3.3); ``reset`` zeroes the destination rows."""
         dst, src, wgt = kernel.max_indices()
         self._check_index("GEMM", "dst (ACC)", dst, self._cfg.acc_depth)
         if not reset:
@@ -222,7 +222,7 @@ class StreamBuilder:
             wgt_factor_in=inner.wgt_factor))
 
     def alu(self, kernel, op, *, imm=None):
-        """An ALU instruction running ``kernel`` (ISA.md §3.4): ``op`` of ACC[src] and ``imm``
+        """An ALU instruction running ``kernel`` (docs/isa.md §3.4): ``op`` of ACC[src] and ``imm``
         when given, else of ACC[dst] and ACC[src]."""
         op = AluOp(op)
         dst, src, _ = kernel.max_indices()
@@ -296,7 +296,7 @@ class StreamBuilder:
         Upstream's ``Synchronize`` (upstream-vta.md §5.4): the last store-stage and load-stage
         instructions push a token to compute, and compute no-ops pop every outstanding token
         of L→C and S→C. Because the k-th pop waits for the k-th push, the last pop waits for the
-        last instruction of each stage, so FINISH is ordered after everything (ISA.md §3 (c)).
+        last instruction of each stage, so FINISH is ordered after everything (docs/isa.md §3 (c)).
         """
         for frm in (S, L):
             last = self._ledger.last(frm)

@@ -1,6 +1,6 @@
 """Dependency-token bookkeeping: which instruction pops which token, and what that orders.
 
-ISA.md §3: four counters (L→C, C→L, C→S, S→C). An instruction starts only when every counter it
+docs/isa.md §3: four counters (L→C, C→L, C→S, S→C). An instruction starts only when every counter it
 pops is non-zero, decrements them at start and increments the counters it pushes when it
 completes. So the k-th pop of a queue waits for the k-th push of that queue: the k-th pushing
 instruction *happens before* the k-th popping one. With program order inside each stage, that is
@@ -8,7 +8,7 @@ the whole happens-before relation, and :class:`TokenLedger` keeps it as vector c
 ``start[i][s]`` is how many instructions of stage ``s`` are sure to have completed when
 instruction ``i`` starts.
 
-From the clocks the ledger answers the two questions of ISA.md §3 rule (a)-(c):
+From the clocks the ledger answers the two questions of docs/isa.md §3 rule (a)-(c):
 :meth:`TokenLedger.ordered` (is a hazard ordered?) and, at every push, the largest value the
 counter can reach under any legal interleaving (rule (b)): after the j-th push of a queue the
 counter is at most j minus the pops that must already have happened, and exactly that when the
@@ -24,7 +24,7 @@ __all__ = ["Queue", "QUEUES", "TokenError", "TokenLedger", "pop_flag", "push_fla
 
 Queue = tuple          # (from_stage, to_stage)
 
-#: The four token queues of ISA.md §3, as (producer, consumer) stage pairs.
+#: The four token queues of docs/isa.md §3, as (producer, consumer) stage pairs.
 QUEUES = ((Stage.LOAD, Stage.COMPUTE), (Stage.COMPUTE, Stage.LOAD),
           (Stage.COMPUTE, Stage.STORE), (Stage.STORE, Stage.COMPUTE))
 
@@ -116,7 +116,7 @@ class TokenLedger:
         return len(self._pushes[q]) - len(self._pops[q])
 
     def peak(self, frm, to):
-        """The largest value the counter of ``frm → to`` can reach (ISA.md §3 rule (b))."""
+        """The largest value the counter of ``frm → to`` can reach (docs/isa.md §3 rule (b))."""
         return self._peak[token_queue(frm, to)]
 
     def start(self, i):
@@ -182,7 +182,7 @@ class TokenLedger:
                 f"push #{len(self._pushes[q])} on {frm.name}→{to.name} could take the counter "
                 f"to {value}: {frm.name} can run that far ahead of {to.name}, and the "
                 f"{self._limit.bit_length()}-bit counter holds at most {self._limit} "
-                f"(ISA.md §3 rule (b)); make {frm.name} wait on a token from {to.name} sooner")
+                f"(docs/isa.md §3 rule (b)); make {frm.name} wait on a token from {to.name} sooner")
 
     def ordered(self, a, b):
         """Whether instruction ``a`` is sure to complete before instruction ``b`` starts."""

@@ -2,7 +2,7 @@
 
 A kernel is what upstream's runtime records between ``VTAUopLoopBegin``/``VTAUopLoopEnd`` and
 ``VTAUopPush`` (upstream-vta.md §5.1): a list of micro-ops (``dst``, ``src``, ``wgt`` indices) and
-up to two affine loops around them. A GEMM or ALU instruction runs it as the loop nest of ISA.md
+up to two affine loops around them. A GEMM or ALU instruction runs it as the loop nest of docs/isa.md
 §3.3: for every outer and inner iteration, every micro-op in order, with each index advanced by
 the loop factors. :class:`KernelRecorder` offers upstream's begin/push/end calls; operators
 usually build :class:`UopKernel` directly.
@@ -54,7 +54,7 @@ class UopKernel:
         if not uops:
             raise KernelError("a micro-op kernel needs at least one micro-op")
         if len(loops) > 2:
-            raise KernelError(f"a kernel has at most two loops (ISA.md §3.3); got {len(loops)}")
+            raise KernelError(f"a kernel has at most two loops (docs/isa.md §3.3); got {len(loops)}")
         for lp in loops:
             if not 1 <= lp.extent < (1 << ITER_BITS):
                 raise KernelError(f"loop extent {lp.extent} is outside 1..{(1 << ITER_BITS) - 1} "
@@ -91,7 +91,7 @@ class UopKernel:
         return unit, unit
 
     def indices(self):
-        """``(dst, src, wgt)`` index arrays of every step, in execution order (ISA.md §3.3)."""
+        """``(dst, src, wgt)`` index arrays of every step, in execution order (docs/isa.md §3.3)."""
         outer, inner = self.padded_loops(single_inner=False)
         arr = np.array([(u.dst_idx, u.src_idx, u.wgt_idx) for u in self.uops], dtype=np.int64)
         out = []
@@ -156,7 +156,7 @@ class UopCache:
     """Resident kernels of a micro-op scratchpad of ``depth`` rows, keyed by micro-op values.
 
     The micro-op scratchpad is read and written only by the compute stage, which runs in order,
-    so overwriting a kernel that an earlier instruction used needs no tokens (ISA.md §3).
+    so overwriting a kernel that an earlier instruction used needs no tokens (docs/isa.md §3).
     """
 
     def __init__(self, depth):

@@ -1,4 +1,4 @@
-"""Check that a program is well-formed (ISA.md §3 rules (a)-(e)), independently of any simulator.
+"""Check that a program is well-formed (docs/isa.md §3 rules (a)-(e)), independently of any simulator.
 
 The checker replays the tokens (:class:`~avta.runtime.tokens.TokenLedger`) along one legal
 interleaving to learn which instruction surely happens before which, then walks the same

@@ -1,8 +1,8 @@
-"""``avta exec``: run a raw DRAM image and print one JSON summary line (ARCHITECTURE.md).
+"""``avta exec``: run a raw DRAM image and print one JSON summary line (docs/architecture.md).
 
 The image is loaded at DRAM address 0; DRAM is as large as the image or ``--dram-size`` (which
 zero-fills the rest and must not be smaller than the image). Instructions start at the 16-byte
-aligned byte address ``--insn-addr``. fsim runs non-strict unless ``--strict`` (ISA.md §3: a raw
+aligned byte address ``--insn-addr``. fsim runs non-strict unless ``--strict`` (docs/isa.md §3: a raw
 image runs like the RTL). ``--target tsim`` runs the Verilated design (built and cached on
 first use) until finish, error or ``--max-cycles`` (status ``timeout``). The final DRAM goes
 to ``-o``; the last line printed is :meth:`RunResult.summary`; a run that does not end ``ok``

@@ -36,7 +36,7 @@ def run_differences(first, second, dram_a, dram_b, names):
     ``first``/``second`` are the RunResults, ``dram_a``/``dram_b`` the final DRAM arrays and
     ``names`` the two targets' names. Compared: the end (status, error code and instruction),
     the exact counters (bytes and steps) and, when the run ended ``ok``, the DRAM byte for byte
-    (after an error DRAM is unspecified, ISA.md §3.5).
+    (after an error DRAM is unspecified, docs/isa.md §3.5).
     """
     a, b = names
     lines = []

@@ -1,6 +1,6 @@
 """The outcome of one run, the same for every backend (fsim, tsim, cocotb).
 
-``avta exec`` prints :meth:`RunResult.summary` as its last line (ARCHITECTURE.md, command line).
+``avta exec`` prints :meth:`RunResult.summary` as its last line (docs/architecture.md, command line).
 """
 
 import json
@@ -10,7 +10,7 @@ from avta.isa.registers import COUNTER_NAMES
 
 __all__ = ["RunResult", "STATUSES"]
 
-#: ``ok``: FINISH ran; ``error``: an ISA.md §3.5 error stopped the machine; ``timeout``: the
+#: ``ok``: FINISH ran; ``error``: an docs/isa.md §3.5 error stopped the machine; ``timeout``: the
 #: cycle limit was reached (tsim); ``deadlock``: no stage can start (fsim).
 STATUSES = ("ok", "error", "timeout", "deadlock")
 
@@ -28,7 +28,7 @@ class RunResult:
     counters : dict
         Every name of :data:`avta.isa.registers.COUNTER_NAMES` → value.
     error_code, error_insn : int or None
-        The ISA.md §3.5 code and the index of the instruction that raised it.
+        The docs/isa.md §3.5 code and the index of the instruction that raised it.
     estimated : frozenset
         Names of the counters (and ``"cycles"``) that are estimates rather than exact.
     detail : str
@@ -51,7 +51,7 @@ class RunResult:
         return self.status == "ok"
 
     def summary(self):
-        """The one JSON line of ``avta exec``: exactly the keys ARCHITECTURE.md names."""
+        """The one JSON line of ``avta exec``: exactly the keys docs/architecture.md names."""
         return json.dumps({"status": self.status, "cycles": self.cycles,
                            "counters": {name: self.counters.get(name, 0)
                                         for name in COUNTER_NAMES},

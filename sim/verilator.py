@@ -95,7 +95,7 @@ def run_verilator(args, *, cwd=None, check=True):
 
 
 def lint(files, *, top=None, cwd=None, check=True):
-    """``verilator --lint-only -Wall FILES``: the lint ARCHITECTURE.md requires to pass."""
+    """``verilator --lint-only -Wall FILES``: the lint docs/architecture.md requires to pass."""
     args = ["--lint-only", "-Wall", *files]
     if top:
         args += ["--top-module", top]

@@ -1,6 +1,6 @@
 """The memory-macro inventory of a VTA configuration.
 
-Each scratchpad (ISA.md §1) is a row width x depth memory. It is cut into legal SRAM macros of
+Each scratchpad (docs/isa.md §1) is a row width x depth memory. It is cut into legal SRAM macros of
 the technology: ``banks`` macros deep (each ``depth / banks`` words, within ``max_words``) and
 ``columns`` macros wide (each ``row_bits / columns`` bits). The row of every scratchpad is made
 of *lanes*, the bits that feed or hold one output channel, so a column of macros can be handed to

@@ -1,1 +1,1 @@
-"""AXI4 and AXI4-Lite interfaces of the accelerator shell (ARCHITECTURE.md, Hardware)."""
+"""AXI4 and AXI4-Lite interfaces of the accelerator shell (docs/architecture.md, Hardware)."""

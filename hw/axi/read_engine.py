@@ -9,7 +9,7 @@ command's ``tag``, the next ``beat`` index and the beats still due; it frees aft
 Commands are split into INCR bursts of at most 256 beats that never cross a 4 KiB boundary
 (AMBA AXI A3.4.1), issued one per cycle while a command has bursts left; the next command is
 taken as soon as the previous one has issued its last burst and a slot is free, so up to
-``slots`` commands are in flight. A beat answered other than OKAY has ``err`` set (ISA.md §3.5
+``slots`` commands are in flight. A beat answered other than OKAY has ``err`` set (docs/isa.md §3.5
 error 9); the client decides what to do with it.
 """
 

@@ -1,4 +1,4 @@
-"""VCR: the control registers on an AXI4-Lite subordinate port (ARCHITECTURE.md, control registers).
+"""VCR: the control registers on an AXI4-Lite subordinate port (docs/architecture.md, control registers).
 
 Register map (byte offsets, 32-bit registers, :data:`avta.isa.registers.REGISTERS`):
 
@@ -10,7 +10,7 @@ INSN_COUNT 0x08  instructions to fetch
 INSN_ADDR  0x0C  byte address of the first instruction
 *_BASE     0x10  UOP, INP, WGT, ACC, OUT base: byte offsets added to DRAM addresses
 counters   0x24  the 14 performance counters, 0x24 + 4·i (read only)
-ERR_CODE   0x60  ISA.md §3.5 code, 0 = none (read only)
+ERR_CODE   0x60  docs/isa.md §3.5 code, 0 = none (read only)
 ERR_INSN   0x64  index of the offending instruction (read only)
 CONFIG_ID  0x68  32-bit hash of the configuration (read only)
 VERSION    0x6C  ISA/hardware version (read only)

@@ -5,7 +5,7 @@ supplies exactly that many beats with their byte strobes, so partial beats leave
 alone. Bursts follow the read engine's rule (≤ 256 beats, never across 4 KiB). Addresses may
 run ahead of data, up to ``max_outstanding`` bursts awaiting their response. One ``resp``
 transfer per command follows its last write response, with ``err`` set if any burst was
-answered other than OKAY (ISA.md §3.5 error 9); a STORE completes then (ISA.md §3).
+answered other than OKAY (docs/isa.md §3.5 error 9); a STORE completes then (docs/isa.md §3).
 """
 
 from amaranth import Module, Signal

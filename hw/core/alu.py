@@ -1,4 +1,4 @@
-"""The ALU unit (ISA.md §3.4): II = 1 with an immediate, two-operand II = 2 with one ACC read
+"""The ALU unit (docs/isa.md §3.4): II = 1 with an immediate, two-operand II = 2 with one ACC read
 port (``ACC_READ_PORTS: 1``) and II = 1 with two.
 
 Pipeline:
@@ -12,7 +12,7 @@ s2    operands arrive, forwarded; :class:`AluLanes` computes the result.
 s3    the result is written to ACC[dst] (the compute stage mirrors it to OUT).
 ====  ===================================================================================
 
-Read-after-write at any distance, through dst and src (ISA.md §3.4): a read issued in the cycle
+Read-after-write at any distance, through dst and src (docs/isa.md §3.4): a read issued in the cycle
 of a write returns the new data (transparent ports); every operand value that was read before a
 write and is still waiting (in s2, or ACC[src] held through the second s1 cycle) is replaced by
 the write data when the indices match. So each step sees all earlier steps with no interlock.
@@ -72,7 +72,7 @@ class Alu(wiring.Component):
         two_ports = cfg.acc_read_ports == 2
         acc_bits = geo["acc"].addr_bits
 
-        # A = ACC[dst] only for a two-operand op other than MOV (ISA.md §3.4).
+        # A = ACC[dst] only for a two-operand op other than MOV (docs/isa.md §3.4).
         needs_dst = ~insn.use_imm & (insn.alu_opcode != AluOp.MOV)
         serial = needs_dst if not two_ports else Const(0, 1)    # read dst a cycle after src
 

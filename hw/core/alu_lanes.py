@@ -1,4 +1,4 @@
-"""The ALU operations of ISA.md §3.4 on every lane of an ACC row (combinational)."""
+"""The ALU operations of docs/isa.md §3.4 on every lane of an ACC row (combinational)."""
 
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
@@ -10,7 +10,7 @@ from .sram import acc_row
 
 __all__ = ["AluLanes"]
 
-# SHR takes B[5:0] as a signed shift amount (ISA.md §3.4); MUL takes the low byte of each operand.
+# SHR takes B[5:0] as a signed shift amount (docs/isa.md §3.4); MUL takes the low byte of each operand.
 _SHIFT_BITS = 6
 _MUL_BITS = 8
 
@@ -23,7 +23,7 @@ class AluLanes(wiring.Component):
     op : In(AluOp)
     faults : set of :data:`avta.hw.core.faults.FAULTS` names (tests only)
     a, b : In(acc_row(cfg))
-        Operands A and B of ISA.md §3.4 (with an immediate, A = ACC[src] and B = sext(imm)).
+        Operands A and B of docs/isa.md §3.4 (with an immediate, A = ACC[src] and B = sext(imm)).
     out : Out(acc_row(cfg))
     """
 

@@ -1,9 +1,9 @@
-"""The compute stage's execution units behind one start/done interface (ISA.md §3).
+"""The compute stage's execution units behind one start/done interface (docs/isa.md §3).
 
 The compute stage executes LOAD UOP/ACC/ACC_8BIT (:class:`TensorLoad`), GEMM (:class:`Gemm`),
 ALU (:class:`Alu`) and FINISH, one at a time; the instruction's opcode picks the unit. They share
 the scratchpad ports: one micro-op read port, the ACC read port(s) and the ACC write port, whose
-writes are mirrored into OUT (ISA.md §3: every ACC row write also writes the low 8 bits of each
+writes are mirrored into OUT (docs/isa.md §3: every ACC row write also writes the low 8 bits of each
 lane into the OUT row of the same index).
 """
 

@@ -1,16 +1,16 @@
 """The accelerator core: fetch → three instruction queues → load, compute and store stages with
 the four token counters between them, the scratchpads, the performance counters and the error
-registers (ARCHITECTURE.md, Hardware; ISA.md §3).
+registers (docs/architecture.md, Hardware; docs/isa.md §3).
 
 A run: ``launch`` (ignored while ``busy``) clears the token counters, the queues, CYCLES, the
-counters and the error registers (ISA.md §3: scratchpads keep their contents), then fetch starts.
+counters and the error registers (docs/isa.md §3: scratchpads keep their contents), then fetch starts.
 It ends when
 
 * FINISH has executed and fetch has checked the whole stream: ``finish``;
 * or an error was found, every unit has drained its memory traffic, and (for an execution
   error) fetch has checked the rest of the stream: ``error``, with ``err_code`` and ``err_insn``.
 
-Error precedence (ISA.md §3.5): decode-time errors are found in program order and stop the
+Error precedence (docs/isa.md §3.5): decode-time errors are found in program order and stop the
 machine at once; fsim checks the whole stream before it runs, so a decode error anywhere in the
 stream wins over an execution error (7, 9) met earlier: after an execution error or FINISH, fetch
 keeps checking (without dispatching) until the end of the stream. A stream without FINISH never
@@ -41,7 +41,7 @@ from .trace_port import TraceSignature, drive_trace
 
 __all__ = ["Core", "counter_layout", "COUNTER_BITS"]
 
-#: Counters and CYCLES are 32-bit registers (ARCHITECTURE.md, control registers).
+#: Counters and CYCLES are 32-bit registers (docs/architecture.md, control registers).
 COUNTER_BITS = 32
 
 _BYTE_COUNTER = {MemType.UOP: "uop_ld", MemType.INP: "inp_ld", MemType.WGT: "wgt_ld",
@@ -88,7 +88,7 @@ class Core(wiring.Component):
     cycles : Out(32)
         Cycles from launch to the end of the run.
     counters : Out(counter_layout())
-        The 14 performance counters of ARCHITECTURE.md.
+        The 14 performance counters of docs/architecture.md.
     fetch_mem, ld_mem, cp_mem : Out(ReadClientSignature)
     st_mem : Out(WriteClientSignature)
     """
@@ -124,7 +124,7 @@ class Core(wiring.Component):
         m = Module()
         cfg = self._cfg
 
-        # -- scratchpads (outside the launch reset: they keep their contents, ISA.md §3) ----------
+        # -- scratchpads (outside the launch reset: they keep their contents, docs/isa.md §3) ----------
         mems = {name: make_memory(cfg, name) for name in SCRATCHPADS}
         for name, mem in mems.items():
             m.submodules[f"{name}_mem"] = mem
@@ -164,7 +164,7 @@ class Core(wiring.Component):
         for name in ("l2c", "c2l", "c2s", "s2c"):
             run.submodules[f"tok_{name}"] = tokens[name] = TokenCounter(cfg=cfg)
 
-        # ISA.md §3: "prev" of compute is load, "next" is store. Load pops C→L and pushes L→C;
+        # docs/isa.md §3: "prev" of compute is load, "next" is store. Load pops C→L and pushes L→C;
         # store pops C→S and pushes S→C; compute pops L→C, S→C and pushes C→L, C→S.
         links = {"ld": {"next": ("c2l", "l2c")}, "st": {"prev": ("c2s", "s2c")},
                  "cp": {"prev": ("l2c", "c2l"), "next": ("s2c", "c2s")}}
@@ -244,7 +244,7 @@ class Core(wiring.Component):
             run.d.sync += [running.eq(0), self.finish.eq(~failed & ~decode_failed),
                            self.error.eq(failed | decode_failed)]
 
-        # -- counters (ARCHITECTURE.md): count while the run is in progress -----------------------
+        # -- counters (docs/architecture.md): count while the run is in progress -----------------------
         counters = self.counters
         with run.If(running):
             run.d.sync += self.cycles.eq(self.cycles + 1)

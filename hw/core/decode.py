@@ -1,4 +1,4 @@
-"""Instruction decode: which stage runs an instruction, and its decode-time error (ISA.md §3.5).
+"""Instruction decode: which stage runs an instruction, and its decode-time error (docs/isa.md §3.5).
 
 The same rules as :func:`avta.isa.legality.check` (the software statement), on the
 :mod:`avta.isa.layout` views: no bit offset is written here.
@@ -22,7 +22,7 @@ class InsnDecode(wiring.Component):
     insn : In(layouts(cfg).insn)
         The 128-bit instruction.
     stage : Out(Stage)
-        The stage that executes it (ISA.md §3: the memory type decides a LOAD's stage). Only
+        The stage that executes it (docs/isa.md §3: the memory type decides a LOAD's stage). Only
         meaningful when ``error`` is NONE.
     error : Out(ErrorCode)
         The lowest decode-time error code the instruction breaks (1–6, 8), or NONE.
@@ -48,7 +48,7 @@ class InsnDecode(wiring.Component):
         is_finish = opcode == Opcode.FINISH
         load_stage = is_load & ((mtype == MemType.INP) | (mtype == MemType.WGT))
 
-        # One condition per code of ISA.md §3.5, in the order that makes the lowest code win.
+        # One condition per code of docs/isa.md §3.5, in the order that makes the lowest code win.
         loadable = ((mtype == MemType.UOP) | (mtype == MemType.WGT) | (mtype == MemType.INP)
                     | (mtype == MemType.ACC) | (mtype == MemType.ACC_8BIT))
         pads = mem.y_pad_0 | mem.y_pad_1 | mem.x_pad_0 | mem.x_pad_1

@@ -1,5 +1,5 @@
 """Fetch: reads the instruction stream ahead, checks each instruction and dispatches it to the
-queue of its stage (ARCHITECTURE.md, Hardware; ISA.md §3.5).
+queue of its stage (docs/architecture.md, Hardware; docs/isa.md §3.5).
 
 Instructions land in a ring buffer (``ring`` slots) through a memory-engine read client; a
 command asks for up to ``burst`` instructions as soon as that many slots are free, so several
@@ -175,7 +175,7 @@ class Fetch(wiring.Component):
             m.d.sync += [stopped.eq(1), self.error_index.eq(d_index),
                          self.error_code.eq(decode.error)]
             with m.If(d_err):
-                # Fetched from outside DRAM: its bits mean nothing (ISA.md §3.5, error 9).
+                # Fetched from outside DRAM: its bits mean nothing (docs/isa.md §3.5, error 9).
                 m.d.sync += self.error_code.eq(ErrorCode.DRAM_OUT_OF_RANGE)
         m.d.comb += self.error.eq(stopped)
 

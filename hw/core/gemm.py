@@ -1,4 +1,4 @@
-"""The GEMM unit (ISA.md §3.3): one micro-op step per cycle (II = 1).
+"""The GEMM unit (docs/isa.md §3.3): one micro-op step per cycle (II = 1).
 
 Pipeline, one step per stage per cycle, never stalling (all operands are on chip):
 
@@ -9,7 +9,7 @@ s2    rows arrive; the ``BATCH × BLOCK_OUT`` dot products are formed; ACC is fo
 s3    ``ACC[dst] += dot`` (or 0 with ``reset``) is written (the compute stage mirrors it to OUT).
 ====  ===================================================================================
 
-Read-after-write on ACC (ISA.md §3.3: each step sees every earlier step): a step reads ACC in
+Read-after-write on ACC (docs/isa.md §3.3: each step sees every earlier step): a step reads ACC in
 s1, and the step two ahead of it writes in that same cycle, which the transparent read port
 returns; the step just ahead writes while this one is in s2, so s2 takes the write data instead
 of the read data when the indices match. Older steps wrote before the read. So II = 1 holds for

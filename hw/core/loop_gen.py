@@ -1,9 +1,9 @@
-"""The micro-op loop nest of GEMM and ALU (ISA.md §3.3), one step per cycle, adders only.
+"""The micro-op loop nest of GEMM and ALU (docs/isa.md §3.3), one step per cycle, adders only.
 
 For i_o < iter_out, i_i < iter_in, u in [uop_bgn, uop_end) (u innermost) a step is micro-op
 ``u`` with offsets ``i_o·f_out + i_i·f_in`` for each of dst, src and wgt. The offsets are kept as
 running sums (an outer base plus the inner offset), so no multiplier is needed; they wrap modulo
-2^width, which is the scratchpad depth (ISA.md §3: indices wrap).
+2^width, which is the scratchpad depth (docs/isa.md §3: indices wrap).
 """
 
 from amaranth.hdl import Module, Signal
@@ -23,7 +23,7 @@ class LoopGen(wiring.Component):
     Parameters
     ----------
     uop_bits : int
-        ``log2`` of the micro-op buffer depth (U of ISA.md §2).
+        ``log2`` of the micro-op buffer depth (U of docs/isa.md §2).
     offset_bits : dict
         Width of the dst, src and wgt offsets (the log2 depth each one indexes).
 
@@ -41,7 +41,7 @@ class LoopGen(wiring.Component):
         The offered step is the instruction's last.
     empty : Out(1)
         With ``start``: the loop is degenerate (``iter_out``, ``iter_in`` or the micro-op range
-        empty, ISA.md §3.3) and no step will come.
+        empty, docs/isa.md §3.3) and no step will come.
     """
 
     def __init__(self, *, uop_bits, offset_bits):
@@ -101,7 +101,7 @@ def instruction_control(m, *, name, start, empty, retired, done):
     """The control of a unit that runs one loop-nest instruction (GEMM, ALU).
 
     After ``start`` the unit runs until ``retired`` (its last step has written ACC), then pulses
-    ``done``; an instruction whose loop nest is ``empty`` (a degenerate loop, ISA.md §3.3) is a
+    ``done``; an instruction whose loop nest is ``empty`` (a degenerate loop, docs/isa.md §3.3) is a
     no-op that pulses ``done`` one cycle after ``start``.
     """
     with m.FSM(name=name):

@@ -1,4 +1,4 @@
-"""Walks the padding rows of a 2-D LOAD (ISA.md §3.1), one row address per cycle.
+"""Walks the padding rows of a 2-D LOAD (docs/isa.md §3.1), one row address per cycle.
 
 A LOAD writes ``W·H`` rows from ``sram_base`` (``W = x_pad_0 + x_size + x_pad_1``,
 ``H = y_pad_0 + y_size + y_pad_1``); the rows outside the data window hold the pad value. They
@@ -25,7 +25,7 @@ class PadWalker(wiring.Component):
     start : In(1)
         Begin with the geometry on the inputs (they stay stable until ``done``).
     sram_base, x_size, y_size, x_pad_0, x_pad_1, y_pad_0, y_pad_1 : In
-        The LOAD's fields (ISA.md §2). ``x_size`` is non-zero.
+        The LOAD's fields (docs/isa.md §2). ``x_size`` is non-zero.
     hold : In(1)
         The write port is taken this cycle; ``wr_valid`` then does not advance.
     wr_valid : Out(1)

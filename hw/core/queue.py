@@ -1,4 +1,4 @@
-"""Instruction queues between fetch and the three stages (ARCHITECTURE.md, Hardware).
+"""Instruction queues between fetch and the three stages (docs/architecture.md, Hardware).
 
 An entry is the raw instruction plus its index in the stream (for the error registers); the
 stages view it through the :mod:`avta.isa.layout` layouts.
@@ -12,7 +12,7 @@ from avta.isa.layout import layouts
 
 __all__ = ["INDEX_BITS", "entry_layout", "InsnQueue"]
 
-#: Instruction indices are 32 bits, like INSN_COUNT and ERR_INSN (ARCHITECTURE.md registers).
+#: Instruction indices are 32 bits, like INSN_COUNT and ERR_INSN (docs/architecture.md registers).
 INDEX_BITS = 32
 
 

@@ -13,8 +13,8 @@ wide (``elem_bytes < bus_bytes``)
     belong to the command, so lanes outside ``[0, limit)`` are dropped. One row per cycle:
     the beat is held (``ready`` low) until its last valid lane is written.
 
-Element ``x`` of a command goes to row ``row + x`` (modulo the depth: ISA.md §3 indices wrap).
-Sign extension (ACC_8BIT, ISA.md §2) widens each DRAM byte to ``unit_bits`` row bits.
+Element ``x`` of a command goes to row ``row + x`` (modulo the depth: docs/isa.md §3 indices wrap).
+Sign extension (ACC_8BIT, docs/isa.md §2) widens each DRAM byte to ``unit_bits`` row bits.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal

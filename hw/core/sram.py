@@ -1,4 +1,4 @@
-"""Scratchpad geometry shared by the units that read and write them (ISA.md §1, §3).
+"""Scratchpad geometry shared by the units that read and write them (docs/isa.md §1, §3).
 
 The scratchpads themselves are ``amaranth.lib.memory.Memory`` instances created by
 :class:`avta.hw.core.core.Core` under the names of :data:`SCRATCHPADS`; the units reach them
@@ -7,7 +7,7 @@ and write granularity is derived once from the configuration.
 
 Write granularity: a load whose DRAM element is wider than the bus writes a row one beat at a
 time, so that row's write port has one enable per bus-width chunk (``granularity`` = bus bits,
-or 4× for ACC_8BIT, whose bytes widen to 32-bit lanes). OUT mirrors ACC (ISA.md §3) with the
+or 4× for ACC_8BIT, whose bytes widen to 32-bit lanes). OUT mirrors ACC (docs/isa.md §3) with the
 same enables over lanes a quarter as wide.
 """
 
@@ -73,7 +73,7 @@ def geometry(cfg, name):
 
 
 def make_memory(cfg, name):
-    """A zero-initialized ``Memory`` for scratchpad ``name`` (ISA.md §3: zero after reset)."""
+    """A zero-initialized ``Memory`` for scratchpad ``name`` (docs/isa.md §3: zero after reset)."""
     geo = geometry(cfg, name)
     return Memory(shape=unsigned(geo.row_bits), depth=geo.depth, init=[])
 
@@ -89,7 +89,7 @@ def write_signature(geo):
                                granularity=geo.granularity)
 
 
-# Row layouts (ISA.md §3): INP [b][k] int8, WGT [o][k] int8, ACC [b][o] int32, OUT [b][o] int8.
+# Row layouts (docs/isa.md §3): INP [b][k] int8, WGT [o][k] int8, ACC [b][o] int32, OUT [b][o] int8.
 
 def inp_row(cfg):
     return data.ArrayLayout(data.ArrayLayout(signed(cfg.inp_width), cfg.block_in), cfg.batch)

@@ -1,4 +1,4 @@
-"""The control every stage shares: tokens, one instruction at a time, errors (ISA.md §3).
+"""The control every stage shares: tokens, one instruction at a time, errors (docs/isa.md §3).
 
 An instruction at the head of the stage's queue starts when every token counter it pops is
 non-zero; it pops them as it starts and the stage's unit executes it (``start`` … ``done``);

@@ -1,4 +1,4 @@
-"""Executes LOAD instructions (ISA.md §3.1) for one stage, through a memory-engine read client.
+"""Executes LOAD instructions (docs/isa.md §3.1) for one stage, through a memory-engine read client.
 
 The load stage serves INP and WGT; the compute stage serves UOP, ACC and ACC_8BIT. One
 instruction at a time: a command per data row (``y_size`` of them) goes out as fast as the memory
@@ -7,7 +7,7 @@ engine takes them, beats come back in any order between commands and are written
 the data path leaves the write port free. The instruction is done when every command is issued,
 every beat written and every pad row filled.
 
-Addresses (ISA.md §3): element ``e`` of memory type ``t`` is at byte
+Addresses (docs/isa.md §3): element ``e`` of memory type ``t`` is at byte
 ``base_t + e·E_t`` (mod 2^32), ``E_t`` the DRAM element bytes. Commands are bus-aligned: a row
 that starts mid-beat (elements narrower than the bus) tells its row writer how many lanes to
 skip. Base registers are expected to be multiples of ``min(E_t, bus bytes)``; lower bits are
@@ -33,7 +33,7 @@ __all__ = ["TensorLoad", "LOAD_STAGE_TYPES", "COMPUTE_STAGE_TYPES", "count_layou
 LOAD_STAGE_TYPES = (MemType.INP, MemType.WGT)
 COMPUTE_STAGE_TYPES = (MemType.UOP, MemType.ACC, MemType.ACC_8BIT)
 
-# Which scratchpad each memory type writes; ACC_8BIT widens into ACC (ISA.md §2).
+# Which scratchpad each memory type writes; ACC_8BIT widens into ACC (docs/isa.md §2).
 _PAD_OF = {MemType.UOP: "uop", MemType.INP: "inp", MemType.WGT: "wgt", MemType.ACC: "acc",
            MemType.ACC_8BIT: "acc"}
 
@@ -45,7 +45,7 @@ def _elem_bytes(cfg, mtype):
 
 
 def _pad_row(cfg, mtype, pad_value):
-    """The row a pad cell holds (ISA.md §3.1): zero, or each lane's most negative or positive
+    """The row a pad cell holds (docs/isa.md §3.1): zero, or each lane's most negative or positive
     value. UOP padding is always zero words."""
     geo = geometry(cfg, _PAD_OF[mtype])
     if mtype == MemType.UOP or pad_value == PadValue.ZERO:
@@ -56,7 +56,7 @@ def _pad_row(cfg, mtype, pad_value):
 
 
 def count_layout():
-    """A byte-counter event: ``bytes`` moved for memory type ``mtype`` (ARCHITECTURE.md)."""
+    """A byte-counter event: ``bytes`` moved for memory type ``mtype`` (docs/architecture.md)."""
     return data.StructLayout({"mtype": MemType, "bytes": 32})
 
 
@@ -73,7 +73,7 @@ class TensorLoad(wiring.Component):
     done : Out(1)
         One-cycle pulse: the instruction has completed (every row written).
     err : Out(1)
-        With ``done``: a beat came back with an error (ISA.md §3.5 error 9).
+        With ``done``: a beat came back with an error (docs/isa.md §3.5 error 9).
     busy : Out(1)
     mem : Out(ReadClientSignature)
         The memory-engine read client.
@@ -224,7 +224,7 @@ class TensorLoad(wiring.Component):
                                  addr.eq(base + (insn.dram_base << log_elem)),
                                  dest.eq(insn.sram_base + insn.y_pad_0 * width + insn.x_pad_0)]
                     with m.If(insn.x_size == 0):
-                        # ISA.md §3.1: no data moves; only tokens act.
+                        # docs/isa.md §3.1: no data moves; only tokens act.
                         m.next = "DONE"
                     with m.Else():
                         m.d.comb += pad.start.eq(1)

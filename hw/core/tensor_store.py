@@ -1,4 +1,4 @@
-"""Executes STORE instructions (ISA.md §3.2) through a memory-engine write client.
+"""Executes STORE instructions (docs/isa.md §3.2) through a memory-engine write client.
 
 OUT row ``sram_base + y·x_size + x`` goes to DRAM element ``dram_base + y·x_stride + x``, so the
 OUT rows are read in plain sequence. Three parts run concurrently:
@@ -10,7 +10,7 @@ OUT rows are read in plain sequence. Three parts run concurrently:
   narrower than the bus are packed into one beat under byte strobes, the first beat of a DRAM
   row starting at the row's lane (``skip``) when it does not start on a beat boundary.
 
-A STORE completes when every write response has arrived (ISA.md §3). Addresses follow
+A STORE completes when every write response has arrived (docs/isa.md §3). Addresses follow
 :mod:`.tensor_load` (OUT_BASE; base bits below ``min(E, bus bytes)`` ignored).
 """
 
@@ -45,7 +45,7 @@ class TensorStore(wiring.Component):
     done : Out(1)
         One-cycle pulse when the last write response has arrived.
     err : Out(1)
-        With ``done``: a write was answered with an error (ISA.md §3.5 error 9).
+        With ``done``: a write was answered with an error (docs/isa.md §3.5 error 9).
     busy : Out(1)
     mem : Out(WriteClientSignature)
     out_rd : In(ReadPort.Signature)
@@ -184,7 +184,7 @@ class TensorStore(wiring.Component):
                                  rd_row.eq(insn.sram_base), rd_addr.eq(first_addr),
                                  resp_y.eq(0), err.eq(0)]
                     with m.If(insn.x_size == 0):
-                        # ISA.md §3.2: tokens only.
+                        # docs/isa.md §3.2: tokens only.
                         m.next = "DONE"
                     with m.Else():
                         m.d.sync += run.eq(1)

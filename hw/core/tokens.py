@@ -1,4 +1,4 @@
-"""A dependency-token counter (ISA.md §3: four of them, L→C, C→L, C→S, S→C)."""
+"""A dependency-token counter (docs/isa.md §3: four of them, L→C, C→L, C→S, S→C)."""
 
 from amaranth.hdl import Module
 from amaranth.lib import wiring

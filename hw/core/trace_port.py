@@ -25,7 +25,7 @@ __all__ = ["TraceSignature", "STATE_NAMES", "TRACED_MEMORIES", "TRACE_STAGES", "
 
 #: ``state`` values, in the order of their encoding.
 STATE_NAMES = ("idle", "wait", "busy", "halt")
-#: Scratchpads traced, and the stage whose instructions write them (ISA.md §3).
+#: Scratchpads traced, and the stage whose instructions write them (docs/isa.md §3).
 TRACED_MEMORIES = {"uop": "compute", "inp": "load", "wgt": "load", "acc": "compute"}
 #: Stage names, and the Core's short names for their controls.
 TRACE_STAGES = {"load": "ld", "compute": "cp", "store": "st"}

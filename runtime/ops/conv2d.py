@@ -6,7 +6,7 @@ OH, OW, B, BO)`` int8 as OUT elements, bias ``(COUT/BO, B, BO)`` int32 as ACC el
 
 One GEMM per load task runs a kernel whose micro-ops enumerate (input block, kh, kw, output
 block) and whose two loops walk the output rows and columns of the tile; the zero padding of
-the convolution is the LOAD's padding (ISA.md §3.1), so every tile, border or not, uses the same
+the convolution is the LOAD's padding (docs/isa.md §3.1), so every tile, border or not, uses the same
 scratchpad layout. Tiles are described in :mod:`avta.runtime.ops.conv_plan`.
 """
 

@@ -22,7 +22,7 @@ from avta.isa.formats import PAD_BITS
 
 __all__ = ["Conv2dShape", "Conv2dTiling", "plan_conv2d", "PlanError", "MAX_PAD"]
 
-#: The largest padding a LOAD adds on one side (its PAD_BITS-bit pad fields, ISA.md §2).
+#: The largest padding a LOAD adds on one side (its PAD_BITS-bit pad fields, docs/isa.md §2).
 MAX_PAD = (1 << PAD_BITS) - 1
 
 
@@ -115,7 +115,7 @@ def tiling_for(cfg, shape, th, tw, tco, tci, threads, *, bias):
     if (threads * tci * inp_pitch > cfg.inp_depth or wgt_rows > cfg.wgt_depth
             or bias_rows + threads * tco * acc_pitch > cfg.acc_depth):
         return None
-    # Loop factors must fit their fields (ISA.md §2): dst advances by tw per output row, src by
+    # Loop factors must fit their fields (docs/isa.md §2): dst advances by tw per output row, src by
     # s·TW_in; the GEMM kernel (tco·tci·KK micro-ops) leaves room for the small ALU kernels.
     if tw >= 1 << cfg.acc_factor_bits or s * tw_in >= 1 << cfg.inp_factor_bits \
             or s >= 1 << cfg.inp_factor_bits:

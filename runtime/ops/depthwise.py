@@ -6,7 +6,7 @@ the weights are loaded into ACC with ACC_8BIT (zero padding), and per tile and c
 1. MOV copies, for every kernel position (kh, kw), the input pixels it meets into a product
    region (one micro-op per position, the two loops walking the output pixels);
 2. MUL multiplies each product region by its weight row (MUL takes the low 8 bits of both
-   operands as int8, ISA.md §3.4: exactly the int8 input and weight);
+   operands as int8, docs/isa.md §3.4: exactly the int8 input and weight);
 3. MOV and ADD sum the product regions into the output rows;
 4. the requantization tail (:class:`~avta.runtime.ops.requant.Requant`) and STORE.
 

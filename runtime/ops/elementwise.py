@@ -1,8 +1,8 @@
 """Element-wise ALU programs on int32 tensors, with all 32 bits of the result read back.
 
-STORE writes only the low 8 bits of each ACC lane (ISA.md §3.2, OUT mirrors ACC). To see a whole
+STORE writes only the low 8 bits of each ACC lane (docs/isa.md §3.2, OUT mirrors ACC). To see a whole
 32-bit result the program also computes ``r >> 8``, ``r >> 16`` and ``r >> 24`` into scratch rows
-(SHR with an immediate reads ACC[src] and writes ACC[dst], ISA.md §3.4) and stores the four byte
+(SHR with an immediate reads ACC[src] and writes ACC[dst], docs/isa.md §3.4) and stores the four byte
 planes; the host reassembles them (:func:`combine_planes`).
 
 :func:`elementwise` runs a chain of ALU steps over tensors in tiles, double buffered between the
@@ -22,7 +22,7 @@ __all__ = ["elementwise", "emit_readback", "combine_planes", "lane_bytes"]
 
 
 def lane_bytes(cfg):
-    """Bytes of one ACC lane (ISA.md §1: 2^LOG_ACC_WIDTH bits): the byte planes read back."""
+    """Bytes of one ACC lane (docs/isa.md §1: 2^LOG_ACC_WIDTH bits): the byte planes read back."""
     return cfg.acc_width // 8
 
 
@@ -63,7 +63,7 @@ def elementwise(device, a, steps, b=None, *, a_8bit=False, threads=2, tile_rows=
 
     ``steps`` is a list of ``(AluOp, operand)``: an ``int`` operand is an immediate
     (``r = op(r, imm)``), the string ``"b"`` means the tensor ``b`` (``r = op(r, b)``).
-    With ``a_8bit`` ``a`` is int8 and is loaded as ACC_8BIT (sign-extended, ISA.md §2).
+    With ``a_8bit`` ``a`` is int8 and is loaded as ACC_8BIT (sign-extended, docs/isa.md §2).
     """
     cfg = device.cfg
     a_rows = _pack_rows(cfg, a, np.int8 if a_8bit else np.int32)

@@ -1,7 +1,7 @@
 """Max pooling: windows loaded with the most negative pad value, reduced with ALU MOV and MAX.
 
 The Intel Labs flow pools in the accumulator with min-value padding (intel-extensions.md §1.6):
-LOAD ACC_8BIT with ``pad_value`` MIN fills the border with −2^31 (ISA.md §3.1), which never wins a
+LOAD ACC_8BIT with ``pad_value`` MIN fills the border with −2^31 (docs/isa.md §3.1), which never wins a
 MAX, so border windows need no special case. Per tile and channel block: MOV copies the first
 element of every window into the output rows, then one MAX instruction folds in the other
 ``k² − 1`` window positions (one micro-op each, the two loops walking the output pixels).

@@ -2,7 +2,7 @@
 
 They share nothing with the simulators or the stream builder (no packing, no tiling), so an
 agreement bit for bit is evidence that both are right. Accumulation is exact in int64 and then
-wrapped to int32 as the accumulator wraps (ISA.md §3.3).
+wrapped to int32 as the accumulator wraps (docs/isa.md §3.3).
 """
 
 import numpy as np

@@ -2,8 +2,8 @@
 
 Upstream's conv2d and GEMM tests compute ``clip((acc >> shift) + bias, lo, hi)`` and keep the low
 8 bits (upstream-vta.md §6.2); on VTA that is ALU SHR with an immediate, ALU ADD of a bias row,
-then either MIN and MAX with immediates or the Intel Labs CLP (clip to [−b, b], ISA.md §3.4).
-STORE writes the low 8 bits of each lane (OUT mirrors ACC, ISA.md §3).
+then either MIN and MAX with immediates or the Intel Labs CLP (clip to [−b, b], docs/isa.md §3.4).
+STORE writes the low 8 bits of each lane (OUT mirrors ACC, docs/isa.md §3).
 """
 
 from dataclasses import dataclass
@@ -15,9 +15,9 @@ from avta.isa.formats import IMM_BITS
 
 __all__ = ["Requant", "IMM_MIN", "IMM_MAX", "SHIFT_MIN", "SHIFT_MAX"]
 
-#: The ALU immediate is a signed IMM_BITS-bit field (ISA.md §2).
+#: The ALU immediate is a signed IMM_BITS-bit field (docs/isa.md §2).
 IMM_MIN, IMM_MAX = -(1 << (IMM_BITS - 1)), (1 << (IMM_BITS - 1)) - 1
-#: SHR takes B[5:0] as a signed 6-bit amount (ISA.md §3.4).
+#: SHR takes B[5:0] as a signed 6-bit amount (docs/isa.md §3.4).
 SHIFT_MIN, SHIFT_MAX = -32, 31
 
 
@@ -41,7 +41,7 @@ class Requant:
     def __post_init__(self):
         if not SHIFT_MIN <= self.shift <= SHIFT_MAX:
             raise ValueError(f"shift {self.shift} is outside {SHIFT_MIN}..{SHIFT_MAX} (SHR reads a "
-                             f"signed 6-bit amount, ISA.md §3.4)")
+                             f"signed 6-bit amount, docs/isa.md §3.4)")
         if self.clip is not None:
             lo, hi = self.clip
             if not IMM_MIN <= lo <= hi <= IMM_MAX:

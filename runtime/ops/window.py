@@ -1,7 +1,7 @@
 """Sliding-window operators that run on the accumulator alone (max pooling, depthwise conv2d).
 
 Their inputs are int8 feature maps in the NCHWnc layout with BLOCK_OUT channels per block, which
-is exactly an ACC_8BIT element ``[b][o]`` (ISA.md §2): a LOAD ACC_8BIT brings a padded window of
+is exactly an ACC_8BIT element ``[b][o]`` (docs/isa.md §2): a LOAD ACC_8BIT brings a padded window of
 one channel block into ACC rows, sign-extended, and ALU micro-ops combine the rows. Channels are
 the lanes, so nothing crosses lanes and no GEMM is needed.
 
@@ -90,7 +90,7 @@ def plan_window(cfg, shape, *, rows_per_block, uops_per_tile, insns_per_tile, th
                 t = WindowTiling(th, tw, tcb, threads, th_in * tw_in, th * tw)
                 if threads * tcb * rows_per_block(t.inp_pitch, t.out_pitch) > cfg.acc_depth:
                     continue
-                # ALU src factors are ACC-wide fields (ISA.md §2): s·TW_in per output row.
+                # ALU src factors are ACC-wide fields (docs/isa.md §2): s·TW_in per output row.
                 if s * tw_in >= 1 << cfg.acc_factor_bits or tw >= 1 << cfg.acc_factor_bits:
                     continue
                 if uops_per_tile(tcb) > cfg.uop_depth // 4:
@@ -145,7 +145,7 @@ class WindowEmitter:
 
     def load_window(self, tile, base, pad_value):
         """LOAD ACC_8BIT of each channel block's input window at ``base + cb·inp_pitch``, the
-        convolution's padding done by the LOAD (ISA.md §3.1) with ``pad_value``."""
+        convolution's padding done by the LOAD (docs/isa.md §3.1) with ``pad_value``."""
         sh, s = self.shape, self.shape.stride
         ih0, iw0 = tile.oh0 * s - sh.pad, tile.ow0 * s - sh.pad
         th_in, tw_in = (tile.th - 1) * s + sh.k, self.tw_in(tile)

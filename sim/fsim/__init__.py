@@ -1,4 +1,4 @@
-"""fsim: the bit-exact behavioral model of the VTA instruction set (ISA.md is its specification).
+"""fsim: the bit-exact behavioral model of the VTA instruction set (docs/isa.md is its specification).
 
 >>> sim = Fsim(cfg)                                   # doctest: +SKIP
 >>> result = sim.run(dram, insn_addr, insn_count)     # doctest: +SKIP

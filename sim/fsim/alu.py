@@ -1,4 +1,4 @@
-"""ALU (ISA.md §3.4): the operations, and execution in hazard-free chunks of steps.
+"""ALU (docs/isa.md §3.4): the operations, and execution in hazard-free chunks of steps.
 
 Every step must see all earlier steps, through dst and through src, at any distance. Each step
 reads ACC[src] (every form does) and reads or writes ACC[dst], so a run of consecutive steps can
@@ -15,8 +15,8 @@ from .loops import LoopNest, wrap_or_raise
 
 __all__ = ["alu_op", "execute_alu", "hazard_free_chunks", "last_writer_before"]
 
-_ACC_LANE_BITS = 32             # ISA.md §1: LOG_ACC_WIDTH is 5 (int32)
-_SHIFT_BITS = 6                 # SHR uses B[5:0] as a signed amount (ISA.md §3.4)
+_ACC_LANE_BITS = 32             # docs/isa.md §1: LOG_ACC_WIDTH is 5 (int32)
+_SHIFT_BITS = 6                 # SHR uses B[5:0] as a signed amount (docs/isa.md §3.4)
 
 
 def _sext(value, bits):
@@ -27,7 +27,7 @@ def _sext(value, bits):
 
 
 def alu_op(op, a, b):
-    """f(A, B) of ISA.md §3.4, lane by lane on int32 arrays of one shape, wrapping."""
+    """f(A, B) of docs/isa.md §3.4, lane by lane on int32 arrays of one shape, wrapping."""
     if op == AluOp.MIN:
         return np.minimum(a, b)
     if op == AluOp.MAX:
@@ -104,7 +104,7 @@ def execute_alu(cfg, insn, pads, codec, *, strict, trace_rows=None):
         d, s = dst[start:end], src[start:end]
         operand = pads.acc[s]
         if insn.use_imm:
-            # ISA.md §3.4: with an immediate the result is f(ACC[src], sext(imm)).
+            # docs/isa.md §3.4: with an immediate the result is f(ACC[src], sext(imm)).
             result = alu_op(insn.alu_opcode, operand, np.full_like(operand, insn.imm))
         else:
             result = alu_op(insn.alu_opcode, pads.acc[d], operand)

@@ -1,4 +1,4 @@
-"""DRAM as fsim sees it: a byte buffer, the *_BASE registers and element addressing (ISA.md §3).
+"""DRAM as fsim sees it: a byte buffer, the *_BASE registers and element addressing (docs/isa.md §3).
 
 Byte address of element ``n`` of a memory type = (that type's base register + n · element bytes)
 mod 2^32. An element must lie wholly inside the buffer; any access outside it is error 9
@@ -13,7 +13,7 @@ from .errors import MachineError
 
 __all__ = ["Dram", "BASE_NAMES", "as_byte_array"]
 
-#: Keys of the ``bases`` mapping: the UOP_BASE … OUT_BASE control registers (ARCHITECTURE.md).
+#: Keys of the ``bases`` mapping: the UOP_BASE … OUT_BASE control registers (docs/architecture.md).
 BASE_NAMES = ("UOP", "INP", "WGT", "ACC", "OUT")
 
 _ADDR_MOD = 1 << 32     # addresses are 32 bits (the AXI address width)

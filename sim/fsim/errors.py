@@ -1,4 +1,4 @@
-"""How an execution-time error (ISA.md §3.5, codes 7, 9 and 10) stops fsim.
+"""How an execution-time error (docs/isa.md §3.5, codes 7, 9 and 10) stops fsim.
 
 The executors raise :class:`MachineError`; the machine latches its code and the index of the
 instruction that raised it and ends the run with status ``error``.

@@ -1,6 +1,6 @@
 """Trace events fsim emits, one dict per event, handed to a callable.
 
-The schema is :mod:`avta.sim.trace.schema` (ARCHITECTURE.md, traces). Every event has
+The schema is :mod:`avta.sim.trace.schema` (docs/architecture.md, traces). Every event has
 ``kind``, ``stage`` (``load``, ``compute``, ``store``) and ``insn`` (the instruction's index in
 the stream):
 

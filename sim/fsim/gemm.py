@@ -1,4 +1,4 @@
-"""GEMM (ISA.md §3.3), one vectorized pass per instruction.
+"""GEMM (docs/isa.md §3.3), one vectorized pass per instruction.
 
 A GEMM step adds INP[inp]·WGT[wgt]ᵀ to ACC[acc] and never reads ACC for anything else, and
 wrapping int32 addition is associative and commutative, so every step seeing all earlier steps
@@ -41,7 +41,7 @@ def execute_gemm(cfg, insn, pads, codec, *, strict, trace_rows=None):
     starts = np.flatnonzero(np.r_[True, sorted_rows[1:] != sorted_rows[:-1]])
     rows = sorted_rows[starts]
     before = pads.acc[rows]
-    # int32 addition wraps, as the accumulator does (ISA.md §3.3).
+    # int32 addition wraps, as the accumulator does (docs/isa.md §3.3).
     pads.write_acc(rows, before + np.add.reduceat(contributions, starts, axis=0))
     if trace_rows is not None:
         values = _step_values(before, starts, contributions)

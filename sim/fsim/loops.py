@@ -1,4 +1,4 @@
-"""The micro-op loop nest shared by GEMM and ALU (ISA.md §3.3), as flat index arrays.
+"""The micro-op loop nest shared by GEMM and ALU (docs/isa.md §3.3), as flat index arrays.
 
 Step ``s`` enumerates ``i_o < iter_out``, ``i_i < iter_in``, ``u`` in ``[uop_bgn, uop_end)``
 with ``u`` innermost, so arrays indexed by ``s`` are in execution order.
@@ -14,7 +14,7 @@ __all__ = ["LoopNest", "wrap_or_raise"]
 
 
 def wrap_or_raise(index, depth, strict, what):
-    """Scratchpad indices modulo ``depth`` (ISA.md §3), or error 10 in strict mode."""
+    """Scratchpad indices modulo ``depth`` (docs/isa.md §3), or error 10 in strict mode."""
     if strict and index.size and int(index.max()) >= depth:
         bad = int(np.flatnonzero(index >= depth)[0])
         raise MachineError(ErrorCode.SRAM_OUT_OF_RANGE,

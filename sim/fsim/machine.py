@@ -1,6 +1,6 @@
 """The fsim machine: fetch, decode check, three in-order stages and the token counters.
 
-ISA.md §3: the load, compute and store stages each run their own instructions strictly in
+docs/isa.md §3: the load, compute and store stages each run their own instructions strictly in
 program order; an instruction starts only when every token counter it pops is non-zero,
 decrements them at start and increments the counters it pushes when it completes. fsim runs one
 instruction at a time from start to completion, which is one legal interleaving: by default the
@@ -33,7 +33,7 @@ __all__ = ["Fsim", "SCHEDULES", "TOKEN_COUNTERS"]
 
 SCHEDULES = ("inorder", "random")
 
-#: The four dependency-token counters (ISA.md §3), by the direction tokens travel.
+#: The four dependency-token counters (docs/isa.md §3), by the direction tokens travel.
 TOKEN_COUNTERS = ("L->C", "C->L", "C->S", "S->C")
 _L2C, _C2L, _C2S, _S2C = range(4)
 
@@ -46,13 +46,13 @@ _DECODE_CACHE_LIMIT = 1 << 16
 
 
 class Fsim:
-    """The bit-exact behavioral model of one configuration (ISA.md is the specification).
+    """The bit-exact behavioral model of one configuration (docs/isa.md is the specification).
 
     Parameters
     ----------
     cfg : Config
     strict : bool
-        Stop with error 10 on a scratchpad index past the end instead of wrapping (ISA.md §3).
+        Stop with error 10 on a scratchpad index past the end instead of wrapping (docs/isa.md §3).
     schedule : ``"inorder"`` or ``"random"``
         How to pick among stages that can start (results agree on well-formed programs).
     seed : int or None
@@ -160,7 +160,7 @@ class _Launch:
                             detail=f"error {int(code)} ({ErrorCode(code).name}) at {where}: "
                                    f"{message}")
 
-    # -- fetch and decode (ISA.md §3.5) -----------------------------------------------------------
+    # -- fetch and decode (docs/isa.md §3.5) -----------------------------------------------------------
 
     def _fetch(self):
         """Decode the stream; the error RunResult of its first illegal instruction, or None."""

@@ -1,4 +1,4 @@
-"""LOAD (ISA.md §3.1) and STORE (§3.2), vectorized over the whole 2-D window.
+"""LOAD (docs/isa.md §3.1) and STORE (§3.2), vectorized over the whole 2-D window.
 
 Both check every DRAM element (error 9) and, in strict mode, every scratchpad row (error 10)
 before they change anything, so an instruction that fails has no effect.
@@ -36,7 +36,7 @@ def load_target(cfg, memory_type):
     if memory_type == MemType.ACC:
         return LoadTarget("acc", cfg.acc_elem_bytes, "ACC", "ACC_LD", np.dtype("<i4"))
     if memory_type == MemType.ACC_8BIT:
-        # ISA.md §1: BATCH·BLOCK_OUT int8 lanes in DRAM, addressed through ACC_BASE.
+        # docs/isa.md §1: BATCH·BLOCK_OUT int8 lanes in DRAM, addressed through ACC_BASE.
         return LoadTarget("acc", cfg.acc8_elem_bytes, "ACC", "ACC_LD", np.dtype("<i4"))
     raise ValueError(f"memory type {memory_type} cannot be loaded")
 
@@ -110,7 +110,7 @@ def execute_store(cfg, insn, pads, dram, *, strict, trace_dram=None):
 
 
 def bytes_moved(cfg, insn):
-    """``(counter, bytes)`` of a LOAD or STORE (ARCHITECTURE.md, exact counters): x_size·y_size·
+    """``(counter, bytes)`` of a LOAD or STORE (docs/architecture.md, exact counters): x_size·y_size·
     element bytes, without padding."""
     if insn.opcode == Opcode.STORE:
         return "OUT_ST", insn.x_size * insn.y_size * cfg.out_elem_bytes

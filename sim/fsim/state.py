@@ -1,7 +1,7 @@
-"""The five scratchpads of ISA.md §3, as raw bytes with typed views.
+"""The five scratchpads of docs/isa.md §3, as raw bytes with typed views.
 
 Every scratchpad is one ``(depth, row_bytes)`` uint8 array: a row is a byte copy of a DRAM
-element (ISA.md §1), so LOAD and STORE move bytes, traces print bytes, and the arithmetic uses
+element (docs/isa.md §1), so LOAD and STORE move bytes, traces print bytes, and the arithmetic uses
 typed views of the same memory (INP ``[b][k]`` int8, WGT ``[o][k]`` int8, ACC ``[b][o]`` int32
 little-endian, OUT ``[b][o]`` int8, UOP one little-endian word per row).
 """
@@ -70,14 +70,14 @@ class Scratchpads:
 
     def write_rows(self, name, rows, data):
         """Rows ``rows`` of scratchpad ``name`` = ``data`` ((n, row_bytes) uint8); an ACC write
-        also writes OUT (ISA.md §3, OUT mirrors ACC). ``rows`` must not repeat."""
+        also writes OUT (docs/isa.md §3, OUT mirrors ACC). ``rows`` must not repeat."""
         self._raw[name][rows] = data
         self._as_float.pop(name, None)
         if name == "acc":
             self.out[rows] = self.acc[rows].astype(np.int8, casting="unsafe")
 
     def write_acc(self, rows, values):
-        """ACC[rows] = values (int32, shape (n, batch, block_out)), and OUT mirrors it (ISA.md §3).
+        """ACC[rows] = values (int32, shape (n, batch, block_out)), and OUT mirrors it (docs/isa.md §3).
 
         ``rows`` must not repeat (the callers split hazards out first), so the fancy assignment
         is deterministic.

@@ -1,7 +1,7 @@
 """fsim's cycle estimate: a simple, documented model, not the RTL's cycle count.
 
 The exact counters (bytes moved, micro-op steps) come from :mod:`.machine`; everything here is
-an estimate and :data:`ESTIMATED` names it so (ARCHITECTURE.md, exact counters). The model
+an estimate and :data:`ESTIMATED` names it so (docs/architecture.md, exact counters). The model
 follows the Intel Labs fork's fsim (reference/intel-extensions.md §5), adapted to this
 architecture:
 
@@ -11,7 +11,7 @@ architecture:
   instruction. ``x_size`` 0 (tokens only) costs :data:`INSN_OVERHEAD`.
 - GEMM: one micro-op step per cycle (II = 1) plus :data:`PIPELINE_DEPTH`.
 - ALU: II = 1 with an immediate, with two operands II = 2 when ``ACC_READ_PORTS`` is 1 and 1
-  when it is 2 (ARCHITECTURE.md, compute stage), plus :data:`PIPELINE_DEPTH`.
+  when it is 2 (docs/architecture.md, compute stage), plus :data:`PIPELINE_DEPTH`.
 - FINISH: one cycle.
 
 Stages run concurrently: an instruction starts when its stage is free and every token it pops

@@ -12,8 +12,8 @@ the runtime's; this module adds random but legal content:
   earlier tiles wrote (ordered by the S→C token that frees the tile's ACC part);
 * GEMMs with and without reset and ALU ops (every op, with an immediate over the whole signed
   field or with two operands) on kernels of 1-8 micro-ops and 0-2 loops whose rows overlap, so
-  steps read what earlier steps wrote (the RTL must forward, ISA.md §3.3, §3.4);
-* STOREs of random 2-D shapes to fresh DRAM, never an element twice (ISA.md §3 rule (d)).
+  steps read what earlier steps wrote (the RTL must forward, docs/isa.md §3.3, §3.4);
+* STOREs of random 2-D shapes to fresh DRAM, never an element twice (docs/isa.md §3 rule (d)).
 
 Rule (e) holds because the generator tracks the rows the program itself has written: the RTL
 keeps its scratchpads from one program to the next, so nothing may depend on an earlier program.
@@ -44,7 +44,7 @@ L, C, S = Stage.LOAD, Stage.COMPUTE, Stage.STORE
 _TENSOR_BYTES, _MIN_ELEMS, _MAX_ELEMS = 4096, 8, 512
 #: Caps that keep one program well under a second on the RTL.
 _MAX_LOAD_ROWS, _MAX_STEPS = 128, 256
-#: The image ends on a 4 KiB boundary: AXI bursts never cross one (ARCHITECTURE.md, VME), so a
+#: The image ends on a 4 KiB boundary: AXI bursts never cross one (docs/architecture.md, VME), so a
 #: beat that carries a wanted byte lies wholly inside the image.
 _IMAGE_ALIGN = 4096
 _IMM_MIN, _IMM_MAX = -(1 << (IMM_BITS - 1)), (1 << (IMM_BITS - 1)) - 1
@@ -319,7 +319,7 @@ class _Generator:
 
     def readback(self, tile, acc_part):
         """LOAD ACC or ACC_8BIT of output that STOREs already wrote: those of the tiles at least
-        ``threads`` back, which this tile's S→C pop waits for (ISA.md §3 rule (a) on DRAM)."""
+        ``threads`` back, which this tile's S→C pop waits for (docs/isa.md §3 rule (a) on DRAM)."""
         if tile < self.threads or not self.out_after_tile[tile - self.threads]:
             return False
         ready = self.out_after_tile[tile - self.threads] * self.cfg.out_elem_bytes
@@ -365,7 +365,7 @@ class _Generator:
 
     def imm(self, op):
         """An immediate: small mostly, also the extremes of the signed field; for SHR shifts
-        both ways, some beyond ±32 (only the low 6 bits count, ISA.md §3.4)."""
+        both ways, some beyond ±32 (only the low 6 bits count, docs/isa.md §3.4)."""
         rng, r = self.rng, self.rng.random()
         if op == AluOp.SHR and r < 0.8:
             return rng.randint(-31, 31) if r < 0.6 else rng.randint(-64, 64)

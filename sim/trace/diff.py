@@ -1,4 +1,4 @@
-"""The trace diff (ARCHITECTURE.md, traces; ``avta trace-diff A B``).
+"""The trace diff (docs/architecture.md, traces; ``avta trace-diff A B``).
 
 Two targets agree when every stage did the same thing to the same rows and elements, instruction
 by instruction. Timing is free: tsim's stages overlap and a LOAD's rows can land in any order. So:

@@ -1,4 +1,4 @@
-"""The trace schema: one JSON-lines format that fsim and tsim both write (ARCHITECTURE.md, traces).
+"""The trace schema: one JSON-lines format that fsim and tsim both write (docs/architecture.md, traces).
 
 A trace is a text file with one JSON object per line. Every object has ``kind``; the first line
 is the header and the last one (when the run ended) is the end record:
@@ -14,7 +14,7 @@ is the header and the last one (when the run ended) is the end record:
     "error_code": E, "error_insn": I}`` (the values of :class:`avta.sim.result.RunResult`).
 
 Between them come the events. Each names its ``stage`` (``load``, ``compute``, ``store``: the
-stage that executed the instruction, ISA.md §3) and ``insn`` (the instruction's index in the
+stage that executed the instruction, docs/isa.md §3) and ``insn`` (the instruction's index in the
 stream). tsim events also carry ``cycle`` (the harness's clock cycle count when the event
 happened, the time axis of its waveform); fsim has no cycles and leaves it out.
 
@@ -24,7 +24,7 @@ happened, the time axis of its waveform); fsim has no cycles and leaves it out.
 ``sram`` (``arch`` and ``full``)
     ``{"kind": "sram", "stage": S, "insn": I, "memory": "uop"|"inp"|"wgt"|"acc", "index": R,
     "data": "<hex>"}``: scratchpad row ``R`` written, whole: ``data`` is the row's bytes in
-    DRAM element order (ISA.md §1; ACC lanes int32 little-endian). A row written in pieces
+    DRAM element order (docs/isa.md §1; ACC lanes int32 little-endian). A row written in pieces
     (a row wider than the bus) is one event, when its last piece lands. GEMM and ALU write one
     event per micro-op step, with the value that step wrote. The OUT mirror of ACC is implied
     and not traced.

@@ -6,7 +6,7 @@
 // event when every piece has landed. DRAM elements: bytes written by W beats are counted per
 // element of the OUT type; an element is one event when all its bytes have arrived. Both carry
 // the index of the instruction the owning stage is executing at that cycle (a stage runs one
-// instruction at a time and completes it only after its last write, ISA.md §3).
+// instruction at a time and completes it only after its last write, docs/isa.md §3).
 #pragma once
 
 #include <cstdio>
@@ -21,7 +21,7 @@ namespace tsim_events {
 enum Mode { kRetire = 0, kArch = 1, kFull = 2 };
 enum Memory { kUop = 0, kInp = 1, kWgt = 2, kAcc = 3, kMemories = 4 };
 constexpr const char* kMemoryName[kMemories] = {"uop", "inp", "wgt", "acc"};
-// The stage whose instructions write each scratchpad (ISA.md §3).
+// The stage whose instructions write each scratchpad (docs/isa.md §3).
 constexpr int kMemoryStage[kMemories] = {1, 0, 0, 1};
 constexpr const char* kStageName[3] = {"load", "compute", "store"};
 constexpr const char* kStateName[4] = {"idle", "wait", "busy", "halt"};

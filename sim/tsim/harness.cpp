@@ -11,7 +11,7 @@
 //   reorder        serve any ready burst, not only the oldest (bursts of one ID stay in order,
 //                  as AXI requires)
 //   backpressure   per-cycle probability (percent) of holding each READY/VALID low
-// An access outside the DRAM image is answered SLVERR (ISA.md §3.5 error 9) and changes nothing.
+// An access outside the DRAM image is answered SLVERR (docs/isa.md §3.5 error 9) and changes nothing.
 
 #include <cstdint>
 #include <cstring>

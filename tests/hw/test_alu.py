@@ -1,6 +1,6 @@
 """ALU unit: every operation with and without an immediate on every batch row, both
 ACC_READ_PORTS settings, read-after-write at distances 1..6 through dst and src, and the
-initiation interval; compared row for row with fsim (ISA.md §3.4)."""
+initiation interval; compared row for row with fsim (docs/isa.md §3.4)."""
 
 import random
 
@@ -56,7 +56,7 @@ def test_every_op(name, ports, op):
 @pytest.mark.parametrize("distance", range(1, 7))
 def test_read_after_write_at_distance(ports, distance):
     """Step k reads ACC[src] written by step k − distance, and updates ACC[dst] written by step
-    k − distance (ISA.md §3.4: each step sees every earlier step)."""
+    k − distance (docs/isa.md §3.4: each step sees every earlier step)."""
     cfg = config("tiny", ports)
     # Through src: step k writes row 20 + k and reads row 20 + k − distance.
     src_chain = [Uop(20 + k, 20 + k - distance, 0) for k in range(12)]

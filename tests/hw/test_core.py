@@ -1,6 +1,6 @@
 """The whole core in the Amaranth simulator with the DRAM model: hand-built programs compared
-with fsim byte for byte, the error codes and indices of ISA.md §3.5, launch semantics and the
-counters of ARCHITECTURE.md."""
+with fsim byte for byte, the error codes and indices of docs/isa.md §3.5, launch semantics and the
+counters of docs/architecture.md."""
 
 import numpy as np
 import pytest

@@ -1,6 +1,6 @@
 """Random well-formed programs (built with the runtime's StreamBuilder, so tokens order every
 cross-stage hazard) on fsim and on the RTL core under random memory timing; the final DRAM images
-must match byte for byte (ISA.md §3, well-formed programs)."""
+must match byte for byte (docs/isa.md §3, well-formed programs)."""
 
 import random
 

@@ -4,7 +4,7 @@ the final images must match byte for byte, with the same status and exact counte
 
 Programs: conv2d (padded INP loads, GEMM, requantization), every ALU op with an immediate and
 with a tensor operand, padded ACC loads with every pad value, and GEMM/ALU chains with
-read-after-write at distances 1 to 6 (ISA.md §3.3, §3.4).
+read-after-write at distances 1 to 6 (docs/isa.md §3.3, §3.4).
 """
 
 import numpy as np

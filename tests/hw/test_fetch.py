@@ -1,6 +1,6 @@
 """Fetch: reads ahead through the memory model (out of order, backpressure), dispatches each
 instruction to its stage's queue in program order, stops at the first decode error with its
-index, and in scan mode checks without dispatching (ISA.md §3.5)."""
+index, and in scan mode checks without dispatching (docs/isa.md §3.5)."""
 
 import random
 

@@ -1,5 +1,5 @@
 """GEMM unit: II = 1, forwarding at every read-after-write distance, reset, batch and
-rectangular blocks, compared row for row with fsim (ISA.md §3.3)."""
+rectangular blocks, compared row for row with fsim (docs/isa.md §3.3)."""
 
 import random
 
@@ -55,7 +55,7 @@ def test_random_gemms(config):
 
 @pytest.mark.parametrize("distance", range(1, 7))
 def test_read_after_write_at_distance(distance):
-    """Step s accumulates into the row step s − distance wrote (ISA.md §3.3, RTL forwards)."""
+    """Step s accumulates into the row step s − distance wrote (docs/isa.md §3.3, RTL forwards)."""
     cfg = load_config("tiny")
     uops = [Uop(d, 3 + d, 5 + d) for d in range(distance)]
     insn = _gemm(uop_bgn=0, uop_end=distance, iter_out=2, iter_in=3, src_factor_in=1,

@@ -1,4 +1,4 @@
-"""LoopGen (the micro-op loop nest of ISA.md §3.3) and PadWalker (the pad rows of §3.1) against
+"""LoopGen (the micro-op loop nest of docs/isa.md §3.3) and PadWalker (the pad rows of §3.1) against
 direct Python enumerations, including stalls of the consumer and of the write port."""
 
 import itertools

@@ -1,5 +1,5 @@
 # amaranth: UnusedElaboratable=no
-"""Instruction queue (order, backpressure, stable head) and token counters (ISA.md §3)."""
+"""Instruction queue (order, backpressure, stable head) and token counters (docs/isa.md §3)."""
 
 import random
 

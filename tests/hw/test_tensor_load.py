@@ -1,4 +1,4 @@
-"""TensorLoad: 2-D strided LOADs with padding, pad values, ACC_8BIT and micro-ops (ISA.md §3.1),
+"""TensorLoad: 2-D strided LOADs with padding, pad values, ACC_8BIT and micro-ops (docs/isa.md §3.1),
 through the memory model with latency, backpressure and out-of-order completion, compared row
 for row with fsim's LOAD."""
 
@@ -136,7 +136,7 @@ def test_x_size_zero_moves_nothing():
 
 
 def test_padding_uses_free_cycles_only():
-    """A long all-padding LOAD takes one cycle per pad row (ISA.md §3.1 via PadWalker)."""
+    """A long all-padding LOAD takes one cycle per pad row (docs/isa.md §3.1 via PadWalker)."""
     cfg = load_config("tiny")
     unit = TensorLoad(cfg=cfg, types=LOAD_STAGE_TYPES)
     harness = ScratchpadHarness(cfg, unit, {"inp_wr": ("inp", "w"), "wgt_wr": ("wgt", "w")})

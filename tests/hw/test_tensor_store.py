@@ -1,5 +1,5 @@
 """TensorStore: 2-D strided STOREs from OUT through the memory model (latency, backpressure),
-with rows narrower and wider than the bus, compared byte for byte with fsim (ISA.md §3.2)."""
+with rows narrower and wider than the bus, compared byte for byte with fsim (docs/isa.md §3.2)."""
 
 import random
 

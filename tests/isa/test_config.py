@@ -1,4 +1,4 @@
-"""Configuration loading, derived quantities and error messages (ISA.md §1)."""
+"""Configuration loading, derived quantities and error messages (docs/isa.md §1)."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""Golden vectors of ISA.md §2 and encode/decode round trips on every shipped configuration."""
+"""Golden vectors of docs/isa.md §2 and encode/decode round trips on every shipped configuration."""
 
 import dataclasses
 
@@ -12,7 +12,7 @@ from avta.isa.insn import AluInsn, GemmInsn, IllegalInsn, MemoryInsn, Uop
 
 LOAD, STORE = Opcode.LOAD, Opcode.STORE
 
-# (config, instruction, word0, word1): the table of ISA.md §2, one row per test.
+# (config, instruction, word0, word1): the table of docs/isa.md §2, one row per test.
 GOLDEN = [
     ("default", MemoryInsn(opcode=LOAD, pop_next=1, push_next=1, memory_type=MemType.INP,
                            dram_base=0x100, y_size=1, x_size=16, x_stride=16),

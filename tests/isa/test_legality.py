@@ -1,4 +1,4 @@
-"""Decode-time errors of ISA.md §3.5: each rule, and the lowest code winning."""
+"""Decode-time errors of docs/isa.md §3.5: each rule, and the lowest code winning."""
 
 import pytest
 

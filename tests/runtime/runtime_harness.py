@@ -23,7 +23,7 @@ MIRRORED_CONFIGS = ("tiny", "default")
 
 
 class CheckedDevice(Device):
-    """A device that first proves every program well-formed (ISA.md §3 rules (a)-(e)) with the
+    """A device that first proves every program well-formed (docs/isa.md §3 rules (a)-(e)) with the
     independent checker, then runs it."""
 
     def run(self, program, **kwargs):

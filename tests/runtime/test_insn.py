@@ -1,6 +1,6 @@
 """What upstream's instruction tests cover (test_vta_insn.py), plus the extensions, on fsim.
 
-Each result is compared with a numpy model written here from ISA.md §3.1 and §3.4; full 32-bit
+Each result is compared with a numpy model written here from docs/isa.md §3.1 and §3.4; full 32-bit
 ACC values are read back through shifted copies (avta.runtime.ops.elementwise).
 """
 
@@ -28,7 +28,7 @@ def sext(x, bits):
 
 
 def alu_model(op, a, b):
-    """ISA.md §3.4, lane by lane on int32 values."""
+    """docs/isa.md §3.4, lane by lane on int32 values."""
     a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
     if op == AluOp.MIN:
         return np.minimum(a, b)
@@ -82,14 +82,14 @@ def test_alu_tensor(cfg, rng, op):
 
 @pytest.mark.parametrize("imm", [-32, -31, -8, -1, 0, 1, 8, 31, 32, 63, 100, -100])
 def test_shr_both_directions(cfg, rng, imm):
-    """SHR reads imm[5:0] as a signed amount: negative shifts left (ISA.md §3.4)."""
+    """SHR reads imm[5:0] as a signed amount: negative shifts left (docs/isa.md §3.4)."""
     a = rand32(rng, (3, lanes(cfg)))
     out = elementwise(fsim_device(cfg), a, [(AluOp.SHR, imm)])
     np.testing.assert_array_equal(out, alu_model(AluOp.SHR, a, imm))
 
 
 def test_imm_reads_src_not_dst(default_cfg, rng):
-    """With an immediate the ALU computes f(ACC[src], imm) into ACC[dst] (ISA.md §3.4)."""
+    """With an immediate the ALU computes f(ACC[src], imm) into ACC[dst] (docs/isa.md §3.4)."""
     cfg = default_cfg
     dev = fsim_device(cfg)
     a = rand32(rng, (2, lanes(cfg)))
@@ -151,7 +151,7 @@ def read_planes(dev, planes, rows, cfg):
 
 
 def test_save_load_out(cfg, rng):
-    """DRAM int32 → ACC → STORE: the low 8 bits of every lane (OUT mirrors ACC, ISA.md §3)."""
+    """DRAM int32 → ACC → STORE: the low 8 bits of every lane (OUT mirrors ACC, docs/isa.md §3)."""
     dev = fsim_device(cfg)
     a = rng.integers(1, 10, (6 * 6, lanes(cfg))).astype(np.int32) * 37 - 100
     src = dev.upload(a, mem=MemType.ACC)
@@ -177,7 +177,7 @@ PAD_LANE = {PadValue.ZERO: 0, PadValue.MIN: -(1 << 31), PadValue.MAX: (1 << 31) 
 @pytest.mark.parametrize("pad_value", list(PadValue), ids=lambda p: p.name)
 @pytest.mark.parametrize("mem", [MemType.ACC, MemType.ACC_8BIT], ids=lambda m: m.name)
 def test_padded_acc_load(cfg, rng, pads, pad_value, mem):
-    """ISA.md §3.1: W·H rows, DRAM data inside the window, the pad value outside."""
+    """docs/isa.md §3.1: W·H rows, DRAM data inside the window, the pad value outside."""
     (y0, y1), (x0, x1) = PADS[pads]
     ys, xs, stride = 3, 2, 5
     dev = fsim_device(cfg)

@@ -1,4 +1,4 @@
-"""Blocked layouts: one DRAM element per scratchpad row, in the row order of ISA.md §3."""
+"""Blocked layouts: one DRAM element per scratchpad row, in the row order of docs/isa.md §3."""
 
 import numpy as np
 

@@ -1,7 +1,7 @@
 """Shared test harness for fsim: build a DRAM image by hand and run it.
 
 The image is a bytearray; instructions go at ``insn_addr``, everything else where the test puts
-it. Instruction helpers take element addresses as ISA.md §3 counts them; the ``*_at`` helpers
+it. Instruction helpers take element addresses as docs/isa.md §3 counts them; the ``*_at`` helpers
 turn a byte address into an element number.
 """
 
@@ -17,7 +17,7 @@ __all__ = ["Image", "load", "store", "gemm", "alu", "finish", "sync", "elem_byte
 
 
 def elem_bytes(cfg, memory_type):
-    """DRAM bytes of one element of ``memory_type`` (ISA.md §1)."""
+    """DRAM bytes of one element of ``memory_type`` (docs/isa.md §1)."""
     return {MemType.UOP: cfg.uop_elem_bytes, MemType.INP: cfg.inp_elem_bytes,
             MemType.WGT: cfg.wgt_elem_bytes, MemType.ACC: cfg.acc_elem_bytes,
             MemType.OUT: cfg.out_elem_bytes, MemType.ACC_8BIT: cfg.acc8_elem_bytes}[memory_type]
@@ -108,7 +108,7 @@ def sram_rows(sim, name):
 
 def run_alone(image, insn, **options):
     """Run one LOAD/STORE/compute instruction in a well-formed program: tokens to and from the
-    compute stage so FINISH is ordered after it (ISA.md §3, well-formed programs (c))."""
+    compute stage so FINISH is ordered after it (docs/isa.md §3, well-formed programs (c))."""
     stage_flags = {Opcode.STORE: ("push_prev", "pop_next")}
     if insn.opcode == Opcode.LOAD and insn.memory_type in (MemType.INP, MemType.WGT):
         image.add(insn.replace(push_next=1), sync("pop_prev"))

@@ -1,4 +1,4 @@
-"""Naive references for the tests: ISA.md §3.3 and §3.4 one micro-op step at a time, in plain
+"""Naive references for the tests: docs/isa.md §3.3 and §3.4 one micro-op step at a time, in plain
 Python loops (ALU lanes as Python integers), written from the spec independently of fsim."""
 
 import numpy as np
@@ -18,7 +18,7 @@ def sext(value, bits):
 
 
 def ref_op(op, a, b):
-    """f(A, B) of ISA.md §3.4 on Python ints."""
+    """f(A, B) of docs/isa.md §3.4 on Python ints."""
     if op == AluOp.MIN:
         return min(a, b)
     if op == AluOp.MAX:
@@ -38,7 +38,7 @@ def ref_op(op, a, b):
 
 
 def reference_alu(insn, uops, acc):
-    """ISA.md §3.4 one step and one lane at a time."""
+    """docs/isa.md §3.4 one step and one lane at a time."""
     acc = [[int(v) for v in row.reshape(-1)] for row in acc]
     for i_o in range(insn.iter_out):
         for i_i in range(insn.iter_in):
@@ -53,7 +53,7 @@ def reference_alu(insn, uops, acc):
 
 
 def reference_gemm(insn, uops, inp, wgt, acc):
-    """ISA.md §3.3 step by step, in Python loops: ACC[acc] += INP[inp]·WGT[wgt]ᵀ, wrapping."""
+    """docs/isa.md §3.3 step by step, in Python loops: ACC[acc] += INP[inp]·WGT[wgt]ᵀ, wrapping."""
     acc = acc.astype(np.int64)
     for i_o in range(insn.iter_out):
         for i_i in range(insn.iter_in):

@@ -1,4 +1,4 @@
-"""``avta exec --target fsim`` end to end through ``avta.cli.main`` (ARCHITECTURE.md)."""
+"""``avta exec --target fsim`` end to end through ``avta.cli.main`` (docs/architecture.md)."""
 
 import json
 

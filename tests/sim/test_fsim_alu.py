@@ -1,4 +1,4 @@
-"""ALU (ISA.md §3.4): every op with an immediate and with a tensor operand, SHR amounts in both
+"""ALU (docs/isa.md §3.4): every op with an immediate and with a tensor operand, SHR amounts in both
 directions and out of range, read-after-write chains at distances 1..6, against a per-step,
 per-lane reference in plain Python integers."""
 
@@ -51,7 +51,7 @@ def run_alu(cfg, insn, kernel, seed=0):
 
 # -- the op table on single values -----------------------------------------------------------
 
-# (op, A, B, result): one row per rule of ISA.md §3.4.
+# (op, A, B, result): one row per rule of docs/isa.md §3.4.
 VALUES = [
     (AluOp.MIN, 5, -3, -3), (AluOp.MIN, -2**31, 2**31 - 1, -2**31),
     (AluOp.MAX, 5, -3, 5), (AluOp.MAX, -1, 0, 0),

@@ -1,4 +1,4 @@
-"""Errors of ISA.md §3.5: every code 1–10 with the index of the offending instruction, decode
+"""Errors of docs/isa.md §3.5: every code 1–10 with the index of the offending instruction, decode
 errors stopping before anything runs, strict versus wrapping scratchpad indices."""
 
 import numpy as np
@@ -111,7 +111,7 @@ def test_error_codes(tiny_cfg, name, insns, code, index):
         result.detail
     assert f"error {int(code)}" in result.detail and f"instruction {index}" in result.detail
     if code not in (E.TOKEN_OVERFLOW, E.DRAM_OUT_OF_RANGE):
-        # Decode errors are found on the whole stream before anything runs (ISA.md §3.5).
+        # Decode errors are found on the whole stream before anything runs (docs/isa.md §3.5).
         assert not sim.sram("acc").any()
 
 
@@ -141,7 +141,7 @@ def test_non_strict_load_wraps_to_row_zero(tiny_cfg):
 
 
 def test_non_strict_gemm_wraps_indices(tiny_cfg):
-    """Micro-op rows and ACC indices past the end wrap to the start (ISA.md §3)."""
+    """Micro-op rows and ACC indices past the end wrap to the start (docs/isa.md §3)."""
     cfg = tiny_cfg
     uop_depth, acc_depth = cfg.uop.depth, cfg.acc.depth
     image = Image(cfg, size=SIZE)

@@ -1,4 +1,4 @@
-"""GEMM (ISA.md §3.3) against a naive per-step reference, on a square, a rectangular and a
+"""GEMM (docs/isa.md §3.3) against a naive per-step reference, on a square, a rectangular and a
 batch-2 configuration: reset, loop factors, repeated destinations, wrapping, degenerate loops."""
 
 import numpy as np

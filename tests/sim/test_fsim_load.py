@@ -1,4 +1,4 @@
-"""LOAD (ISA.md §3.1): every memory type × padding on each side × each pad value, against a
+"""LOAD (docs/isa.md §3.1): every memory type × padding on each side × each pad value, against a
 per-row Python reference; ACC_8BIT sign extension, UOP padding, base registers, x_size 0."""
 
 import numpy as np
@@ -19,7 +19,7 @@ MEMORY_TYPES = [MemType.UOP, MemType.INP, MemType.WGT, MemType.ACC, MemType.ACC_
 
 
 def pad_row(cfg, memory_type, pad_value):
-    """Expected bytes of a padding row, written out from ISA.md §3.1 lane by lane."""
+    """Expected bytes of a padding row, written out from docs/isa.md §3.1 lane by lane."""
     row_bytes = getattr(cfg, MEMORY[memory_type]).row_bytes
     if memory_type == MemType.UOP or pad_value == 0:
         return bytes(row_bytes)
@@ -39,7 +39,7 @@ def expected_row(cfg, memory_type, element_bytes):
 
 
 def reference_load(cfg, image, insn, base=0):
-    """{scratchpad row: bytes} written by ``insn``, cell by cell as ISA.md §3.1 says."""
+    """{scratchpad row: bytes} written by ``insn``, cell by cell as docs/isa.md §3.1 says."""
     eb = elem_bytes(cfg, insn.memory_type)
     width = insn.x_pad_0 + insn.x_size + insn.x_pad_1
     height = insn.y_pad_0 + insn.y_size + insn.y_pad_1
@@ -75,7 +75,7 @@ def check_load(cfg, memory_type, pads, pad_value, *, sram=3, y=2, x=3, stride=5,
     for row, data in reference_load(cfg, image, insn, offset).items():
         expected[row] = np.frombuffer(data, dtype=np.uint8)
     np.testing.assert_array_equal(sram_rows(sim, name), expected)
-    if name == "acc":   # ISA.md §3: OUT mirrors every ACC row write
+    if name == "acc":   # docs/isa.md §3: OUT mirrors every ACC row write
         np.testing.assert_array_equal(sim.sram("out"), sim.sram("acc").astype(np.int8))
     counter = {"uop": "UOP_LD", "inp": "INP_LD", "wgt": "WGT_LD", "acc": "ACC_LD"}[name]
     assert result.counters[counter] == x * y * eb
@@ -118,7 +118,7 @@ def test_uop_padding_is_zero_whatever_pad_value(tiny_cfg):
     assert sim.sram("uop")[0] == 0
 
 
-# (register, value): the base is added to the byte address, modulo 2^32 (ISA.md §3).
+# (register, value): the base is added to the byte address, modulo 2^32 (docs/isa.md §3).
 BASES = [("INP", 0x800), ("WGT", 0x40), ("ACC", 0x100), ("UOP", 0xFFFF_FF00)]
 
 

@@ -1,4 +1,4 @@
-"""The machine around the instructions (ISA.md §3): token counters, deadlock, schedules, state
+"""The machine around the instructions (docs/isa.md §3): token counters, deadlock, schedules, state
 across launches, counters, the cycle estimate and trace events."""
 
 import numpy as np
@@ -49,7 +49,7 @@ def pipelined_matmul(cfg, tiles, *, with_war_tokens=True):
             store(sram=b * ROWS, dram=OUT // cfg.out_elem_bytes + t * ROWS, x=ROWS, pop_prev=1,
                   push_prev=1),
         )
-    # FINISH waits for the stores whose tokens no later tile popped (ISA.md §3 (c)).
+    # FINISH waits for the stores whose tokens no later tile popped (docs/isa.md §3 (c)).
     image.add(*[sync("pop_next")] * (min(tiles, 2) if with_war_tokens else tiles), finish())
     products = np.einsum("tmbk,tok->tmbo", inp.reshape(tiles, ROWS, cfg.batch, -1)
                          .astype(np.int64), wgt.astype(np.int64))
@@ -185,7 +185,7 @@ def test_counter_drained_then_refilled_does_not_overflow(tiny_cfg):
     assert result.status == "ok", result.detail
 
 
-# -- state across launches (ISA.md §3, reset and launch) -------------------------------------
+# -- state across launches (docs/isa.md §3, reset and launch) -------------------------------------
 
 def test_scratchpads_persist_and_launch_clears_the_rest(tiny_cfg):
     cfg = tiny_cfg

@@ -1,4 +1,4 @@
-"""STORE (ISA.md §3.2) with strides and offsets, and OUT mirroring every kind of ACC write (§3)."""
+"""STORE (docs/isa.md §3.2) with strides and offsets, and OUT mirroring every kind of ACC write (§3)."""
 
 import numpy as np
 import pytest
@@ -18,7 +18,7 @@ STORES = [(0, 1, 1, 1), (0, 1, 8, 8), (2, 3, 4, 4), (5, 3, 4, 7), (1, 4, 1, 3), 
 
 
 def low_bytes(acc_rows):
-    """The OUT rows ISA.md §3 says mirror these ACC rows: the low 8 bits of each lane."""
+    """The OUT rows docs/isa.md §3 says mirror these ACC rows: the low 8 bits of each lane."""
     return np.array([[v & 0xFF for v in row.reshape(-1).tolist()] for row in acc_rows],
                     dtype=np.uint8)
 
@@ -60,7 +60,7 @@ def test_store_out_base(tiny_cfg):
 
 
 def writers(cfg):
-    """(name, instructions that write ACC rows 0..3) for every ACC writer of ISA.md §3."""
+    """(name, instructions that write ACC rows 0..3) for every ACC writer of docs/isa.md §3."""
     lanes = cfg.batch * cfg.block_out
     return {
         "LOAD ACC": [load(MemType.ACC, dram=ACC_DATA // cfg.acc_elem_bytes, x=4)],

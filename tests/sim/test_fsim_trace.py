@@ -59,7 +59,7 @@ def test_arch_events(tiny_cfg):
                         (3, pad), (4, data[2].tobytes().hex()), (5, data[3].tobytes().hex())]
     assert all(e["insn"] == 1 and e["stage"] == "load" for e in rows if e["memory"] == "inp")
 
-    # GEMM: three steps into ACC row 0; each event holds the running sum (ISA.md §3.3).
+    # GEMM: three steps into ACC row 0; each event holds the running sum (docs/isa.md §3.3).
     gemm_rows = [e for e in rows if e["insn"] == 3]
     # Source rows 0, 1, 2 are the padding row and data rows 0 and 1; the weights are all 1.
     running = np.cumsum([0, int(data[0].sum()), int(data[1].sum())])

@@ -1,4 +1,4 @@
-"""The random program generator of ``avta fuzz``: every program is well-formed (ISA.md §3), runs
+"""The random program generator of ``avta fuzz``: every program is well-formed (docs/isa.md §3), runs
 to ``ok`` on strict fsim from its raw image, is a function of its seed, and many seeds together
 cover the whole ISA."""
 

@@ -1,4 +1,4 @@
-"""Errors on tsim end as on fsim (ISA.md §3.5): same code and instruction index for illegal
+"""Errors on tsim end as on fsim (docs/isa.md §3.5): same code and instruction index for illegal
 instructions, error 9 for an access outside DRAM, and a deadlock reaches the cycle limit."""
 
 import numpy as np

@@ -1,7 +1,7 @@
 """Runtime programs on tsim and fsim: same results, same final DRAM image, same exact counters.
 
 Each scenario runs an operator of the runtime on a fresh device of each target with the same
-inputs; the final DRAM images must be identical byte for byte (ISA.md: bit-exact agreement for
+inputs; the final DRAM images must be identical byte for byte (docs/isa.md: bit-exact agreement for
 well-formed programs), with a plain memory and with the memory model shaking the design
 (random latency, reordering across IDs, backpressure on every channel).
 """
