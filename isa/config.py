@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import formats
+from .enums import MemType
+from .memories import Scratchpad, memory, scratchpads
 
 __all__ = ["Config", "ConfigError", "KEYS", "Scratchpad", "load_config", "shipped_configs"]
 
@@ -71,26 +73,6 @@ class ConfigError(ValueError):
                  f"{'s' if len(self.violations) != 1 else ''}):"]
         lines += [f"  - {v}" for v in self.violations]
         super().__init__("\n".join(lines))
-
-
-@dataclass(frozen=True)
-class Scratchpad:
-    """One on-chip memory: its row width, depth, and the bytes a row takes in DRAM."""
-    name: str
-    row_bits: int
-    depth: int
-
-    @property
-    def log_depth(self):
-        return self.depth.bit_length() - 1
-
-    @property
-    def row_bytes(self):
-        return self.row_bits // 8
-
-    @property
-    def size_bytes(self):
-        return self.depth * self.row_bytes
 
 
 def _field(key):
@@ -190,28 +172,22 @@ class Config:
 
     # -- tensors and scratchpads ----------------------------------------------------------------
 
-    inp_tensor_bits = property(lambda self: self.inp_width * self.batch * self.block_in)
-    wgt_tensor_bits = property(lambda self: self.wgt_width * self.block_out * self.block_in)
-    acc_tensor_bits = property(lambda self: self.acc_width * self.batch * self.block_out)
-    out_tensor_bits = property(lambda self: self.out_width * self.batch * self.block_out)
+    inp_tensor_bits = property(lambda self: self.inp.row_bits)
+    wgt_tensor_bits = property(lambda self: self.wgt.row_bits)
+    acc_tensor_bits = property(lambda self: self.acc.row_bits)
+    out_tensor_bits = property(lambda self: self.out.row_bits)
 
-    def _depth(self, log_size, bits):
-        return (8 << log_size) // bits
-
-    uop = property(lambda self: Scratchpad("uop", self.uop_bits,
-                                           self._depth(self.log_uop_buff_size, self.uop_bits)))
-    inp = property(lambda self: Scratchpad("inp", self.inp_tensor_bits,
-                                           self._depth(self.log_inp_buff_size, self.inp_tensor_bits)))
-    wgt = property(lambda self: Scratchpad("wgt", self.wgt_tensor_bits,
-                                           self._depth(self.log_wgt_buff_size, self.wgt_tensor_bits)))
-    acc = property(lambda self: Scratchpad("acc", self.acc_tensor_bits,
-                                           self._depth(self.log_acc_buff_size, self.acc_tensor_bits)))
-    out = property(lambda self: Scratchpad("out", self.out_tensor_bits, self.acc.depth),
+    uop = property(lambda self: scratchpads(self)["uop"])
+    inp = property(lambda self: scratchpads(self)["inp"])
+    wgt = property(lambda self: scratchpads(self)["wgt"])
+    acc = property(lambda self: scratchpads(self)["acc"])
+    out = property(lambda self: scratchpads(self)["out"],
                    doc="OUT has the ACC depth: it mirrors the low byte of every ACC lane")
 
     @property
     def scratchpads(self):
-        return (self.uop, self.inp, self.wgt, self.acc, self.out)
+        """The five :class:`~avta.isa.memories.Scratchpad` of docs/isa.md §3, in order."""
+        return tuple(scratchpads(self).values())
 
     uop_depth = property(lambda self: self.uop.depth)
     inp_depth = property(lambda self: self.inp.depth)
@@ -226,12 +202,12 @@ class Config:
 
     # -- DRAM element sizes (docs/isa.md §1: a DRAM element is a byte copy of the SRAM row) ----------
 
-    uop_elem_bytes = property(lambda self: self.uop_bits // 8)
-    inp_elem_bytes = property(lambda self: self.inp_tensor_bits // 8)
-    wgt_elem_bytes = property(lambda self: self.wgt_tensor_bits // 8)
-    acc_elem_bytes = property(lambda self: self.acc_tensor_bits // 8)
-    out_elem_bytes = property(lambda self: self.out_tensor_bits // 8)
-    acc8_elem_bytes = property(lambda self: self.batch * self.block_out,
+    uop_elem_bytes = property(lambda self: memory(self, MemType.UOP).elem_bytes)
+    inp_elem_bytes = property(lambda self: memory(self, MemType.INP).elem_bytes)
+    wgt_elem_bytes = property(lambda self: memory(self, MemType.WGT).elem_bytes)
+    acc_elem_bytes = property(lambda self: memory(self, MemType.ACC).elem_bytes)
+    out_elem_bytes = property(lambda self: memory(self, MemType.OUT).elem_bytes)
+    acc8_elem_bytes = property(lambda self: memory(self, MemType.ACC_8BIT).elem_bytes,
                                doc="an ACC_8BIT element: one int8 per ACC lane")
 
     # -- instruction fields ---------------------------------------------------------------------
@@ -257,12 +233,6 @@ class Config:
         """32-bit hash of the configuration keys (CONFIG_ID register); stable across runs."""
         text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
         return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
-
-    @property
-    def content_hash(self):
-        """A longer hash of the keys, for naming cached builds."""
-        text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def derived(self):
         """Every derived quantity of docs/isa.md §1, by name, for printing and for the JSON dump."""

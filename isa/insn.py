@@ -7,6 +7,9 @@ their widths depend on the configuration and are checked when encoding. ``imm`` 
 from dataclasses import asdict, dataclass, fields, replace
 
 from .enums import AluOp, MemType, Opcode, Stage
+from .memories import stage_of
+
+_TYPES = frozenset(MemType)
 
 __all__ = ["MemoryInsn", "GemmInsn", "AluInsn", "IllegalInsn", "Uop", "Insn", "FORMAT_CLASSES"]
 
@@ -59,13 +62,9 @@ class MemoryInsn(_Insn):
         """Which stage runs it: decided by ``memory_type`` even when ``x_size`` is 0 (§3.1)."""
         if self.opcode == Opcode.STORE:
             return Stage.STORE
-        if self.memory_type in (MemType.INP, MemType.WGT):
-            return Stage.LOAD
-        return Stage.COMPUTE
-
-    @property
-    def is_nop(self):
-        return self.x_size == 0
+        # docs/isa.md §3.1: memory_type decides the stage; an illegal type (error 3) is decoded
+        # by the compute stage's rules, as upstream's fetch routes it.
+        return stage_of(self.memory_type) if self.memory_type in _TYPES else Stage.COMPUTE
 
     @property
     def rows(self):

@@ -8,12 +8,12 @@ from dataclasses import dataclass
 
 from .enums import AluOp, ErrorCode, MemType, Opcode, PadValue, Stage
 from .insn import AluInsn, GemmInsn, IllegalInsn, MemoryInsn
+from .memories import LOADABLE
 
 __all__ = ["Violation", "check", "check_program", "LOADABLE_MEMORY_TYPES"]
 
 #: LOAD memory types; any other (OUT, 6, 7) is error 3.
-LOADABLE_MEMORY_TYPES = frozenset({MemType.UOP, MemType.WGT, MemType.INP, MemType.ACC,
-                                   MemType.ACC_8BIT})
+LOADABLE_MEMORY_TYPES = frozenset(LOADABLE)
 
 
 @dataclass(frozen=True)

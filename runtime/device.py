@@ -16,8 +16,9 @@ import numpy as np
 from avta.isa.asm import format_insn
 from avta.isa.encoding import INSN_BYTES
 from avta.isa.enums import MemType
+from avta.isa.memories import elem_bytes
 
-from .dram import Allocator, AllocError, elem_bytes
+from .dram import Allocator, AllocError
 
 __all__ = ["Backend", "ArrayDramBackend", "FsimBackend", "Device", "DeviceError", "ConfigMismatch", "RunError",
            "DEFAULT_DRAM_BYTES"]

@@ -11,8 +11,9 @@ import bisect
 from dataclasses import dataclass
 
 from avta.isa.enums import MemType
+from avta.isa.memories import elem_bytes
 
-__all__ = ["AllocError", "Allocator", "Buffer", "elem_bytes", "ALLOC_ALIGNMENT"]
+__all__ = ["AllocError", "Allocator", "Buffer", "ALLOC_ALIGNMENT"]
 
 #: The smallest alignment of any buffer, as upstream's runtime (``ALLOC_ALIGNMENT``); instruction
 #: streams need 16 (an instruction), and every element size divides the configuration's maximum.
@@ -21,14 +22,6 @@ ALLOC_ALIGNMENT = 64
 
 class AllocError(MemoryError):
     """DRAM is too full or too fragmented for a request, or a buffer was misused."""
-
-
-def elem_bytes(cfg, mem):
-    """Bytes of one DRAM element of memory type ``mem`` on ``cfg`` (docs/isa.md §1, derived)."""
-    mem = MemType(mem)
-    return {MemType.UOP: cfg.uop_elem_bytes, MemType.WGT: cfg.wgt_elem_bytes,
-            MemType.INP: cfg.inp_elem_bytes, MemType.ACC: cfg.acc_elem_bytes,
-            MemType.OUT: cfg.out_elem_bytes, MemType.ACC_8BIT: cfg.acc8_elem_bytes}[mem]
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,9 @@ buffer; :meth:`Program.link` adds the buffer's element address once the device h
 
 from avta.isa.asm import format_insn
 from avta.isa.encoding import codec
-from avta.isa.enums import MemType, Opcode
+from avta.isa.enums import Opcode
 from avta.isa.insn import AluInsn, GemmInsn, MemoryInsn
+from avta.isa.memories import memory
 from avta.isa.registers import BYTE_COUNTERS, STEP_COUNTERS
 
 __all__ = ["Program"]
@@ -59,31 +60,13 @@ class Program:
     def expected_counters(self):
         """The exact counters of docs/architecture.md (bytes per memory type, micro-op steps)."""
         cfg = self.cfg
-        per_type = {MemType.ACC: ("ACC_LD", cfg.acc_elem_bytes),
-                    MemType.ACC_8BIT: ("ACC_LD", cfg.acc8_elem_bytes),
-                    MemType.INP: ("INP_LD", cfg.inp_elem_bytes),
-                    MemType.WGT: ("WGT_LD", cfg.wgt_elem_bytes),
-                    MemType.UOP: ("UOP_LD", cfg.uop_elem_bytes),
-                    MemType.OUT: ("OUT_ST", cfg.out_elem_bytes)}
         counters = dict.fromkeys(BYTE_COUNTERS + STEP_COUNTERS, 0)
         for insn in self.insns:
             if isinstance(insn, MemoryInsn) and insn.x_size:
-                name, size = per_type[insn.memory_type]
-                counters[name] += insn.x_size * insn.y_size * size
+                target = memory(cfg, insn.memory_type)
+                counters[target.counter] += insn.x_size * insn.y_size * target.elem_bytes
             elif isinstance(insn, AluInsn):
                 counters["ALU_STEPS"] += insn.steps
             elif isinstance(insn, GemmInsn) and insn.opcode == Opcode.GEMM:
                 counters["GEMM_STEPS"] += insn.steps
         return counters
-
-    def stats(self):
-        """Instruction counts by kind, for reports."""
-        out = {}
-        for insn in self.insns:
-            if isinstance(insn, MemoryInsn):
-                kind = ("NOP" if insn.x_size == 0 else
-                        f"{insn.op.name} {MemType(insn.memory_type).name}")
-            else:
-                kind = insn.op.name
-            out[kind] = out.get(kind, 0) + 1
-        return out

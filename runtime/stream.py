@@ -18,12 +18,12 @@ FINISH. The builder refuses anything that would make a program ill-formed (docs/
 caller's job, and :mod:`avta.runtime.wellformed` checks it.
 """
 
-import numpy as np
 
 from avta.isa.encoding import EncodeError, codec, finish as finish_insn
 from avta.isa.enums import AluOp, MemType, Opcode, PadValue, Stage
 from avta.isa.insn import AluInsn, GemmInsn, MemoryInsn
 from avta.isa.legality import LOADABLE_MEMORY_TYPES
+from avta.isa.memories import memory
 
 from .program import Program
 from .tokens import TokenError, TokenLedger, pop_flag, push_flag, token_queue
@@ -74,8 +74,6 @@ class StreamBuilder:
         self._finished = False
         self._widths = {cls: self._codec.field_widths(cls) for cls in (MemoryInsn, GemmInsn,
                                                                        AluInsn)}
-        self._pads = {MemType.UOP: cfg.uop, MemType.WGT: cfg.wgt, MemType.INP: cfg.inp,
-                      MemType.ACC: cfg.acc, MemType.ACC_8BIT: cfg.acc, MemType.OUT: cfg.out}
 
     @property
     def cfg(self):
@@ -201,7 +199,7 @@ class StreamBuilder:
                               f"use a smaller tile")
 
     def _pad(self, mem):
-        return self._pads[mem]
+        return memory(self._cfg, mem).scratchpad
 
     # -- compute --------------------------------------------------------------------------------
 

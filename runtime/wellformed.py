@@ -25,8 +25,8 @@ import numpy as np
 from avta.isa.encoding import codec
 from avta.isa.enums import AluOp, MemType, Opcode, Stage
 from avta.isa.insn import AluInsn, GemmInsn, MemoryInsn
+from avta.isa.memories import elem_bytes, memory, scratchpads
 
-from .dram import elem_bytes
 from .tokens import QUEUES, TokenError, TokenLedger, pop_flag, push_flag
 
 __all__ = ["Violation", "check_wellformed", "check_stream", "WellFormedError"]
@@ -119,10 +119,8 @@ class _Walker:
         self.cfg, self.insns, self.found = cfg, insns, found
         self.uop_fields = codec(cfg).decode_uop_array(words) if len(words) else None
         self.n_words = len(words)
-        pads = {"uop": cfg.uop_depth, "inp": cfg.inp_depth, "wgt": cfg.wgt_depth,
-                "acc": cfg.acc_depth, "out": cfg.acc_depth}
-        self.rows = {name: _Rows(depth, (written or {}).get(name)) for name, depth in
-                     pads.items()}
+        self.rows = {name: _Rows(pad.depth, (written or {}).get(name))
+                     for name, pad in scratchpads(cfg).items()}
         self.uop_sram = np.zeros((3, cfg.uop_depth), dtype=np.int64)
         self.order = order
         self.lid = {i: k for k, i in enumerate(order)}
@@ -268,8 +266,7 @@ def _memory(walk, cfg, insn, i):
         return
     rows, w, h = _load_rows(insn)
     mem = MemType(insn.memory_type)
-    name = {MemType.UOP: "uop", MemType.INP: "inp", MemType.WGT: "wgt", MemType.ACC: "acc",
-            MemType.ACC_8BIT: "acc"}[mem]
+    name = memory(cfg, mem).scratchpad.name
     if w * h > walk.rows[name].depth:
         walk.report("d", i, f"the LOAD writes {w * h} rows, more than the "
                             f"{walk.rows[name].depth}-row scratchpad")

@@ -26,6 +26,8 @@ the same macros placed differently.
 
 from dataclasses import dataclass
 
+from avta.isa.memories import scratchpads
+
 __all__ = ["MemoryPlan", "MacroSlot", "Inventory", "plan_inventory", "TILED"]
 
 #: Scratchpads split between the ACC-centric tiles; the others are shared by all tiles.
@@ -99,13 +101,16 @@ class Inventory:
 
 
 def _lanes(cfg):
-    return {
-        "uop": (cfg.uop.row_bits, 1, cfg.uop.depth),
-        "inp": (cfg.inp_width, cfg.batch * cfg.block_in, cfg.inp.depth),
-        "wgt": (cfg.wgt_width * cfg.block_in, cfg.block_out, cfg.wgt.depth),
-        "acc": (cfg.acc_width * cfg.batch, cfg.block_out, cfg.acc.depth),
-        "out": (cfg.out_width * cfg.batch, cfg.block_out, cfg.out.depth),
-    }
+    """``(lane bits, lanes, depth)`` of each scratchpad, a lane being the bits of one output
+    channel (the row layout's inner axes) or, for INP, one element."""
+    out = {}
+    for name, pad in scratchpads(cfg).items():
+        axes = dict(pad.row.axes)
+        # WGT, ACC, OUT: one lane per output channel; UOP (one word) and INP (every element
+        # feeds every output): one lane per row element.
+        lanes = axes["o"] if "o" in axes else pad.row.lanes
+        out[name] = (pad.row_bits // lanes, lanes, pad.depth)
+    return out
 
 
 def _split(memory, lane_bits, lanes, depth, technology, *, max_bits):

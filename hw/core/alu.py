@@ -27,7 +27,7 @@ from avta.isa.layout import layouts
 
 from .alu_lanes import AluLanes
 from .loop_gen import LoopGen, instruction_control
-from .sram import acc_row, geometry, read_signature, write_signature
+from .sram import geometry, read_signature, row_layout, write_signature
 
 __all__ = ["Alu"]
 
@@ -113,7 +113,7 @@ class Alu(wiring.Component):
             return Mux(wr.en.any() & (wr.addr == index), wr.data, value)
 
         # ACC[src], read in the first of two s1 cycles, waits here for ACC[dst].
-        src_hold = Signal(acc_row(cfg))
+        src_hold = Signal(row_layout(cfg, "acc"))
         with m.If(v1 & serial & phase):
             m.d.sync += src_hold.eq(forward(self.acc_rd.data, src1))
 
@@ -122,14 +122,14 @@ class Alu(wiring.Component):
         dst2, src2 = Signal(acc_bits), Signal(acc_bits)
         m.d.sync += [v2.eq(s1_leaves), last2.eq(last1), held2.eq(serial),
                      dst2.eq(dst1), src2.eq(src1)]
-        src_val = Signal(acc_row(cfg))
-        dst_val = Signal(acc_row(cfg))
+        src_val = Signal(row_layout(cfg, "acc"))
+        dst_val = Signal(row_layout(cfg, "acc"))
         dst_read = self.acc_rd_b.data if two_ports else self.acc_rd.data
         m.d.comb += [src_val.eq(forward(Mux(held2, src_hold, self.acc_rd.data), src2)),
                      dst_val.eq(forward(dst_read, dst2))]
 
         m.submodules.lanes = lanes = AluLanes(cfg=cfg, faults=self._faults)
-        imm_row = Signal(acc_row(cfg))
+        imm_row = Signal(row_layout(cfg, "acc"))
         for b in range(cfg.batch):
             for o in range(cfg.block_out):
                 m.d.comb += imm_row[b][o].eq(insn.imm.as_signed())
@@ -142,7 +142,7 @@ class Alu(wiring.Component):
         # -- s3 -----------------------------------------------------------------------------------
         v3, last3 = Signal(), Signal()
         dst3 = Signal(acc_bits)
-        result3 = Signal(acc_row(cfg))
+        result3 = Signal(row_layout(cfg, "acc"))
         m.d.sync += [v3.eq(v2), last3.eq(last2), dst3.eq(dst2), result3.eq(lanes.out)]
         m.d.comb += [wr.addr.eq(dst3), wr.data.eq(result3),
                      wr.en.eq(v3.replicate(geo["acc"].en_bits))]

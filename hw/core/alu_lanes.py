@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from avta.isa.enums import AluOp
 
-from .sram import acc_row
+from .sram import row_layout
 
 __all__ = ["AluLanes"]
 
@@ -22,15 +22,15 @@ class AluLanes(wiring.Component):
     -----
     op : In(AluOp)
     faults : set of :data:`avta.hw.core.faults.FAULTS` names (tests only)
-    a, b : In(acc_row(cfg))
+    a, b : In(row_layout(cfg, "acc"))
         Operands A and B of docs/isa.md §3.4 (with an immediate, A = ACC[src] and B = sext(imm)).
-    out : Out(acc_row(cfg))
+    out : Out(row_layout(cfg, "acc"))
     """
 
     def __init__(self, *, cfg, faults=frozenset()):
         self._cfg = cfg
         self._faults = faults
-        row = acc_row(cfg)
+        row = row_layout(cfg, "acc")
         super().__init__({"op": In(AluOp), "a": In(row), "b": In(row), "out": Out(row)})
 
     def elaborate(self, platform):

@@ -24,7 +24,8 @@ from amaranth.hdl import Module, ResetInserter, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 
-from avta.isa.enums import ErrorCode, MemType
+from avta.isa.enums import ErrorCode
+from avta.isa.memories import BASE_KEYS, memories
 from avta.isa.registers import COUNTER_NAMES
 
 from ..mem_client import ADDR_BITS, WriteClientSignature
@@ -44,8 +45,6 @@ __all__ = ["Core", "counter_layout", "COUNTER_BITS"]
 #: Counters and CYCLES are 32-bit registers (docs/architecture.md, control registers).
 COUNTER_BITS = 32
 
-_BYTE_COUNTER = {MemType.UOP: "uop_ld", MemType.INP: "inp_ld", MemType.WGT: "wgt_ld",
-                 MemType.ACC: "acc_ld", MemType.ACC_8BIT: "acc_ld", MemType.OUT: "out_st"}
 
 
 def counter_layout():
@@ -103,7 +102,7 @@ class Core(wiring.Component):
         self._compute = Compute(cfg=cfg, faults=check_faults(faults))
         members = {
             "launch": In(1), "insn_addr": In(ADDR_BITS), "insn_count": In(INDEX_BITS),
-            **{f"{name}_base": In(ADDR_BITS) for name in ("uop", "inp", "wgt", "acc", "out")},
+            **{f"{key.lower()}_base": In(ADDR_BITS) for key in BASE_KEYS},
             "busy": Out(1), "finish": Out(1), "error": Out(1),
             "err_code": Out(ErrorCode), "err_insn": Out(INDEX_BITS),
             "cycles": Out(COUNTER_BITS), "counters": Out(counter_layout()),
@@ -261,8 +260,8 @@ class Core(wiring.Component):
             for unit in (load, compute, store):
                 with run.If(unit.count_valid):
                     with run.Switch(unit.count.mtype):
-                        for mtype, name in _BYTE_COUNTER.items():
+                        for mtype, info in memories(cfg).items():
                             with run.Case(mtype):
-                                field = getattr(counters, name)
+                                field = getattr(counters, info.counter.lower())
                                 run.d.sync += field.eq(field + unit.count.bytes)
         return m

@@ -23,7 +23,6 @@ from amaranth.utils import ceil_log2, exact_log2
 
 from avta.isa import formats
 from avta.isa.enums import ErrorCode, Stage
-from avta.isa.layout import layouts
 
 from ..mem_client import ADDR_BITS, ReadClientSignature, beat_count_bits
 from .decode import InsnDecode

@@ -24,7 +24,7 @@ from avta.isa.layout import layouts
 
 from .faults import FAULT_UOP_ROW
 from .loop_gen import LoopGen, instruction_control
-from .sram import acc_row, geometry, inp_row, read_signature, wgt_row, write_signature
+from .sram import geometry, read_signature, row_layout, write_signature
 
 __all__ = ["Gemm", "tree_sum"]
 
@@ -112,9 +112,9 @@ class Gemm(wiring.Component):
         v2, last2 = Signal(), Signal()
         acc_idx2 = Signal.like(acc_idx1)
         m.d.sync += [v2.eq(v1), last2.eq(last1), acc_idx2.eq(acc_idx1)]
-        inp = data.View(inp_row(cfg), self.inp_rd.data)
-        wgt = data.View(wgt_row(cfg), self.wgt_rd.data)
-        acc_now = Signal(acc_row(cfg))
+        inp = data.View(row_layout(cfg, "inp"), self.inp_rd.data)
+        wgt = data.View(row_layout(cfg, "wgt"), self.wgt_rd.data)
+        acc_now = Signal(row_layout(cfg, "acc"))
         with m.If(self.acc_wr.en.any() & (self.acc_wr.addr == acc_idx2)):
             m.d.comb += acc_now.eq(self.acc_wr.data)
         with m.Else():
@@ -123,14 +123,14 @@ class Gemm(wiring.Component):
         # -- s3: accumulate and write -----------------------------------------------------------
         v3, last3 = Signal(), Signal()
         acc_idx3 = Signal.like(acc_idx1)
-        acc3 = Signal(acc_row(cfg))
-        dot3 = Signal(acc_row(cfg))
+        acc3 = Signal(row_layout(cfg, "acc"))
+        dot3 = Signal(row_layout(cfg, "acc"))
         m.d.sync += [v3.eq(v2), last3.eq(last2), acc_idx3.eq(acc_idx2), acc3.eq(acc_now)]
         for b in range(cfg.batch):
             for o in range(cfg.block_out):
                 m.d.sync += dot3[b][o].eq(tree_sum(inp[b][k] * wgt[o][k]
                                                    for k in range(cfg.block_in)))
-        result = Signal(acc_row(cfg))
+        result = Signal(row_layout(cfg, "acc"))
         with m.If(~insn.reset):
             for b in range(cfg.batch):
                 for o in range(cfg.block_out):

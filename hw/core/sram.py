@@ -11,15 +11,13 @@ or 4× for ACC_8BIT, whose bytes widen to 32-bit lanes). OUT mirrors ACC (docs/i
 same enables over lanes a quarter as wide.
 """
 
-from amaranth.hdl import signed, unsigned
-from amaranth.lib import data
+from amaranth.hdl import unsigned
 from amaranth.lib.memory import Memory, ReadPort, WritePort
 
-__all__ = ["SCRATCHPADS", "Geometry", "geometry", "make_memory", "read_signature",
-           "write_signature", "inp_row", "wgt_row", "acc_row", "out_row", "inventory"]
+from avta.isa.memories import SCRATCHPADS, scratchpad
 
-#: The scratchpads, by the names the Core gives their ``Memory`` submodules (``<name>_mem``).
-SCRATCHPADS = ("uop", "inp", "wgt", "acc", "out")
+__all__ = ["SCRATCHPADS", "Geometry", "geometry", "make_memory", "read_signature",
+           "write_signature", "row_layout"]
 
 
 class Geometry:
@@ -48,28 +46,18 @@ class Geometry:
                 f"granularity={self.granularity})")
 
 
-def _chunked(row_bytes, bus_bytes):
-    return bus_bytes * 8 if row_bytes > bus_bytes else None
-
-
 def geometry(cfg, name):
     """The :class:`Geometry` of scratchpad ``name`` (one of :data:`SCRATCHPADS`)."""
-    bus = cfg.axi_data_bytes
-    if name == "uop":
-        return Geometry(name, cfg.uop_bits, cfg.uop_depth, _chunked(cfg.uop_elem_bytes, bus))
-    if name == "inp":
-        return Geometry(name, cfg.inp.row_bits, cfg.inp_depth, _chunked(cfg.inp_elem_bytes, bus))
-    if name == "wgt":
-        return Geometry(name, cfg.wgt.row_bits, cfg.wgt_depth, _chunked(cfg.wgt_elem_bytes, bus))
-    if name in ("acc", "out"):
-        # ACC rows are written per beat by LOAD ACC (B bytes = B/4 lanes) and by LOAD ACC_8BIT
-        # (B int8 lanes = 4B bytes, a multiple); OUT keeps one enable per ACC enable.
-        g = _chunked(cfg.acc_elem_bytes, bus)
-        if name == "acc":
-            return Geometry(name, cfg.acc.row_bits, cfg.acc_depth, g)
-        return Geometry(name, cfg.out.row_bits, cfg.out_depth,
-                        g * cfg.out_width // cfg.acc_width if g else None)
-    raise ValueError(f"unknown scratchpad {name!r}; expected one of {SCRATCHPADS}")
+    pad = scratchpad(cfg, name)
+    bus_bits = cfg.axi_data_bits
+    # A row wider than the bus is written one beat at a time. ACC rows are written per beat by
+    # LOAD ACC (B bytes = B/4 lanes) and by LOAD ACC_8BIT (B int8 lanes = 4B bytes, a multiple);
+    # OUT keeps one enable per ACC enable, over lanes a quarter as wide.
+    source = scratchpad(cfg, "acc") if name == "out" else pad
+    granularity = bus_bits if source.row_bits > bus_bits else None
+    if granularity and name == "out":
+        granularity = granularity * pad.row.lane_bits // source.row.lane_bits
+    return Geometry(name, pad.row_bits, pad.depth, granularity)
 
 
 def make_memory(cfg, name):
@@ -89,25 +77,6 @@ def write_signature(geo):
                                granularity=geo.granularity)
 
 
-# Row layouts (docs/isa.md §3): INP [b][k] int8, WGT [o][k] int8, ACC [b][o] int32, OUT [b][o] int8.
-
-def inp_row(cfg):
-    return data.ArrayLayout(data.ArrayLayout(signed(cfg.inp_width), cfg.block_in), cfg.batch)
-
-
-def wgt_row(cfg):
-    return data.ArrayLayout(data.ArrayLayout(signed(cfg.wgt_width), cfg.block_in), cfg.block_out)
-
-
-def acc_row(cfg):
-    return data.ArrayLayout(data.ArrayLayout(signed(cfg.acc_width), cfg.block_out), cfg.batch)
-
-
-def out_row(cfg):
-    return data.ArrayLayout(data.ArrayLayout(signed(cfg.out_width), cfg.block_out), cfg.batch)
-
-
-def inventory(cfg):
-    """The scratchpads of ``cfg`` as ``{"<name>_mem": (row_bits, depth)}`` (for floorplanning)."""
-    return {f"{name}_mem": (geometry(cfg, name).row_bits, geometry(cfg, name).depth)
-            for name in SCRATCHPADS}
+def row_layout(cfg, name):
+    """The Amaranth layout of a row of scratchpad ``name`` (:mod:`avta.isa.memories`)."""
+    return scratchpad(cfg, name).row.layout

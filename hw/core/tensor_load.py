@@ -20,7 +20,8 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
 from avta.isa import formats
-from avta.isa.enums import MemType, PadValue
+from avta.isa.enums import MemType, PadValue, Stage
+from avta.isa.memories import LOADABLE, elem_bytes, memory, stage_types
 from avta.isa.layout import layouts
 
 from ..mem_client import ADDR_BITS, ReadClientSignature, beat_count_bits
@@ -30,29 +31,18 @@ from .sram import geometry, write_signature
 
 __all__ = ["TensorLoad", "LOAD_STAGE_TYPES", "COMPUTE_STAGE_TYPES", "count_layout"]
 
-LOAD_STAGE_TYPES = (MemType.INP, MemType.WGT)
-COMPUTE_STAGE_TYPES = (MemType.UOP, MemType.ACC, MemType.ACC_8BIT)
-
-# Which scratchpad each memory type writes; ACC_8BIT widens into ACC (docs/isa.md §2).
-_PAD_OF = {MemType.UOP: "uop", MemType.INP: "inp", MemType.WGT: "wgt", MemType.ACC: "acc",
-           MemType.ACC_8BIT: "acc"}
-
-
-def _elem_bytes(cfg, mtype):
-    return {MemType.UOP: cfg.uop_elem_bytes, MemType.INP: cfg.inp_elem_bytes,
-            MemType.WGT: cfg.wgt_elem_bytes, MemType.ACC: cfg.acc_elem_bytes,
-            MemType.ACC_8BIT: cfg.acc8_elem_bytes}[mtype]
+LOAD_STAGE_TYPES = stage_types(Stage.LOAD)
+COMPUTE_STAGE_TYPES = stage_types(Stage.COMPUTE)
 
 
 def _pad_row(cfg, mtype, pad_value):
-    """The row a pad cell holds (docs/isa.md §3.1): zero, or each lane's most negative or positive
-    value. UOP padding is always zero words."""
-    geo = geometry(cfg, _PAD_OF[mtype])
-    if mtype == MemType.UOP or pad_value == PadValue.ZERO:
-        return 0
-    lane = cfg.acc_width if mtype in (MemType.ACC, MemType.ACC_8BIT) else cfg.inp_width
-    word = 1 << (lane - 1) if pad_value == PadValue.MIN else (1 << (lane - 1)) - 1
-    return sum(word << (i * lane) for i in range(geo.row_bits // lane))
+    """The row a pad cell holds (docs/isa.md §3.1), as an integer."""
+    return int.from_bytes(memory(cfg, mtype).pad_row(pad_value), "little")
+
+
+def _base_port(cfg, mtype):
+    """The port carrying the base register of ``mtype`` (``acc_base`` for ACC and ACC_8BIT)."""
+    return f"{memory(cfg, mtype).base.lower()}_base"
 
 
 def count_layout():
@@ -84,16 +74,16 @@ class TensorLoad(wiring.Component):
 
     def __init__(self, *, cfg, types):
         types = tuple(MemType(t) for t in types)
-        if not types or any(t not in _PAD_OF for t in types):
-            raise ValueError(f"a load unit serves UOP, INP, WGT, ACC or ACC_8BIT, not {types!r}")
+        if not types or any(t not in LOADABLE for t in types):
+            raise ValueError(f"a load unit serves {', '.join(t.name for t in LOADABLE)}, "
+                             f"not {types!r}")
         self._cfg = cfg
         self._types = types
-        self._pads = tuple(dict.fromkeys(_PAD_OF[t] for t in types))
-        self._bases = tuple(dict.fromkeys("acc" if t == MemType.ACC_8BIT else _PAD_OF[t]
-                                          for t in types))
+        self._pads = tuple(dict.fromkeys(memory(cfg, t).scratchpad.name for t in types))
+        self._bases = tuple(dict.fromkeys(_base_port(cfg, t) for t in types))
         bus = cfg.axi_data_bytes
         self._row_bits = max(geometry(cfg, p).addr_bits for p in self._pads)
-        self._skip_bits = max(1, max(exact_log2(max(1, bus // _elem_bytes(cfg, t)))
+        self._skip_bits = max(1, max(exact_log2(max(1, bus // elem_bytes(cfg, t)))
                                      for t in types))
         self._tag = data.StructLayout({"row": self._row_bits, "skip": self._skip_bits})
         members = {
@@ -102,8 +92,8 @@ class TensorLoad(wiring.Component):
             "mem": Out(ReadClientSignature(data_bits=cfg.axi_data_bits, tag_shape=self._tag)),
             "count": Out(count_layout()), "count_valid": Out(1),
         }
-        for base in self._bases:
-            members[f"{base}_base"] = In(ADDR_BITS)
+        for port in self._bases:
+            members[port] = In(ADDR_BITS)
         for pad in self._pads:
             members[f"{pad}_wr"] = In(write_signature(geometry(cfg, pad)))
         super().__init__(members)
@@ -111,10 +101,6 @@ class TensorLoad(wiring.Component):
     @property
     def types(self):
         return self._types
-
-    @property
-    def tag_layout(self):
-        return self._tag
 
     def elaborate(self, platform):
         m = Module()
@@ -129,10 +115,9 @@ class TensorLoad(wiring.Component):
         narrow = Signal()                         # an element spans whole beats
         for t in self._types:
             with m.If(mtype == t):
-                key = "acc" if t == MemType.ACC_8BIT else _PAD_OF[t]
-                m.d.comb += [log_elem.eq(exact_log2(_elem_bytes(cfg, t))),
-                             base.eq(getattr(self, f"{key}_base")),
-                             narrow.eq(_elem_bytes(cfg, t) >= bus)]
+                m.d.comb += [log_elem.eq(exact_log2(elem_bytes(cfg, t))),
+                             base.eq(getattr(self, _base_port(cfg, t))),
+                             narrow.eq(elem_bytes(cfg, t) >= bus)]
 
         # -- row commands ---------------------------------------------------------------------
         width = Signal(formats.SIZE_BITS + 1)
@@ -177,9 +162,11 @@ class TensorLoad(wiring.Component):
         beat = self.mem.data.payload
         writers = {}
         for t in self._types:
-            geo = geometry(cfg, _PAD_OF[t])
-            unit = cfg.acc_width if t == MemType.ACC_8BIT else 8
-            w = RowWriter(elem_bytes=_elem_bytes(cfg, t), bus_bytes=bus, unit_bits=unit,
+            info = memory(cfg, t)
+            geo = geometry(cfg, info.scratchpad.name)
+            # Each DRAM byte becomes `unit` bits of the row: ACC_8BIT widens int8 to int32.
+            unit = 8 * info.scratchpad.row.lane_bits // info.element.lane_bits
+            w = RowWriter(elem_bytes=info.elem_bytes, bus_bytes=bus, unit_bits=unit,
                           row_bits=geo.row_bits, en_bits=geo.en_bits, addr_bits=geo.addr_bits,
                           limit_bits=formats.SIZE_BITS)
             m.submodules[f"writer_{t.name.lower()}"] = writers[t] = w
@@ -200,7 +187,7 @@ class TensorLoad(wiring.Component):
             port = getattr(self, f"{p}_wr")
             geo = geometry(cfg, p)
             for t in self._types:
-                if _PAD_OF[t] != p:
+                if memory(cfg, t).scratchpad.name != p:
                     continue
                 w = writers[t]
                 with m.If(mtype == t):

@@ -10,7 +10,7 @@ from amaranth.lib.wiring import connect
 
 from ..core.sram import geometry, make_memory
 
-__all__ = ["ScratchpadHarness", "rows_to_bytes"]
+__all__ = ["ScratchpadHarness"]
 
 
 class ScratchpadHarness(Elaboratable):
@@ -63,7 +63,3 @@ class ScratchpadHarness(Elaboratable):
         for i, value in enumerate(rows):
             ctx.set(mem.data[start + i], value)
 
-
-def rows_to_bytes(rows, row_bytes):
-    """Integer rows as one ``bytes`` (each row little-endian)."""
-    return b"".join(int(r).to_bytes(row_bytes, "little") for r in rows)

@@ -21,7 +21,7 @@ from avta.isa.enums import AluOp, MemType, PadValue
 
 from ..packing import pack_nchw, unpack_nchw
 from ..stream import StreamBuilder
-from ..uop_kernel import Loop, UopKernel
+from ..uop_kernel import UopKernel
 from .requant import Requant
 from .window import WindowEmitter, WindowShape, plan_window
 

@@ -8,13 +8,14 @@ mod 2^32. An element must lie wholly inside the buffer; any access outside it is
 import numpy as np
 
 from avta.isa.enums import ErrorCode
+from avta.isa.memories import BASE_KEYS
 
 from .errors import MachineError
 
 __all__ = ["Dram", "BASE_NAMES", "as_byte_array"]
 
 #: Keys of the ``bases`` mapping: the UOP_BASE … OUT_BASE control registers (docs/architecture.md).
-BASE_NAMES = ("UOP", "INP", "WGT", "ACC", "OUT")
+BASE_NAMES = BASE_KEYS
 
 _ADDR_MOD = 1 << 32     # addresses are 32 bits (the AXI address width)
 

@@ -15,8 +15,9 @@ import numpy as np
 
 from avta.isa.asm import format_insn
 from avta.isa.encoding import INSN_BYTES, codec
-from avta.isa.enums import ErrorCode, Opcode, Stage
+from avta.isa.enums import ErrorCode, MemType, Opcode, Stage
 from avta.isa.legality import check
+from avta.isa.memories import memory
 from avta.isa.registers import COUNTER_NAMES
 from avta.sim.result import RunResult
 
@@ -26,7 +27,7 @@ from .dram import Dram
 from .errors import MachineError
 from .events import STAGE_NAMES, Tracer
 from .gemm import execute_gemm
-from .memops import bytes_moved, execute_load, execute_store, load_target
+from .memops import bytes_moved, execute_load, execute_store
 from .state import Scratchpads
 
 __all__ = ["Fsim", "SCHEDULES", "TOKEN_COUNTERS"]
@@ -280,13 +281,13 @@ class _Launch:
     def _memory(self, stage, index, insn, tracer):
         """Run a LOAD or STORE and count its bytes; returns its DRAM element size."""
         pads, strict = self.sim._pads, self.sim._strict
+        elem_bytes = memory(self.cfg, MemType.OUT if insn.opcode == Opcode.STORE
+                            else insn.memory_type).elem_bytes
         if insn.opcode == Opcode.STORE:
-            elem_bytes = self.cfg.out_elem_bytes
             if insn.x_size:
                 execute_store(self.cfg, insn, pads, self.dram, strict=strict,
                               trace_dram=tracer and tracer.dram_writer(stage, index))
         else:
-            elem_bytes = load_target(self.cfg, insn.memory_type).elem_bytes
             if insn.x_size:
                 execute_load(self.cfg, insn, pads, self.dram, strict=strict,
                              trace_rows=tracer and tracer.row_writer(stage, index))

@@ -8,10 +8,12 @@ little-endian, OUT ``[b][o]`` int8, UOP one little-endian word per row).
 
 import numpy as np
 
+from avta.isa.memories import SCRATCHPADS, scratchpads
+
 __all__ = ["Scratchpads", "MEMORIES"]
 
 #: Scratchpad names, as :meth:`Scratchpads.view` and the trace events spell them.
-MEMORIES = ("uop", "inp", "wgt", "acc", "out")
+MEMORIES = SCRATCHPADS
 
 
 class Scratchpads:
@@ -19,16 +21,12 @@ class Scratchpads:
 
     def __init__(self, cfg):
         self._cfg = cfg
-        self._raw = {name: np.zeros((getattr(cfg, name).depth, getattr(cfg, name).row_bytes),
-                                    dtype=np.uint8) for name in MEMORIES}
-        uop_word = np.dtype(f"<u{cfg.uop_elem_bytes}")
-        self.uop = self._raw["uop"].view(uop_word).reshape(cfg.uop.depth)
-        self.inp = self._raw["inp"].view(np.int8).reshape(cfg.inp.depth, cfg.batch, cfg.block_in)
-        self.wgt = self._raw["wgt"].view(np.int8).reshape(cfg.wgt.depth, cfg.block_out,
-                                                          cfg.block_in)
-        self.acc = self._raw["acc"].view("<i4").reshape(cfg.acc.depth, cfg.batch, cfg.block_out)
-        self.out = self._raw["out"].view(np.int8).reshape(cfg.out.depth, cfg.batch,
-                                                          cfg.block_out)
+        self._pads = scratchpads(cfg)
+        self._raw = {name: np.zeros((pad.depth, pad.row_bytes), dtype=np.uint8)
+                     for name, pad in self._pads.items()}
+        # Typed views of the same bytes, shaped by each row layout (avta.isa.memories).
+        self.uop, self.inp, self.wgt, self.acc, self.out = (
+            pad.row.view(self._raw[name]) for name, pad in self._pads.items())
         self._as_float = {}
 
     def as_float(self, name):

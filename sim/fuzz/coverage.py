@@ -10,10 +10,10 @@ import numpy as np
 
 from avta.isa.enums import AluOp, MemType, Opcode, PadValue, Stage
 from avta.isa.insn import AluInsn, GemmInsn, MemoryInsn
-from avta.runtime.dram import elem_bytes
+from avta.isa.memories import elem_bytes, memory
 from avta.runtime.program import Program
 
-from .program import _PAD_NAME, RandomProgram
+from .program import RandomProgram
 
 __all__ = ["ISA_FEATURES", "coverage"]
 
@@ -96,9 +96,9 @@ def _memory_features(cfg, insn, stored, found):
         found[f"{name} x_pad"] += 1
     if insn.y_pad_0 or insn.y_pad_1 or insn.x_pad_0 or insn.x_pad_1:
         found[f"{name} pad {PadValue(insn.pad_value).name}"] += 1
-    pad = _PAD_NAME[mem]
-    if insn.sram_base + insn.rows == getattr(cfg, f"{pad}_depth"):
-        found[f"{pad.upper()} last row"] += 1
+    pad = memory(cfg, mem).scratchpad
+    if insn.sram_base + insn.rows == pad.depth:
+        found[f"{pad.name.upper()} last row"] += 1
     if mem in (MemType.ACC, MemType.ACC_8BIT) and any(
             a < end and start < b for a, b in rows for start, end in stored):
         found["LOAD readback"] += 1

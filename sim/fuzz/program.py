@@ -28,7 +28,8 @@ import numpy as np
 
 from avta.isa.enums import AluOp, MemType, PadValue, Stage
 from avta.isa.formats import IMM_BITS, PAD_BITS
-from avta.runtime.dram import Allocator, elem_bytes
+from avta.isa.memories import elem_bytes, memory
+from avta.runtime.dram import Allocator
 from avta.runtime.pipeline import Pipeline
 from avta.runtime.program import Program
 from avta.runtime.stream import StreamBuilder
@@ -49,7 +50,6 @@ _MAX_LOAD_ROWS, _MAX_STEPS = 128, 256
 _IMAGE_ALIGN = 4096
 _IMM_MIN, _IMM_MAX = -(1 << (IMM_BITS - 1)), (1 << (IMM_BITS - 1)) - 1
 _LOADED = (MemType.INP, MemType.WGT, MemType.ACC, MemType.ACC_8BIT)
-_PAD_NAME = {MemType.INP: "inp", MemType.WGT: "wgt", MemType.ACC: "acc", MemType.ACC_8BIT: "acc"}
 
 
 class GeneratorError(AssertionError):
@@ -245,7 +245,7 @@ class _Generator:
         n = 1 if self.lean else (0 if rng.random() < 0.1 else rng.randint(1, 3))
         for _ in range(n):
             mem = rng.choice((MemType.INP, MemType.WGT))
-            self.load(mem, self.parts[_PAD_NAME[mem]][part], self.src[mem])
+            self.load(mem, self.parts[memory(self.cfg, mem).scratchpad.name][part], self.src[mem])
 
     def compute(self, tile, part, acc_part):
         """Compute of one load task into the ACC buffer ``acc_part`` of ``tile``."""
@@ -306,7 +306,7 @@ class _Generator:
         self.b.load(mem, sram=sram, dram=dram, x_size=x, y_size=y, x_stride=stride,
                     y_pad=tuple(pads[:2]), x_pad=tuple(pads[2:]),
                     pad_value=rng.choice(list(PadValue)))
-        self.valid[_PAD_NAME[mem]][sram:sram + rows] = True
+        self.valid[memory(self.cfg, mem).scratchpad.name][sram:sram + rows] = True
 
     def init_acc(self, acc_part):
         """Write some ACC rows of the buffer without reading any: a LOAD or a GEMM reset."""

@@ -24,6 +24,8 @@ import numpy as np
 
 from avta.isa.asm import format_insn
 from avta.isa.encoding import codec
+from avta.isa.enums import MemType
+from avta.isa.memories import memory as memory_info, scratchpad
 
 from .schema import STAGES, read_trace, trace_config
 
@@ -212,21 +214,12 @@ def _compare_end(a, b):
 
 # -- formatting ------------------------------------------------------------------------------------
 
-def _lanes(cfg, memory):
-    """How to read a row of ``memory`` as lanes: (dtype, lane names)."""
-    if memory == "acc":
-        return np.dtype("<i4"), [f"b{b} o{o}" for b in range(cfg.batch)
-                                 for o in range(cfg.block_out)]
-    if memory == "inp":
-        return np.dtype("i1"), [f"b{b} k{k}" for b in range(cfg.batch)
-                                for k in range(cfg.block_in)]
-    if memory == "wgt":
-        return np.dtype("i1"), [f"o{o} k{k}" for o in range(cfg.block_out)
-                                for k in range(cfg.block_in)]
-    if memory == "dram":            # OUT elements
-        return np.dtype("i1"), [f"b{b} o{o}" for b in range(cfg.batch)
-                                for o in range(cfg.block_out)]
-    return None, None
+def _row_layout(cfg, memory):
+    """The :class:`~avta.isa.memories.RowLayout` of a traced row: a scratchpad's, or for
+    ``dram`` an OUT element's."""
+    if memory == "dram":
+        return memory_info(cfg, MemType.OUT).element
+    return scratchpad(cfg, memory).row
 
 
 def _lane_lines(cfg, key, ea, eb, names):
@@ -237,9 +230,10 @@ def _lane_lines(cfg, key, ea, eb, names):
         cod = codec(cfg)
         return [f"{names[0]}: {cod.decode_uop(bytes.fromhex(ea['data']))}",
                 f"{names[1]}: {cod.decode_uop(bytes.fromhex(eb['data']))}"]
-    dtype, lane_names = _lanes(cfg, key[0])
-    va = np.frombuffer(bytes.fromhex(ea["data"]), dtype=dtype)
-    vb = np.frombuffer(bytes.fromhex(eb["data"]), dtype=dtype)
+    row = _row_layout(cfg, key[0])
+    lane_names = row.lane_names
+    va = np.frombuffer(bytes.fromhex(ea["data"]), dtype=row.dtype)
+    vb = np.frombuffer(bytes.fromhex(eb["data"]), dtype=row.dtype)
     if va.size != vb.size or va.size != len(lane_names):
         return [f"row sizes differ: {va.nbytes} vs {vb.nbytes} bytes"]
     lanes = np.flatnonzero(va != vb)

@@ -8,8 +8,9 @@ import pytest
 from avta.hw.sim.core_bench import run_core
 from avta.isa.config import load_config
 from avta.isa.encoding import codec
-from avta.isa.enums import AluOp, ErrorCode, MemType, Opcode
+from avta.isa.enums import AluOp, MemType, Opcode
 from avta.isa.insn import AluInsn, GemmInsn, MemoryInsn, Uop
+from avta.isa.memories import elem_bytes
 from avta.isa.registers import BYTE_COUNTERS, STEP_COUNTERS
 from avta.sim.fsim import Fsim
 
@@ -21,10 +22,7 @@ INSN, UOPS, INP, WGT, ACC, OUT, SIZE = 0x0, 0x400, 0x800, 0x1000, 0x2000, 0x3000
 
 
 def _elem(cfg, addr, mtype):
-    size = {MemType.UOP: cfg.uop_elem_bytes, MemType.INP: cfg.inp_elem_bytes,
-            MemType.WGT: cfg.wgt_elem_bytes, MemType.ACC: cfg.acc_elem_bytes,
-            MemType.ACC_8BIT: cfg.acc8_elem_bytes, MemType.OUT: cfg.out_elem_bytes}[mtype]
-    return addr // size
+    return addr // elem_bytes(cfg, mtype)
 
 
 def load(cfg, mtype, addr, sram, x, **kw):

@@ -7,7 +7,6 @@ import random
 import numpy as np
 import pytest
 
-from avta.hw.core.sram import geometry
 from avta.hw.core.tensor_load import COMPUTE_STAGE_TYPES, LOAD_STAGE_TYPES, TensorLoad
 from avta.hw.sim.bench import run_sim, wait_until
 from avta.hw.sim.dram import DramModel
@@ -16,15 +15,16 @@ from avta.isa.config import load_config
 from avta.isa.enums import MemType, Opcode, PadValue
 from avta.isa.insn import MemoryInsn
 from avta.sim.fsim.dram import Dram
-from avta.sim.fsim.memops import execute_load, load_target
+from avta.isa.memories import memory
+from avta.sim.fsim.memops import execute_load
 from avta.sim.fsim.state import Scratchpads
 
 DRAM_BYTES = 4096
 
 
 def random_load(cfg, rng, mtype, *, pads=True):
-    target = load_target(cfg, mtype)
-    depth = getattr(cfg, target.memory).depth
+    target = memory(cfg, mtype)
+    depth = target.scratchpad.depth
     elem = target.elem_bytes
     max_elems = DRAM_BYTES // elem
     while True:
@@ -46,7 +46,7 @@ def random_load(cfg, rng, mtype, *, pads=True):
 def run_loads(cfg, types, insns, *, seed=0, stall=0.3, latency=(0, 6), reorder=True):
     """Run ``insns`` on a TensorLoad; return its scratchpads and fsim's after the same LOADs."""
     unit = TensorLoad(cfg=cfg, types=types)
-    pads = sorted({load_target(cfg, t).memory for t in types})
+    pads = sorted({memory(cfg, t).scratchpad.name for t in types})
     harness = ScratchpadHarness(cfg, unit, {f"{p}_wr": (p, "w") for p in pads})
     rng = np.random.default_rng(seed)
     dram = bytearray(rng.integers(0, 256, DRAM_BYTES, dtype=np.uint8).tobytes())
@@ -105,10 +105,10 @@ def test_every_pad_value_and_side(mtype):
     got, ref = run_loads(cfg, LOAD_STAGE_TYPES, insns, stall=0.0, latency=(1, 1),
                          reorder=False)
     check_same(cfg, got, ref, insns)
-    pad_row = got[load_target(cfg, mtype).memory][10 * PadValue.MIN + 3]
-    elem = load_target(cfg, mtype).elem_bytes
-    assert pad_row.to_bytes(geometry(cfg, load_target(cfg, mtype).memory).row_bits // 8,
-                            "little")[:elem] == b"\x80" * elem
+    target = memory(cfg, mtype)
+    pad_row = got[target.scratchpad.name][10 * PadValue.MIN + 3]
+    assert pad_row.to_bytes(target.scratchpad.row_bytes, "little")[:target.elem_bytes] == \
+        b"\x80" * target.elem_bytes
 
 
 def test_acc_8bit_sign_extends_and_wraps_rows():

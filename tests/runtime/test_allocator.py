@@ -3,7 +3,8 @@
 import pytest
 
 from avta.isa.enums import MemType
-from avta.runtime.dram import AllocError, Allocator, Buffer, elem_bytes
+from avta.isa.memories import elem_bytes
+from avta.runtime.dram import AllocError, Allocator, Buffer
 
 
 def test_alignment_and_first_fit():

@@ -1,6 +1,5 @@
 """Micro-op kernels, the kernel cache and merged micro-op loads."""
 
-import numpy as np
 import pytest
 
 from avta.isa.enums import AluOp, MemType, Opcode

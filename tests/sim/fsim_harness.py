@@ -12,15 +12,8 @@ from avta.isa.enums import MemType, Opcode
 from avta.isa.insn import AluInsn, GemmInsn, MemoryInsn
 from avta.sim.fsim import Fsim
 
-__all__ = ["Image", "load", "store", "gemm", "alu", "finish", "sync", "elem_bytes", "random_tensor",
+__all__ = ["Image", "load", "store", "gemm", "alu", "finish", "sync", "random_tensor",
            "sram_rows", "run_alone"]
-
-
-def elem_bytes(cfg, memory_type):
-    """DRAM bytes of one element of ``memory_type`` (docs/isa.md §1)."""
-    return {MemType.UOP: cfg.uop_elem_bytes, MemType.INP: cfg.inp_elem_bytes,
-            MemType.WGT: cfg.wgt_elem_bytes, MemType.ACC: cfg.acc_elem_bytes,
-            MemType.OUT: cfg.out_elem_bytes, MemType.ACC_8BIT: cfg.acc8_elem_bytes}[memory_type]
 
 
 def load(memory_type, *, sram=0, dram=0, y=1, x=1, stride=None, pads=(0, 0, 0, 0), pad_value=0,

@@ -7,11 +7,10 @@ import pytest
 from avta.isa.config import load_config
 from avta.isa.enums import MemType
 
-from fsim_harness import Image, elem_bytes, load, random_tensor, run_alone, sram_rows
+from avta.isa.memories import elem_bytes, memory
+from fsim_harness import Image, load, random_tensor, run_alone, sram_rows
 
 DATA = 0x1000          # byte address of the DRAM data in every test image
-MEMORY = {MemType.UOP: "uop", MemType.INP: "inp", MemType.WGT: "wgt", MemType.ACC: "acc",
-          MemType.ACC_8BIT: "acc"}
 
 #: (y_pad_0, y_pad_1, x_pad_0, x_pad_1), one row per side and a mix.
 PADS = [(0, 0, 0, 0), (2, 0, 0, 0), (0, 1, 0, 0), (0, 0, 1, 0), (0, 0, 0, 2), (1, 2, 2, 1)]
@@ -20,7 +19,7 @@ MEMORY_TYPES = [MemType.UOP, MemType.INP, MemType.WGT, MemType.ACC, MemType.ACC_
 
 def pad_row(cfg, memory_type, pad_value):
     """Expected bytes of a padding row, written out from docs/isa.md §3.1 lane by lane."""
-    row_bytes = getattr(cfg, MEMORY[memory_type]).row_bytes
+    row_bytes = memory(cfg, memory_type).scratchpad.row_bytes
     if memory_type == MemType.UOP or pad_value == 0:
         return bytes(row_bytes)
     if memory_type in (MemType.INP, MemType.WGT):
@@ -70,7 +69,7 @@ def check_load(cfg, memory_type, pads, pad_value, *, sram=3, y=2, x=3, stride=5,
     result, sim = run_alone(image, insn, bases=None if base is None else {base[0]: base[1]})
     assert result.status == "ok", result.detail
 
-    name = MEMORY[memory_type]
+    name = memory(cfg, memory_type).scratchpad.name
     expected = np.zeros_like(sram_rows(sim, name))
     for row, data in reference_load(cfg, image, insn, offset).items():
         expected[row] = np.frombuffer(data, dtype=np.uint8)
@@ -141,5 +140,5 @@ def test_x_size_zero_moves_nothing(tiny_cfg, memory_type):
                                                                               memory_type),
                                         x=0, y=3, pads=(1, 1, 1, 1), pad_value=2))
     assert result.status == "ok", result.detail
-    assert not sram_rows(sim, MEMORY[memory_type]).any()
+    assert not sram_rows(sim, memory(tiny_cfg, memory_type).scratchpad.name).any()
     assert not any(result.counters[c] for c in ("UOP_LD", "INP_LD", "WGT_LD", "ACC_LD"))

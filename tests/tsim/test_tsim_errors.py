@@ -7,6 +7,7 @@ import pytest
 from avta.isa.encoding import codec, finish
 from avta.isa.enums import AluOp, MemType, Opcode
 from avta.isa.insn import AluInsn, GemmInsn, IllegalInsn, MemoryInsn, Uop
+from avta.isa.memories import elem_bytes
 from avta.sim.fsim import Fsim
 from avta.sim.tsim.driver import Tsim
 
@@ -73,8 +74,7 @@ def test_illegal_instruction_same_code_and_index(cfg, case):
 
 @pytest.mark.parametrize("mem", [MemType.UOP, MemType.ACC, MemType.INP])
 def test_load_outside_dram_is_error_9(cfg, mem):
-    elem = {MemType.UOP: cfg.uop_elem_bytes, MemType.ACC: cfg.acc_elem_bytes,
-            MemType.INP: cfg.inp_elem_bytes}[mem]
+    elem = elem_bytes(cfg, mem)
     program = [MemoryInsn(opcode=Opcode.LOAD, memory_type=mem, dram_base=DRAM_BYTES // elem - 1,
                           y_size=1, x_size=2, x_stride=2), finish()]
     fres, tres = run_both(cfg, program)

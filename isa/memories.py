@@ -1,0 +1,258 @@
+"""Every memory of the machine, written down once (docs/isa.md §1–§3; docs/architecture.md,
+control registers).
+
+Two tables, and everything that reads or writes a memory asks them:
+
+* the five **scratchpads** (``uop``, ``inp``, ``wgt``, ``acc``, ``out``): a :class:`Scratchpad`
+  is a depth and a :class:`RowLayout`, and the row layout yields the Amaranth layout the RTL
+  computes with, the numpy dtype and shape the model and the runtime use, and the lane names the
+  trace diff prints;
+* the six **memory types** of LOAD and STORE (:class:`~avta.isa.enums.MemType`): a
+  :class:`MemoryInfo` says which scratchpad a type reaches, what one DRAM element is (its row
+  layout and bytes), which base register offsets its addresses, which byte counter counts it and
+  which stage executes it.
+
+A DRAM element is a byte copy of a scratchpad row (docs/isa.md §1), except for ACC_8BIT, whose
+element holds one int8 per ACC lane and is sign-extended into the ACC row.
+"""
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from amaranth.hdl import signed, unsigned
+from amaranth.lib import data
+
+from .enums import MemType, PadValue, Stage
+
+__all__ = ["SCRATCHPADS", "RowLayout", "Scratchpad", "MemoryInfo", "scratchpad", "scratchpads",
+           "memory", "memories", "elem_bytes", "LOADABLE", "BASE_KEYS", "stage_of", "stage_types",
+           "writer_stage"]
+
+#: The scratchpads in the order of docs/isa.md §3 (and of their ``Memory`` instances in the RTL).
+SCRATCHPADS = ("uop", "inp", "wgt", "acc", "out")
+
+#: Memory type → (scratchpad, base register key, byte counter, stage that executes it). This is the
+#: only place the mapping is written; docs/isa.md §2 (types), §3.1 (stages), docs/architecture.md
+#: (base registers, counters).
+_ROUTES = {
+    MemType.UOP: ("uop", "UOP", "UOP_LD", Stage.COMPUTE),
+    MemType.WGT: ("wgt", "WGT", "WGT_LD", Stage.LOAD),
+    MemType.INP: ("inp", "INP", "INP_LD", Stage.LOAD),
+    MemType.ACC: ("acc", "ACC", "ACC_LD", Stage.COMPUTE),
+    MemType.OUT: ("out", "OUT", "OUT_ST", Stage.STORE),
+    MemType.ACC_8BIT: ("acc", "ACC", "ACC_LD", Stage.COMPUTE),
+}
+
+#: Memory types a LOAD may name (docs/isa.md §3.5: OUT, 6 and 7 are error 3).
+LOADABLE = tuple(t for t in MemType if t != MemType.OUT)
+
+#: The base registers' keys, in register-map order (``"UOP"`` names the UOP_BASE register): one
+#: per scratchpad a memory type reaches. Hosts pass base values as ``bases={"OUT": …}``.
+BASE_KEYS = tuple(dict.fromkeys(route[1] for route in
+                                sorted(_ROUTES.values(), key=lambda r: SCRATCHPADS.index(r[0]))))
+
+
+@dataclass(frozen=True)
+class RowLayout:
+    """One scratchpad row (or DRAM element) as a little-endian array of integer lanes.
+
+    ``axes`` are ``(letter, size)`` pairs, outermost first: INP ``[b][k]``, WGT ``[o][k]``,
+    ACC and OUT ``[b][o]`` (docs/isa.md §3). A micro-op row has no axes: one unsigned word.
+    """
+    axes: tuple
+    lane_bits: int
+    signed: bool = True
+
+    @property
+    def shape(self):
+        """The lane array's shape, outermost axis first (``()`` for a micro-op word)."""
+        return tuple(size for _, size in self.axes)
+
+    @property
+    def lanes(self):
+        return math.prod(self.shape)
+
+    @property
+    def row_bits(self):
+        return self.lanes * self.lane_bits
+
+    @property
+    def row_bytes(self):
+        return self.row_bits // 8
+
+    @property
+    def dtype(self):
+        """The numpy dtype of one lane (little-endian)."""
+        return np.dtype(f"<{'i' if self.signed else 'u'}{self.lane_bits // 8}")
+
+    @property
+    def lane_names(self):
+        """A name per lane in memory order, e.g. ``"b0 k3"`` (``"uop"`` for a micro-op word)."""
+        if not self.axes:
+            return ["uop"]
+        names = [""]
+        for letter, size in self.axes:
+            names = [f"{n} {letter}{i}".strip() for n in names for i in range(size)]
+        return names
+
+    @property
+    def layout(self):
+        """The Amaranth shape of a row: nested ``ArrayLayout``s of signed lanes, outermost axis
+        first (so ``view[b][k]``), or ``unsigned(bits)`` for a micro-op word."""
+        shape = signed(self.lane_bits) if self.signed else unsigned(self.lane_bits)
+        for _, size in reversed(self.axes):
+            shape = data.ArrayLayout(shape, size)
+        return shape
+
+    def view(self, raw):
+        """Typed lanes ``(n, *shape)`` of ``raw``, an ``(n, row_bytes)`` uint8 array (no copy)."""
+        return raw.view(self.dtype).reshape(raw.shape[0], *self.shape)
+
+    def lane_value(self, pad_value):
+        """The value every lane of a padding row holds (docs/isa.md §3.1)."""
+        pad_value = PadValue(pad_value)
+        if pad_value == PadValue.ZERO or not self.signed:
+            return 0
+        half = 1 << (self.lane_bits - 1)
+        return -half if pad_value == PadValue.MIN else half - 1
+
+    def fill(self, value):
+        """The bytes of one row whose every lane is ``value`` (wrapped to the lane width)."""
+        mask = (1 << self.lane_bits) - 1
+        lane = (value & mask).to_bytes(self.lane_bits // 8, "little")
+        return lane * self.lanes
+
+
+@dataclass(frozen=True)
+class Scratchpad:
+    """One on-chip memory: ``depth`` rows of layout ``row``."""
+    name: str
+    row: RowLayout
+    depth: int
+
+    row_bits = property(lambda self: self.row.row_bits)
+    row_bytes = property(lambda self: self.row.row_bytes)
+    size_bytes = property(lambda self: self.depth * self.row_bytes)
+
+    @property
+    def log_depth(self):
+        return self.depth.bit_length() - 1
+
+
+@dataclass(frozen=True)
+class MemoryInfo:
+    """What a LOAD or STORE of one memory type reaches and moves.
+
+    Attributes
+    ----------
+    type : MemType
+    scratchpad : Scratchpad
+        The scratchpad the type's rows live in (ACC_8BIT widens into ACC).
+    element : RowLayout
+        One element in DRAM; ``elem_bytes`` is its size, the unit ``dram_base`` counts in.
+    base : str
+        The key of the base register added to its DRAM addresses (``"ACC"``: ACC_BASE).
+    counter : str
+        The byte counter of its LOADs or STOREs (``"ACC_LD"``).
+    stage : Stage
+        The stage that executes it.
+    """
+    type: MemType
+    scratchpad: Scratchpad
+    element: RowLayout
+    base: str
+    counter: str
+    stage: Stage
+
+    name = property(lambda self: self.type.name)
+    elem_bytes = property(lambda self: self.element.row_bytes)
+    base_register = property(lambda self: f"{self.base}_BASE", doc="e.g. ``ACC_BASE``")
+
+    def pad_row(self, pad_value):
+        """The bytes of a padding row of a LOAD (docs/isa.md §3.1): zero, or every lane of the
+        scratchpad row at its type's most negative or positive value. Micro-op padding is always
+        zero words."""
+        row = self.scratchpad.row
+        return row.fill(row.lane_value(pad_value))
+
+
+# -- construction ------------------------------------------------------------------------------
+
+def _rows(cfg):
+    """The row layout of every scratchpad (docs/isa.md §3, row layouts)."""
+    b, k, o = ("b", cfg.batch), ("k", cfg.block_in), ("o", cfg.block_out)
+    return {
+        "uop": RowLayout((), cfg.uop_bits, signed=False),
+        "inp": RowLayout((b, k), cfg.inp_width),
+        "wgt": RowLayout((o, k), cfg.wgt_width),
+        "acc": RowLayout((b, o), cfg.acc_width),
+        "out": RowLayout((b, o), cfg.out_width),
+    }
+
+
+def _depth(cfg, name, row):
+    # docs/isa.md §1: depth = 8·2^LOG_X_BUFF_SIZE / row bits; OUT has the ACC depth.
+    if name == "out":
+        return _depth(cfg, "acc", _rows(cfg)["acc"])
+    return (8 << getattr(cfg, f"log_{name}_buff_size")) // row.row_bits
+
+
+@functools.lru_cache(maxsize=None)
+def scratchpads(cfg):
+    """The five :class:`Scratchpad` of ``cfg``, by name, in :data:`SCRATCHPADS` order."""
+    return {name: Scratchpad(name, row, _depth(cfg, name, row)) for name, row in _rows(cfg).items()}
+
+
+def scratchpad(cfg, name):
+    """The :class:`Scratchpad` called ``name`` (one of :data:`SCRATCHPADS`)."""
+    pads = scratchpads(cfg)
+    if name not in pads:
+        raise KeyError(f"no scratchpad {name!r}; the scratchpads are {', '.join(SCRATCHPADS)}")
+    return pads[name]
+
+
+@functools.lru_cache(maxsize=None)
+def memories(cfg):
+    """The :class:`MemoryInfo` of every memory type of ``cfg``, by type, in type order."""
+    pads = scratchpads(cfg)
+    out = {}
+    for mtype, (pad, base, counter, stage) in _ROUTES.items():
+        row = pads[pad].row
+        # docs/isa.md §1: an ACC_8BIT element is one int8 per ACC lane.
+        element = RowLayout(row.axes, cfg.out_width) if mtype == MemType.ACC_8BIT else row
+        out[mtype] = MemoryInfo(mtype, pads[pad], element, base, counter, stage)
+    return out
+
+
+def memory(cfg, mtype):
+    """The :class:`MemoryInfo` of memory type ``mtype`` (a :class:`MemType` or its number)."""
+    try:
+        return memories(cfg)[MemType(mtype)]
+    except ValueError:
+        raise ValueError(f"memory type {mtype!r} does not exist; the types are "
+                         f"{', '.join(f'{t.name} {t.value}' for t in MemType)}") from None
+
+
+def elem_bytes(cfg, mtype):
+    """Bytes of one DRAM element of memory type ``mtype`` on ``cfg``."""
+    return memory(cfg, mtype).elem_bytes
+
+
+def stage_of(mtype):
+    """The stage that executes a LOAD or STORE of memory type ``mtype`` (no configuration
+    needed)."""
+    return _ROUTES[MemType(mtype)][3]
+
+
+def stage_types(stage):
+    """The memory types whose LOADs ``stage`` executes (docs/isa.md §3.1)."""
+    return tuple(t for t in LOADABLE if _ROUTES[t][3] == Stage(stage))
+
+
+def writer_stage(name):
+    """The stage whose LOADs (and, for ACC, GEMM and ALU) write scratchpad ``name``; OUT is
+    written only as ACC's mirror (docs/isa.md §3), by the compute stage."""
+    stages = {_ROUTES[t][3] for t in LOADABLE if _ROUTES[t][0] == name}
+    return stages.pop() if stages else Stage.COMPUTE
