@@ -10,13 +10,11 @@ import json
 import sys
 from pathlib import Path
 
-from avta.isa.config import ConfigError, load_config, shipped_configs
+from avta.errors import UserError
+from avta.isa.config import load_config, shipped_configs
+from avta.sim.trace.schema import MODES as TRACE_MODES
 
 __all__ = ["main", "build_parser"]
-
-
-class UserError(Exception):
-    """An error caused by the command's input; printed without a traceback."""
 
 
 def _config_arg(parser, *, required=False):
@@ -175,7 +173,7 @@ def build_parser():
     p.add_argument("--dram-size", type=lambda s: int(s, 0), metavar="B",
                    help="DRAM bytes (default: the image's size)")
     p.add_argument("--trace", metavar="T", help="write a JSON-lines trace here")
-    p.add_argument("--trace-mode", choices=("retire", "arch", "equiv", "full"), default="arch")
+    p.add_argument("--trace-mode", choices=TRACE_MODES, default="arch")
     p.add_argument("--max-cycles", type=lambda s: int(s, 0), metavar="K",
                    help="tsim cycle limit (status timeout when reached)")
     p.add_argument("--strict", action="store_true",
@@ -222,12 +220,10 @@ def build_parser():
 
 
 def main(argv=None):
-    from avta.isa.asm import AsmError
-    from avta.isa.encoding import EncodeError
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except (ConfigError, AsmError, EncodeError, UserError, FileNotFoundError) as error:
+    except (UserError, FileNotFoundError) as error:
         print(f"avta {args.command}: {error}", file=sys.stderr)
         return 2
     except BrokenPipeError:

@@ -10,6 +10,8 @@ in place of ``alu_opcode``. ``asm`` treats a missing field as 0. Opcodes 5..7 di
 
 import json
 
+from avta.errors import UserError
+
 from .enums import AluOp, MemType, Opcode, PadValue
 from .insn import AluInsn, GemmInsn, IllegalInsn, MemoryInsn
 from .legality import check
@@ -17,7 +19,7 @@ from .legality import check
 __all__ = ["AsmError", "insn_to_json", "insn_from_json", "format_insn", "parse_jsonl"]
 
 
-class AsmError(ValueError):
+class AsmError(UserError, ValueError):
     """An assembly line that cannot be turned into an instruction."""
 
 

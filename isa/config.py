@@ -14,6 +14,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from avta.errors import UserError
+
 from . import formats
 from .enums import MemType
 from .memories import Scratchpad, memory, scratchpads
@@ -62,7 +64,7 @@ _MIN_DEPTH = 2
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """A configuration that cannot be built. ``violations`` lists one message per broken rule."""
 
     def __init__(self, violations, *, source=None):

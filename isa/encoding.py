@@ -8,6 +8,8 @@ import functools
 
 import numpy as np
 
+from avta.errors import UserError
+
 from . import formats
 from .enums import Opcode
 from .insn import AluInsn, GemmInsn, IllegalInsn, MemoryInsn, Uop, FORMAT_CLASSES
@@ -18,7 +20,7 @@ __all__ = ["Codec", "EncodeError", "codec", "INSN_BYTES"]
 INSN_BYTES = formats.INSN_BITS // 8
 
 
-class EncodeError(ValueError):
+class EncodeError(UserError, ValueError):
     """A field value that does not fit its field on this configuration."""
 
 

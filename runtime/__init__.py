@@ -13,13 +13,14 @@ Layers, bottom up (docs/architecture.md, Runtime):
 * :mod:`.ops` — conv2d, matmul/dense, max pooling, depthwise conv2d, element-wise ALU.
 """
 
-from .device import Backend, ConfigMismatch, Device, FsimBackend, RunError
+from .backend import Backend, RunResult
+from .device import ConfigMismatch, Device, RunError
 from .dram import Allocator, Buffer
 from .program import Program
 from .stream import StreamBuilder, StreamError
 from .uop_kernel import Loop, UopKernel
 from .wellformed import check_wellformed
 
-__all__ = ["Backend", "ConfigMismatch", "Device", "FsimBackend", "RunError", "Allocator",
+__all__ = ["Backend", "RunResult", "ConfigMismatch", "Device", "RunError", "Allocator",
            "Buffer", "Program", "StreamBuilder", "StreamError", "Loop", "UopKernel",
            "check_wellformed"]

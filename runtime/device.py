@@ -1,15 +1,12 @@
-"""The device API: host code talks to a :class:`Device`, which drives one :class:`Backend`.
+"""The device API: host code talks to a :class:`Device`, which drives one
+:class:`~avta.runtime.backend.Backend`.
 
-A backend is the smallest thing that can stand in for the hardware: DRAM that the host reads and
-writes, a CONFIG_ID register, and "run these instructions" (the control registers of
-docs/architecture.md: INSN_ADDR, INSN_COUNT, the *_BASE registers, launch, then the outcome and
-counters). :class:`FsimBackend` is the behavioral model; tsim and the cocotb simulation implement
-the same four members. Everything else (allocation, linking a program, checking results) lives
-in :class:`Device`, once for every backend, as Glasgow's host code runs unchanged on simulated and
-real devices.
+Everything a host does above the backend (allocation, linking a program, checking results) lives
+here, once for every backend, as Glasgow's host code runs unchanged on simulated and real
+devices. The backends live beside their simulators (``avta.sim.fsim.backend``,
+``avta.sim.tsim.backend``, ``avta.sim.cocotb.backend``, ``avta.hw.sim.backend``); the runtime
+imports none of them.
 """
-
-import abc
 
 import numpy as np
 
@@ -20,12 +17,7 @@ from avta.isa.memories import elem_bytes
 
 from .dram import Allocator, AllocError
 
-__all__ = ["Backend", "ArrayDramBackend", "FsimBackend", "Device", "DeviceError", "ConfigMismatch", "RunError",
-           "DEFAULT_DRAM_BYTES"]
-
-#: DRAM of a simulated device unless asked otherwise: room for a ResNet-18 layer's tensors.
-DEFAULT_DRAM_BYTES = 32 << 20
-
+__all__ = ["Device", "DeviceError", "ConfigMismatch", "RunError"]
 
 class DeviceError(RuntimeError):
     """Something the device cannot do as asked."""
@@ -41,90 +33,6 @@ class RunError(DeviceError):
     def __init__(self, message, result):
         super().__init__(message)
         self.result = result
-
-
-class Backend(abc.ABC):
-    """What a device is to the runtime: DRAM, CONFIG_ID and launch."""
-
-    #: A short name for messages ("fsim", "tsim", ...).
-    name = "device"
-
-    @property
-    @abc.abstractmethod
-    def config_id(self):
-        """The CONFIG_ID register: the 32-bit hash of the configuration it was built for."""
-
-    @property
-    @abc.abstractmethod
-    def dram_size(self):
-        """Bytes of DRAM, addressed from 0."""
-
-    @abc.abstractmethod
-    def write(self, addr, data):
-        """Copy the bytes of ``data`` (bytes-like or uint8 array) to DRAM from ``addr``."""
-
-    @abc.abstractmethod
-    def read(self, addr, nbytes):
-        """A uint8 numpy array: a copy of DRAM bytes ``[addr, addr + nbytes)``."""
-
-    @abc.abstractmethod
-    def run(self, insn_addr, insn_count, *, bases=None):
-        """Launch ``insn_count`` instructions at byte ``insn_addr`` with the *_BASE registers in
-        ``bases`` (name → value, default 0) and wait; the :class:`~avta.sim.result.RunResult`."""
-
-
-class ArrayDramBackend(Backend):
-    """A backend whose DRAM is a numpy byte array in this process (every simulator's is)."""
-
-    def __init__(self, dram_size):
-        self._dram = np.zeros(dram_size, dtype=np.uint8)
-
-    @property
-    def dram_size(self):
-        return self._dram.size
-
-    @property
-    def dram(self):
-        """The DRAM array itself (for debugging and for comparing targets)."""
-        return self._dram
-
-    def write(self, addr, data):
-        data = np.frombuffer(bytes(data), dtype=np.uint8) if not isinstance(
-            data, np.ndarray) else data.reshape(-1).view(np.uint8)
-        self._dram[addr:addr + data.size] = data
-
-    def read(self, addr, nbytes):
-        return self._dram[addr:addr + nbytes].copy()
-
-
-class FsimBackend(ArrayDramBackend):
-    """The behavioral model (``avta.sim.fsim.Fsim``) over a numpy DRAM.
-
-    ``strict`` is on by default: the runtime builds well-formed programs only, so an index past a
-    scratchpad's end is a runtime bug that should stop the run (error 10, docs/isa.md §3). ``schedule``
-    and ``seed`` pick fsim's stage interleaving (``"random"`` exposes missing tokens).
-    """
-
-    name = "fsim"
-
-    def __init__(self, cfg, *, dram_size=DEFAULT_DRAM_BYTES, strict=True, schedule="inorder",
-                 seed=None, trace=None):
-        from avta.sim.fsim import Fsim      # imported here: the runtime works without a backend
-        super().__init__(dram_size)
-        self._cfg = cfg
-        kwargs = {} if trace is None else {"trace": trace}
-        self.sim = Fsim(cfg, strict=strict, schedule=schedule, seed=seed, **kwargs)
-
-    @property
-    def config_id(self):
-        return self.sim.cfg.config_id
-
-    def run_options(self):
-        """Keyword arguments every ``self.sim.run`` gets (for traced runs)."""
-        return {}
-
-    def run(self, insn_addr, insn_count, *, bases=None):
-        return self.sim.run(self._dram, insn_addr, insn_count, bases=bases)
 
 
 class Device:
@@ -145,11 +53,6 @@ class Device:
         self._alloc = Allocator(backend.dram_size)
         self.last_result = None
         self.last_program = None
-
-    @classmethod
-    def fsim(cls, cfg, **options):
-        """A device on the behavioral model; ``options`` go to :class:`FsimBackend`."""
-        return cls(cfg, FsimBackend(cfg, **options))
 
     @property
     def cfg(self):

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from avta.errors import UserError
 from avta.isa.config import load_config
 from avta.isa.encoding import INSN_BYTES
 
@@ -26,20 +27,15 @@ __all__ = ["cmd_exec", "load_image"]
 _MAX_DRAM = 1 << 32       # 32-bit AXI addresses
 
 
-def _user_error(message):
-    from avta.cli import UserError
-    return UserError(message)
-
-
 def load_image(path, dram_size=None):
     """The DRAM of a run: the image's bytes at address 0, zero-extended to ``dram_size``."""
     image = Path(path).read_bytes()
     size = len(image) if dram_size is None else dram_size
     if size < len(image):
-        raise _user_error(f"--dram-size {size} is smaller than the image {path} "
+        raise UserError(f"--dram-size {size} is smaller than the image {path} "
                           f"({len(image)} bytes): DRAM must hold the whole image")
     if not 0 < size <= _MAX_DRAM:
-        raise _user_error(f"DRAM size {size} must be between 1 byte and 4 GiB (32-bit "
+        raise UserError(f"DRAM size {size} must be between 1 byte and 4 GiB (32-bit "
                           f"addresses); give a non-empty image or a --dram-size in that range")
     dram = bytearray(size)
     dram[:len(image)] = image
@@ -48,10 +44,10 @@ def load_image(path, dram_size=None):
 
 def _check_args(args):
     if args.insn_addr < 0 or args.insn_addr % INSN_BYTES:
-        raise _user_error(f"--insn-addr 0x{args.insn_addr:x} must be a non-negative multiple of "
+        raise UserError(f"--insn-addr 0x{args.insn_addr:x} must be a non-negative multiple of "
                           f"{INSN_BYTES}: instructions are {INSN_BYTES}-byte aligned")
     if not 0 <= args.insn_count < _MAX_DRAM:
-        raise _user_error(f"--insn-count {args.insn_count} must be in 0..2^32-1")
+        raise UserError(f"--insn-count {args.insn_count} must be in 0..2^32-1")
 
 
 #: tsim's cycle limit when --max-cycles is not given.

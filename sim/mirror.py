@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from avta.isa.registers import BYTE_COUNTERS, STEP_COUNTERS
-from avta.runtime.device import Backend
+from avta.runtime.backend import Backend
 
 __all__ = ["MirrorBackend", "MirrorMismatch", "run_differences"]
 

@@ -12,7 +12,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-__all__ = ["VerilatorError", "verilator_env", "verilator_version", "run_verilator", "lint"]
+__all__ = ["VerilatorError", "verilator_env", "verilator_version", "run_verilator", "lint",
+           "cache_root"]
 
 #: cocotb 2.x needs Verilator >= 5.036; Debian's 5.006 is too old.
 MIN_VERSION = (5, 36)
@@ -20,6 +21,12 @@ MIN_VERSION = (5, 36)
 
 class VerilatorError(RuntimeError):
     """Verilator is missing, too old, or failed; the message holds its output."""
+
+
+def cache_root():
+    """Where Verilator builds (tsim libraries, cocotb builds) are kept: ``$AVTA_CACHE`` or
+    ``~/.cache/avta``."""
+    return Path(os.environ.get("AVTA_CACHE", Path.home() / ".cache" / "avta"))
 
 
 def _wheel_root():

@@ -6,9 +6,9 @@ It is slow (the Python simulator): use the ``tiny`` configuration and small oper
 
 import numpy as np
 
-from avta.runtime.device import ArrayDramBackend
+from avta.runtime.backend import ArrayDramBackend
 
-from .core_bench import run_core
+from .core_run import run_core
 
 __all__ = ["CoreSimBackend"]
 

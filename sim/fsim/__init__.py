@@ -4,7 +4,7 @@
 >>> result = sim.run(dram, insn_addr, insn_count)     # doctest: +SKIP
 
 ``dram`` (a bytearray or uint8 array) is modified in place; ``result`` is a
-:class:`avta.sim.result.RunResult`. Modules: :mod:`.machine` (stages, tokens, errors,
+:class:`avta.runtime.backend.RunResult`. Modules: :mod:`.machine` (stages, tokens, errors,
 deadlock), :mod:`.memops` (LOAD, STORE), :mod:`.gemm`, :mod:`.alu`, :mod:`.loops` (micro-op
 loop nest), :mod:`.state` (scratchpads), :mod:`.dram`, :mod:`.timing` (cycle estimate),
 :mod:`.events` (trace events).

@@ -19,7 +19,7 @@ from avta.isa.enums import ErrorCode, MemType, Opcode, Stage
 from avta.isa.legality import check
 from avta.isa.memories import memory
 from avta.isa.registers import COUNTER_NAMES
-from avta.sim.result import RunResult
+from avta.runtime.backend import RunResult
 
 from . import timing
 from .alu import execute_alu

@@ -7,6 +7,7 @@ program matched, 1 when any differed (their folders are in DIR), 2 for bad argum
 
 import sys
 
+from avta.errors import UserError
 from avta.isa.config import load_config
 
 from .runner import fuzz
@@ -15,7 +16,6 @@ __all__ = ["cmd_fuzz"]
 
 
 def cmd_fuzz(args):
-    from avta.cli import UserError
     if args.n < 1:
         raise UserError(f"-n {args.n}: run at least one program")
     if args.seed < 0:

@@ -1,5 +1,7 @@
 """``avta trace-diff A B``: print where two traces diverge; exit 0 only when they match."""
 
+from avta.errors import UserError
+
 from .diff import diff_files
 from .schema import TraceFormatError
 
@@ -10,7 +12,6 @@ def cmd_trace_diff(args):
     try:
         report = diff_files(args.a, args.b)
     except TraceFormatError as error:
-        from avta.cli import UserError
         raise UserError(str(error)) from None
     print(report.format())
     return 0 if report.matched else 1

@@ -14,7 +14,7 @@ __all__ = ["record_trace", "record_backend_trace"]
 def record_trace(path, sim, dram, insn_addr, insn_count, *, mode="arch", bases=None,
                  **run_options):
     """Run ``insn_count`` instructions at ``insn_addr`` on ``sim`` and write the trace to
-    ``path``; the :class:`~avta.sim.result.RunResult`.
+    ``path``; the :class:`~avta.runtime.backend.RunResult`.
 
     ``sim`` is an :class:`avta.sim.fsim.Fsim` built with ``trace=None`` (its tracer is set up
     here) or an :class:`avta.sim.tsim.driver.Tsim` made with ``trace=True``. ``dram`` (a

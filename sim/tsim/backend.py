@@ -1,6 +1,6 @@
 """The runtime's tsim backend: a :class:`avta.runtime.device.Backend` over :class:`.driver.Tsim`."""
 
-from avta.runtime.device import DEFAULT_DRAM_BYTES, ArrayDramBackend
+from avta.runtime.backend import DEFAULT_DRAM_BYTES, ArrayDramBackend
 
 from .driver import MemoryKnobs, Tsim
 

@@ -10,7 +10,8 @@ from avta.runtime.device import Device
 from avta.runtime.ops.elementwise import elementwise
 from avta.runtime.ops.matmul import matmul
 from avta.runtime.ops.requant import Requant
-from avta.sim.cocotb_backend import CocotbBackend
+from avta.sim.cocotb.backend import CocotbBackend
+from avta.sim.fsim.backend import fsim_device
 
 DRAM_BYTES = 1 << 16
 
@@ -33,7 +34,7 @@ def alu_program(dev, rng):
                          ids=["matmul", "alu"])
 def test_core_through_cocotb_matches_fsim(program):
     cfg = load_config("tiny")
-    devices = [Device.fsim(cfg, dram_size=DRAM_BYTES),
+    devices = [fsim_device(cfg, dram_size=DRAM_BYTES),
                Device(cfg, CocotbBackend(cfg, dram_size=DRAM_BYTES))]
     results = [program(dev, np.random.default_rng(21)) for dev in devices]
     assert np.array_equal(results[0], results[1])

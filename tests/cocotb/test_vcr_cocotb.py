@@ -6,7 +6,7 @@ import pytest
 
 from avta.hw.axi.vcr import ControlRegisters
 from avta.isa.config import load_config
-from avta.sim.cocotb_run import run_cocotb
+from avta.sim.cocotb.run import run_cocotb
 
 
 @pytest.mark.parametrize("config", ["tiny"])

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from avta.hw.axi.vme import MemoryEngine
-from avta.sim.cocotb_run import run_cocotb
+from avta.sim.cocotb.run import run_cocotb
 
 
 @pytest.mark.parametrize("data_bits", [64, 256])

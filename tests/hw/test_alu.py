@@ -14,7 +14,7 @@ from avta.isa.enums import AluOp
 from avta.isa.insn import AluInsn, Uop
 from avta.sim.fsim.alu import execute_alu
 
-from .compute_bench import assert_rows_equal, fsim_pads, random_rows, run_unit, uop_rows
+from .compute_harness import assert_rows_equal, fsim_pads, random_rows, run_unit, uop_rows
 
 
 def config(name, ports):

@@ -5,7 +5,7 @@ counters of docs/architecture.md."""
 import numpy as np
 import pytest
 
-from avta.hw.sim.core_bench import run_core
+from avta.hw.sim.core_run import run_core
 from avta.isa.config import load_config
 from avta.isa.encoding import codec
 from avta.isa.enums import AluOp, MemType, Opcode
@@ -169,7 +169,7 @@ def test_stream_without_finish_times_out():
 
 def test_launch_while_busy_is_ignored():
     from avta.hw.core.core import Core
-    from avta.hw.sim.bench import run_sim, wait_until
+    from avta.hw.sim.testbench import run_sim, wait_until
     from avta.hw.sim.dram import DramModel
 
     cfg = load_config("tiny")

@@ -9,7 +9,7 @@ never drained (it hung) and they could land in the new run's instruction ring.
 import pytest
 
 from avta.hw.core.core import Core
-from avta.hw.sim.bench import run_sim
+from avta.hw.sim.testbench import run_sim
 from avta.hw.sim.dram import DramModel
 from avta.isa.config import load_config
 from avta.isa.encoding import INSN_BYTES, codec, finish

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from avta.hw.core.fetch import Fetch
-from avta.hw.sim.bench import SimTimeout, run_sim
+from avta.hw.sim.testbench import SimTimeout, run_sim
 from avta.hw.sim.dram import DramModel
 from avta.isa.config import load_config
 from avta.isa.encoding import codec

@@ -13,7 +13,7 @@ from avta.isa.enums import Opcode
 from avta.isa.insn import GemmInsn, Uop
 from avta.sim.fsim.gemm import execute_gemm
 
-from .compute_bench import assert_rows_equal, fsim_pads, random_rows, run_unit, uop_rows
+from .compute_harness import assert_rows_equal, fsim_pads, random_rows, run_unit, uop_rows
 
 PORTS = {"uop_rd": ("uop", "r"), "inp_rd": ("inp", "r"), "wgt_rd": ("wgt", "r"),
          "acc_rd": ("acc", "r"), "acc_wr": ("acc", "w")}

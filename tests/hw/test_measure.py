@@ -1,7 +1,7 @@
-"""The cycle measurement the lead reports (avta.hw.measure): GEMM of N steps within N + 8, ALU
+"""The cycle measurement the lead reports (avta.sim.bench.rtl_cycles): GEMM of N steps within N + 8, ALU
 initiation intervals per ACC_READ_PORTS."""
 
-from avta.hw.measure import _alu, _gemm, instruction_cycles, main
+from avta.sim.bench.rtl_cycles import _alu, _gemm, instruction_cycles, main
 from avta.isa.config import load_config
 from avta.isa.enums import AluOp
 

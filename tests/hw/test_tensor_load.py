@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from avta.hw.core.tensor_load import COMPUTE_STAGE_TYPES, LOAD_STAGE_TYPES, TensorLoad
-from avta.hw.sim.bench import run_sim, wait_until
+from avta.hw.sim.testbench import run_sim, wait_until
 from avta.hw.sim.dram import DramModel
 from avta.hw.sim.harness import ScratchpadHarness
 from avta.isa.config import load_config

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from avta.hw.core.tensor_store import TensorStore
-from avta.hw.sim.bench import SimTimeout, run_sim
+from avta.hw.sim.testbench import SimTimeout, run_sim
 from avta.hw.sim.dram import DramModel
 from avta.hw.sim.harness import ScratchpadHarness
 from avta.isa.config import load_config
@@ -16,7 +16,7 @@ from avta.isa.insn import MemoryInsn
 from avta.sim.fsim.dram import Dram
 from avta.sim.fsim.memops import execute_store
 
-from .compute_bench import fsim_pads, random_rows
+from .compute_harness import fsim_pads, random_rows
 
 DRAM_BYTES = 2048
 

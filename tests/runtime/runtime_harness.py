@@ -12,7 +12,8 @@ import os
 
 import numpy as np
 
-from avta.runtime.device import Device, FsimBackend
+from avta.runtime.device import Device
+from avta.sim.fsim.backend import FsimBackend
 from avta.runtime.wellformed import check_wellformed
 
 #: The configurations every runtime test runs on (issue 3): small, upstream's, two batch rows and

@@ -2,7 +2,8 @@
 
 from avta.cli import main
 from avta.isa.config import load_config
-from avta.sim.bench import BENCHMARKS, bench_conv2d_layer, fsim_conv2d
+from avta.sim.bench import BENCHMARKS
+from avta.sim.bench.fsim import bench_conv2d_layer, fsim_conv2d
 
 
 def test_list(capsys):

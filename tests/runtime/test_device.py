@@ -7,7 +7,9 @@ from avta.isa.config import load_config
 from avta.isa.encoding import finish
 from avta.isa.enums import MemType, Opcode
 from avta.isa.insn import MemoryInsn
-from avta.runtime.device import Backend, ConfigMismatch, Device, FsimBackend, RunError
+from avta.runtime.backend import Backend
+from avta.runtime.device import ConfigMismatch, Device, RunError
+from avta.sim.fsim.backend import FsimBackend, fsim_device
 from avta.runtime.dram import AllocError
 from avta.runtime.program import Program
 from avta.runtime.stream import StreamBuilder
@@ -22,14 +24,14 @@ def test_config_id_mismatch_is_refused():
 
 
 def test_program_for_another_config_is_refused():
-    dev = Device.fsim(load_config("default"), dram_size=4096)
+    dev = fsim_device(load_config("default"), dram_size=4096)
     prog = StreamBuilder(load_config("tiny")).finish()
     with pytest.raises(ConfigMismatch, match="built for configuration 'tiny'"):
         dev.run(prog)
 
 
 def test_buffers_round_trip_and_alignment(shipped_cfg):
-    dev = Device.fsim(shipped_cfg, dram_size=1 << 20)
+    dev = fsim_device(shipped_cfg, dram_size=1 << 20)
     data = np.arange(100, dtype=np.int32)
     buf = dev.upload(data, mem=MemType.ACC)
     assert buf.addr % shipped_cfg.acc_elem_bytes == 0
@@ -42,7 +44,7 @@ def test_buffers_round_trip_and_alignment(shipped_cfg):
 
 
 def test_run_reports_counters_and_frees_its_buffers(default_cfg):
-    dev = Device.fsim(default_cfg, dram_size=1 << 16)
+    dev = fsim_device(default_cfg, dram_size=1 << 16)
     free = dev.allocator.free_bytes
     b = StreamBuilder(default_cfg)
     b.load(MemType.ACC, sram=0, dram=0, x_size=3)
@@ -53,7 +55,7 @@ def test_run_reports_counters_and_frees_its_buffers(default_cfg):
 
 def test_failed_run_raises_with_the_instruction(default_cfg):
     """A hand-made program whose compute no-op waits for a token nobody pushes: deadlock."""
-    dev = Device.fsim(default_cfg, dram_size=1 << 16)
+    dev = fsim_device(default_cfg, dram_size=1 << 16)
     wait = MemoryInsn(opcode=Opcode.LOAD, memory_type=MemType.UOP, pop_prev=1)
     prog = Program(default_cfg, (wait, finish()), (), (), TokenLedger(default_cfg.token_bits))
     with pytest.raises(RunError, match="status 'deadlock'") as info:
@@ -83,7 +85,7 @@ class EchoBackend(Backend):
         return self._mem[addr:addr + nbytes].copy()
 
     def run(self, insn_addr, insn_count, *, bases=None):
-        from avta.sim.result import RunResult
+        from avta.runtime.backend import RunResult
         self.launches.append((insn_addr, insn_count, bases))
         return RunResult("ok")
 

@@ -12,7 +12,8 @@ from avta.cli import main
 from avta.hw.core.faults import FAULT_UOP_ROW, FAULTS, check_faults
 from avta.isa.config import load_config
 from avta.isa.enums import AluOp, MemType, Stage
-from avta.runtime.device import Device, FsimBackend
+from avta.runtime.device import Device
+from avta.sim.fsim.backend import FsimBackend
 from avta.runtime.stream import StreamBuilder
 from avta.runtime.uop_kernel import UopKernel
 from avta.sim.mirror import MirrorBackend, MirrorMismatch

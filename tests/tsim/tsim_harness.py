@@ -1,6 +1,7 @@
 """Helpers of the tsim tests: devices on both targets for one configuration."""
 
 from avta.runtime.device import Device
+from avta.sim.fsim.backend import fsim_device as fsim_backend_device
 from avta.sim.tsim.backend import TsimBackend
 from avta.sim.tsim.driver import MemoryKnobs
 
@@ -14,4 +15,4 @@ def tsim_device(cfg, knobs=MemoryKnobs()):
 
 
 def fsim_device(cfg):
-    return Device.fsim(cfg, dram_size=DRAM_BYTES)
+    return fsim_backend_device(cfg, dram_size=DRAM_BYTES)

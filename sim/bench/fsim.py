@@ -1,8 +1,4 @@
-"""``avta bench``: benchmarks that print their figures.
-
-``avta bench`` lists them; ``avta bench NAME --config C`` runs one. Each entry of
-:data:`BENCHMARKS` is ``name → (one-line description, function(cfg) → exit status)``; later
-issues add theirs (tsim cycles, RTL throughput) to the same table.
+"""fsim benchmarks (issue 3): the behavioral model's speed on ResNet-18 layers.
 
 The fsim benchmarks time the behavioral model running a ResNet-18 layer that the runtime built
 (``Device.run``: writing the program, fsim's run, nothing else) against a numpy reference of the
@@ -14,10 +10,9 @@ import time
 
 import numpy as np
 
-from avta.isa.config import load_config
 from avta.isa.registers import COUNTER_NAMES
 
-__all__ = ["BENCHMARKS", "cmd_bench", "bench_conv2d_layer"]
+__all__ = ["bench_conv2d_layer", "fsim_conv2d", "fsim_resnet18"]
 
 #: The ResNet-18 layer table of the project's workloads.
 REPEATS = 3
@@ -41,7 +36,7 @@ def _best(fn, repeats=REPEATS):
 
 def bench_conv2d_layer(cfg, layer, *, repeats=REPEATS):
     """Figures of one ResNet-18 layer on fsim: a dict with times, ratio, counters, program."""
-    from avta.runtime.device import Device
+    from avta.sim.fsim.backend import fsim_device
     from avta.runtime.ops.conv2d import Conv2dBuffers, build_conv2d, pack_bias
     from avta.runtime.ops.conv_plan import Conv2dShape, describe, plan_conv2d
     from avta.runtime.ops.reference import conv2d_ref
@@ -57,7 +52,7 @@ def bench_conv2d_layer(cfg, layer, *, repeats=REPEATS):
     bias = rng.integers(-1 << 14, 1 << 14, shape.cout)
     requant = Requant(8, (0, 127))        # upstream's benchmark: (conv >> 8) + bias, clip 0..127
 
-    dev = Device.fsim(cfg, dram_size=16 << 20)
+    dev = fsim_device(cfg, dram_size=16 << 20)
     inp = dev.upload(pack_nchw(x, cfg.batch, cfg.block_in), mem=MemType.INP)
     wgt = dev.upload(pack_oihw(w, cfg.block_out, cfg.block_in), mem=MemType.WGT)
     bia = dev.upload(pack_bias(cfg, bias), mem=MemType.ACC)
@@ -128,47 +123,3 @@ def fsim_resnet18(cfg):
     print(f"network (with uses): fsim {total_fsim:.2f} s, numpy {total_numpy:.2f} s, ratio "
           f"{total_fsim / total_numpy:.2f}x")
     return 0 if ok else 1
-
-
-#: name → (description, function(cfg) → exit status).
-def _tsim_gemm(cfg):
-    from .bench_tsim import tsim_gemm
-    figures = tsim_gemm(cfg)
-    return 0 if figures.get("identical", True) else 1
-
-
-def _load_utilization(cfg):
-    from .bench_tsim import load_utilization
-    load_utilization()
-    return 0
-
-
-def _trace_overhead(cfg):
-    from .trace.bench import trace_overhead
-    trace_overhead(cfg)
-    return 0
-
-
-BENCHMARKS = {
-    "fsim-conv2d": ("ResNet-18 C2 on fsim: wall time against a numpy reference, and counters",
-                    fsim_conv2d),
-    "fsim-resnet18": ("every ResNet-18 layer C2..C11 on fsim against numpy", fsim_resnet18),
-    "tsim-gemm": ("a GEMM-heavy program on tsim and through cocotb: cycles, simulated "
-                  "cycles/s, speed ratio", _tsim_gemm),
-    "load-utilization": ("a long LOAD on tsim at AXI 64 (default) and 256 (wide): bus bytes "
-                         "per cycle over bus width", _load_utilization),
-    "trace-overhead": ("a GEMM-heavy program on fsim and tsim with and without an arch trace: "
-                       "time, cycles/s, trace size", _trace_overhead),
-}
-
-
-def cmd_bench(args):
-    if not args.name:
-        print("benchmarks (run one with: avta bench NAME [--config C]):")
-        for name, (description, _) in BENCHMARKS.items():
-            print(f"  {name:<16} {description}")
-        return 0
-    if args.name not in BENCHMARKS:
-        print(f"avta bench: unknown benchmark {args.name!r}; known: {', '.join(BENCHMARKS)}")
-        return 2
-    return BENCHMARKS[args.name][1](load_config(args.config or "default"))

@@ -23,8 +23,9 @@ def _traced(backend, path, mode):
 
 
 def trace_overhead(cfg, *, shape=(64, 256, 256)):
-    from avta.runtime.device import Device, FsimBackend
-    from avta.sim.bench_tsim import _gemm_program
+    from avta.runtime.device import Device
+    from avta.sim.fsim.backend import FsimBackend
+    from .tsim import _gemm_program
     from avta.sim.tsim.backend import TsimBackend
 
     m, k, n = shape

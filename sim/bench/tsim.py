@@ -71,7 +71,7 @@ def tsim_gemm(cfg, *, shape=(64, 512, 256), with_cocotb=True):
     print(f"  tsim                {tsim_wall:.3f} s, {figures['tsim_cycles_per_second']:,.0f} "
           f"cycles/s (the run only)")
     if with_cocotb:
-        from avta.sim.cocotb_backend import CocotbBackend
+        from avta.sim.cocotb.backend import CocotbBackend
         cocotb_dev = Device(cfg, CocotbBackend(cfg, dram_size=dram))
         _gemm_program(cocotb_dev, m, k, n)       # first run: builds the cocotb model (untimed)
         cocotb_dev = Device(cfg, CocotbBackend(cfg, dram_size=dram))

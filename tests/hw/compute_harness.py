@@ -3,7 +3,7 @@ the unit and on fsim, and the cycles each instruction took."""
 
 import numpy as np
 
-from avta.hw.sim.bench import SimTimeout, run_sim
+from avta.hw.sim.testbench import SimTimeout, run_sim
 from avta.hw.sim.harness import ScratchpadHarness
 from avta.isa.encoding import codec
 from avta.sim.fsim.state import Scratchpads

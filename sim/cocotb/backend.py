@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
-from avta.runtime.device import ArrayDramBackend
+from avta.runtime.backend import ArrayDramBackend
 
-from .cocotb_run import run_cocotb
-from .result import RunResult
+from .run import run_cocotb
+from avta.runtime.backend import RunResult
 
 __all__ = ["CocotbBackend"]
 
@@ -49,7 +49,7 @@ class CocotbBackend(ArrayDramBackend):
                    "registers": registers, "max_cycles": self._max_cycles,
                    "final_image": str(tmp / "final.bin"), "result": str(tmp / "result.json")}
             (tmp / "job.json").write_text(json.dumps(job))
-            run_cocotb(None, top="vta_top", test_module="avta.sim.cocotb_core",
+            run_cocotb(None, top="vta_top", test_module="avta.sim.cocotb.core",
                        verilog=self._verilog,
                        extra_env={"AVTA_COCOTB_JOB": str(tmp / "job.json")})
             result = json.loads((tmp / "result.json").read_text())

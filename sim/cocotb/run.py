@@ -13,13 +13,9 @@ from pathlib import Path
 
 from avta.hw.verilog import to_verilog
 
-from .verilator import verilator_env
+from ..verilator import cache_root, verilator_env
 
-__all__ = ["run_cocotb", "cache_root"]
-
-def cache_root():
-    """Where Verilator builds are kept: ``$AVTA_CACHE`` or ``~/.cache/avta``."""
-    return Path(os.environ.get("AVTA_CACHE", Path.home() / ".cache" / "avta"))
+__all__ = ["run_cocotb"]
 
 
 def run_cocotb(component, *, top, test_module, test_dir=None, build_args=(), extra_env=None,

@@ -1,15 +1,15 @@
 """Run a program on the RTL core in the Amaranth simulator, with the DRAM model behind its four
-memory clients, and report the run as a :class:`avta.sim.result.RunResult`.
+memory clients, and report the run as a :class:`avta.runtime.backend.RunResult`.
 
 This is the slow, exact reference for the core alone (no VME, no AXI); tsim runs the whole
 accelerator on Verilator. Use small configurations and short programs.
 """
 
 from avta.isa.registers import COUNTER_NAMES
-from avta.sim.result import RunResult
+from avta.runtime.backend import RunResult
 
 from ..core.core import Core
-from .bench import run_sim
+from .testbench import run_sim
 from .dram import DramModel
 
 __all__ = ["run_core"]

@@ -4,8 +4,8 @@ The cost of an instruction is measured in the core as it runs in a stream: a pro
 same instruction three times in a row, and the cycles between the first micro-op steps of
 consecutive copies (seen on the GEMM_STEPS / ALU_STEPS counters) is what each one costs, from
 issue by the compute stage to the issue of the next (the stage's per-instruction overhead
-included). ``python -m avta.hw.measure [--config tiny] [--steps 1 8 64 256]`` prints the table;
-:func:`measure` returns it.
+included). ``avta bench rtl-cycles --config tiny`` (or ``python -m avta.sim.bench.rtl_cycles
+[--config tiny] [--steps 1 8 64 256]``) prints the table; :func:`measure` returns it.
 
 Targets (docs/architecture.md, issue 4): a GEMM of N micro-op steps in N + at most 8 cycles; ALU one
 step per cycle with an immediate, two cycles per step with two operands on one ACC read port and
@@ -19,10 +19,12 @@ from avta.isa.config import load_config
 from avta.isa.encoding import codec
 from avta.isa.enums import AluOp, MemType, Opcode
 from avta.isa.insn import AluInsn, GemmInsn, MemoryInsn, Uop
+from avta.hw.sim.core_run import run_core
 
-from .sim.core_bench import run_core
+__all__ = ["measure", "instruction_cycles", "print_table", "main"]
 
-__all__ = ["measure", "instruction_cycles", "main"]
+#: Micro-op steps per instruction measured unless asked otherwise.
+STEPS = (1, 8, 64, 256)
 
 _UOP_ADDR = 0x1000
 
@@ -76,7 +78,7 @@ def _alu(n, **fields):
     return AluInsn(uop_bgn=0, uop_end=n, iter_out=1, iter_in=1, **fields)
 
 
-def measure(cfg, steps=(1, 8, 64, 256)):
+def measure(cfg, steps=STEPS):
     """Rows ``(what, ACC_READ_PORTS, N, cycles, cycles − N)`` for GEMM and the ALU forms."""
     rows = []
     for n in steps:
@@ -94,18 +96,24 @@ def measure(cfg, steps=(1, 8, 64, 256)):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m avta.hw.measure", description=__doc__.split(
-        "\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m avta.sim.bench.rtl_cycles",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default="tiny", help="configuration name or path")
-    parser.add_argument("--steps", type=int, nargs="+", default=[1, 8, 64, 256],
+    parser.add_argument("--steps", type=int, nargs="+", default=list(STEPS),
                         help="micro-op steps N per instruction")
     args = parser.parse_args(argv)
     cfg = load_config(args.config)
     if max(args.steps) > cfg.uop_depth:
         parser.error(f"N is at most the micro-op buffer depth ({cfg.uop_depth})")
+    return print_table(cfg, args.steps)
+
+
+def print_table(cfg, steps=STEPS):
+    """Print :func:`measure`'s table for ``cfg``; exit status 0."""
+    steps = [n for n in steps if n <= cfg.uop_depth]
     print(f"configuration {cfg.name} ({cfg.shape_name}); cycles per instruction in a stream")
     print(f"{'instruction':<22} {'ports':>5} {'N':>6} {'cycles':>7} {'cycles-N':>9}")
-    for what, ports, n, cycles, extra in measure(cfg, args.steps):
+    for what, ports, n, cycles, extra in measure(cfg, steps):
         print(f"{what:<22} {ports:>5} {n:>6} {cycles:>7} {extra:>9}")
     return 0
 

@@ -1,7 +1,7 @@
 """cocotb side of the cocotb backend: runs jobs on ``vta_top`` with cocotbext-axi models.
 
 Not imported by Python code directly: the cocotb runner loads it inside the simulator
-(:mod:`avta.sim.cocotb_backend` starts it). ``AVTA_COCOTB_JOB`` names a JSON file with the DRAM
+(:mod:`avta.sim.cocotb.backend` starts it). ``AVTA_COCOTB_JOB`` names a JSON file with the DRAM
 image path, its size, the registers to write, the cycle limit and where to put the final image
 and the result; DRAM is cocotbext-axi's ``AxiRam``, the host its ``AxiLiteMaster``.
 """
@@ -17,9 +17,8 @@ from cocotb.triggers import ClockCycles, RisingEdge
 warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"cocotbext\.axi(\..*)?")
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam  # noqa: E402
 
-from avta.isa.registers import COUNTER_NAMES, REGISTERS, counter_offset  # noqa: E402
+from avta.isa.registers import COUNTER_NAMES, REGISTERS, Ctrl, counter_offset  # noqa: E402
 
-CTRL_FINISH, CTRL_ERROR = 1 << 1, 1 << 2
 #: Cycles between two reads of CTRL while waiting for the end of a run.
 POLL_CYCLES = 64
 
@@ -41,16 +40,16 @@ async def run_job(dut):
         ram.write(0, f.read())
     for name, value in job["registers"].items():
         await host.write_dword(REGISTERS[name], value)
-    await host.write_dword(REGISTERS["CTRL"], 1)
+    await host.write_dword(REGISTERS["CTRL"], Ctrl.LAUNCH)
     status, waited = "timeout", 0
     while waited < job["max_cycles"]:
         await ClockCycles(dut.clk, POLL_CYCLES)
         waited += POLL_CYCLES
         ctrl = await host.read_dword(REGISTERS["CTRL"])
-        if ctrl & CTRL_ERROR:
+        if ctrl & Ctrl.ERROR:
             status = "error"
             break
-        if ctrl & CTRL_FINISH:
+        if ctrl & Ctrl.FINISH:
             status = "ok"
             break
     result = {"status": status, "cycles": await host.read_dword(REGISTERS["CYCLES"]),

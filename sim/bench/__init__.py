@@ -1,0 +1,74 @@
+"""``avta bench``: every benchmark of the project, each a command that prints its figures.
+
+``avta bench`` lists them; ``avta bench NAME --config C`` runs one. Each entry of
+:data:`BENCHMARKS` is ``name → (one-line description, function(cfg) → exit status)``; the
+modules hold the benchmarks themselves: :mod:`.fsim` (the behavioral model against numpy),
+:mod:`.tsim` (Verilator speed and bus utilization), :mod:`.trace` (what a trace costs) and
+:mod:`.rtl_cycles` (instruction costs on the RTL core). Machines are noisy: these are figures to
+read, not timed tests.
+"""
+
+from avta.isa.config import load_config
+
+__all__ = ["BENCHMARKS", "cmd_bench"]
+
+
+def _fsim_conv2d(cfg):
+    from .fsim import fsim_conv2d
+    return fsim_conv2d(cfg)
+
+
+def _fsim_resnet18(cfg):
+    from .fsim import fsim_resnet18
+    return fsim_resnet18(cfg)
+
+
+def _tsim_gemm(cfg):
+    from .tsim import tsim_gemm
+    figures = tsim_gemm(cfg)
+    return 0 if figures.get("identical", True) else 1
+
+
+def _load_utilization(cfg):
+    from .tsim import load_utilization
+    load_utilization()
+    return 0
+
+
+def _trace_overhead(cfg):
+    from .trace import trace_overhead
+    trace_overhead(cfg)
+    return 0
+
+
+def _rtl_cycles(cfg):
+    from .rtl_cycles import print_table
+    return print_table(cfg)
+
+
+#: name → (one-line description, function(cfg) → exit status).
+BENCHMARKS = {
+    "fsim-conv2d": ("ResNet-18 C2 on fsim: wall time against a numpy reference, and counters",
+                    _fsim_conv2d),
+    "fsim-resnet18": ("every ResNet-18 layer C2..C11 on fsim against numpy", _fsim_resnet18),
+    "tsim-gemm": ("a GEMM-heavy program on tsim and through cocotb: cycles, simulated "
+                  "cycles/s, speed ratio", _tsim_gemm),
+    "load-utilization": ("a long LOAD on tsim at AXI 64 (default) and 256 (wide): bus bytes "
+                         "per cycle over bus width", _load_utilization),
+    "trace-overhead": ("a GEMM-heavy program on fsim and tsim with and without an arch trace: "
+                       "time, cycles/s, trace size", _trace_overhead),
+    "rtl-cycles": ("cycles of GEMM and ALU instructions of N micro-op steps on the RTL core "
+                   "(Amaranth simulator)", _rtl_cycles),
+}
+
+
+def cmd_bench(args):
+    if not args.name:
+        print("benchmarks (run one with: avta bench NAME [--config C]):")
+        for name, (description, _) in BENCHMARKS.items():
+            print(f"  {name:<16} {description}")
+        return 0
+    if args.name not in BENCHMARKS:
+        print(f"avta bench: unknown benchmark {args.name!r}; known: {', '.join(BENCHMARKS)}")
+        return 2
+    return BENCHMARKS[args.name][1](load_config(args.config or "default"))
