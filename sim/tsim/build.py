@@ -11,8 +11,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ..cocotb_run import cache_root
-from ..verilator import VerilatorError, run_verilator, verilator_env, verilator_version
+from ..verilator import (VerilatorError, cache_root, run_verilator, verilator_env,
+                         verilator_version)
 
 __all__ = ["build_library", "HARNESS"]
 
