@@ -1,11 +1,13 @@
 """Control register map and performance counter names (docs/architecture.md, control registers).
 
 Shared by the RTL (VCR), the simulators (which report the same counters), the runtime and the
-C header.
+C headers.
 """
 
-__all__ = ["REGISTERS", "COUNTER_NAMES", "counter_offset", "BYTE_COUNTERS", "STEP_COUNTERS",
-           "CYCLE_COUNTERS"]
+import enum
+
+__all__ = ["REGISTERS", "Ctrl", "COUNTER_NAMES", "counter_offset", "BYTE_COUNTERS",
+           "STEP_COUNTERS", "CYCLE_COUNTERS"]
 
 #: Control register byte offsets on the AXI4-Lite slave (32-bit registers).
 REGISTERS = {
@@ -13,6 +15,24 @@ REGISTERS = {
     "UOP_BASE": 0x10, "INP_BASE": 0x14, "WGT_BASE": 0x18, "ACC_BASE": 0x1C, "OUT_BASE": 0x20,
     "COUNTERS": 0x24, "ERR_CODE": 0x60, "ERR_INSN": 0x64, "CONFIG_ID": 0x68, "VERSION": 0x6C,
 }
+
+
+class Ctrl(enum.IntFlag):
+    """The bits of the CTRL register.
+
+    Written: LAUNCH starts a run (ignored while one is going). Read: BUSY (the same bit) while a
+    run is going, then FINISH or ERROR; the core clears both at the next launch.
+    """
+    LAUNCH = 1 << 0
+    BUSY = LAUNCH
+    FINISH = 1 << 1
+    ERROR = 1 << 2
+
+    @property
+    def position(self):
+        """The index of a single bit (``Ctrl.FINISH.position == 1``), for bit-level RTL."""
+        return self.bit_length() - 1
+
 
 #: The 14 performance counters at COUNTERS + 4·i, in the order of the Intel Labs VTA fork.
 COUNTER_NAMES = ("ACC_WR", "ACC_LD", "INP_LD", "WGT_LD", "UOP_LD", "OUT_ST", "ALU_STEPS",

@@ -4,7 +4,8 @@ Register map (byte offsets, 32-bit registers, :data:`avta.isa.registers.REGISTER
 
 =========  ====  ===========================================================================
 CTRL       0x00  write bit 0 = 1: launch (ignored while busy). Read: bit 0 busy, bit 1 finish,
-                 bit 2 error (finish and error are cleared by the core at launch)
+                 bit 2 error (finish and error are cleared by the core at launch); the bits
+                 are :class:`avta.isa.registers.Ctrl`
 CYCLES     0x04  cycles from launch to finish or error (read only)
 INSN_COUNT 0x08  instructions to fetch
 INSN_ADDR  0x0C  byte address of the first instruction
@@ -21,11 +22,11 @@ selects the window). A read or write of an unmapped offset, and a write to a rea
 register, answer SLVERR, so a host that pokes the wrong place hears about it.
 """
 
-from amaranth import Module, Signal, Cat, Const
+from amaranth import Module, Signal, Const
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from avta.isa.registers import COUNTER_NAMES, REGISTERS
+from avta.isa.registers import COUNTER_NAMES, REGISTERS, Ctrl
 from avta.version import HW_VERSION
 from .signatures import AxiLiteSignature, Resp
 
@@ -67,8 +68,13 @@ class ControlRegisters(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         bus = self.s_axil
+        # CTRL reads the core's status, each flag at its Ctrl bit; the other bits read 0.
+        ctrl = Signal(WORD)
+        for bit, status in ((Ctrl.BUSY, self.busy), (Ctrl.FINISH, self.finished),
+                            (Ctrl.ERROR, self.error)):
+            m.d.comb += ctrl[bit.position].eq(status)
         read_only = {
-            REGISTERS["CTRL"]: Cat(self.busy, self.finished, self.error),
+            REGISTERS["CTRL"]: ctrl,
             REGISTERS["CYCLES"]: self.cycles,
             REGISTERS["ERR_CODE"]: self.err_code,
             REGISTERS["ERR_INSN"]: self.err_insn,
@@ -98,7 +104,8 @@ class ControlRegisters(wiring.Component):
             word_addr = aw_addr & ~0b11
             with m.Switch(word_addr):
                 with m.Case(REGISTERS["CTRL"]):
-                    m.d.sync += self.launch.eq(w_strb[0] & w_data[0] & ~self.busy)
+                    launch = Ctrl.LAUNCH.position
+                    m.d.sync += self.launch.eq(w_strb[launch // 8] & w_data[launch] & ~self.busy)
                 for offset, reg in writable.items():
                     with m.Case(offset):
                         for byte in range(WORD // 8):
