@@ -214,15 +214,15 @@ class Config:
 
     # -- instruction fields ---------------------------------------------------------------------
 
-    inp_factor_bits = property(lambda self: self.log_inp_depth - self.log_inp_factor_restrict,
-                               doc="I of docs/isa.md §2: width of the GEMM src factor fields")
-    wgt_factor_bits = property(lambda self: self.log_wgt_depth - self.log_wgt_factor_restrict,
-                               doc="W of docs/isa.md §2: width of the GEMM wgt factor fields")
-    acc_factor_bits = property(lambda self: self.log_acc_depth - self.log_acc_factor_restrict,
+    acc_factor_bits = property(lambda self: formats.factor_bits(self)[0],
                                doc="A of docs/isa.md §2: width of the dst (and ALU src) factor fields")
-    uop_dst_bits = property(lambda self: self.log_acc_depth)
-    uop_src_bits = property(lambda self: max(self.log_acc_depth, self.log_inp_depth))
-    uop_wgt_bits = property(lambda self: self.log_wgt_depth)
+    inp_factor_bits = property(lambda self: formats.factor_bits(self)[1],
+                               doc="I of docs/isa.md §2: width of the GEMM src factor fields")
+    wgt_factor_bits = property(lambda self: formats.factor_bits(self)[2],
+                               doc="W of docs/isa.md §2: width of the GEMM wgt factor fields")
+    uop_dst_bits = property(lambda self: dict(formats.uop_fields(self))["dst_idx"])
+    uop_src_bits = property(lambda self: dict(formats.uop_fields(self))["src_idx"])
+    uop_wgt_bits = property(lambda self: dict(formats.uop_fields(self))["wgt_idx"])
 
     # -- bus ------------------------------------------------------------------------------------
 

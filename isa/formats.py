@@ -15,7 +15,7 @@ from dataclasses import dataclass
 __all__ = [
     "INSN_BITS", "INSN_UNIT", "UOP_UNIT", "OPCODE_BITS", "ITER_BITS", "IMM_BITS",
     "Placement", "place", "head_fields", "memory_fields", "gemm_fields", "alu_fields",
-    "uop_fields", "instruction_formats",
+    "uop_fields", "factor_bits", "instruction_formats",
 ]
 
 INSN_BITS = 128
@@ -85,7 +85,7 @@ def _loop_fields(cfg):
 
 def gemm_fields(cfg, restrict=None):
     """GEMM and FINISH. ``restrict`` overrides the config's (inp, wgt, acc) factor restrictions."""
-    a, i, w = _factor_bits(cfg, restrict)
+    a, i, w = factor_bits(cfg, restrict)
     return head_fields() + _loop_fields(cfg) + [
         ("dst_factor_out", a), ("dst_factor_in", a),
         ("src_factor_out", i), ("src_factor_in", i),
@@ -95,7 +95,7 @@ def gemm_fields(cfg, restrict=None):
 
 def alu_fields(cfg, restrict=None):
     """ALU: dst and src both index ACC, so both use the ACC factor width (docs/isa.md §2)."""
-    a, _, _ = _factor_bits(cfg, restrict)
+    a, _, _ = factor_bits(cfg, restrict)
     return head_fields() + _loop_fields(cfg) + [
         ("dst_factor_out", a), ("dst_factor_in", a),
         ("src_factor_out", a), ("src_factor_in", a),
@@ -110,10 +110,14 @@ def uop_fields(cfg):
             ("wgt_idx", cfg.log_wgt_depth)]
 
 
-def _factor_bits(cfg, restrict):
+def factor_bits(cfg, restrict=None):
+    """``(A, I, W)`` of docs/isa.md §2: the widths of the ACC, INP and WGT factor fields, each
+    the index width less its ``*_FACTOR_RESTRICT`` (``restrict`` = (inp, wgt, acc) overrides the
+    configuration's)."""
     r_inp, r_wgt, r_acc = restrict if restrict is not None else (
         cfg.log_inp_factor_restrict, cfg.log_wgt_factor_restrict, cfg.log_acc_factor_restrict)
     return (cfg.log_acc_depth - r_acc, cfg.log_inp_depth - r_inp, cfg.log_wgt_depth - r_wgt)
+
 
 
 def instruction_formats(cfg, restrict=None):

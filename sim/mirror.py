@@ -34,20 +34,20 @@ def run_differences(first, second, dram_a, dram_b, names):
     """What differs between two runs of one program, one line each (empty when they agree).
 
     ``first``/``second`` are the RunResults, ``dram_a``/``dram_b`` the final DRAM arrays and
-    ``names`` the two targets' names. Compared: the end (status, error code and instruction),
-    the exact counters (bytes and steps) and, when the run ended ``ok``, the DRAM byte for byte
-    (after an error DRAM is unspecified, docs/isa.md §3.5).
+    ``names`` the two targets' names. Compared: the end (status, error code and instruction)
+    and, when the run ended ``ok``, the exact counters (bytes and steps) and the DRAM byte for
+    byte (after an error only the code and the instruction are defined, docs/isa.md §3.5).
     """
     a, b = names
     lines = []
     ends = [(r.status, r.error_code, r.error_insn) for r in (first, second)]
     if ends[0] != ends[1]:
         lines.append(f"{a} ended {ends[0]}, {b} ended {ends[1]}")
-    for name in BYTE_COUNTERS + STEP_COUNTERS:
-        if first.counters[name] != second.counters[name]:
-            lines.append(f"counter {name} is {first.counters[name]} on {a}, "
-                         f"{second.counters[name]} on {b}")
     if first.status == "ok":
+        for name in BYTE_COUNTERS + STEP_COUNTERS:
+            if first.counters[name] != second.counters[name]:
+                lines.append(f"counter {name} is {first.counters[name]} on {a}, "
+                             f"{second.counters[name]} on {b}")
         differ = np.flatnonzero(dram_a != dram_b)
         if differ.size:
             shown = ", ".join(f"{addr:#x}: {dram_a[addr]:#04x} vs {dram_b[addr]:#04x}"

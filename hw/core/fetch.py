@@ -22,16 +22,18 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2, exact_log2
 
 from avta.isa import formats
+from avta.isa.encoding import INSN_BYTES
 from avta.isa.enums import ErrorCode, Stage
 
-from ..mem_client import ADDR_BITS, ReadClientSignature, beat_count_bits
+from ..mem_client import ADDR_BITS, ReadClientSignature
 from .decode import InsnDecode
 from .queue import INDEX_BITS, entry_layout
 from .row_writer import RowWriter
 
 __all__ = ["Fetch"]
 
-_INSN_BYTES = formats.INSN_BITS // 8
+#: Instruction addresses count bytes; an instruction is 2^_LOG_INSN_BYTES of them.
+_LOG_INSN_BYTES = exact_log2(INSN_BYTES)
 
 
 class Fetch(wiring.Component):
@@ -70,7 +72,7 @@ class Fetch(wiring.Component):
             raise ValueError(f"burst must be in 1..ring ({ring}), not {burst!r}")
         self._cfg, self._ring, self._burst = cfg, ring, burst
         bus = cfg.axi_data_bytes
-        self._lanes = max(1, bus // _INSN_BYTES)
+        self._lanes = max(1, bus // INSN_BYTES)
         self._tag = data.StructLayout({"row": exact_log2(ring),
                                        "skip": max(1, exact_log2(self._lanes)),
                                        "count": ceil_log2(burst + 1)})
@@ -90,7 +92,7 @@ class Fetch(wiring.Component):
         cfg, ring, burst = self._cfg, self._ring, self._burst
         bus = cfg.axi_data_bytes
         log_bus, log_ring = exact_log2(bus), exact_log2(ring)
-        chunks = max(1, _INSN_BYTES // bus)
+        chunks = max(1, INSN_BYTES // bus)
         granularity = bus * 8 if chunks > 1 else None
 
         m.submodules.fetch_buf = buf = Memory(shape=formats.INSN_BITS, depth=ring, init=[])
@@ -110,20 +112,23 @@ class Fetch(wiring.Component):
         n = Signal(range(burst + 1))
         m.d.comb += n.eq(Mux(remaining < burst, remaining, burst))
         free = ring - (fetched - head)
-        skip = fetch_addr[4:log_bus] if self._lanes > 1 else Const(0, 1)
+        skip = fetch_addr[_LOG_INSN_BYTES:log_bus] if self._lanes > 1 else Const(0, 1)
         cmd = self.mem.cmd
         m.d.comb += [
             cmd.valid.eq(running & ~stopped & (fetched < count) & (free >= n)),
             cmd.payload.addr.eq(fetch_addr & ~(bus - 1)),
-            cmd.payload.beats.eq(((skip << 4) + (n << 4) + bus - 1) >> log_bus),
+            cmd.payload.beats.eq(((skip + n) << _LOG_INSN_BYTES) + bus - 1 >> log_bus),
             cmd.payload.tag.row.eq(fetched[:log_ring]),
             cmd.payload.tag.skip.eq(skip),
             cmd.payload.tag.count.eq(n),
         ]
         with m.If(cmd.valid & cmd.ready):
-            m.d.sync += [fetched.eq(fetched + n), fetch_addr.eq(fetch_addr + (n << 4))]
+            m.d.sync += [fetched.eq(fetched + n),
+                         fetch_addr.eq(fetch_addr + (n << _LOG_INSN_BYTES))]
 
-        outstanding = Signal(beat_count_bits(cfg.axi_data_bits) + 4)
+        # Beats asked for and not yet taken: at most `ring` instructions are in flight, and each
+        # command may carry up to two beats more than its instructions fill (an unaligned start).
+        outstanding = Signal(range(ring * (-(-INSN_BYTES // bus) + 2) + 1))
         taken = self.mem.data.valid & self.mem.data.ready
         m.d.sync += outstanding.eq(outstanding + Mux(cmd.valid & cmd.ready, cmd.payload.beats, 0)
                                    - taken)
@@ -131,7 +136,7 @@ class Fetch(wiring.Component):
 
         # -- beats into the ring ------------------------------------------------------------------
         m.submodules.writer = writer = RowWriter(
-            elem_bytes=_INSN_BYTES, bus_bytes=bus, unit_bits=8, row_bits=formats.INSN_BITS,
+            elem_bytes=INSN_BYTES, bus_bytes=bus, unit_bits=8, row_bits=formats.INSN_BITS,
             en_bits=chunks if granularity else 1, addr_bits=log_ring,
             limit_bits=self._tag.size)
         beat = self.mem.data.payload

@@ -7,6 +7,7 @@ It is slow (the Python simulator): use the ``tiny`` configuration and small oper
 import numpy as np
 
 from avta.runtime.backend import ArrayDramBackend
+from avta.sim.memory_knobs import MemoryKnobs
 
 from .core_run import run_core
 
@@ -22,13 +23,13 @@ class CoreSimBackend(ArrayDramBackend):
         Bytes of DRAM (keep it small: the model checks every beat against it).
     max_cycles : int
         A run that has not ended by then returns status ``timeout``.
-    knobs
-        The memory model's ``seed``, ``latency``, ``stall``, ``reorder``, ``outstanding``.
+    knobs : MemoryKnobs
+        The memory model's timing.
     """
 
     name = "amaranth"
 
-    def __init__(self, cfg, *, dram_size=1 << 16, max_cycles=200_000, **knobs):
+    def __init__(self, cfg, *, dram_size=1 << 16, max_cycles=200_000, knobs=MemoryKnobs()):
         super().__init__(dram_size)
         self._cfg = cfg
         self._max_cycles = max_cycles
@@ -41,6 +42,6 @@ class CoreSimBackend(ArrayDramBackend):
     def run(self, insn_addr, insn_count, *, bases=None):
         image = bytearray(self._dram.tobytes())
         result = run_core(self._cfg, image, insn_addr, insn_count, bases=bases,
-                          max_cycles=self._max_cycles, **self._knobs)
+                          max_cycles=self._max_cycles, knobs=self._knobs)
         self._dram[:] = np.frombuffer(bytes(image), dtype=np.uint8)
         return result

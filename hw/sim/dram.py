@@ -4,19 +4,14 @@ It stands in for the VME plus an AXI memory while the core is tested on its own.
 number of read clients and write clients from one ``bytearray``, as one background testbench
 (one Python step per clock cycle for all clients, which keeps the simulation fast).
 
-Knobs, all seeded so that a failing run replays:
-
-``latency``
-    ``(lo, hi)``: a command becomes servable a uniformly random number of cycles in that range
-    after it is accepted (and a write response as long after its last beat).
-``stall``
-    probability that a given cycle withholds ``ready`` on a command or write-data stream, or
-    ``valid`` on a read-data or response stream (backpressure and bubbles).
-``reorder``
-    when true, each read beat comes from a random servable command, so commands complete out of
-    order (beats of one command stay in order, as the interface promises).
-``outstanding``
-    commands a read client may have accepted and not yet finished.
+Its timing is a :class:`~avta.sim.memory_knobs.MemoryKnobs`, the vocabulary every memory model
+shares, seeded so that a failing run replays: a read command becomes servable ``latency`` cycles
+after it is accepted and a write response ``write_latency`` cycles after the last beat;
+``backpressure`` is the chance that a cycle withholds ``ready`` on a command or write-data
+stream, or ``valid`` on a read-data or response stream; with ``reorder`` each read beat comes
+from a random servable command, so commands complete out of order (beats of one command stay in
+order, as the interface promises); ``outstanding`` commands a read client may have accepted and
+not yet finished.
 
 A beat or a write touching bytes outside the ``bytearray`` comes back with ``err`` set (the
 AXI DECERR the VME would turn into error 9); read beats are checked whole, write beats by strobe.
@@ -26,6 +21,8 @@ import random
 from collections import deque
 
 from amaranth.hdl import Value
+
+from avta.sim.memory_knobs import MemoryKnobs
 
 __all__ = ["DramModel"]
 
@@ -63,28 +60,17 @@ class DramModel:
         DRAM contents; writes change it in place.
     data_bits : int
         Bus width of every client.
-    seed : int
-        Seed of the random latency, backpressure and reordering.
-    latency, stall, reorder, outstanding
-        See the module docstring.
+    knobs : MemoryKnobs
+        Latency, reordering, backpressure and their seed (see the module docstring).
     """
 
-    def __init__(self, mem, *, data_bits, seed=0, latency=(1, 1), stall=0.0, reorder=False,
-                 outstanding=4):
+    def __init__(self, mem, *, data_bits, knobs=MemoryKnobs()):
         if not isinstance(mem, bytearray):
             raise TypeError(f"mem must be a bytearray, not {type(mem).__name__}")
-        lo, hi = latency
-        if not 0 <= lo <= hi:
-            raise ValueError(f"latency must be (lo, hi) with 0 <= lo <= hi, not {latency!r}")
-        if not 0.0 <= stall < 1.0:
-            raise ValueError(f"stall is a probability in [0, 1), not {stall!r}")
         self.mem = mem
         self.bus_bytes = data_bits // 8
-        self._rng = random.Random(seed)
-        self._latency = (lo, hi)
-        self._stall = stall
-        self._reorder = reorder
-        self._outstanding = outstanding
+        self._knobs = knobs
+        self._rng = random.Random(knobs.seed)
         self._readers = []
         self._writers = []
         self.cycle = 0
@@ -100,10 +86,10 @@ class DramModel:
     # -- helpers --------------------------------------------------------------------------------
 
     def _go(self):
-        return self._rng.random() >= self._stall
+        return self._rng.random() >= self._knobs.backpressure
 
     def _due(self):
-        return self.cycle + self._rng.randint(*self._latency)
+        return self.cycle + self._rng.randint(*self._knobs.latency)
 
     def _beat(self, addr, beat):
         start = (addr & ~(self.bus_bytes - 1)) + beat * self.bus_bytes
@@ -128,12 +114,12 @@ class DramModel:
 
     def _drive(self, ctx):
         for rc in self._readers:
-            rc.accepting = len(rc.pending) < self._outstanding and self._go()
+            rc.accepting = len(rc.pending) < self._knobs.outstanding and self._go()
             ctx.set(rc.port.cmd.ready, rc.accepting)
             if rc.current is None:
                 ready = [c for c in rc.pending if c[0] <= self.cycle]
                 if ready and self._go():
-                    cmd = self._rng.choice(ready) if self._reorder else ready[0]
+                    cmd = self._rng.choice(ready) if self._knobs.reorder else ready[0]
                     rc.current = (cmd, cmd[4])
             if rc.current is not None:
                 cmd, beat = rc.current
@@ -193,7 +179,7 @@ class DramModel:
                 cmd[2] += 1
                 if cmd[2] == cmd[1]:
                     wc.commands.popleft()
-                    wc.responses.append([self._due(), cmd[3]])
+                    wc.responses.append([self.cycle + self._knobs.write_latency, cmd[3]])
             if cmd_valid and wc.cmd_ready:
                 if beats == 0:
                     raise AssertionError(f"{wc.name}: write command with 0 beats at {addr:#x}")

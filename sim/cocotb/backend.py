@@ -13,25 +13,28 @@ from pathlib import Path
 import numpy as np
 
 from avta.runtime.backend import ArrayDramBackend
+from avta.runtime.host import launch_writes, run_result
+from avta.sim.memory_knobs import MemoryKnobs
 
+from .axi_ram import check_knobs
 from .run import run_cocotb
-from avta.runtime.backend import RunResult
 
 __all__ = ["CocotbBackend"]
 
-BASE_KEYS = ("UOP", "INP", "WGT", "ACC", "OUT")
-
 
 class CocotbBackend(ArrayDramBackend):
-    """A device simulated through cocotb; ``max_cycles`` bounds each run (status timeout)."""
+    """A device simulated through cocotb; ``max_cycles`` bounds each run (status timeout);
+    ``knobs`` (:class:`MemoryKnobs`) set the AXI RAM's backpressure (:mod:`.axi_ram`)."""
 
     name = "cocotb"
 
-    def __init__(self, cfg, *, dram_size=1 << 20, max_cycles=2_000_000):
+    def __init__(self, cfg, *, dram_size=1 << 20, max_cycles=2_000_000, knobs=MemoryKnobs()):
         from avta.hw.top import top_verilog
+        check_knobs(knobs)
         super().__init__(dram_size)
         self._cfg = cfg
         self._max_cycles = max_cycles
+        self._knobs = knobs
         self._verilog = top_verilog(cfg)
 
     @property
@@ -39,14 +42,12 @@ class CocotbBackend(ArrayDramBackend):
         return self._cfg.config_id    # checked against the design's register on every run
 
     def run(self, insn_addr, insn_count, *, bases=None):
-        bases = bases or {}
-        registers = {f"{key}_BASE": bases.get(key, 0) for key in BASE_KEYS}
-        registers.update({"INSN_ADDR": insn_addr, "INSN_COUNT": insn_count})
         with tempfile.TemporaryDirectory(prefix="avta-cocotb-") as tmp:
             tmp = Path(tmp)
             (tmp / "image.bin").write_bytes(self._dram.tobytes())
             job = {"image": str(tmp / "image.bin"), "dram_size": int(self._dram.size),
-                   "registers": registers, "max_cycles": self._max_cycles,
+                   "writes": launch_writes(insn_addr, insn_count, bases),
+                   "knobs": self._knobs.to_dict(), "max_cycles": self._max_cycles,
                    "final_image": str(tmp / "final.bin"), "result": str(tmp / "result.json")}
             (tmp / "job.json").write_text(json.dumps(job))
             run_cocotb(None, top="vta_top", test_module="avta.sim.cocotb.core",
@@ -57,7 +58,4 @@ class CocotbBackend(ArrayDramBackend):
         if result["config_id"] != self._cfg.config_id:
             raise RuntimeError(f"the simulated design reports CONFIG_ID "
                                f"{result['config_id']:#010x}, not {self._cfg.config_id:#010x}")
-        error = result["status"] == "error"
-        return RunResult(result["status"], cycles=result["cycles"], counters=result["counters"],
-                         error_code=result["error_code"] if error else None,
-                         error_insn=result["error_insn"] if error else None)
+        return run_result(result["status"], result["values"], max_cycles=self._max_cycles)

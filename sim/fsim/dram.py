@@ -8,14 +8,12 @@ mod 2^32. An element must lie wholly inside the buffer; any access outside it is
 import numpy as np
 
 from avta.isa.enums import ErrorCode
-from avta.isa.memories import BASE_KEYS
+from avta.runtime.host import check_bases
 
 from .errors import MachineError
 
-__all__ = ["Dram", "BASE_NAMES", "as_byte_array"]
+__all__ = ["Dram", "as_byte_array"]
 
-#: Keys of the ``bases`` mapping: the UOP_BASE … OUT_BASE control registers (docs/architecture.md).
-BASE_NAMES = BASE_KEYS
 
 _ADDR_MOD = 1 << 32     # addresses are 32 bits (the AXI address width)
 
@@ -36,20 +34,6 @@ def as_byte_array(dram):
     if not view.flags.writeable:
         raise TypeError("DRAM must be writable: the run stores into it in place")
     return view
-
-
-def check_bases(bases):
-    """The base registers as a complete dict, checked: names from BASE_NAMES, 32-bit values."""
-    out = dict.fromkeys(BASE_NAMES, 0)
-    for name, value in (bases or {}).items():
-        if name not in out:
-            raise ValueError(f"unknown base register {name!r}; the bases are "
-                             f"{', '.join(BASE_NAMES)}")
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
-                or not 0 <= value < _ADDR_MOD:
-            raise ValueError(f"base {name} = {value!r}: must be an integer in 0..2^32-1")
-        out[name] = int(value)
-    return out
 
 
 class Dram:

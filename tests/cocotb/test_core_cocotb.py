@@ -12,6 +12,7 @@ from avta.runtime.ops.matmul import matmul
 from avta.runtime.ops.requant import Requant
 from avta.sim.cocotb.backend import CocotbBackend
 from avta.sim.fsim.backend import fsim_device
+from avta.sim.memory_knobs import MemoryKnobs
 
 DRAM_BYTES = 1 << 16
 
@@ -35,7 +36,8 @@ def alu_program(dev, rng):
 def test_core_through_cocotb_matches_fsim(program):
     cfg = load_config("tiny")
     devices = [fsim_device(cfg, dram_size=DRAM_BYTES),
-               Device(cfg, CocotbBackend(cfg, dram_size=DRAM_BYTES))]
+               Device(cfg, CocotbBackend(cfg, dram_size=DRAM_BYTES,
+                                         knobs=MemoryKnobs(seed=5, backpressure=0.2)))]
     results = [program(dev, np.random.default_rng(21)) for dev in devices]
     assert np.array_equal(results[0], results[1])
     assert np.array_equal(devices[0].backend.dram, devices[1].backend.dram)

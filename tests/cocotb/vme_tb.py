@@ -1,11 +1,11 @@
 """cocotb tests of the memory engine against cocotbext-axi's AXI RAM.
 
 Parameters come from the environment (set by test_vme_cocotb.py): AVTA_DATA_BITS,
-AVTA_TAG_BITS, and AVTA_PAUSE (``none`` or ``random``: pause generators on every channel).
+AVTA_TAG_BITS, and AVTA_MEMORY_KNOBS (a :class:`MemoryKnobs` as JSON: the RAM's backpressure).
 Command and beat payloads are packed with the same Amaranth layouts the RTL uses.
 """
 
-import itertools
+import json
 import os
 import random
 import warnings
@@ -19,18 +19,15 @@ from cocotbext.axi import AxiBus, AxiRam  # noqa: E402
 
 from avta.hw.mem_client import (read_beat_layout, read_cmd_layout,  # noqa: E402
                                  write_beat_layout, write_cmd_layout, write_resp_layout)
+from avta.sim.cocotb.axi_ram import apply_knobs  # noqa: E402
+from avta.sim.memory_knobs import MemoryKnobs  # noqa: E402
 
 DATA_BITS = int(os.environ.get("AVTA_DATA_BITS", "64"))
 TAG_BITS = int(os.environ.get("AVTA_TAG_BITS", "8"))
-PAUSE = os.environ.get("AVTA_PAUSE", "none")
+KNOBS = MemoryKnobs.from_dict(json.loads(os.environ.get("AVTA_MEMORY_KNOBS", "{}")))
 BEAT = DATA_BITS // 8
 RAM_BYTES = 1 << 16
 CYCLE_LIMIT = 200_000
-
-
-def pauses(seed):
-    rng = random.Random(seed)
-    return (rng.random() < 0.3 for _ in itertools.count())
 
 
 async def setup(dut):
@@ -41,11 +38,7 @@ async def setup(dut):
         getattr(dut, name).value = 0
     ram = AxiRam(AxiBus.from_prefix(dut, "m_axi", bus_separator="__"), dut.clk, dut.rst,
                  size=RAM_BYTES)
-    if PAUSE == "random":
-        for index, channel in enumerate((ram.write_if.aw_channel, ram.write_if.w_channel,
-                                         ram.write_if.b_channel, ram.read_if.ar_channel,
-                                         ram.read_if.r_channel)):
-            channel.set_pause_generator(pauses(index))
+    apply_knobs(ram, KNOBS)
     await ClockCycles(dut.clk, 3)
     dut.rst.value = 0
     await RisingEdge(dut.clk)
@@ -89,8 +82,9 @@ async def reads_land_where_tagged(dut):
     async def collect():
         while len(got) < len(expected):
             for client in (0, 1):
-                getattr(dut, f"rd{client}__data__ready").value = int(PAUSE == "none" or
-                                                                     rng.random() < 0.7)
+                # The clients hold off as often as the memory does.
+                getattr(dut, f"rd{client}__data__ready").value = int(
+                    rng.random() >= KNOBS.backpressure)
             await ReadOnly()
             for client in (0, 1):
                 port = f"rd{client}__data"

@@ -1,42 +1,23 @@
-"""A runtime backend that runs every program on fsim and on the RTL core (Amaranth simulator)
-from the same DRAM image and checks that they agree byte for byte."""
-
-import numpy as np
+"""A runtime device whose every run goes to fsim and to the RTL core (Amaranth simulator) from
+the same DRAM image, through :class:`avta.sim.mirror.MirrorBackend`: they must agree byte for
+byte, in status and in the exact counters."""
 
 from avta.hw.sim.backend import CoreSimBackend
 from avta.isa.config import load_config
-from avta.isa.registers import BYTE_COUNTERS, STEP_COUNTERS
 from avta.runtime.device import Device
-from avta.sim.fsim import Fsim
+from avta.sim.fsim.backend import FsimBackend
+from avta.sim.memory_knobs import MemoryKnobs
+from avta.sim.mirror import MirrorBackend
+
+#: DRAM of both targets: small, because the core's memory model checks every beat against it.
+DRAM_BYTES = 1 << 15
 
 
-class ComparingBackend(CoreSimBackend):
-    """Runs every program on fsim and on the core and checks that they agree."""
-
-    name = "fsim+amaranth"
-
-    def __init__(self, cfg, **knobs):
-        super().__init__(cfg, dram_size=1 << 15, **knobs)
-        self._cfg = cfg
-        self.runs = []
-
-    def run(self, insn_addr, insn_count, *, bases=None):
-        ref = self.dram.copy()
-        want = Fsim(self._cfg, strict=True).run(ref, insn_addr, insn_count, bases=bases)
-        got = super().run(insn_addr, insn_count, bases=bases)
-        assert (got.status, got.error_code, got.error_insn) == \
-            (want.status, want.error_code, want.error_insn), f"core {got} != fsim {want}"
-        for name in BYTE_COUNTERS + STEP_COUNTERS:
-            assert got.counters[name] == want.counters[name], name
-        diff = np.flatnonzero(self.dram != ref)
-        assert diff.size == 0, (f"DRAM differs at {diff.size} bytes, first at 0x{int(diff[0]):x}:"
-                                f" core {self.dram[diff[:8]]} fsim {ref[diff[:8]]}")
-        self.runs.append(got)
-        return got
-
-
-def device(config="tiny", **knobs):
-    """A runtime Device whose runs are checked fsim against the core; memory-model knobs."""
+def device(config="tiny", *, seed=1, **knobs):
+    """A Device on fsim mirrored onto the core; the core's memory shaken by ``knobs``
+    (:class:`MemoryKnobs` fields; by default short random latency, reordering, backpressure)."""
     cfg = load_config(config) if isinstance(config, str) else config
-    knobs = {"latency": (0, 6), "stall": 0.2, "reorder": True, **knobs}
-    return Device(cfg, ComparingBackend(cfg, **knobs))
+    knobs = MemoryKnobs(**{"seed": seed, "latency": (0, 6), "backpressure": 0.2,
+                           "reorder": True, **knobs})
+    return Device(cfg, MirrorBackend(FsimBackend(cfg, dram_size=DRAM_BYTES),
+                                     CoreSimBackend(cfg, dram_size=DRAM_BYTES, knobs=knobs)))

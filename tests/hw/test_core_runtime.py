@@ -36,7 +36,7 @@ def test_conv2d(pad, stride, requant):
     bias = rng.integers(-100, 100, cfg.block_out, dtype=np.int32)
     y = conv2d(dev, x, w, bias, stride=stride, pad=pad, requant=requant)
     assert (y == conv2d_ref(x, w, bias, stride=stride, pad=pad, requant=requant)).all()
-    assert dev.backend.runs[-1].counters["GEMM_STEPS"] > 0
+    assert dev.last_result.counters["GEMM_STEPS"] > 0
 
 
 @pytest.mark.parametrize("operand", ["imm", "tensor"])
@@ -54,7 +54,7 @@ def test_elementwise(op, operand):
             b = rng.integers(-32, 32, a.shape, dtype=np.int32)
         steps = [(op, "b")]
     elementwise(dev, a, steps, b, a_8bit=operand == "imm" and op == AluOp.MOV)
-    assert dev.backend.runs[-1].counters["ALU_STEPS"] > 0
+    assert dev.last_result.counters["ALU_STEPS"] > 0
 
 
 def _readback(dev, builder, acc_rows, start_row):
@@ -119,4 +119,4 @@ def test_gemm_and_alu_chains(distance):
     b.alu(UopKernel([(k, (k + 1) % distance) for k in range(distance)], [Loop(2)]), AluOp.MUL)
     _readback(dev, b, rows, 32)
     dev.run(b.finish())
-    assert dev.backend.runs[-1].counters["GEMM_STEPS"] == rows + 24
+    assert dev.last_result.counters["GEMM_STEPS"] == rows + 24

@@ -9,6 +9,7 @@ import pytest
 from avta.hw.core.fetch import Fetch
 from avta.hw.sim.testbench import SimTimeout, run_sim
 from avta.hw.sim.dram import DramModel
+from avta.sim.memory_knobs import MemoryKnobs
 from avta.isa.config import load_config
 from avta.isa.encoding import codec
 from avta.isa.enums import AluOp, MemType, Opcode, Stage
@@ -47,8 +48,9 @@ def run_fetch(cfg, insns, *, raws=None, scan_after=None, seed=0, stall=0.3, read
     dram = bytearray(size)
     dram[insn_addr:insn_addr + len(blob)] = blob[:max(0, size - insn_addr)]
     dut = Fetch(cfg=cfg, ring=8, burst=3)
-    model = DramModel(dram, data_bits=cfg.axi_data_bits, seed=seed, latency=(0, 8),
-                      stall=stall, reorder=True)
+    model = DramModel(dram, data_bits=cfg.axi_data_bits,
+                      knobs=MemoryKnobs(seed=seed, latency=(0, 8), backpressure=stall,
+                                        reorder=True))
     model.add_read_client(dut.mem, "fetch")
     rng = random.Random(seed)
     got = {Stage.LOAD: [], Stage.COMPUTE: [], Stage.STORE: []}

@@ -10,6 +10,7 @@ import pytest
 from avta.hw.core.tensor_load import COMPUTE_STAGE_TYPES, LOAD_STAGE_TYPES, TensorLoad
 from avta.hw.sim.testbench import run_sim, wait_until
 from avta.hw.sim.dram import DramModel
+from avta.sim.memory_knobs import MemoryKnobs
 from avta.hw.sim.harness import ScratchpadHarness
 from avta.isa.config import load_config
 from avta.isa.enums import MemType, Opcode, PadValue
@@ -50,8 +51,9 @@ def run_loads(cfg, types, insns, *, seed=0, stall=0.3, latency=(0, 6), reorder=T
     harness = ScratchpadHarness(cfg, unit, {f"{p}_wr": (p, "w") for p in pads})
     rng = np.random.default_rng(seed)
     dram = bytearray(rng.integers(0, 256, DRAM_BYTES, dtype=np.uint8).tobytes())
-    model = DramModel(dram, data_bits=cfg.axi_data_bits, seed=seed, latency=latency,
-                      stall=stall, reorder=reorder)
+    model = DramModel(dram, data_bits=cfg.axi_data_bits,
+                      knobs=MemoryKnobs(seed=seed, latency=latency, backpressure=stall,
+                                        reorder=reorder))
     model.add_read_client(unit.mem, "load")
     got = {}
 

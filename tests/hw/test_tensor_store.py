@@ -9,6 +9,7 @@ import pytest
 from avta.hw.core.tensor_store import TensorStore
 from avta.hw.sim.testbench import SimTimeout, run_sim
 from avta.hw.sim.dram import DramModel
+from avta.sim.memory_knobs import MemoryKnobs
 from avta.hw.sim.harness import ScratchpadHarness
 from avta.isa.config import load_config
 from avta.isa.enums import MemType, Opcode
@@ -41,8 +42,8 @@ def run_stores(cfg, insns, *, seed=0, stall=0.3, latency=(0, 5), base=0, dram_by
     out = random_rows(cfg, "out", rng)
     dram = bytearray(rng.integers(0, 256, dram_bytes, dtype=np.uint8).tobytes())
     ref = np.frombuffer(bytes(dram), dtype=np.uint8).copy()
-    model = DramModel(dram, data_bits=cfg.axi_data_bits, seed=seed, latency=latency,
-                      stall=stall)
+    model = DramModel(dram, data_bits=cfg.axi_data_bits,
+                      knobs=MemoryKnobs(seed=seed, latency=latency, backpressure=stall))
     model.add_write_client(unit.mem, "store")
     errs, cycles = [], []
 
