@@ -14,7 +14,7 @@ from amaranth.lib.wiring import In, Out, flipped
 
 from avta.isa.registers import COUNTER_NAMES
 
-from .axi.signatures import AxiLiteSignature, AxiSignature
+from .axi.signatures import AxiLiteSignature, AxiSignature, id_bits
 from .axi.vcr import ControlRegisters
 from .axi.vme import MemoryEngine
 from .core.core import Core
@@ -37,7 +37,7 @@ class VtaTop(wiring.Component):
         self._cfg = cfg
         self._trace = trace
         self._core = Core(cfg=cfg, trace=trace, faults=faults)
-        self._id_width = max(1, (READ_SLOTS - 1).bit_length())
+        self._id_width = id_bits(READ_SLOTS)
         members = {
             "s_axil": In(AxiLiteSignature()),
             "m_axi": Out(AxiSignature(data_width=cfg.axi_data_bits, id_width=self._id_width)),

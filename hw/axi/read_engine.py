@@ -19,7 +19,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
 from ..mem_client import ADDR_BITS, ReadClientSignature, beat_count_bits
-from .signatures import AxiSignature, BURST_INCR, PAGE_BYTES, Resp
+from .signatures import PAGE_BYTES, AxiSignature, Burst, Resp, id_bits
 
 __all__ = ["ReadEngine", "burst_beats", "MAX_BURST_BEATS", "CACHE_NORMAL"]
 
@@ -68,7 +68,7 @@ class ReadEngine(wiring.Component):
         self._data_bits, self._slots = data_bits, slots
         super().__init__({
             "client": In(ReadClientSignature(data_bits=data_bits, tag_shape=tag_shape)),
-            "m_axi": Out(AxiSignature(data_width=data_bits, id_width=max(1, exact_log2(slots)))),
+            "m_axi": Out(AxiSignature(data_width=data_bits, id_width=id_bits(slots))),
             "idle": Out(1),
         })
 
@@ -112,7 +112,7 @@ class ReadEngine(wiring.Component):
         m.d.comb += [
             ar_fire.eq(ar_valid & axi.arready),
             load_ar.eq(active & (~ar_valid | ar_fire)),
-            axi.arvalid.eq(ar_valid), axi.arsize.eq(log_beat), axi.arburst.eq(BURST_INCR),
+            axi.arvalid.eq(ar_valid), axi.arsize.eq(log_beat), axi.arburst.eq(Burst.INCR),
             axi.arcache.eq(CACHE_NORMAL),
         ]
         with m.If(ar_fire):

@@ -5,22 +5,36 @@ Members are flat (``awaddr``, ``awvalid``, …), so a port named ``s_axil`` beco
 Directions are those of the manager (master); a subordinate port is ``In(...)`` of it, i.e. flipped.
 """
 
-from amaranth.lib import wiring
+from amaranth.lib import enum, wiring
 from amaranth.lib.wiring import In, Out
+from amaranth.utils import exact_log2
 
-__all__ = ["AxiLiteSignature", "AxiSignature", "Resp", "BURST_INCR", "PAGE_BYTES"]
+__all__ = ["AxiLiteSignature", "AxiSignature", "Resp", "Burst", "PAGE_BYTES", "id_bits"]
 
-#: AXI responses (AMBA AXI spec, xRESP encodings).
-class Resp:
+
+class Resp(enum.IntEnum, shape=2):
+    """xRESP encodings (AMBA AXI A3.4.4)."""
     OKAY = 0
     EXOKAY = 1
     SLVERR = 2
     DECERR = 3
 
 
-BURST_INCR = 1
+class Burst(enum.IntEnum, shape=2):
+    """AxBURST encodings (AMBA AXI A3.4.1); the memory engine issues INCR only."""
+    FIXED = 0
+    INCR = 1
+    WRAP = 2
+
+
 #: A burst must not cross a 4 KiB boundary (AMBA AXI spec, A3.4.1).
 PAGE_BYTES = 4096
+
+
+def id_bits(slots):
+    """AXI ID bits for ``slots`` commands in flight with an ID each (a power of two); at least
+    one bit, as an AXI port needs."""
+    return max(1, exact_log2(slots))
 
 
 class AxiLiteSignature(wiring.Signature):
@@ -34,9 +48,9 @@ class AxiLiteSignature(wiring.Signature):
             "awaddr": Out(addr_width), "awprot": Out(3), "awvalid": Out(1), "awready": In(1),
             "wdata": Out(data_width), "wstrb": Out(data_width // 8), "wvalid": Out(1),
             "wready": In(1),
-            "bresp": In(2), "bvalid": In(1), "bready": Out(1),
+            "bresp": In(Resp), "bvalid": In(1), "bready": Out(1),
             "araddr": Out(addr_width), "arprot": Out(3), "arvalid": Out(1), "arready": In(1),
-            "rdata": In(data_width), "rresp": In(2), "rvalid": In(1), "rready": Out(1),
+            "rdata": In(data_width), "rresp": In(Resp), "rvalid": In(1), "rready": Out(1),
         })
 
     addr_width = property(lambda self: self._addr_width)
@@ -60,15 +74,15 @@ class AxiSignature(wiring.Signature):
         self._addr_width, self._data_width, self._id_width = addr_width, data_width, id_width
         super().__init__({
             "awid": Out(id_width), "awaddr": Out(addr_width), "awlen": Out(8), "awsize": Out(3),
-            "awburst": Out(2), "awlock": Out(1), "awcache": Out(4), "awprot": Out(3),
+            "awburst": Out(Burst), "awlock": Out(1), "awcache": Out(4), "awprot": Out(3),
             "awvalid": Out(1), "awready": In(1),
             "wdata": Out(data_width), "wstrb": Out(data_width // 8), "wlast": Out(1),
             "wvalid": Out(1), "wready": In(1),
-            "bid": In(id_width), "bresp": In(2), "bvalid": In(1), "bready": Out(1),
+            "bid": In(id_width), "bresp": In(Resp), "bvalid": In(1), "bready": Out(1),
             "arid": Out(id_width), "araddr": Out(addr_width), "arlen": Out(8), "arsize": Out(3),
-            "arburst": Out(2), "arlock": Out(1), "arcache": Out(4), "arprot": Out(3),
+            "arburst": Out(Burst), "arlock": Out(1), "arcache": Out(4), "arprot": Out(3),
             "arvalid": Out(1), "arready": In(1),
-            "rid": In(id_width), "rdata": In(data_width), "rresp": In(2), "rlast": In(1),
+            "rid": In(id_width), "rdata": In(data_width), "rresp": In(Resp), "rlast": In(1),
             "rvalid": In(1), "rready": Out(1),
         })
 

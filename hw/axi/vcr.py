@@ -26,14 +26,16 @@ from amaranth import Module, Signal, Const
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from avta.isa.memories import BASE_KEYS
 from avta.isa.registers import COUNTER_NAMES, REGISTERS, Ctrl
 from avta.version import HW_VERSION
+
 from .signatures import AxiLiteSignature, Resp
 
 __all__ = ["ControlRegisters", "BASE_NAMES"]
 
 #: The base registers in map order; each is added to its memory type's DRAM addresses.
-BASE_NAMES = ("UOP_BASE", "INP_BASE", "WGT_BASE", "ACC_BASE", "OUT_BASE")
+BASE_NAMES = tuple(f"{key}_BASE" for key in BASE_KEYS)
 _RW = ("INSN_COUNT", "INSN_ADDR") + BASE_NAMES
 _DECODED_BITS = 8
 WORD = 32

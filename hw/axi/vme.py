@@ -9,12 +9,11 @@ flight and complete out of order across commands (AXI IDs are tag-buffer slots);
 from amaranth import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out, flipped
-from amaranth.utils import exact_log2
 
 from ..mem_client import ReadClientSignature, WriteClientSignature
 from .read_arbiter import ReadArbiter, shared_tag_layout
 from .read_engine import ReadEngine
-from .signatures import AxiSignature
+from .signatures import AxiSignature, id_bits
 from .write_engine import WriteEngine
 
 __all__ = ["MemoryEngine"]
@@ -42,7 +41,7 @@ class MemoryEngine(wiring.Component):
             raise ValueError("the memory engine needs at least one read client")
         self._data_bits, self._read_slots = data_bits, read_slots
         self._read_clients = dict(read_clients)
-        self._id_width = max(1, exact_log2(read_slots))
+        self._id_width = id_bits(read_slots)
         members = {name: In(ReadClientSignature(data_bits=data_bits, tag_shape=shape))
                    for name, shape in self._read_clients.items()}
         members.update({

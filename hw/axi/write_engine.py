@@ -15,7 +15,7 @@ from amaranth.utils import exact_log2
 
 from ..mem_client import ADDR_BITS, WriteClientSignature, beat_count_bits
 from .read_engine import CACHE_NORMAL, MAX_BURST_BEATS, burst_beats
-from .signatures import AxiSignature, BURST_INCR, Resp
+from .signatures import AxiSignature, Burst, Resp
 
 __all__ = ["WriteEngine"]
 
@@ -68,7 +68,7 @@ class WriteEngine(wiring.Component):
             b_fire.eq(axi.bvalid & axi.bready),
             load_aw.eq(busy & (aw_left != 0) & (~aw_valid | aw_fire) &
                        (bursts_open < self._max_outstanding)),
-            axi.awvalid.eq(aw_valid), axi.awsize.eq(log_beat), axi.awburst.eq(BURST_INCR),
+            axi.awvalid.eq(aw_valid), axi.awsize.eq(log_beat), axi.awburst.eq(Burst.INCR),
             axi.awcache.eq(CACHE_NORMAL), axi.bready.eq(1),
         ]
         with m.If(aw_fire):
