@@ -13,7 +13,18 @@ from ..core.core import Core
 from .dram import DramModel
 from .testbench import run_sim
 
-__all__ = ["run_core"]
+__all__ = ["run_core", "core_memory"]
+
+
+def core_memory(core, dram, knobs=MemoryKnobs()):
+    """A :class:`DramModel` over ``dram`` serving the core's four memory clients (fetch, load,
+    compute, store), as the memory engine does in the full design."""
+    model = DramModel(dram, data_bits=core.cfg.axi_data_bits, knobs=knobs)
+    model.add_read_client(core.fetch_mem, "fetch")
+    model.add_read_client(core.ld_mem, "load")
+    model.add_read_client(core.cp_mem, "compute")
+    model.add_write_client(core.st_mem, "store")
+    return model
 
 
 def run_core(cfg, dram, insn_addr, insn_count, *, bases=None, max_cycles=200_000,
@@ -27,11 +38,7 @@ def run_core(cfg, dram, insn_addr, insn_count, *, bases=None, max_cycles=200_000
     returns an async testbench that runs alongside (to sample the core's ports).
     """
     core = Core(cfg=cfg, **(core_args or {}))
-    model = DramModel(dram, data_bits=cfg.axi_data_bits, knobs=knobs)
-    model.add_read_client(core.fetch_mem, "fetch")
-    model.add_read_client(core.ld_mem, "load")
-    model.add_read_client(core.cp_mem, "compute")
-    model.add_write_client(core.st_mem, "store")
+    model = core_memory(core, dram, knobs)
     bases = check_bases(bases)
     results = []
 
