@@ -1,5 +1,5 @@
-"""Outputs parse and agree with the floorplan: DEF (by defreader), Hammer YAML, SVG as XML, PNG,
-JSON and the OpenROAD Tcl script."""
+"""Outputs parse and agree with the floorplan: DEF (by the def_reader fixture), Hammer YAML,
+SVG as XML, PNG, JSON and the OpenROAD Tcl script."""
 
 import json
 import re
@@ -13,7 +13,6 @@ from avta.floorplan.cli import write_vta_floorplan
 from avta.floorplan.geometry import Orientation
 from avta.floorplan.vta import build_floorplan
 from avta.floorplan.writers import SUFFIXES, floorplan_to_def
-from defreader import DefSyntaxError, read_def
 
 
 @pytest.fixture(scope="module", params=["functional", "tiled"])
@@ -33,10 +32,10 @@ def test_every_output_is_written_with_its_name(written):
         assert path.name == f"default-{plan.style}.{suffix}" and path.stat().st_size > 0
 
 
-def test_def_reads_back(written):
+def test_def_reads_back(written, def_reader):
     plan, _, paths = written
     fp = plan.floorplan
-    data = read_def(paths["def"].read_text())
+    data = def_reader.read(paths["def"].read_text())
     assert (data["design"], data["dbu_per_micron"], data["dividerchar"]) == \
         (fp.name, 2000, "/")
     die = fp.die_rect
@@ -63,11 +62,11 @@ def test_def_reads_back(written):
         assert group["patterns"] == [fenced[group["name"]].path + "/*"]
 
 
-def test_the_def_reader_is_strict():
-    with pytest.raises(DefSyntaxError, match="declares 2 entries and holds 1"):
-        read_def("COMPONENTS 2 ;\n- a m + PLACED ( 0 0 ) N ;\nEND COMPONENTS\nEND DESIGN\n")
-    with pytest.raises(DefSyntaxError, match="no END DESIGN"):
-        read_def("DESIGN x ;\n")
+def test_the_def_reader_is_strict(def_reader):
+    with pytest.raises(def_reader.SyntaxError, match="declares 2 entries and holds 1"):
+        def_reader.read("COMPONENTS 2 ;\n- a m + PLACED ( 0 0 ) N ;\nEND COMPONENTS\nEND DESIGN\n")
+    with pytest.raises(def_reader.SyntaxError, match="no END DESIGN"):
+        def_reader.read("DESIGN x ;\n")
 
 
 def test_hammer_yaml_parses_and_matches(written):

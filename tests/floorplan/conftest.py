@@ -1,4 +1,5 @@
-"""A small DEF reader for the tests: enough of DEF 5.8 to read back what the writer emits.
+"""Fixtures of the floorplan tests: ``def_reader``, a small DEF reader, enough of DEF 5.8 to
+read back what the writer emits.
 
 It tokenizes (quoted strings, ``#`` comments), reads statements up to ``;``, and understands
 VERSION, DIVIDERCHAR, BUSBITCHARS, DESIGN, UNITS, DIEAREA, ROW, and the COMPONENTS, REGIONS and
@@ -7,6 +8,9 @@ GROUPS sections, checking each section's declared count against what it holds. I
 """
 
 import re
+from types import SimpleNamespace
+
+import pytest
 
 _TOKEN = re.compile(r'"[^"]*"|[^\s;]+|;')
 
@@ -64,7 +68,7 @@ def _component(tokens):
     return comp
 
 
-def read_def(text):
+def _read_def(text):
     """A dict of what the DEF holds; raises :class:`DefSyntaxError` on malformed input."""
     out = {"rows": [], "components": [], "regions": [], "groups": []}
     section, declared = None, None
@@ -117,3 +121,10 @@ def read_def(text):
     if not out.get("ended"):
         raise DefSyntaxError("no END DESIGN")
     return out
+
+
+@pytest.fixture
+def def_reader():
+    """``def_reader.read(text)``: a dict of what the DEF holds; it raises
+    ``def_reader.SyntaxError`` (a ValueError) on malformed input."""
+    return SimpleNamespace(read=_read_def, SyntaxError=DefSyntaxError)
