@@ -1,11 +1,50 @@
-"""Fixtures of the runtime tests."""
+"""Fixtures of the runtime tests: the configurations the issue names, devices, random data.
+
+On the configurations in :data:`MIRRORED_CONFIGS` every program also runs on tsim, with the
+memory model's random latency, reordering and backpressure, and the final DRAM, status and
+exact counters must equal fsim's (issue 5), and so must the two traces in ``arch`` mode: every
+scratchpad row and DRAM element each instruction writes (issue 6). ``AVTA_TSIM_MIRROR=0`` turns
+the mirror off for a quick fsim-only run; ``AVTA_MIRROR_TRACE=0`` keeps the mirror but skips the
+traces.
+
+A test that takes ``device`` on a mirrored configuration is marked ``tsim`` (see
+:func:`pytest_collection_modifyitems`), so ``-m "not tsim"`` leaves it out.
+"""
+
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from avta.isa.config import load_config
+from avta.runtime.device import Device
+from avta.runtime.wellformed import check_wellformed
+from avta.sim.fsim.backend import FsimBackend
 
-from runtime_harness import RUNTIME_CONFIGS
+#: The configurations every runtime test runs on (issue 3): small, upstream's, two batch rows and
+#: a rectangular GEMM core.
+RUNTIME_CONFIGS = ("tiny", "default", "batch2", "rect")
+#: The configurations whose programs also run on tsim.
+MIRRORED_CONFIGS = ("tiny", "default")
+#: Whether they do (``AVTA_TSIM_MIRROR=0``: no), and with traces (``AVTA_MIRROR_TRACE=0``: no).
+MIRROR = os.environ.get("AVTA_TSIM_MIRROR", "1") != "0"
+MIRROR_TRACE = os.environ.get("AVTA_MIRROR_TRACE", "1") != "0"
+#: Configuration fixtures of a fixed configuration (tests/conftest.py).
+_FIXED_CONFIGS = {"default_cfg": "default", "tiny_cfg": "tiny"}
+
+
+class CheckedDevice(Device):
+    """A device that first proves every program well-formed (docs/isa.md §3 rules (a)-(e)) with the
+    independent checker, then runs it."""
+
+    def run(self, program, **kwargs):
+        check_wellformed(program, raise_error=True)
+        return super().run(program, **kwargs)
+
+
+def _mirrored(cfg):
+    return MIRROR and cfg.name in MIRRORED_CONFIGS
 
 
 @pytest.fixture(params=RUNTIME_CONFIGS)
@@ -16,3 +55,44 @@ def cfg(request):
 @pytest.fixture
 def rng():
     return np.random.default_rng(0xDEADB)     # upstream's test seed
+
+
+@pytest.fixture
+def int8(rng):
+    """``int8(shape, lo=-128, hi=128)``: random int8 data from the test's ``rng``."""
+    def draw(shape, lo=-128, hi=128):
+        return rng.integers(lo, hi, shape, dtype=np.int8)
+    return draw
+
+
+@pytest.fixture
+def device():
+    """``device(cfg, *, schedule="inorder", seed=None, dram_size=1 << 20)``: a checked device on
+    fsim, mirrored onto tsim for :data:`MIRRORED_CONFIGS` (the module docstring)."""
+    def make(cfg, *, schedule="inorder", seed=None, dram_size=1 << 20):
+        backend = FsimBackend(cfg, dram_size=dram_size, schedule=schedule, seed=seed)
+        if _mirrored(cfg):
+            from avta.sim.mirror import MirrorBackend
+            from avta.sim.tsim.backend import TsimBackend
+            from avta.sim.tsim.driver import MemoryKnobs
+            knobs = MemoryKnobs.random(seed=0 if seed is None else seed)
+            backend = MirrorBackend(backend, TsimBackend(cfg, dram_size=dram_size, knobs=knobs,
+                                                         trace=MIRROR_TRACE),
+                                    trace_mode="arch" if MIRROR_TRACE else None)
+        return CheckedDevice(cfg, backend)
+    return make
+
+
+def pytest_collection_modifyitems(items):
+    """Mark ``tsim`` the tests here that take ``device`` on a mirrored configuration: the
+    ``cfg`` parameter, or a fixed-configuration fixture (``default_cfg``, ``tiny_cfg``). A test
+    that takes ``device`` and none of them is marked too: its device may be mirrored."""
+    here = Path(__file__).parent
+    for item in items:
+        if "device" not in getattr(item, "fixturenames", ()) or here not in item.path.parents:
+            continue
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        names = [params["cfg"]] if isinstance(params.get("cfg"), str) else []
+        names += [name for fixture, name in _FIXED_CONFIGS.items() if fixture in item.fixturenames]
+        if MIRROR and (not names or any(name in MIRRORED_CONFIGS for name in names)):
+            item.add_marker(pytest.mark.tsim)

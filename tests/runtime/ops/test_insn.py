@@ -12,8 +12,6 @@ from avta.runtime.ops.elementwise import combine_planes, elementwise, emit_readb
 from avta.runtime.stream import StreamBuilder
 from avta.runtime.uop_kernel import Loop, UopKernel
 
-from runtime_harness import fsim_device, int8
-
 L, C, S = Stage.LOAD, Stage.COMPUTE, Stage.STORE
 I32 = (-(1 << 31), 1 << 31)
 
@@ -63,35 +61,35 @@ IMMEDIATES = {AluOp.MIN: 1234, AluOp.MAX: -77, AluOp.ADD: -32768, AluOp.SHR: 5, 
 
 
 @pytest.mark.parametrize("op", list(AluOp), ids=lambda op: op.name)
-def test_alu_immediate(cfg, rng, op):
+def test_alu_immediate(cfg, rng, device, op):
     a = rand32(rng, (9, lanes(cfg)))
     imm = IMMEDIATES[op]
-    out = elementwise(fsim_device(cfg), a, [(op, imm)])
+    out = elementwise(device(cfg), a, [(op, imm)])
     np.testing.assert_array_equal(out, alu_model(op, a, imm))
 
 
 @pytest.mark.parametrize("op", list(AluOp), ids=lambda op: op.name)
-def test_alu_tensor(cfg, rng, op):
+def test_alu_tensor(cfg, rng, device, op):
     a, b = rand32(rng, (9, lanes(cfg))), rand32(rng, (9, lanes(cfg)))
     if op == AluOp.CLP:
         b = np.abs(b >> 4)                    # CLP with a negative bound is also defined...
         b[0, 0] = -5                          # ...and kept in one lane
-    out = elementwise(fsim_device(cfg), a, [(op, "b")], b)
+    out = elementwise(device(cfg), a, [(op, "b")], b)
     np.testing.assert_array_equal(out, alu_model(op, a, b))
 
 
 @pytest.mark.parametrize("imm", [-32, -31, -8, -1, 0, 1, 8, 31, 32, 63, 100, -100])
-def test_shr_both_directions(cfg, rng, imm):
+def test_shr_both_directions(cfg, rng, device, imm):
     """SHR reads imm[5:0] as a signed amount: negative shifts left (docs/isa.md §3.4)."""
     a = rand32(rng, (3, lanes(cfg)))
-    out = elementwise(fsim_device(cfg), a, [(AluOp.SHR, imm)])
+    out = elementwise(device(cfg), a, [(AluOp.SHR, imm)])
     np.testing.assert_array_equal(out, alu_model(AluOp.SHR, a, imm))
 
 
-def test_imm_reads_src_not_dst(default_cfg, rng):
+def test_imm_reads_src_not_dst(default_cfg, rng, device):
     """With an immediate the ALU computes f(ACC[src], imm) into ACC[dst] (docs/isa.md §3.4)."""
     cfg = default_cfg
-    dev = fsim_device(cfg)
+    dev = device(cfg)
     a = rand32(rng, (2, lanes(cfg)))
     buf = dev.upload(a, mem=MemType.ACC)
     planes = dev.alloc(lane_bytes(cfg) * cfg.out_elem_bytes, mem=MemType.OUT)
@@ -102,31 +100,31 @@ def test_imm_reads_src_not_dst(default_cfg, rng):
     np.testing.assert_array_equal(read_planes(dev, planes, 1, cfg), wrap(a[:1] + 7))
 
 
-def test_relu(cfg, rng):
+def test_relu(cfg, rng, device):
     a = rng.integers(-256, 256, (10, lanes(cfg))).astype(np.int32)
-    out = elementwise(fsim_device(cfg), a, [(AluOp.MAX, 0), (AluOp.MIN, 127)])
+    out = elementwise(device(cfg), a, [(AluOp.MAX, 0), (AluOp.MIN, 127)])
     np.testing.assert_array_equal(out, np.clip(a, 0, 127))
 
 
-def test_shift_and_scale(cfg, rng):
+def test_shift_and_scale(cfg, rng, device):
     a = rng.integers(-10, 10, (8, lanes(cfg))).astype(np.int32)
     shift, scale = int(rng.integers(0, 8)), int(rng.integers(1, 5))
-    out = elementwise(fsim_device(cfg), a, [(AluOp.ADD, shift), (AluOp.SHR, scale)])
+    out = elementwise(device(cfg), a, [(AluOp.ADD, shift), (AluOp.SHR, scale)])
     np.testing.assert_array_equal(out, (a + shift) >> scale)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_elementwise_tiles(cfg, rng, threads):
+def test_elementwise_tiles(cfg, rng, device, threads):
     """Many tiles through both accumulator buffers, each tile stored while the next computes."""
     a, b = rand32(rng, (40, lanes(cfg))), rand32(rng, (40, lanes(cfg)))
-    out = elementwise(fsim_device(cfg), a, [(AluOp.ADD, "b"), (AluOp.SHR, 3)], b,
+    out = elementwise(device(cfg), a, [(AluOp.ADD, "b"), (AluOp.SHR, 3)], b,
                       threads=threads, tile_rows=7)
     np.testing.assert_array_equal(out, wrap(a.astype(np.int64) + b) >> 3)
 
 
-def test_acc_8bit_load_sign_extends(cfg, rng):
-    a = int8(rng, (6, lanes(cfg)))
-    out = elementwise(fsim_device(cfg), a, [(AluOp.ADD, 1000)], a_8bit=True)
+def test_acc_8bit_load_sign_extends(cfg, int8, device):
+    a = int8((6, lanes(cfg)))
+    out = elementwise(device(cfg), a, [(AluOp.ADD, 1000)], a_8bit=True)
     np.testing.assert_array_equal(out, a.astype(np.int32) + 1000)
 
 
@@ -150,9 +148,9 @@ def read_planes(dev, planes, rows, cfg):
     return combine_planes(list(raw.reshape(lane_bytes(cfg), rows, -1)))
 
 
-def test_save_load_out(cfg, rng):
+def test_save_load_out(cfg, rng, device):
     """DRAM int32 → ACC → STORE: the low 8 bits of every lane (OUT mirrors ACC, docs/isa.md §3)."""
-    dev = fsim_device(cfg)
+    dev = device(cfg)
     a = rng.integers(1, 10, (6 * 6, lanes(cfg))).astype(np.int32) * 37 - 100
     src = dev.upload(a, mem=MemType.ACC)
     dst = dev.alloc(a.shape[0] * cfg.out_elem_bytes, mem=MemType.OUT)
@@ -176,11 +174,11 @@ PAD_LANE = {PadValue.ZERO: 0, PadValue.MIN: -(1 << 31), PadValue.MAX: (1 << 31) 
 @pytest.mark.parametrize("pads", PADS, ids=str)
 @pytest.mark.parametrize("pad_value", list(PadValue), ids=lambda p: p.name)
 @pytest.mark.parametrize("mem", [MemType.ACC, MemType.ACC_8BIT], ids=lambda m: m.name)
-def test_padded_acc_load(cfg, rng, pads, pad_value, mem):
+def test_padded_acc_load(cfg, rng, device, pads, pad_value, mem):
     """docs/isa.md §3.1: W·H rows, DRAM data inside the window, the pad value outside."""
     (y0, y1), (x0, x1) = PADS[pads]
     ys, xs, stride = 3, 2, 5
-    dev = fsim_device(cfg)
+    dev = device(cfg)
     data = rand32(rng, (ys, stride, lanes(cfg)))
     if mem == MemType.ACC_8BIT:
         data = data.astype(np.int8)
@@ -202,16 +200,16 @@ INT8_PAD = {PadValue.ZERO: 0, PadValue.MIN: -128, PadValue.MAX: 127}
 @pytest.mark.parametrize("pads", ["y0", "x1", "all"], ids=str)
 @pytest.mark.parametrize("pad_value", list(PadValue), ids=lambda p: p.name)
 @pytest.mark.parametrize("mem", [MemType.INP, MemType.WGT], ids=lambda m: m.name)
-def test_padded_gemm_operand(cfg, rng, pads, pad_value, mem):
+def test_padded_gemm_operand(cfg, int8, device, pads, pad_value, mem):
     """INP and WGT padding (int8 pad values) seen through a GEMM over every loaded row."""
     (y0, y1), (x0, x1) = PADS[pads]
     ys, xs, stride = 2, 3, 4
     rows = (ys + y0 + y1) * (xs + x0 + x1)
-    dev = fsim_device(cfg)
+    dev = device(cfg)
     row_shape = (cfg.batch, cfg.block_in) if mem == MemType.INP else (cfg.block_out,
                                                                        cfg.block_in)
-    data = int8(rng, (ys, stride) + row_shape)
-    other = int8(rng, (cfg.block_out, cfg.block_in) if mem == MemType.INP else
+    data = int8((ys, stride) + row_shape)
+    other = int8((cfg.block_out, cfg.block_in) if mem == MemType.INP else
                  (cfg.batch, cfg.block_in))
     other_mem = MemType.WGT if mem == MemType.INP else MemType.INP
     buf, obuf = dev.upload(data, mem=mem), dev.upload(other, mem=other_mem)

@@ -14,8 +14,6 @@ from avta.isa.legality import check_program
 
 from avta.runtime.workloads import resnet18_layers
 
-from runtime_harness import fsim_device, int8
-
 RESNET = resnet18_layers()
 
 # (n blocks, cin blocks, h, w, cout blocks, k, pad, stride)
@@ -25,24 +23,24 @@ SMALL = [(1, 3, 6, 7, 3, 3, 1, 1), (2, 2, 9, 9, 3, 3, 1, 2), (1, 2, 5, 5, 1, 1, 
 TILINGS = [(2, 3, 1, 1), (1, 2, 2, 2), (3, 2, 2, 1), None]
 
 
-def make(cfg, rng, n, ci, h, w, co, k):
-    x = int8(rng, (n * cfg.batch, ci * cfg.block_in, h, w))
-    wt = int8(rng, (co * cfg.block_out, ci * cfg.block_in, k, k))
+def make(cfg, rng, int8, n, ci, h, w, co, k):
+    x = int8((n * cfg.batch, ci * cfg.block_in, h, w))
+    wt = int8((co * cfg.block_out, ci * cfg.block_in, k, k))
     bias = rng.integers(-2000, 2000, co * cfg.block_out)
     return x, wt, bias
 
 
 @pytest.mark.parametrize("geometry", SMALL, ids=lambda g: "x".join(map(str, g)))
 @pytest.mark.parametrize("threads", [1, 2])
-def test_conv2d_small(cfg, rng, geometry, threads):
+def test_conv2d_small(cfg, rng, int8, device, geometry, threads):
     n, ci, h, w, co, k, pad, stride = geometry
-    x, wt, bias = make(cfg, rng, n, ci, h, w, co, k)
+    x, wt, bias = make(cfg, rng, int8, n, ci, h, w, co, k)
     rq = Requant(shift=6, clip=(-100, 120))
     shape = Conv2dShape(x.shape[0], x.shape[1], h, w, wt.shape[0], k, k, pad, stride)
     ref = conv2d_ref(x, wt, bias, stride=stride, pad=pad, requant=rq)
     for sizes in TILINGS:
         tiling = None if sizes is None else tiling_for(cfg, shape, *sizes, threads, bias=True)
-        dev = fsim_device(cfg)
+        dev = device(cfg)
         out = conv2d(dev, x, wt, bias, stride=stride, pad=pad, requant=rq, threads=threads,
                      tiling=tiling)
         np.testing.assert_array_equal(out, ref, err_msg=f"tiling {sizes}")
@@ -52,25 +50,25 @@ def test_conv2d_small(cfg, rng, geometry, threads):
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_conv2d_random_schedule(cfg, rng, seed):
+def test_conv2d_random_schedule(cfg, rng, int8, device, seed):
     """Any interleaving of the stages gives the same output: the tokens cover every hazard."""
-    x, wt, bias = make(cfg, rng, 1, 2, 6, 5, 2, 3)
+    x, wt, bias = make(cfg, rng, int8, 1, 2, 6, 5, 2, 3)
     shape = Conv2dShape(x.shape[0], x.shape[1], 6, 5, wt.shape[0], 3, 3, 1, 1)
     rq = Requant(shift=5, clip=(-64, 64), use_clp=True)
     ref = conv2d_ref(x, wt, bias, stride=1, pad=1, requant=rq)
     for threads, sizes in itertools.product((1, 2), [(2, 2, 1, 1), (1, 5, 2, 1)]):
         tiling = tiling_for(cfg, shape, *sizes, threads, bias=True)
-        dev = fsim_device(cfg, schedule="random", seed=seed)
+        dev = device(cfg, schedule="random", seed=seed)
         out = conv2d(dev, x, wt, bias, stride=1, pad=1, requant=rq, threads=threads,
                      tiling=tiling)
         np.testing.assert_array_equal(out, ref)
 
 
-def test_conv2d_without_bias_or_clip(rng):
-    cfg = load_config("default")
-    x, wt, _ = make(cfg, rng, 1, 1, 5, 5, 1, 3)
+def test_conv2d_without_bias_or_clip(default_cfg, rng, int8, device):
+    cfg = default_cfg
+    x, wt, _ = make(cfg, rng, int8, 1, 1, 5, 5, 1, 3)
     for rq in (Requant(), Requant(shift=-2), Requant(shift=9)):
-        out = conv2d(fsim_device(cfg), x, wt, stride=1, pad=1, requant=rq)
+        out = conv2d(device(cfg), x, wt, stride=1, pad=1, requant=rq)
         np.testing.assert_array_equal(out, conv2d_ref(x, wt, stride=1, pad=1, requant=rq))
 
 
@@ -91,21 +89,21 @@ def test_plan_errors_are_clear():
         plan_conv2d(cfg, Conv2dShape(1, 16, 4, 4, 16, 3, 3, 16, 1))
 
 
-def resnet_case(cfg, name, rng):
+def resnet_case(cfg, name, rng, int8):
     layer = RESNET[name]
-    x = int8(rng, (cfg.batch, layer["cin"], layer["h"], layer["w"]))
-    wt = int8(rng, (layer["cout"], layer["cin"], layer["k"], layer["k"]))
+    x = int8((cfg.batch, layer["cin"], layer["h"], layer["w"]))
+    wt = int8((layer["cout"], layer["cin"], layer["k"], layer["k"]))
     bias = rng.integers(-16384, 16384, layer["cout"])   # upstream's bias range (§6.2)
     return layer, x, wt, bias
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [f"C{i}" for i in range(2, 12)])
-def test_resnet18_default(rng, name):
-    cfg = load_config("default")
-    layer, x, wt, bias = resnet_case(cfg, name, rng)
+def test_resnet18_default(default_cfg, rng, int8, device, name):
+    cfg = default_cfg
+    layer, x, wt, bias = resnet_case(cfg, name, rng, int8)
     rq = Requant(shift=8, clip=(0, 127))                # upstream's benchmark tail
-    dev = fsim_device(cfg, dram_size=8 << 20)
+    dev = device(cfg, dram_size=8 << 20)
     out = conv2d(dev, x, wt, bias, stride=layer["stride"], pad=layer["pad"], requant=rq)
     ref = conv2d_ref(x, wt, bias, stride=layer["stride"], pad=layer["pad"], requant=rq)
     np.testing.assert_array_equal(out, ref)
@@ -115,12 +113,11 @@ def test_resnet18_default(rng, name):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["C2", "C4", "C9", "C11"])
-@pytest.mark.parametrize("cfg_name", ["tiny", "batch2", "rect"])
-def test_resnet18_other_configs(rng, cfg_name, name):
-    cfg = load_config(cfg_name)
-    layer, x, wt, bias = resnet_case(cfg, name, rng)
+@pytest.mark.parametrize("cfg", ["tiny", "batch2", "rect"], indirect=True)
+def test_resnet18_other_configs(cfg, rng, int8, device, name):
+    layer, x, wt, bias = resnet_case(cfg, name, rng, int8)
     rq = Requant(shift=8, clip=(-127, 127), use_clp=True)
-    dev = fsim_device(cfg, dram_size=8 << 20)
+    dev = device(cfg, dram_size=8 << 20)
     out = conv2d(dev, x, wt, bias, stride=layer["stride"], pad=layer["pad"], requant=rq)
     np.testing.assert_array_equal(out, conv2d_ref(x, wt, bias, stride=layer["stride"],
                                                   pad=layer["pad"], requant=rq))

@@ -3,15 +3,12 @@
 import numpy as np
 import pytest
 
-from avta.isa.config import load_config
 from avta.isa.enums import AluOp, MemType, PadValue
 from avta.runtime.ops.depthwise import depthwise_conv2d
 from avta.runtime.ops.pool import max_pool2d
 from avta.runtime.ops.reference import depthwise_ref, max_pool_ref
 from avta.runtime.ops.requant import Requant
 from avta.runtime.ops.window import PlanError, WindowShape, plan_window, window_tiling
-
-from runtime_harness import fsim_device, int8
 
 # (h, w, k, stride, pad)
 GEOMETRIES = [(8, 8, 3, 2, 1), (7, 9, 2, 2, 0), (5, 6, 3, 1, 1), (6, 6, 1, 1, 0)]
@@ -28,13 +25,13 @@ def tiling(cfg, x, k, stride, pad, sizes, threads):
 
 @pytest.mark.parametrize("geometry", GEOMETRIES, ids=lambda g: "x".join(map(str, g)))
 @pytest.mark.parametrize("threads", [1, 2])
-def test_max_pool(cfg, rng, geometry, threads):
+def test_max_pool(cfg, int8, device, geometry, threads):
     h, w, k, stride, pad = geometry
-    x = int8(rng, (cfg.batch, 2 * cfg.block_out, h, w))
+    x = int8((cfg.batch, 2 * cfg.block_out, h, w))
     x[..., 0, 0] = -128                          # the most negative value still beats padding
     ref = max_pool_ref(x, k=k, stride=stride, pad=pad)
     for sizes in POOL_TILES:
-        dev = fsim_device(cfg, schedule="random", seed=threads)
+        dev = device(cfg, schedule="random", seed=threads)
         out = max_pool2d(dev, x, k=k, stride=stride, pad=pad, threads=threads,
                          tiling=tiling(cfg, x, k, stride, pad, sizes, threads))
         np.testing.assert_array_equal(out, ref, err_msg=f"tiles {sizes}")
@@ -47,43 +44,43 @@ def test_max_pool(cfg, rng, geometry, threads):
 
 @pytest.mark.parametrize("geometry", GEOMETRIES, ids=lambda g: "x".join(map(str, g)))
 @pytest.mark.parametrize("threads", [1, 2])
-def test_depthwise(cfg, rng, geometry, threads):
+def test_depthwise(cfg, int8, device, geometry, threads):
     h, w, k, stride, pad = geometry
     c = 2 * cfg.block_out
-    x, wt = int8(rng, (cfg.batch, c, h, w)), int8(rng, (c, 1, k, k))
+    x, wt = int8((cfg.batch, c, h, w)), int8((c, 1, k, k))
     rq = Requant(4, (-120, 120), use_clp=True)
     ref = depthwise_ref(x, wt, stride=stride, pad=pad, requant=rq)
     for sizes in DEPTHWISE_TILES:
-        dev = fsim_device(cfg, schedule="random", seed=threads)
+        dev = device(cfg, schedule="random", seed=threads)
         out = depthwise_conv2d(dev, x, wt, stride=stride, pad=pad, requant=rq, threads=threads,
                                tiling=tiling(cfg, x, k, stride, pad, sizes, threads))
         np.testing.assert_array_equal(out, ref, err_msg=f"tiles {sizes}")
     assert any(i.opcode == 4 and i.alu_opcode == AluOp.MUL for i in dev.last_program.insns)
 
 
-def test_depthwise_min_max_tail(rng):
-    cfg = load_config("default")
-    x, wt = int8(rng, (1, 32, 9, 9)), int8(rng, (32, 1, 3, 3))
+def test_depthwise_min_max_tail(default_cfg, int8, device):
+    cfg = default_cfg
+    x, wt = int8((1, 32, 9, 9)), int8((32, 1, 3, 3))
     for rq in (Requant(), Requant(7, (0, 127)), Requant(-1)):
-        out = depthwise_conv2d(fsim_device(cfg), x, wt, stride=1, pad=1, requant=rq)
+        out = depthwise_conv2d(device(cfg), x, wt, stride=1, pad=1, requant=rq)
         np.testing.assert_array_equal(out, depthwise_ref(x, wt, stride=1, pad=1, requant=rq))
 
 
-def test_resnet_stem_pool(rng):
+def test_resnet_stem_pool(default_cfg, int8, device):
     """ResNet-18's 3x3/2 max pool on the 112x112x64 stem output."""
-    cfg = load_config("default")
-    x = int8(rng, (1, 64, 112, 112))
-    out = max_pool2d(fsim_device(cfg, dram_size=4 << 20), x, k=3, stride=2, pad=1)
+    cfg = default_cfg
+    x = int8((1, 64, 112, 112))
+    out = max_pool2d(device(cfg, dram_size=4 << 20), x, k=3, stride=2, pad=1)
     np.testing.assert_array_equal(out, max_pool_ref(x, k=3, stride=2, pad=1))
 
 
-def test_window_errors(default_cfg):
+def test_window_errors(default_cfg, device):
     with pytest.raises(PlanError, match="multiples of BATCH"):
-        max_pool2d(fsim_device(default_cfg), np.zeros((1, 8, 4, 4), np.int8), k=2, stride=2)
+        max_pool2d(device(default_cfg), np.zeros((1, 8, 4, 4), np.int8), k=2, stride=2)
     with pytest.raises(PlanError, match="pad < k"):
         WindowShape(1, 16, 4, 4, 2, 2, 1).check(default_cfg)
     with pytest.raises(ValueError, match=r"\[C, 1, K, K\]"):
-        depthwise_conv2d(fsim_device(default_cfg), np.zeros((1, 16, 4, 4), np.int8),
+        depthwise_conv2d(device(default_cfg), np.zeros((1, 16, 4, 4), np.int8),
                          np.zeros((16, 2, 3, 3), np.int8))
     huge = WindowShape(1, 16, 4096, 4096, 3, 1, 1)
     with pytest.raises(PlanError, match="no tile"):

@@ -3,13 +3,10 @@
 import numpy as np
 import pytest
 
-from avta.isa.config import load_config
 from avta.runtime.ops.conv_plan import tiling_for
 from avta.runtime.ops.matmul import dense, matmul, matmul_shape
 from avta.runtime.ops.reference import matmul_ref
 from avta.runtime.ops.requant import Requant
-
-from runtime_harness import fsim_device, int8
 
 TAILS = {"shr-max-min": Requant(8, (0, 127)), "shr-clp": Requant(7, (-90, 90), use_clp=True),
          "none": Requant()}
@@ -17,42 +14,42 @@ TAILS = {"shr-max-min": Requant(8, (0, 127)), "shr-clp": Requant(7, (-90, 90), u
 
 @pytest.mark.parametrize("tail", TAILS)
 @pytest.mark.parametrize("threads", [1, 2], ids=["default", "smt"])
-def test_gemm_upstream_shape(cfg, rng, tail, threads):
+def test_gemm_upstream_shape(cfg, int8, device, tail, threads):
     """upstream test_gemm: o = 4 row blocks, n = 1 reduction block, m = 4 output blocks."""
     m, k, n = 4 * cfg.batch, 1 * cfg.block_in, 4 * cfg.block_out
-    a, w = int8(rng, (m, k)), int8(rng, (n, k))
-    out = matmul(fsim_device(cfg), a, w, requant=TAILS[tail], threads=threads)
+    a, w = int8((m, k)), int8((n, k))
+    out = matmul(device(cfg), a, w, requant=TAILS[tail], threads=threads)
     np.testing.assert_array_equal(out, matmul_ref(a, w, requant=TAILS[tail]))
 
 
 @pytest.mark.parametrize("sizes", [(1, 1, 1), (2, 3, 2), (3, 2, 1)], ids=str)
 @pytest.mark.parametrize("threads", [1, 2])
-def test_gemm_tiled(cfg, rng, sizes, threads):
+def test_gemm_tiled(cfg, rng, int8, device, sizes, threads):
     """Tiles over rows, columns and K (accumulating over load tasks) with a bias."""
     m, k, n = 5 * cfg.batch, 3 * cfg.block_in, 3 * cfg.block_out
-    a, w = int8(rng, (m, k)), int8(rng, (n, k))
+    a, w = int8((m, k)), int8((n, k))
     bias = rng.integers(-5000, 5000, n)
     tw, tco, tci = sizes
     tiling = tiling_for(cfg, matmul_shape(cfg, m, k, n), 1, tw, tco, tci, threads, bias=True)
     assert tiling is not None
     rq = Requant(6, (-128, 127))
-    dev = fsim_device(cfg, schedule="random", seed=tw)
+    dev = device(cfg, schedule="random", seed=tw)
     out = matmul(dev, a, w, bias, requant=rq, threads=threads, tiling=tiling)
     np.testing.assert_array_equal(out, matmul_ref(a, w, bias, requant=rq))
 
 
-def test_dense_layer(rng):
+def test_dense_layer(default_cfg, rng, int8, device):
     """upstream test_benchmark_topi_dense: 16 x 512 by 512 x 1008 on the default config."""
-    cfg = load_config("default")
-    x, w = int8(rng, (16, 512)), int8(rng, (1008, 512))
+    cfg = default_cfg
+    x, w = int8((16, 512)), int8((1008, 512))
     bias = rng.integers(-1 << 14, 1 << 14, 1008)
     rq = Requant(8, (0, 127))
-    out = dense(fsim_device(cfg, dram_size=4 << 20), x, w, bias, requant=rq)
+    out = dense(device(cfg, dram_size=4 << 20), x, w, bias, requant=rq)
     np.testing.assert_array_equal(out, matmul_ref(x, w, bias, requant=rq))
 
 
-def test_shape_errors_are_clear(default_cfg):
+def test_shape_errors_are_clear(default_cfg, device):
     with pytest.raises(ValueError, match="K = 20 is not a multiple of BLOCK_IN = 16"):
         matmul_shape(default_cfg, 4, 20, 16)
     with pytest.raises(ValueError, match="W must be N x K"):
-        matmul(fsim_device(default_cfg), np.zeros((1, 16), np.int8), np.zeros((16, 32), np.int8))
+        matmul(device(default_cfg), np.zeros((1, 16), np.int8), np.zeros((16, 32), np.int8))
