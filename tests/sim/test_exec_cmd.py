@@ -10,8 +10,7 @@ from avta.isa.enums import AluOp, ErrorCode, MemType
 from avta.isa.insn import IllegalInsn, Uop
 from avta.isa.registers import COUNTER_NAMES
 from avta.sim.fsim import Fsim
-
-from fsim_harness import Image, alu, finish, load, store, sync
+from avta.sim.image import Image, alu, finish, load, store, sync
 
 INSN, UOPS, ACC, OUT = 0x100, 0x40, 0x400, 0x800
 
@@ -26,13 +25,13 @@ def requant_image(cfg):
               alu(AluOp.ADD, iters=(1, 4), dst=(0, 1), src=(0, 1), imm=5, push_next=1),
               store(dram=OUT // cfg.out_elem_bytes, x=4, pop_prev=1, push_prev=1),
               sync("pop_next"), finish())
-    image.put(INSN, image.codec.encode_program(image.insns))
     return image
 
 
 def write(tmp_path, image):
+    """The image, its program encoded at ``insn_addr``, as a file."""
     path = tmp_path / "image.bin"
-    path.write_bytes(bytes(image.data))
+    path.write_bytes(image.to_bytes())
     return path
 
 
@@ -79,7 +78,6 @@ def test_dram_size_extends_with_zeros(tiny_cfg, tmp_path, capsys):
 def test_error_status_and_exit_code(tiny_cfg, tmp_path, capsys):
     image = requant_image(tiny_cfg)
     image.insns[2] = IllegalInsn(opcode=6, raw=6)
-    image.put(INSN, image.codec.encode_program(image.insns))
     assert main(exec_args(write(tmp_path, image), len(image.insns))) == 1
     line = summary(capsys)
     assert (line["status"], line["error_code"], line["error_insn"]) == \
@@ -97,7 +95,6 @@ def test_deadlock_detail_on_stderr(tiny_cfg, tmp_path, capsys):
 def test_strict_flag(tiny_cfg, tmp_path, capsys):
     image = Image(tiny_cfg, size=0x200)
     image.add(load(MemType.ACC, sram=tiny_cfg.acc.depth - 1, x=2), finish())
-    image.put(0, image.codec.encode_program(image.insns))
     path = write(tmp_path, image)
     assert main(exec_args(path, 2, addr=0)) == 0
     assert summary(capsys)["status"] == "ok"

@@ -10,51 +10,54 @@ from avta.isa.insn import Uop
 from avta.isa.registers import COUNTER_NAMES, CYCLE_COUNTERS
 from avta.sim.fsim import Fsim
 from avta.sim.fsim import timing
-
-from fsim_harness import Image, alu, finish, gemm, load, random_tensor, store, sync
+from avta.sim.image import Image, alu, finish, gemm, load, store, sync
 
 UOPS, INP, WGT, OUT = 0x800, 0x1000, 0x4000, 0x8000
 ROWS = 4          # rows of a tile
 SHIFT = 3
 
 
-def pipelined_matmul(cfg, tiles, *, with_war_tokens=True):
-    """A double-buffered tiled product: tile t = (INP rows · WGT row t) >> SHIFT, stored.
+@pytest.fixture
+def pipelined_matmul(random_tensor):
+    """``pipelined_matmul(cfg, tiles, *, with_war_tokens=True)`` → ``(image, expected)``: a
+    double-buffered tiled product: tile t = (INP rows · WGT row t) >> SHIFT, stored.
 
     Load, compute and store overlap; buffer b = t % 2 is reused by tile t+2 only after the
     stage that read it says so (C->L for INP/WGT, S->C for ACC/OUT), unless
     ``with_war_tokens`` is False, which leaves those write-after-read hazards unordered.
     """
-    rng = np.random.default_rng(11)
-    inp = random_tensor(rng, (tiles * ROWS, cfg.batch, cfg.block_in), np.int8)
-    wgt = random_tensor(rng, (tiles, cfg.block_out, cfg.block_in), np.int8)
-    image = Image(cfg, size=1 << 16)
-    image.put(INP, inp)
-    image.put(WGT, wgt)
-    image.put_uops(UOPS, [Uop(0, 0, 0), Uop(ROWS, ROWS, 1)])
-    image.add(load(MemType.UOP, dram=UOPS // cfg.uop_elem_bytes, x=2))
-    for t in range(tiles):
-        b = t % 2
-        reuse = int(t >= 2 and with_war_tokens)
-        last = t + 2 >= tiles or not with_war_tokens
-        image.add(
-            load(MemType.INP, sram=b * ROWS, dram=INP // cfg.inp_elem_bytes + t * ROWS, x=ROWS,
-                 pop_next=reuse),
-            load(MemType.WGT, sram=b, dram=WGT // cfg.wgt_elem_bytes + t, x=1, push_next=1),
-            gemm(uops=(b, b + 1), iters=(ROWS, 1), dst=(1, 0), reset=1, pop_next=reuse),
-            gemm(uops=(b, b + 1), iters=(ROWS, 1), dst=(1, 0), src=(1, 0), pop_prev=1,
-                 push_prev=int(not last)),
-            alu(AluOp.SHR, uops=(b, b + 1), iters=(ROWS, 1), dst=(1, 0), src=(1, 0), imm=SHIFT,
-                push_next=1),
-            store(sram=b * ROWS, dram=OUT // cfg.out_elem_bytes + t * ROWS, x=ROWS, pop_prev=1,
-                  push_prev=1),
-        )
-    # FINISH waits for the stores whose tokens no later tile popped (docs/isa.md §3 (c)).
-    image.add(*[sync("pop_next")] * (min(tiles, 2) if with_war_tokens else tiles), finish())
-    products = np.einsum("tmbk,tok->tmbo", inp.reshape(tiles, ROWS, cfg.batch, -1)
-                         .astype(np.int64), wgt.astype(np.int64))
-    expected = (products >> SHIFT).astype(np.int8).reshape(-1)
-    return image, expected
+    def build(cfg, tiles, *, with_war_tokens=True):
+        rng = np.random.default_rng(11)
+        inp = random_tensor(rng, (tiles * ROWS, cfg.batch, cfg.block_in), np.int8)
+        wgt = random_tensor(rng, (tiles, cfg.block_out, cfg.block_in), np.int8)
+        image = Image(cfg, size=1 << 16)
+        image.put(INP, inp)
+        image.put(WGT, wgt)
+        image.put_uops(UOPS, [Uop(0, 0, 0), Uop(ROWS, ROWS, 1)])
+        image.add(load(MemType.UOP, dram=UOPS // cfg.uop_elem_bytes, x=2))
+        for t in range(tiles):
+            b = t % 2
+            reuse = int(t >= 2 and with_war_tokens)
+            last = t + 2 >= tiles or not with_war_tokens
+            image.add(
+                load(MemType.INP, sram=b * ROWS, dram=INP // cfg.inp_elem_bytes + t * ROWS, x=ROWS,
+                     pop_next=reuse),
+                load(MemType.WGT, sram=b, dram=WGT // cfg.wgt_elem_bytes + t, x=1, push_next=1),
+                gemm(uops=(b, b + 1), iters=(ROWS, 1), dst=(1, 0), reset=1, pop_next=reuse),
+                gemm(uops=(b, b + 1), iters=(ROWS, 1), dst=(1, 0), src=(1, 0), pop_prev=1,
+                     push_prev=int(not last)),
+                alu(AluOp.SHR, uops=(b, b + 1), iters=(ROWS, 1), dst=(1, 0), src=(1, 0), imm=SHIFT,
+                    push_next=1),
+                store(sram=b * ROWS, dram=OUT // cfg.out_elem_bytes + t * ROWS, x=ROWS, pop_prev=1,
+                      push_prev=1),
+            )
+        # FINISH waits for the stores whose tokens no later tile popped (docs/isa.md §3 (c)).
+        image.add(*[sync("pop_next")] * (min(tiles, 2) if with_war_tokens else tiles), finish())
+        products = np.einsum("tmbk,tok->tmbo", inp.reshape(tiles, ROWS, cfg.batch, -1)
+                             .astype(np.int64), wgt.astype(np.int64))
+        expected = (products >> SHIFT).astype(np.int8).reshape(-1)
+        return image, expected
+    return build
 
 
 def out_bytes(image, cfg, tiles):
@@ -62,7 +65,7 @@ def out_bytes(image, cfg, tiles):
 
 
 @pytest.mark.parametrize("config", ["tiny", "batch2"])
-def test_random_schedule_agrees_with_in_order(config):
+def test_random_schedule_agrees_with_in_order(pipelined_matmul, config):
     from avta.isa.config import load_config
     cfg = load_config(config)
     image, expected = pipelined_matmul(cfg, 6)
@@ -80,7 +83,7 @@ def test_random_schedule_agrees_with_in_order(config):
         assert {n: result.counters[n] for n in exact} == {n: reference.counters[n] for n in exact}
 
 
-def test_random_schedule_exposes_a_missing_dependency(tiny_cfg):
+def test_random_schedule_exposes_a_missing_dependency(tiny_cfg, pipelined_matmul):
     outcomes = set()
     for seed in range(30):
         image, expected = pipelined_matmul(tiny_cfg, 6, with_war_tokens=False)
@@ -90,7 +93,7 @@ def test_random_schedule_exposes_a_missing_dependency(tiny_cfg):
     assert outcomes == {True, False}
 
 
-def test_counters_are_exact(tiny_cfg):
+def test_counters_are_exact(tiny_cfg, pipelined_matmul):
     cfg, tiles = tiny_cfg, 4
     image, _ = pipelined_matmul(cfg, tiles)
     result, _ = image.run()
@@ -238,7 +241,7 @@ def test_numpy_dram_is_modified_in_place(tiny_cfg):
     np.testing.assert_array_equal(dram[OUT:OUT + 16].view(np.int8), np.arange(16) - 5)
 
 
-def test_pipelined_matmul_on_every_shipped_config(shipped_cfg):
+def test_pipelined_matmul_on_every_shipped_config(shipped_cfg, pipelined_matmul):
     image, expected = pipelined_matmul(shipped_cfg, 3)
     result, _ = image.run(strict=True)
     assert result.status == "ok", result.detail

@@ -8,8 +8,7 @@ from avta.isa.config import load_config
 from avta.isa.enums import AluOp, ErrorCode as E, MemType, Opcode
 from avta.isa.insn import AluInsn, GemmInsn, IllegalInsn, MemoryInsn, Uop
 from avta.sim.fsim import Fsim
-
-from fsim_harness import Image, alu, finish, gemm, load, store, sync
+from avta.sim.image import Image, alu, finish, gemm, load, store, sync
 
 DATA = 0x1000
 SIZE = 1 << 14

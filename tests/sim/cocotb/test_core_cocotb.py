@@ -14,6 +14,8 @@ from avta.sim.cocotb.backend import CocotbBackend
 from avta.sim.fsim.backend import fsim_device
 from avta.sim.memory_knobs import MemoryKnobs
 
+pytestmark = pytest.mark.cocotb
+
 DRAM_BYTES = 1 << 16
 
 

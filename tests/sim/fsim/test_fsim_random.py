@@ -7,9 +7,7 @@ from hypothesis import given, settings, strategies as st
 from avta.isa.config import load_config
 from avta.isa.enums import AluOp, MemType
 from avta.isa.insn import Uop
-
-from fsim_harness import Image, alu, gemm, load, random_tensor, run_alone
-from fsim_reference import reference_alu, reference_gemm
+from avta.sim.image import Image, alu, gemm, load, run_alone
 
 CFG = load_config("tiny")
 INP_ROWS, WGT_ROWS, ACC_ROWS = 64, 32, 64
@@ -32,7 +30,8 @@ alus = st.builds(lambda op, w, i, d, s, imm: alu(op, uops=w, iters=i, dst=d, src
 @settings(max_examples=60, deadline=None)
 @given(kernel=uops, insns=st.lists(gemms | alus, min_size=1, max_size=4),
        seed=st.integers(0, 2**16))
-def test_random_compute_sequences(kernel, insns, seed):
+def test_random_compute_sequences(random_tensor, reference_gemm, reference_alu, kernel, insns,
+                                   seed):
     kernel = (kernel * 6)[:6]          # windows reach micro-op 5
     rng = np.random.default_rng(seed)
     inp = random_tensor(rng, (INP_ROWS, CFG.batch, CFG.block_in), np.int8)

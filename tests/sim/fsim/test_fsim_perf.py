@@ -12,8 +12,7 @@ from avta.isa.config import load_config
 from avta.isa.enums import AluOp, MemType
 from avta.isa.insn import Uop
 from avta.sim.fsim import Fsim
-
-from fsim_harness import Image, alu, finish, gemm, load, random_tensor, store, sync
+from avta.sim.image import Image, alu, finish, gemm, load, store, sync
 
 SIZE, CHANNELS, KERNEL, SHIFT = 56, 64, 3, 8
 TILE = 4                     # output rows per tile: INP holds (TILE+2)·58·4 rows
@@ -70,17 +69,17 @@ def numpy_conv(x, w):
 
 
 @pytest.mark.slow
-def test_c2_convolution_bit_exact_and_fast():
+def test_c2_convolution_bit_exact_and_fast(random_tensor):
     cfg = load_config("default")
     rng = np.random.default_rng(2)
     x = random_tensor(rng, (CHANNELS, SIZE, SIZE), np.int8)
     w = random_tensor(rng, (CHANNELS, CHANNELS, KERNEL, KERNEL), np.int8)
     image = conv_program(cfg, x, w)
-    image.put(0, image.codec.encode_program(image.insns))
+    data = image.to_bytes()                                 # the program at address 0
 
     fsim_times, result = [], None
     for _ in range(3):
-        dram = bytearray(image.data)
+        dram = bytearray(data)
         start = time.perf_counter()
         result = Fsim(cfg, strict=True).run(dram, 0, len(image.insns))
         fsim_times.append(time.perf_counter() - start)

@@ -6,8 +6,7 @@ import pytest
 from avta.isa.config import load_config
 from avta.isa.enums import AluOp, MemType
 from avta.isa.insn import Uop
-
-from fsim_harness import Image, alu, gemm, load, random_tensor, run_alone, store
+from avta.sim.image import Image, alu, gemm, load, run_alone, store
 
 ACC_DATA = 0x1000
 OUT_DATA = 0x8000
@@ -25,7 +24,7 @@ def low_bytes(acc_rows):
 
 @pytest.mark.parametrize("config", ["tiny", "batch2", "rect"])
 @pytest.mark.parametrize("sram_base, y_size, x_size, x_stride", STORES)
-def test_store_strides(config, sram_base, y_size, x_size, x_stride):
+def test_store_strides(random_tensor, config, sram_base, y_size, x_size, x_stride):
     cfg = load_config(config)
     rng = np.random.default_rng(x_stride * 100 + sram_base)
     acc = random_tensor(rng, (32, cfg.batch, cfg.block_out), np.int32)
@@ -79,7 +78,7 @@ def writers(cfg):
 @pytest.mark.parametrize("config", ["tiny", "batch2"])
 @pytest.mark.parametrize("writer", ["LOAD ACC", "LOAD ACC_8BIT", "LOAD ACC padded", "GEMM",
                                     "GEMM reset", "ALU"])
-def test_out_mirrors_every_acc_write(config, writer):
+def test_out_mirrors_every_acc_write(random_tensor, config, writer):
     cfg = load_config(config)
     rng = np.random.default_rng(7)
     image = Image(cfg, size=1 << 17)

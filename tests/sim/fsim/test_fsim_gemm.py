@@ -7,9 +7,7 @@ import pytest
 from avta.isa.config import load_config
 from avta.isa.enums import MemType
 from avta.isa.insn import Uop
-
-from fsim_harness import Image, gemm, load, random_tensor, run_alone, sram_rows
-from fsim_reference import reference_gemm
+from avta.sim.image import Image, gemm, load, run_alone
 
 INP_ROWS, WGT_ROWS, ACC_ROWS = 64, 32, 64
 UOPS, INP, WGT, ACC = 0x800, 0x1000, 0x8000, 0x20000
@@ -35,7 +33,7 @@ CASES = [
 
 @pytest.mark.parametrize("config", ["tiny", "rect", "batch2"])
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_gemm(config, case):
+def test_gemm(random_tensor, sram_rows, reference_gemm, config, case):
     name, (bgn, end), iters, dst, src, wgt_f, reset, init = case
     cfg = load_config(config)
     rng = np.random.default_rng(len(name))
@@ -70,7 +68,7 @@ def test_gemm(config, case):
         assert (expected < 0).any()   # the case really wraps
 
 
-def test_gemm_default_config_matches_matmul(default_cfg):
+def test_gemm_default_config_matches_matmul(default_cfg, random_tensor):
     """A 16x16 block product with a real reduction loop: C = A·Bᵀ over 4 blocks of K."""
     cfg = default_cfg
     rng = np.random.default_rng(3)

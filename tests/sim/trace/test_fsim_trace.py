@@ -6,8 +6,7 @@ import pytest
 
 from avta.isa.enums import AluOp, MemType
 from avta.isa.insn import Uop
-
-from fsim_harness import Image, alu, finish, gemm, load, store, sync
+from avta.sim.image import Image, alu, finish, gemm, load, store, sync
 
 DATA, OUT = 0x1000, 0x2000
 

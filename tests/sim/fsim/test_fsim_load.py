@@ -6,9 +6,8 @@ import pytest
 
 from avta.isa.config import load_config
 from avta.isa.enums import MemType
-
 from avta.isa.memories import elem_bytes, memory
-from fsim_harness import Image, load, random_tensor, run_alone, sram_rows
+from avta.sim.image import Image, load, run_alone
 
 DATA = 0x1000          # byte address of the DRAM data in every test image
 
@@ -58,39 +57,44 @@ def reference_load(cfg, image, insn, base=0):
     return rows
 
 
-def check_load(cfg, memory_type, pads, pad_value, *, sram=3, y=2, x=3, stride=5, base=None):
-    rng = np.random.default_rng(hash((memory_type, pads, pad_value)) % 2**32)
-    image = Image(cfg)
-    image.put(DATA, random_tensor(rng, 4096, np.uint8))
-    eb = elem_bytes(cfg, memory_type)
-    offset = 0 if base is None else base[1]
-    insn = load(memory_type, sram=sram, dram=((DATA - offset) % 2**32) // eb, y=y, x=x,
-                stride=stride, pads=pads, pad_value=pad_value)
-    result, sim = run_alone(image, insn, bases=None if base is None else {base[0]: base[1]})
-    assert result.status == "ok", result.detail
+@pytest.fixture
+def check_load(random_tensor, sram_rows):
+    """``check_load(cfg, memory_type, pads, pad_value, ...)``: one LOAD run alone, every
+    scratchpad row against :func:`reference_load`; returns the simulator."""
+    def check(cfg, memory_type, pads, pad_value, *, sram=3, y=2, x=3, stride=5, base=None):
+        rng = np.random.default_rng(hash((memory_type, pads, pad_value)) % 2**32)
+        image = Image(cfg)
+        image.put(DATA, random_tensor(rng, 4096, np.uint8))
+        eb = elem_bytes(cfg, memory_type)
+        offset = 0 if base is None else base[1]
+        insn = load(memory_type, sram=sram, dram=((DATA - offset) % 2**32) // eb, y=y, x=x,
+                    stride=stride, pads=pads, pad_value=pad_value)
+        result, sim = run_alone(image, insn, bases=None if base is None else {base[0]: base[1]})
+        assert result.status == "ok", result.detail
 
-    name = memory(cfg, memory_type).scratchpad.name
-    expected = np.zeros_like(sram_rows(sim, name))
-    for row, data in reference_load(cfg, image, insn, offset).items():
-        expected[row] = np.frombuffer(data, dtype=np.uint8)
-    np.testing.assert_array_equal(sram_rows(sim, name), expected)
-    if name == "acc":   # docs/isa.md §3: OUT mirrors every ACC row write
-        np.testing.assert_array_equal(sim.sram("out"), sim.sram("acc").astype(np.int8))
-    counter = {"uop": "UOP_LD", "inp": "INP_LD", "wgt": "WGT_LD", "acc": "ACC_LD"}[name]
-    assert result.counters[counter] == x * y * eb
-    return sim
+        name = memory(cfg, memory_type).scratchpad.name
+        expected = np.zeros_like(sram_rows(sim, name))
+        for row, data in reference_load(cfg, image, insn, offset).items():
+            expected[row] = np.frombuffer(data, dtype=np.uint8)
+        np.testing.assert_array_equal(sram_rows(sim, name), expected)
+        if name == "acc":   # docs/isa.md §3: OUT mirrors every ACC row write
+            np.testing.assert_array_equal(sim.sram("out"), sim.sram("acc").astype(np.int8))
+        counter = {"uop": "UOP_LD", "inp": "INP_LD", "wgt": "WGT_LD", "acc": "ACC_LD"}[name]
+        assert result.counters[counter] == x * y * eb
+        return sim
+    return check
 
 
 @pytest.mark.parametrize("pad_value", [0, 1, 2])
 @pytest.mark.parametrize("pads", PADS)
 @pytest.mark.parametrize("memory_type", MEMORY_TYPES, ids=lambda m: MemType(m).name)
-def test_load_padding_tiny(tiny_cfg, memory_type, pads, pad_value):
+def test_load_padding_tiny(tiny_cfg, check_load, memory_type, pads, pad_value):
     check_load(tiny_cfg, memory_type, pads, pad_value)
 
 
 @pytest.mark.parametrize("config", ["default", "batch2", "rect"])
 @pytest.mark.parametrize("memory_type", MEMORY_TYPES, ids=lambda m: MemType(m).name)
-def test_load_padding_other_configs(config, memory_type):
+def test_load_padding_other_configs(check_load, config, memory_type):
     check_load(load_config(config), memory_type, (1, 1, 2, 1), 1)
 
 
@@ -112,7 +116,7 @@ def test_acc8bit_sign_extends(config):
     assert result.counters["ACC_LD"] == values.size
 
 
-def test_uop_padding_is_zero_whatever_pad_value(tiny_cfg):
+def test_uop_padding_is_zero_whatever_pad_value(tiny_cfg, check_load):
     sim = check_load(tiny_cfg, MemType.UOP, (1, 1, 1, 1), 2, sram=0, y=1, x=2, stride=2)
     assert sim.sram("uop")[0] == 0
 
@@ -122,17 +126,17 @@ BASES = [("INP", 0x800), ("WGT", 0x40), ("ACC", 0x100), ("UOP", 0xFFFF_FF00)]
 
 
 @pytest.mark.parametrize("register, value", BASES)
-def test_base_registers(tiny_cfg, register, value):
+def test_base_registers(tiny_cfg, check_load, register, value):
     memory_type = MemType[register]
     check_load(tiny_cfg, memory_type, (0, 0, 1, 0), 0, base=(register, value))
 
 
-def test_acc8bit_uses_acc_base(tiny_cfg):
+def test_acc8bit_uses_acc_base(tiny_cfg, check_load):
     check_load(tiny_cfg, MemType.ACC_8BIT, (0, 0, 0, 0), 0, base=("ACC", 0x200))
 
 
 @pytest.mark.parametrize("memory_type", MEMORY_TYPES, ids=lambda m: MemType(m).name)
-def test_x_size_zero_moves_nothing(tiny_cfg, memory_type):
+def test_x_size_zero_moves_nothing(tiny_cfg, sram_rows, memory_type):
     """x_size 0: no rows written even with padding fields set, no bytes counted (§3.1)."""
     image = Image(tiny_cfg)
     image.put(DATA, np.full(4096, 0x55, dtype=np.uint8))

@@ -1,43 +1,43 @@
-"""Naive references for the tests: docs/isa.md §3.3 and §3.4 one micro-op step at a time, in plain
-Python loops (ALU lanes as Python integers), written from the spec independently of fsim."""
+"""Fixtures of the fsim tests: naive references, docs/isa.md §3.3 and §3.4 one micro-op step at
+a time, in plain Python loops (ALU lanes as Python integers), written from the spec independently
+of fsim: ``ref_op``, ``reference_alu`` and ``reference_gemm``."""
 
 import numpy as np
+import pytest
 
 from avta.isa.enums import AluOp
 
-__all__ = ["wrap32", "sext", "ref_op", "reference_alu", "reference_gemm"]
 
-
-def wrap32(value):
+def _wrap32(value):
     return (value + 2**31) % 2**32 - 2**31
 
 
-def sext(value, bits):
+def _sext(value, bits):
     value &= (1 << bits) - 1
     return value - (1 << bits) if value >> (bits - 1) else value
 
 
-def ref_op(op, a, b):
+def _ref_op(op, a, b):
     """f(A, B) of docs/isa.md §3.4 on Python ints."""
     if op == AluOp.MIN:
         return min(a, b)
     if op == AluOp.MAX:
         return max(a, b)
     if op == AluOp.ADD:
-        return wrap32(a + b)
+        return _wrap32(a + b)
     if op == AluOp.SHR:
-        s = sext(b, 6)
-        return a >> s if s >= 0 else wrap32(a << -s)
+        s = _sext(b, 6)
+        return a >> s if s >= 0 else _wrap32(a << -s)
     if op == AluOp.MUL:
-        return sext(a, 8) * sext(b, 8)
+        return _sext(a, 8) * _sext(b, 8)
     if op == AluOp.CLP:
-        return max(min(a, b), wrap32(-b))
+        return max(min(a, b), _wrap32(-b))
     if op == AluOp.MOV:
         return b
     raise AssertionError(op)
 
 
-def reference_alu(insn, uops, acc):
+def _reference_alu(insn, uops, acc):
     """docs/isa.md §3.4 one step and one lane at a time."""
     acc = [[int(v) for v in row.reshape(-1)] for row in acc]
     for i_o in range(insn.iter_out):
@@ -46,13 +46,13 @@ def reference_alu(insn, uops, acc):
                 d = uops[u].dst_idx + i_o * insn.dst_factor_out + i_i * insn.dst_factor_in
                 s = uops[u].src_idx + i_o * insn.src_factor_out + i_i * insn.src_factor_in
                 if insn.use_imm:
-                    acc[d] = [ref_op(insn.alu_opcode, a, insn.imm) for a in acc[s]]
+                    acc[d] = [_ref_op(insn.alu_opcode, a, insn.imm) for a in acc[s]]
                 else:
-                    acc[d] = [ref_op(insn.alu_opcode, a, b) for a, b in zip(acc[d], acc[s])]
+                    acc[d] = [_ref_op(insn.alu_opcode, a, b) for a, b in zip(acc[d], acc[s])]
     return np.array(acc, dtype=np.int64)
 
 
-def reference_gemm(insn, uops, inp, wgt, acc):
+def _reference_gemm(insn, uops, inp, wgt, acc):
     """docs/isa.md §3.3 step by step, in Python loops: ACC[acc] += INP[inp]·WGT[wgt]ᵀ, wrapping."""
     acc = acc.astype(np.int64)
     for i_o in range(insn.iter_out):
@@ -67,3 +67,23 @@ def reference_gemm(insn, uops, inp, wgt, acc):
                     total = acc[a] + inp[i].astype(np.int64) @ wgt[w].astype(np.int64).T
                     acc[a] = (total + 2**31) % 2**32 - 2**31
     return acc.astype(np.int32)
+
+
+@pytest.fixture(scope="session")
+def ref_op():
+    """``ref_op(op, a, b)``: f(A, B) of docs/isa.md §3.4 on Python ints."""
+    return _ref_op
+
+
+@pytest.fixture(scope="session")
+def reference_alu():
+    """``reference_alu(insn, uops, acc)``: the ACC rows after ``insn`` (docs/isa.md §3.4), as
+    int64."""
+    return _reference_alu
+
+
+@pytest.fixture(scope="session")
+def reference_gemm():
+    """``reference_gemm(insn, uops, inp, wgt, acc)``: the ACC rows after ``insn``
+    (docs/isa.md §3.3), as int32."""
+    return _reference_gemm

@@ -9,9 +9,7 @@ from avta.isa.config import load_config
 from avta.isa.enums import AluOp, MemType
 from avta.isa.insn import Uop
 from avta.sim.fsim.alu import alu_op, hazard_free_chunks
-
-from fsim_harness import Image, alu, load, run_alone
-from fsim_reference import ref_op, reference_alu
+from avta.sim.image import Image, alu, load, run_alone
 
 UOPS, ACC = 0x800, 0x1000
 ACC_ROWS = 96
@@ -30,23 +28,28 @@ def acc_values(cfg, rng):
     return values.astype(np.int32).reshape(ACC_ROWS, cfg.batch, cfg.block_out)
 
 
-def run_alu(cfg, insn, kernel, seed=0):
-    rng = np.random.default_rng(seed)
-    acc = acc_values(cfg, rng)
-    image = Image(cfg, size=1 << 16)
-    image.put_uops(UOPS, kernel)
-    image.put(ACC, acc)
-    image.add(load(MemType.UOP, dram=UOPS // cfg.uop_elem_bytes, x=len(kernel)),
-              load(MemType.ACC, dram=ACC // cfg.acc_elem_bytes, x=ACC_ROWS))
-    result, sim = run_alone(image, insn)
-    assert result.status == "ok", result.detail
-    expected = reference_alu(insn, kernel, acc)
-    got = np.array(sim.sram("acc")[:ACC_ROWS]).reshape(ACC_ROWS, -1)
-    np.testing.assert_array_equal(got, expected)
-    np.testing.assert_array_equal(sim.sram("out")[:ACC_ROWS].reshape(ACC_ROWS, -1),
-                                  expected.astype(np.int8))
-    assert result.counters["ALU_STEPS"] == insn.steps
-    return result
+@pytest.fixture
+def run_alu(reference_alu):
+    """``run_alu(cfg, insn, kernel, seed=0)``: ``insn`` run alone on random ACC rows, the
+    result against :func:`reference_alu` (ACC and its OUT mirror); returns the result."""
+    def run(cfg, insn, kernel, seed=0):
+        rng = np.random.default_rng(seed)
+        acc = acc_values(cfg, rng)
+        image = Image(cfg, size=1 << 16)
+        image.put_uops(UOPS, kernel)
+        image.put(ACC, acc)
+        image.add(load(MemType.UOP, dram=UOPS // cfg.uop_elem_bytes, x=len(kernel)),
+                  load(MemType.ACC, dram=ACC // cfg.acc_elem_bytes, x=ACC_ROWS))
+        result, sim = run_alone(image, insn)
+        assert result.status == "ok", result.detail
+        expected = reference_alu(insn, kernel, acc)
+        got = np.array(sim.sram("acc")[:ACC_ROWS]).reshape(ACC_ROWS, -1)
+        np.testing.assert_array_equal(got, expected)
+        np.testing.assert_array_equal(sim.sram("out")[:ACC_ROWS].reshape(ACC_ROWS, -1),
+                                      expected.astype(np.int8))
+        assert result.counters["ALU_STEPS"] == insn.steps
+        return result
+    return run
 
 
 # -- the op table on single values -----------------------------------------------------------
@@ -71,7 +74,7 @@ VALUES = [
 
 @pytest.mark.parametrize("op, a, b, expected", VALUES,
                          ids=[f"{AluOp(v[0]).name}({v[1]},{v[2]})" for v in VALUES])
-def test_alu_op_values(op, a, b, expected):
+def test_alu_op_values(ref_op, op, a, b, expected):
     assert ref_op(op, a, b) == expected      # the test's reference agrees with the spec row
     got = alu_op(op, np.array([a], dtype=np.int32), np.array([b], dtype=np.int32))
     assert got.dtype == np.int32 and int(got[0]) == expected
@@ -90,7 +93,7 @@ FORMS = [(op, None) for op in AluOp] + \
 @pytest.mark.parametrize("op, imm", FORMS,
                          ids=[f"{AluOp(o).name}-{'tensor' if i is None else f'imm{i}'}"
                               for o, i in FORMS])
-def test_alu_forms(config, op, imm):
+def test_alu_forms(run_alu, config, op, imm):
     insn = alu(op, uops=(0, 4), iters=(2, 3), dst=(12, 4), src=(5, 1), imm=imm)
     run_alu(load_config(config), insn, KERNEL, seed=int(op) * 1000 + (imm or 0) % 1000)
 
@@ -111,14 +114,14 @@ for distance in range(1, 7):
 @pytest.mark.parametrize("op", [AluOp.ADD, AluOp.SHR, AluOp.MAX, AluOp.MOV],
                          ids=lambda o: AluOp(o).name)
 @pytest.mark.parametrize("chain", CHAINS, ids=[c[0] for c in CHAINS])
-def test_alu_read_after_write_chains(tiny_cfg, chain, op, use_imm):
+def test_alu_read_after_write_chains(tiny_cfg, run_alu, chain, op, use_imm):
     _, kernel, iters, dst, src = chain
     insn = alu(op, uops=(0, len(kernel)), iters=iters, dst=dst, src=src,
                imm=(1 if op == AluOp.SHR else 3) if use_imm else None)
     run_alu(tiny_cfg, insn, kernel, seed=len(kernel))
 
 
-def test_degenerate_alu_is_a_no_op(tiny_cfg):
+def test_degenerate_alu_is_a_no_op(tiny_cfg, run_alu):
     result = run_alu(tiny_cfg, alu(AluOp.ADD, uops=(2, 1), iters=(3, 3), imm=5), KERNEL)
     assert result.counters["ALU_STEPS"] == 0
 
