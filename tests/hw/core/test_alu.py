@@ -14,30 +14,33 @@ from avta.isa.enums import AluOp
 from avta.isa.insn import AluInsn, Uop
 from avta.sim.fsim.alu import execute_alu
 
-from .compute_harness import assert_rows_equal, fsim_pads, random_rows, run_unit, uop_rows
-
 
 def config(name, ports):
     return load_config(name).replace(acc_read_ports=ports)
 
 
-def run_alus(cfg, uops, insns, seed=0):
-    ports = {"uop_rd": ("uop", "r"), "acc_rd": ("acc", "r"), "acc_wr": ("acc", "w")}
-    if cfg.acc_read_ports == 2:
-        ports["acc_rd_b"] = ("acc", "r")
-    rng = np.random.default_rng(seed)
-    contents = {"acc": random_rows(cfg, "acc", rng, small=True), "uop": uop_rows(cfg, uops)}
-    got, cycles = run_unit(cfg, Alu(cfg=cfg), ports, insns, contents)
-    ref = fsim_pads(cfg, contents)
-    for insn in insns:
-        execute_alu(cfg, insn, ref, codec(cfg), strict=False)
-    assert_rows_equal(cfg, "acc", got["acc"], ref.raw("acc"), f"after {insns}")
-    return cycles
+@pytest.fixture
+def run_alus(run_unit, random_rows, uop_rows, fsim_pads, assert_rows_equal):
+    """``run_alus(cfg, uops, insns, seed=0)``: the instructions on the ALU and on fsim from the
+    same random ACC rows, compared; the cycles of each instruction."""
+    def run(cfg, uops, insns, seed=0):
+        ports = {"uop_rd": ("uop", "r"), "acc_rd": ("acc", "r"), "acc_wr": ("acc", "w")}
+        if cfg.acc_read_ports == 2:
+            ports["acc_rd_b"] = ("acc", "r")
+        rng = np.random.default_rng(seed)
+        contents = {"acc": random_rows(cfg, "acc", rng, small=True), "uop": uop_rows(cfg, uops)}
+        got, cycles = run_unit(cfg, Alu(cfg=cfg), ports, insns, contents)
+        ref = fsim_pads(cfg, contents)
+        for insn in insns:
+            execute_alu(cfg, insn, ref, codec(cfg), strict=False)
+        assert_rows_equal(cfg, "acc", got["acc"], ref.raw("acc"), f"after {insns}")
+        return cycles
+    return run
 
 
 @pytest.mark.parametrize("op", list(AluOp), ids=lambda op: op.name)
 @pytest.mark.parametrize("name,ports", [("tiny", 1), ("tiny", 2), ("batch2", 1)])
-def test_every_op(name, ports, op):
+def test_every_op(run_alus, name, ports, op):
     cfg = config(name, ports)
     rng = random.Random(f"{name}{ports}{op}")
     uops = [Uop(rng.randrange(6), rng.randrange(6), 0) for _ in range(5)]
@@ -54,7 +57,7 @@ def test_every_op(name, ports, op):
 
 @pytest.mark.parametrize("ports", [1, 2])
 @pytest.mark.parametrize("distance", range(1, 7))
-def test_read_after_write_at_distance(ports, distance):
+def test_read_after_write_at_distance(run_alus, ports, distance):
     """Step k reads ACC[src] written by step k − distance, and updates ACC[dst] written by step
     k − distance (docs/isa.md §3.4: each step sees every earlier step)."""
     cfg = config("tiny", ports)
@@ -77,7 +80,7 @@ def test_read_after_write_at_distance(ports, distance):
 
 
 @pytest.mark.parametrize("ports", [1, 2])
-def test_initiation_interval(ports):
+def test_initiation_interval(run_alus, ports):
     """II = 1 with an immediate (and for MOV); two operands: II = 2 on one read port, 1 on two."""
     cfg = config("tiny", ports)
     uops = [Uop(i, i + 16, 0) for i in range(16)]
@@ -93,7 +96,7 @@ def test_initiation_interval(ports):
     assert cycles[0] <= 4 + 8
 
 
-def test_degenerate_loops_do_nothing():
+def test_degenerate_loops_do_nothing(run_alus):
     cfg = config("tiny", 1)
     uops = [Uop(1, 2, 0)]
     insns = [AluInsn(alu_opcode=AluOp.ADD, uop_bgn=0, uop_end=1, iter_out=0, iter_in=4),

@@ -13,22 +13,25 @@ from avta.isa.enums import Opcode
 from avta.isa.insn import GemmInsn, Uop
 from avta.sim.fsim.gemm import execute_gemm
 
-from .compute_harness import assert_rows_equal, fsim_pads, random_rows, run_unit, uop_rows
-
 PORTS = {"uop_rd": ("uop", "r"), "inp_rd": ("inp", "r"), "wgt_rd": ("wgt", "r"),
          "acc_rd": ("acc", "r"), "acc_wr": ("acc", "w")}
 
 
-def run_gemms(cfg, uops, insns, seed=0):
-    rng = np.random.default_rng(seed)
-    contents = {pad: random_rows(cfg, pad, rng) for pad in ("inp", "wgt", "acc")}
-    contents["uop"] = uop_rows(cfg, uops)
-    got, cycles = run_unit(cfg, Gemm(cfg=cfg), PORTS, insns, contents)
-    ref = fsim_pads(cfg, contents)
-    for insn in insns:
-        execute_gemm(cfg, insn, ref, codec(cfg), strict=False)
-    assert_rows_equal(cfg, "acc", got["acc"], ref.raw("acc"), f"after {insns}")
-    return cycles
+@pytest.fixture
+def run_gemms(run_unit, random_rows, uop_rows, fsim_pads, assert_rows_equal):
+    """``run_gemms(cfg, uops, insns, seed=0)``: the instructions on the GEMM unit and on fsim from
+    the same random scratchpads, compared; the cycles of each instruction."""
+    def run(cfg, uops, insns, seed=0):
+        rng = np.random.default_rng(seed)
+        contents = {pad: random_rows(cfg, pad, rng) for pad in ("inp", "wgt", "acc")}
+        contents["uop"] = uop_rows(cfg, uops)
+        got, cycles = run_unit(cfg, Gemm(cfg=cfg), PORTS, insns, contents)
+        ref = fsim_pads(cfg, contents)
+        for insn in insns:
+            execute_gemm(cfg, insn, ref, codec(cfg), strict=False)
+        assert_rows_equal(cfg, "acc", got["acc"], ref.raw("acc"), f"after {insns}")
+        return cycles
+    return run
 
 
 def _gemm(**fields):
@@ -36,7 +39,7 @@ def _gemm(**fields):
 
 
 @pytest.mark.parametrize("config", ["tiny", "rect", "batch2"])
-def test_random_gemms(config):
+def test_random_gemms(run_gemms, config):
     cfg = load_config(config)
     rng = random.Random(config)
     uops = [Uop(rng.randrange(8), rng.randrange(cfg.inp_depth), rng.randrange(cfg.wgt_depth))
@@ -54,7 +57,7 @@ def test_random_gemms(config):
 
 
 @pytest.mark.parametrize("distance", range(1, 7))
-def test_read_after_write_at_distance(distance):
+def test_read_after_write_at_distance(run_gemms, distance):
     """Step s accumulates into the row step s − distance wrote (docs/isa.md §3.3, RTL forwards)."""
     cfg = load_config("tiny")
     uops = [Uop(d, 3 + d, 5 + d) for d in range(distance)]
@@ -65,7 +68,7 @@ def test_read_after_write_at_distance(distance):
     assert cycles[0] <= steps + 8
 
 
-def test_steps_per_cycle():
+def test_steps_per_cycle(run_gemms):
     """II = 1: a GEMM of N steps takes N + a constant number of cycles."""
     cfg = load_config("tiny")
     uops = [Uop(i, i, i) for i in range(8)]
@@ -76,7 +79,7 @@ def test_steps_per_cycle():
     assert cycles[0] <= 8 + 8
 
 
-def test_reset_and_degenerate():
+def test_reset_and_degenerate(run_gemms):
     cfg = load_config("rect")
     uops = [Uop(1, 2, 3), Uop(4, 5, 6)]
     insns = [_gemm(reset=1, uop_bgn=0, uop_end=2, iter_out=2, iter_in=1, dst_factor_out=7),
@@ -87,7 +90,7 @@ def test_reset_and_degenerate():
     assert cycles[1] <= 3 and cycles[2] <= 3
 
 
-def test_indices_wrap_modulo_depth():
+def test_indices_wrap_modulo_depth(run_gemms):
     cfg = load_config("tiny")
     uops = [Uop(cfg.acc_depth - 1, cfg.inp_depth - 1, cfg.wgt_depth - 1)]
     insn = _gemm(uop_bgn=0, uop_end=1, iter_out=2, iter_in=2, dst_factor_out=1,

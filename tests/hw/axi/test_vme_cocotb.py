@@ -10,6 +10,8 @@ from avta.hw.axi.vme import MemoryEngine
 from avta.sim.cocotb.run import run_cocotb
 from avta.sim.memory_knobs import MemoryKnobs
 
+pytestmark = pytest.mark.cocotb
+
 
 @pytest.mark.parametrize("data_bits", [64, 256])
 @pytest.mark.parametrize("backpressure", [0.0, 0.3])

@@ -18,8 +18,6 @@ from avta.runtime.ops.requant import Requant
 from avta.runtime.stream import StreamBuilder
 from avta.runtime.uop_kernel import Loop, UopKernel
 
-from .core_compare import device
-
 L, C, S = Stage.LOAD, Stage.COMPUTE, Stage.STORE
 
 
@@ -27,8 +25,8 @@ L, C, S = Stage.LOAD, Stage.COMPUTE, Stage.STORE
     (1, 1, Requant(shift=3, clip=(-100, 100))),
     (0, 2, Requant(shift=2, clip=(-50, 50), use_clp=True)),
 ])
-def test_conv2d(pad, stride, requant):
-    dev = device()
+def test_conv2d(mirrored_core_device, pad, stride, requant):
+    dev = mirrored_core_device()
     cfg = dev.cfg
     rng = np.random.default_rng(pad + 2 * stride)
     x = rng.integers(-16, 16, (1, 2 * cfg.block_in, 5, 5), dtype=np.int8)
@@ -41,8 +39,8 @@ def test_conv2d(pad, stride, requant):
 
 @pytest.mark.parametrize("operand", ["imm", "tensor"])
 @pytest.mark.parametrize("op", list(AluOp), ids=lambda op: op.name)
-def test_elementwise(op, operand):
-    dev = device()
+def test_elementwise(mirrored_core_device, op, operand):
+    dev = mirrored_core_device()
     rng = np.random.default_rng(int(op))
     a = rng.integers(-3000, 3000, 3 * dev.cfg.block_out, dtype=np.int32)
     if operand == "imm":
@@ -73,8 +71,8 @@ def _readback(dev, builder, acc_rows, start_row):
     return planes
 
 
-def test_padded_acc_loads_every_pad_value():
-    dev = device()
+def test_padded_acc_loads_every_pad_value(mirrored_core_device):
+    dev = mirrored_core_device()
     cfg = dev.cfg
     rng = np.random.default_rng(5)
     acc = dev.upload(rng.integers(-1000, 1000, (8, cfg.block_out), dtype=np.int32),
@@ -94,10 +92,10 @@ def test_padded_acc_loads_every_pad_value():
 
 
 @pytest.mark.parametrize("distance", range(1, 7))
-def test_gemm_and_alu_chains(distance):
+def test_gemm_and_alu_chains(mirrored_core_device, distance):
     """GEMM steps accumulate into the row written ``distance`` steps earlier; ALU steps read
     (through src) and update (through dst) rows written ``distance`` steps earlier."""
-    dev = device(seed=distance)
+    dev = mirrored_core_device(seed=distance)
     cfg = dev.cfg
     rng = np.random.default_rng(distance)
     inp = dev.upload(rng.integers(-20, 20, (8, cfg.inp_elem_bytes), dtype=np.int8),

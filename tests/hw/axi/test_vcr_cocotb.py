@@ -8,6 +8,8 @@ from avta.hw.axi.vcr import ControlRegisters
 from avta.isa.config import load_config
 from avta.sim.cocotb.run import run_cocotb
 
+pytestmark = pytest.mark.cocotb
+
 
 @pytest.mark.parametrize("config", ["tiny"])
 def test_vcr_on_verilator(config):

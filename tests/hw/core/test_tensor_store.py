@@ -17,8 +17,6 @@ from avta.isa.insn import MemoryInsn
 from avta.sim.fsim.dram import Dram
 from avta.sim.fsim.memops import execute_store
 
-from .compute_harness import fsim_pads, random_rows
-
 DRAM_BYTES = 2048
 
 
@@ -35,47 +33,52 @@ def random_store(cfg, rng):
                               y_size=y_size, x_size=x_size, x_stride=x_stride)
 
 
-def run_stores(cfg, insns, *, seed=0, stall=0.3, latency=(0, 5), base=0, dram_bytes=DRAM_BYTES):
-    unit = TensorStore(cfg=cfg)
-    harness = ScratchpadHarness(cfg, unit, {"out_rd": ("out", "r")})
-    rng = np.random.default_rng(seed)
-    out = random_rows(cfg, "out", rng)
-    dram = bytearray(rng.integers(0, 256, dram_bytes, dtype=np.uint8).tobytes())
-    ref = np.frombuffer(bytes(dram), dtype=np.uint8).copy()
-    model = DramModel(dram, data_bits=cfg.axi_data_bits,
-                      knobs=MemoryKnobs(seed=seed, latency=latency, backpressure=stall))
-    model.add_write_client(unit.mem, "store")
-    errs, cycles = [], []
+@pytest.fixture
+def run_stores(random_rows, fsim_pads):
+    """``run_stores(cfg, insns, *, seed=0, stall=0.3, ...)`` → ``(dram, fsim dram, errors,
+    cycles)``: the STOREs on TensorStore through the memory model and on fsim."""
+    def run(cfg, insns, *, seed=0, stall=0.3, latency=(0, 5), base=0, dram_bytes=DRAM_BYTES):
+        unit = TensorStore(cfg=cfg)
+        harness = ScratchpadHarness(cfg, unit, {"out_rd": ("out", "r")})
+        rng = np.random.default_rng(seed)
+        out = random_rows(cfg, "out", rng)
+        dram = bytearray(rng.integers(0, 256, dram_bytes, dtype=np.uint8).tobytes())
+        ref = np.frombuffer(bytes(dram), dtype=np.uint8).copy()
+        model = DramModel(dram, data_bits=cfg.axi_data_bits,
+                          knobs=MemoryKnobs(seed=seed, latency=latency, backpressure=stall))
+        model.add_write_client(unit.mem, "store")
+        errs, cycles = [], []
 
-    async def bench(ctx):
-        harness.set_rows(ctx, "out", [int.from_bytes(r.tobytes(), "little") for r in out])
-        ctx.set(unit.out_base, base)
+        async def bench(ctx):
+            harness.set_rows(ctx, "out", [int.from_bytes(r.tobytes(), "little") for r in out])
+            ctx.set(unit.out_base, base)
+            for insn in insns:
+                for name, value in insn.field_values().items():
+                    ctx.set(getattr(unit.insn, name), value)
+                ctx.set(unit.start, 1)
+                await ctx.tick()
+                ctx.set(unit.start, 0)
+                for n in range(1, 3000):
+                    _, _, done, err = await ctx.tick().sample(unit.done, unit.err)
+                    if done:
+                        errs.append(err)
+                        cycles.append(n + 1)
+                        break
+                else:
+                    raise SimTimeout(f"{insn} did not finish")
+
+        run_sim(harness, bench, background=[model.run], name=f"store-{cfg.name}")
+        pads = fsim_pads(cfg, {"out": out})
+        fs_dram = Dram(ref, {"OUT": base})
         for insn in insns:
-            for name, value in insn.field_values().items():
-                ctx.set(getattr(unit.insn, name), value)
-            ctx.set(unit.start, 1)
-            await ctx.tick()
-            ctx.set(unit.start, 0)
-            for n in range(1, 3000):
-                _, _, done, err = await ctx.tick().sample(unit.done, unit.err)
-                if done:
-                    errs.append(err)
-                    cycles.append(n + 1)
-                    break
-            else:
-                raise SimTimeout(f"{insn} did not finish")
-
-    run_sim(harness, bench, background=[model.run], name=f"store-{cfg.name}")
-    pads = fsim_pads(cfg, {"out": out})
-    fs_dram = Dram(ref, {"OUT": base})
-    for insn in insns:
-        if insn.x_size and not any(errs):
-            execute_store(cfg, insn, pads, fs_dram, strict=False)
-    return bytes(dram), ref.tobytes(), errs, cycles
+            if insn.x_size and not any(errs):
+                execute_store(cfg, insn, pads, fs_dram, strict=False)
+        return bytes(dram), ref.tobytes(), errs, cycles
+    return run
 
 
 @pytest.mark.parametrize("config", ["tiny", "batch2", "wide"])
-def test_random_stores(config):
+def test_random_stores(run_stores, config):
     cfg = load_config(config)
     rng = random.Random(config)
     insns = [random_store(cfg, rng) for _ in range(5)]
@@ -84,7 +87,7 @@ def test_random_stores(config):
     assert got == want
 
 
-def test_out_base_and_zero_size():
+def test_out_base_and_zero_size(run_stores):
     cfg = load_config("tiny")
     insns = [MemoryInsn(opcode=Opcode.STORE, memory_type=MemType.OUT, sram_base=3, dram_base=1,
                         y_size=2, x_size=3, x_stride=5),
@@ -95,7 +98,7 @@ def test_out_base_and_zero_size():
     assert cycles[1] <= 3
 
 
-def test_write_error_is_reported():
+def test_write_error_is_reported(run_stores):
     cfg = load_config("tiny")
     insn = MemoryInsn(opcode=Opcode.STORE, memory_type=MemType.OUT, dram_base=15, y_size=1,
                       x_size=2, x_stride=2)

@@ -12,8 +12,6 @@ from avta.isa.enums import AluOp, MemType, PadValue, Stage
 from avta.runtime.stream import StreamBuilder
 from avta.runtime.uop_kernel import Loop, UopKernel
 
-from .core_compare import device
-
 L, C, S = Stage.LOAD, Stage.COMPUTE, Stage.STORE
 INP_ROWS, WGT_ROWS, ACC_ROWS = 24, 12, 16
 
@@ -95,30 +93,34 @@ def random_program(dev, rng, rounds=3):
     return b.finish()
 
 
-def _run(cfg, seed):
-    dev = device(cfg, seed=seed)
-    program = random_program(dev, random.Random(seed))
-    assert dev.run(program).status == "ok"
+@pytest.fixture
+def run_random(mirrored_core_device):
+    """``run_random(cfg, seed)``: a random program on fsim and on the core; they must agree."""
+    def run(cfg, seed):
+        dev = mirrored_core_device(cfg, seed=seed)
+        program = random_program(dev, random.Random(seed))
+        assert dev.run(program).status == "ok"
+    return run
 
 
 @pytest.mark.parametrize("config,seed", [("tiny", s) for s in range(4)] + [("rect", 0)])
-def test_random_program(config, seed):
-    _run(load_config(config), seed)
+def test_random_program(run_random, config, seed):
+    run_random(load_config(config), seed)
 
 
-def test_random_program_two_acc_read_ports():
-    _run(load_config("tiny").replace(acc_read_ports=2), 11)
+def test_random_program_two_acc_read_ports(run_random):
+    run_random(load_config("tiny").replace(acc_read_ports=2), 11)
 
 
 @pytest.mark.parametrize("bus,log_uop_width", [(128, 6), (512, 5)])
-def test_random_program_wide_bus(bus, log_uop_width):
+def test_random_program_wide_bus(run_random, bus, log_uop_width):
     """Several rows per beat on loads, stores and fetch; 64-bit micro-ops."""
-    _run(load_config("tiny").replace(axi_data_bits=bus, log_uop_width=log_uop_width), 21)
+    run_random(load_config("tiny").replace(axi_data_bits=bus, log_uop_width=log_uop_width), 21)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("config,ports", [("tiny", 1), ("tiny", 2), ("batch2", 1), ("rect", 2)])
-def test_random_programs_many(config, ports):
+def test_random_programs_many(run_random, config, ports):
     cfg = load_config(config).replace(acc_read_ports=ports)
     for seed in range(100, 130 if config == "tiny" else 106):
-        _run(cfg, seed)
+        run_random(cfg, seed)
