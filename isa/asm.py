@@ -51,8 +51,13 @@ def insn_from_json(obj, *, where="instruction"):
     obj.pop("reason", None)
     op_name = obj.pop("op", None)
     if op_name == "ILLEGAL":
-        return IllegalInsn(opcode=_int(obj.get("opcode", 0), "opcode", where),
-                           raw=_int(obj.get("raw", 0), "raw", where))
+        opcode = _int(obj.get("opcode", 0), "opcode", where)
+        # Without "raw" the instruction is its opcode bits and zeros elsewhere.
+        raw = _int(obj.get("raw", opcode), "raw", where)
+        try:
+            return IllegalInsn(opcode=opcode, raw=raw)
+        except ValueError as error:
+            raise AsmError(f"{where}: {error}") from None
     try:
         opcode = Opcode[op_name]
     except (KeyError, TypeError):

@@ -78,8 +78,10 @@ def test_disasm_flags_illegal_instructions(tmp_path, capsys):
     ('{"op": "GEMM", "uop_bgn": 9999}', "uop_bgn = 9999 does not fit its 8-bit field"),
     ('{"op": "LOAD", "x_size": "many"}', "field x_size must be an integer"),
     ("not json", "not valid JSON"),
+    ('{"op": "ILLEGAL", "opcode": 6, "raw": "0x5"}', "whose opcode bits are 5"),
 ])
 def test_asm_errors_name_the_line(tmp_path, capsys, line, message):
+    """Bad assembly is one message naming the line (exit 2), never a traceback."""
     src = tmp_path / "p.jsonl"
     src.write_text('{"op": "FINISH"}\n' + line + "\n")
     assert main(["asm", "--config", "tiny", str(src), "-o", str(tmp_path / "o.bin")]) == 2
@@ -119,3 +121,10 @@ def test_gen_trace_ports_only_when_asked(tmp_path):
     assert "output [31:0] trace__compute_insn;" in (tmp_path / "traced" / "vta_top.v").read_text()
     from avta.sim.verilator import lint
     assert lint(["vta_top.v"], cwd=tmp_path / "traced").returncode == 0
+
+
+def test_asm_illegal_without_raw_is_its_opcode(tmp_path):
+    src = tmp_path / "p.jsonl"
+    src.write_text('{"op": "ILLEGAL", "opcode": 6}\n')
+    assert main(["asm", "--config", "tiny", str(src), "-o", str(tmp_path / "o.bin")]) == 0
+    assert (tmp_path / "o.bin").read_bytes() == (6).to_bytes(16, "little")
