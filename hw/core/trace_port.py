@@ -6,7 +6,7 @@ extra logic and no extra ports. They are plain taps of signals the core has anyw
 
 * per stage (``load``, ``compute``, ``store``): the index of the instruction at the head of the
   stage's queue (``<stage>_insn``, the one executing while ``busy``), a one-cycle ``retire``
-  pulse when it completes without error, and its ``state`` (:data:`STATE_NAMES`);
+  pulse when it completes without error, and its ``state`` (:class:`StageState`);
 * per scratchpad a stage writes (``uop``, ``inp``, ``wgt``, ``acc``): the write port's enables,
   row address and data, exactly as the memory sees them. A row wider than the bus arrives in
   pieces under per-piece enables; the harness re-assembles whole rows.
@@ -15,20 +15,39 @@ DRAM writes need no port: the harness is the AXI memory and sees every beat.
 """
 
 from amaranth.hdl import Mux
-from amaranth.lib import wiring
+from amaranth.lib import enum, wiring
 from amaranth.lib.wiring import Out
+
+from avta.isa.enums import Stage
+from avta.isa.memories import SCRATCHPADS, writer_stage
 
 from .queue import INDEX_BITS
 from .sram import geometry
 
-__all__ = ["TraceSignature", "STATE_NAMES", "TRACED_MEMORIES", "TRACE_STAGES", "drive_trace"]
+__all__ = ["TraceSignature", "StageState", "STATE_NAMES", "TRACED_MEMORIES", "TRACE_STAGES",
+           "drive_trace"]
 
-#: ``state`` values, in the order of their encoding.
-STATE_NAMES = ("idle", "wait", "busy", "halt")
-#: Scratchpads traced, and the stage whose instructions write them (docs/isa.md §3).
-TRACED_MEMORIES = {"uop": "compute", "inp": "load", "wgt": "load", "acc": "compute"}
+
+class StageState(enum.Enum, shape=2):
+    """What a stage is doing in a cycle (the trace's ``activity`` states, lower-case)."""
+    #: No instruction is queued.
+    IDLE = 0
+    #: The head instruction waits for a token.
+    WAIT = 1
+    #: Executing the head instruction.
+    BUSY = 2
+    #: None of the above: the run is ending.
+    HALT = 3
+
+
+#: ``state`` names as traces spell them, in the order of their encoding.
+STATE_NAMES = tuple(state.name.lower() for state in StageState)
+#: Scratchpads traced, and the stage whose instructions write them (docs/isa.md §3). Every
+#: scratchpad but OUT, whose rows are ACC's mirror and implied by ACC's.
+TRACED_MEMORIES = {name: writer_stage(name).name.lower() for name in SCRATCHPADS
+                   if name != "out"}
 #: Stage names, and the Core's short names for their controls.
-TRACE_STAGES = {"load": "ld", "compute": "cp", "store": "st"}
+TRACE_STAGES = {stage.name.lower(): short for stage, short in zip(Stage, ("ld", "cp", "st"))}
 
 
 def TraceSignature(cfg):
@@ -37,7 +56,7 @@ def TraceSignature(cfg):
     for stage in TRACE_STAGES:
         members[f"{stage}_insn"] = Out(INDEX_BITS)
         members[f"{stage}_retire"] = Out(1)
-        members[f"{stage}_state"] = Out(2)
+        members[f"{stage}_state"] = Out(StageState)
     for name in TRACED_MEMORIES:
         geo = geometry(cfg, name)
         members[f"{name}_en"] = Out(geo.en_bits)
@@ -51,7 +70,9 @@ def drive_trace(m, trace, stages, write_ports):
     (by short name) and scratchpad write ports (by memory name), in module ``m``."""
     for stage, short in TRACE_STAGES.items():
         ctrl = stages[short]
-        state = Mux(ctrl.busy, 2, Mux(ctrl.idle_event, 0, Mux(ctrl.stall_event, 1, 3)))
+        state = Mux(ctrl.busy, StageState.BUSY,
+                    Mux(ctrl.idle_event, StageState.IDLE,
+                        Mux(ctrl.stall_event, StageState.WAIT, StageState.HALT)))
         m.d.comb += [
             getattr(trace, f"{stage}_insn").eq(ctrl.insn.payload.index),
             getattr(trace, f"{stage}_retire").eq(ctrl.insn.ready & ~ctrl.error),

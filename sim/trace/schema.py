@@ -11,7 +11,7 @@ is the header and the last one (when the run ended) is the end record:
     device (16 bytes each, ``bytes.hex()``), so a trace can be read without its image.
 ``end``
     ``{"kind": "end", "status": "ok"|"error"|"timeout"|"deadlock", "cycles": C,
-    "error_code": E, "error_insn": I}`` (the values of :class:`avta.sim.result.RunResult`).
+    "error_code": E, "error_insn": I}`` (the values of :class:`avta.runtime.backend.RunResult`).
 
 Between them come the events. Each names its ``stage`` (``load``, ``compute``, ``store``: the
 stage that executed the instruction, docs/isa.md §3) and ``insn`` (the instruction's index in the
@@ -50,16 +50,27 @@ import json
 from pathlib import Path
 
 from avta.isa.config import Config, ConfigError
+from avta.isa.enums import Stage
+from avta.isa.memories import SCRATCHPADS
 
-__all__ = ["SCHEMA_VERSION", "MODES", "STAGES", "MEMORIES", "EVENT_KINDS", "canonical_mode",
-           "header_record", "end_record", "TraceWriter", "Trace", "read_trace", "TraceFormatError",
-           "trace_config"]
+__all__ = ["SCHEMA_VERSION", "MODES", "MODE_LEVELS", "MODE_ALIASES", "STAGES", "MEMORIES",
+           "EVENT_KINDS", "canonical_mode", "mode_level", "header_record", "end_record",
+           "TraceWriter", "Trace", "read_trace", "TraceFormatError", "trace_config"]
 
 SCHEMA_VERSION = 1
-#: Accepted modes; ``equiv`` means ``arch``.
-MODES = ("retire", "arch", "equiv", "full")
-STAGES = ("load", "compute", "store")
-MEMORIES = ("uop", "inp", "wgt", "acc")
+#: The modes, each recording everything the one before does and more; tsim's harness is handed
+#: a mode as its index here.
+MODE_LEVELS = ("retire", "arch", "full")
+#: Other names of modes.
+MODE_ALIASES = {"equiv": "arch"}
+#: Accepted modes (command-line choices): each level followed by its aliases.
+MODES = tuple(name for level in MODE_LEVELS
+              for name in (level, *(alias for alias, of in MODE_ALIASES.items() if of == level)))
+#: Stage names, indexed by :class:`~avta.isa.enums.Stage`.
+STAGES = tuple(stage.name.lower() for stage in Stage)
+#: Scratchpads whose writes are traced, in :data:`~avta.isa.memories.SCRATCHPADS` order: all
+#: but OUT, whose rows mirror ACC's.
+MEMORIES = tuple(name for name in SCRATCHPADS if name != "out")
 #: Event kinds and the keys each must have (besides ``kind``; ``cycle`` is optional).
 EVENT_KINDS = {
     "retire": ("stage", "insn"),
@@ -77,7 +88,12 @@ def canonical_mode(mode):
     """``mode`` with its alias resolved (``equiv`` → ``arch``); a clear error for anything else."""
     if mode not in MODES:
         raise ValueError(f"trace mode {mode!r} is not one of {', '.join(MODES)}")
-    return "arch" if mode == "equiv" else mode
+    return MODE_ALIASES.get(mode, mode)
+
+
+def mode_level(mode):
+    """The index of ``mode`` (or of the mode it is an alias of) in :data:`MODE_LEVELS`."""
+    return MODE_LEVELS.index(canonical_mode(mode))
 
 
 def header_record(cfg, *, target, mode, insn_addr, insn_count, program):
@@ -90,7 +106,7 @@ def header_record(cfg, *, target, mode, insn_addr, insn_count, program):
 
 
 def end_record(result):
-    """The end line for a :class:`~avta.sim.result.RunResult`."""
+    """The end line for a :class:`~avta.runtime.backend.RunResult`."""
     return {"kind": "end", "status": result.status, "cycles": result.cycles,
             "error_code": result.error_code, "error_insn": result.error_insn}
 

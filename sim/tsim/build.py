@@ -1,8 +1,11 @@
 """Build the tsim shared library: Verilated top + ``harness.cpp``, cached by content hash.
 
-The cache key covers the Verilog text, the harness source, the data width, the Verilator
-version and the waveform format compiled in (if any); a library already built for the same key is
-reused, so only a change to the design or the harness costs a Verilator build.
+The harness sources are copied into the build folder beside the header generated from Python
+(:mod:`.harness_header`), so a build folder holds exactly what was compiled. The cache key
+covers the Verilog text, the harness sources, the generated header, the data width, the
+Verilator version and the waveform format compiled in (if any); a library already built for the
+same key is reused, so only a change to the design, the harness or the facts it shares with
+Python costs a Verilator build.
 """
 
 import hashlib
@@ -13,6 +16,7 @@ from pathlib import Path
 
 from ..verilator import (VerilatorError, cache_root, run_verilator, verilator_env,
                          verilator_version)
+from .harness_header import HEADER_NAME, harness_header
 
 __all__ = ["build_library", "HARNESS"]
 
@@ -48,8 +52,10 @@ def build_library(verilog_text, *, data_bits, trace=None, events=False, jobs=Non
     if trace is not None and trace not in TRACE_FORMATS:
         raise ValueError(f"trace must be one of {sorted(TRACE_FORMATS)} or None, not {trace!r}")
     env = verilator_env()
-    harness = HARNESS.read_text()
-    key = "\0".join([verilog_text, harness, EVENTS.read_text() if events else "",
+    sources = {path.name: path.read_text() for path in (HARNESS, EVENTS)}
+    sources[HEADER_NAME] = harness_header()
+    key = "\0".join([verilog_text, sources[HARNESS.name],
+                     sources[EVENTS.name] if events else "", sources[HEADER_NAME],
                      str(data_bits), str(verilator_version()), str(trace), MODEL_OPT])
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     out = cache_root() / "tsim" / f"{digest}{'-' + trace if trace else ''}"
@@ -60,6 +66,8 @@ def build_library(verilog_text, *, data_bits, trace=None, events=False, jobs=Non
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / "obj").mkdir(parents=True)
     (tmp / f"{TOP}.v").write_text(verilog_text)
+    for name, text in sources.items():
+        (tmp / name).write_text(text)
     jobs = jobs or os.cpu_count() or 1
     flags = [f"-fPIC {MODEL_OPT} -DTSIM_DATA_BITS={data_bits}"]
     args = ["--cc", f"{TOP}.v", "--top-module", TOP, "-Mdir", "obj", "--build", "-j", str(jobs),
@@ -75,7 +83,7 @@ def build_library(verilog_text, *, data_bits, trace=None, events=False, jobs=Non
     cmd = ["g++", "-std=c++20", "-O2", "-shared", "-fPIC", f"-DTSIM_DATA_BITS={data_bits}",
            *([f"-D{TRACE_FORMATS[trace][1]}"] if trace else []),
            *(["-DTSIM_EVENTS"] if events else []),
-           f"-I{include}", f"-I{include / 'vltstd'}", "-Iobj", str(HARNESS),
+           "-I.", f"-I{include}", f"-I{include / 'vltstd'}", "-Iobj", HARNESS.name,
            f"obj/V{TOP}__ALL.a", "obj/libverilated.a", "-o", "libtsim.so", "-lpthread",
            "-latomic"]
     if trace == "fst":

@@ -15,11 +15,10 @@ from avta.isa.registers import COUNTER_NAMES, REGISTERS, counter_offset
 
 from ..result import RunResult
 from .build import build_library
+from .harness_header import RunStatus, TraceStart
 
 __all__ = ["Tsim", "MemoryKnobs", "TsimError"]
 
-#: The harness's run status codes.
-_FINISH, _ERROR, _TIMEOUT = 0, 1, 2
 BASE_KEYS = ("UOP", "INP", "WGT", "ACC", "OUT")
 
 
@@ -139,22 +138,22 @@ class Tsim:
     def _begin_events(self, path, mode, out_base):
         from avta.hw.core.sram import geometry
         from avta.hw.core.trace_port import TRACED_MEMORIES
-        from avta.sim.trace.schema import canonical_mode
+        from avta.sim.trace.schema import mode_level
         if not self._traced:
             raise ValueError("this Tsim has no trace ports: make it with Tsim(cfg, trace=True)")
-        level = ("retire", "arch", "full").index(canonical_mode(mode))
-        # The harness's memory order (events.h) is the trace port's: uop, inp, wgt, acc.
+        level = mode_level(mode)
+        # The harness's memory order (avta_harness.h) is the trace port's.
         geos = [geometry(self._cfg, name) for name in TRACED_MEMORIES]
-        rows = (ctypes.c_uint32 * 4)(*(g.row_bits // 8 for g in geos))
-        pieces = (ctypes.c_uint32 * 4)(*(g.en_bits for g in geos))
+        rows = (ctypes.c_uint32 * len(geos))(*(g.row_bits // 8 for g in geos))
+        pieces = (ctypes.c_uint32 * len(geos))(*(g.en_bits for g in geos))
         elem = self._cfg.out_elem_bytes
         # The RTL ignores base bits below min(element, bus) (hw/core/tensor_store.py).
         origin = out_base & ~(min(elem, self._cfg.axi_data_bytes) - 1)
         status = self._lib.tsim_trace_begin(self._handle, str(path).encode(), level, rows,
                                             pieces, origin, elem)
-        if status == -1:
+        if status == TraceStart.NO_FILE:
             raise OSError(f"cannot open trace file {path} for appending")
-        if status != 0:
+        if status != TraceStart.STARTED:
             raise TsimError("the tsim library was built without the trace manager")
 
     def write_reg(self, addr, value):
@@ -203,14 +202,14 @@ class Tsim:
         finally:
             if events_to is not None:
                 self._lib.tsim_trace_end(self._handle)
-        if status < 0:
+        if status == RunStatus.NO_ANSWER:
             raise TsimError("the register file stopped answering during the run")
         counters = {name: self.read_reg(counter_offset(name)) for name in COUNTER_NAMES}
         cycles = self.read_reg(REGISTERS["CYCLES"])
-        if status == _TIMEOUT:
+        if status == RunStatus.TIMEOUT:
             return RunResult("timeout", cycles=cycles, counters=counters,
                              detail=f"no finish or error within {max_cycles} cycles")
-        if status == _ERROR:
+        if status == RunStatus.ERROR:
             code = self.read_reg(REGISTERS["ERR_CODE"])
             return RunResult("error", cycles=cycles, counters=counters, error_code=code,
                              error_insn=self.read_reg(REGISTERS["ERR_INSN"]),

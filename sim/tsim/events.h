@@ -7,6 +7,9 @@
 // element of the OUT type; an element is one event when all its bytes have arrived. Both carry
 // the index of the instruction the owning stage is executing at that cycle (a stage runs one
 // instruction at a time and completes it only after its last write, docs/isa.md §3).
+//
+// Modes, stages, states, memories and event kinds, and their names, come from the generated
+// avta_harness.h (avta/sim/tsim/harness_header.py).
 #pragma once
 
 #include <cstdio>
@@ -14,17 +17,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include "avta_harness.h"
+
 #define TRACE(member) trace___05F##member
 
 namespace tsim_events {
 
-enum Mode { kRetire = 0, kArch = 1, kFull = 2 };
-enum Memory { kUop = 0, kInp = 1, kWgt = 2, kAcc = 3, kMemories = 4 };
-constexpr const char* kMemoryName[kMemories] = {"uop", "inp", "wgt", "acc"};
-// The stage whose instructions write each scratchpad (docs/isa.md §3).
-constexpr int kMemoryStage[kMemories] = {1, 0, 0, 1};
-constexpr const char* kStageName[3] = {"load", "compute", "store"};
-constexpr const char* kStateName[4] = {"idle", "wait", "busy", "halt"};
+using namespace avta_harness;
 
 // Verilator represents a port as an unsigned integer of 8..64 bits or as VlWide<N> words.
 template <typename T> inline uint64_t value(const T& v) { return uint64_t(v); }
@@ -53,43 +52,48 @@ class Tracer {
   public:
     Tracer(FILE* out, int mode, const Geometry* geo, uint64_t out_origin, uint32_t out_elem)
         : out_(out), mode_(mode), out_origin_(out_origin), out_elem_(out_elem) {
-        for (int m = 0; m < kMemories; ++m) geo_[m] = geo[m];
+        for (int m = 0; m < kMemoryCount; ++m) geo_[m] = geo[m];
+        // No state seen yet: the first sample of each stage is a change.
+        for (int s = 0; s < kStageCount; ++s) state_[s] = state_insn_[s] = ~0u;
     }
     ~Tracer() { std::fclose(out_); }
 
     // Called every cycle with the design's outputs settled, just before the rising edge.
+    // The trace ports are named by stage and memory, so the X-macros of avta_harness.h spell
+    // one statement per stage or memory.
     template <typename Top> void sample(Top* top, uint64_t cycle) {
-        insn_[0] = uint32_t(top->TRACE(load_insn));
-        insn_[1] = uint32_t(top->TRACE(compute_insn));
-        insn_[2] = uint32_t(top->TRACE(store_insn));
-        if (mode_ >= kArch) {
-            row(kUop, top->TRACE(uop_en), top->TRACE(uop_addr), top->TRACE(uop_data), cycle);
-            row(kInp, top->TRACE(inp_en), top->TRACE(inp_addr), top->TRACE(inp_data), cycle);
-            row(kWgt, top->TRACE(wgt_en), top->TRACE(wgt_addr), top->TRACE(wgt_data), cycle);
-            row(kAcc, top->TRACE(acc_en), top->TRACE(acc_addr), top->TRACE(acc_data), cycle);
+#define SAMPLE_INSN(stage, name) insn_[stage] = uint32_t(top->TRACE(name##_insn));
+        AVTA_TRACE_STAGES(SAMPLE_INSN)
+#undef SAMPLE_INSN
+        if (mode_ >= kModeArch) {
+#define SAMPLE_ROW(mem, name) \
+    row(mem, top->TRACE(name##_en), top->TRACE(name##_addr), top->TRACE(name##_data), cycle);
+            AVTA_TRACED_MEMORIES(SAMPLE_ROW)
+#undef SAMPLE_ROW
         }
-        if (mode_ >= kFull) {
-            activity(0, top->TRACE(load_state), cycle);
-            activity(1, top->TRACE(compute_state), cycle);
-            activity(2, top->TRACE(store_state), cycle);
+        if (mode_ >= kModeFull) {
+#define SAMPLE_STATE(stage, name) activity(stage, top->TRACE(name##_state), cycle);
+            AVTA_TRACE_STAGES(SAMPLE_STATE)
+#undef SAMPLE_STATE
         }
         // Retire last: a stage's final row write and its retire can share a cycle.
-        if (top->TRACE(load_retire)) retire(0, cycle);
-        if (top->TRACE(compute_retire)) retire(1, cycle);
-        if (top->TRACE(store_retire)) retire(2, cycle);
+#define SAMPLE_RETIRE(stage, name) if (top->TRACE(name##_retire)) retire(stage, cycle);
+        AVTA_TRACE_STAGES(SAMPLE_RETIRE)
+#undef SAMPLE_RETIRE
     }
 
     // One DRAM byte written by a W beat sampled at ``cycle`` (the store stage's instruction
     // then is the one sampled in the same cycle).
     void dram_byte(const uint8_t* dram, uint64_t addr, uint64_t cycle) {
-        if (mode_ < kArch || addr < out_origin_) return;
+        if (mode_ < kModeArch || addr < out_origin_) return;
         uint64_t element = (addr - out_origin_) / out_elem_;
         uint32_t& count = dram_count_[element];
         if (++count < out_elem_) return;
         dram_count_.erase(element);
         uint64_t start = out_origin_ + element * out_elem_;
-        std::fprintf(out_, "{\"kind\": \"dram\", \"stage\": \"store\", \"insn\": %u, "
-                           "\"address\": %llu, \"data\": \"", insn_[2],
+        std::fprintf(out_, "{\"kind\": \"%s\", \"stage\": \"%s\", \"insn\": %u, "
+                           "\"address\": %llu, \"data\": \"", kKindName[kKindDram],
+                     kStageName[kDramStage], insn_[kDramStage],
                      static_cast<unsigned long long>(start));
         hex(dram + start, out_elem_);
         std::fprintf(out_, "\", \"cycle\": %llu}\n", static_cast<unsigned long long>(cycle));
@@ -127,27 +131,29 @@ class Tracer {
 
     void emit_row(int mem, uint32_t index, const uint8_t* data, uint64_t cycle) {
         int stage = kMemoryStage[mem];
-        std::fprintf(out_, "{\"kind\": \"sram\", \"stage\": \"%s\", \"insn\": %u, "
+        std::fprintf(out_, "{\"kind\": \"%s\", \"stage\": \"%s\", \"insn\": %u, "
                            "\"memory\": \"%s\", \"index\": %u, \"data\": \"",
-                     kStageName[stage], insn_[stage], kMemoryName[mem], index);
+                     kKindName[kKindSram], kStageName[stage], insn_[stage], kMemoryName[mem],
+                     index);
         hex(data, geo_[mem].row_bytes);
         std::fprintf(out_, "\", \"cycle\": %llu}\n", static_cast<unsigned long long>(cycle));
     }
 
     void retire(int stage, uint64_t cycle) {
-        std::fprintf(out_, "{\"kind\": \"retire\", \"stage\": \"%s\", \"insn\": %u, "
+        std::fprintf(out_, "{\"kind\": \"%s\", \"stage\": \"%s\", \"insn\": %u, "
                            "\"cycle\": %llu}\n",
-                     kStageName[stage], insn_[stage], static_cast<unsigned long long>(cycle));
+                     kKindName[kKindRetire], kStageName[stage], insn_[stage],
+                     static_cast<unsigned long long>(cycle));
     }
 
     void activity(int stage, uint32_t state, uint64_t cycle) {
         if (state == state_[stage] && insn_[stage] == state_insn_[stage]) return;
         state_[stage] = state;
         state_insn_[stage] = insn_[stage];
-        std::fprintf(out_, "{\"kind\": \"activity\", \"stage\": \"%s\", \"insn\": %u, "
+        std::fprintf(out_, "{\"kind\": \"%s\", \"stage\": \"%s\", \"insn\": %u, "
                            "\"state\": \"%s\", \"cycle\": %llu}\n",
-                     kStageName[stage], insn_[stage], kStateName[state & 3],
-                     static_cast<unsigned long long>(cycle));
+                     kKindName[kKindActivity], kStageName[stage], insn_[stage],
+                     kStateName[state % kStateCount], static_cast<unsigned long long>(cycle));
     }
 
     void hex(const uint8_t* data, std::size_t n) {
@@ -162,14 +168,14 @@ class Tracer {
 
     FILE* out_;
     int mode_;
-    Geometry geo_[kMemories];
+    Geometry geo_[kMemoryCount];
     uint64_t out_origin_;
     uint32_t out_elem_;
-    uint32_t insn_[3] = {0, 0, 0};
-    uint32_t state_[3] = {~0u, ~0u, ~0u};
-    uint32_t state_insn_[3] = {~0u, ~0u, ~0u};
+    uint32_t insn_[kStageCount] = {};
+    uint32_t state_[kStageCount];
+    uint32_t state_insn_[kStageCount];
     std::vector<uint8_t> buffer_;
-    std::unordered_map<uint32_t, Partial> partial_[kMemories];
+    std::unordered_map<uint32_t, Partial> partial_[kMemoryCount];
     std::unordered_map<uint64_t, uint32_t> dram_count_;
 };
 

@@ -12,6 +12,9 @@
 //                  as AXI requires)
 //   backpressure   per-cycle probability (percent) of holding each READY/VALID low
 // An access outside the DRAM image is answered SLVERR (docs/isa.md §3.5 error 9) and changes nothing.
+//
+// Register offsets, CTRL bits, response codes and the codes returned to Python come from the
+// generated avta_harness.h (avta/sim/tsim/harness_header.py).
 
 #include <cstdint>
 #include <cstring>
@@ -20,6 +23,7 @@
 #include <random>
 #include <vector>
 
+#include "avta_harness.h"
 #include "verilated.h"
 #include "Vvta_top.h"
 #if defined(TSIM_TRACE_FST)
@@ -46,10 +50,9 @@ using TraceFile = VerilatedVcdC;
 
 namespace {
 
+using namespace avta_harness;
+
 constexpr int kBeatBytes = TSIM_DATA_BITS / 8;
-constexpr uint32_t kRespOkay = 0, kRespSlverr = 2;
-constexpr uint32_t kRegCtrl = 0x00;
-constexpr uint32_t kCtrlFinish = 1u << 1, kCtrlError = 1u << 2;
 // An AXI4-Lite access that takes longer than this is a hang in the register file.
 constexpr int kLiteTimeout = 1000;
 // How often the host polls CTRL while a run is going.
@@ -353,24 +356,24 @@ int tsim_reg_read(void* handle, uint32_t addr, uint32_t* value) {
     return static_cast<Tsim*>(handle)->lite_read(addr, value);
 }
 
-// Start appending trace events to ``path``: mode 0 retire, 1 arch, 2 full. ``row_bytes`` and
-// ``pieces`` give each traced scratchpad's row size and write enables (uop, inp, wgt, acc);
-// OUT elements of ``out_elem`` bytes start at ``out_origin``. Returns 0, or -1 when the file
-// cannot be opened, -2 when the design has no trace ports.
+// Start appending trace events to ``path`` in ``mode`` (kModeRetire, ...). ``row_bytes`` and
+// ``pieces`` give each traced scratchpad's row size and write enables (kMemoryName order);
+// OUT elements of ``out_elem`` bytes start at ``out_origin``. Returns kTraceStarted, or
+// kTraceNoFile when the file cannot be opened, kTraceNoPorts when the design has no trace ports.
 int tsim_trace_begin(void* handle, const char* path, int mode, const uint32_t* row_bytes,
                      const uint32_t* pieces, uint64_t out_origin, uint32_t out_elem) {
 #ifdef TSIM_EVENTS
     auto* sim = static_cast<Tsim*>(handle);
     FILE* out = std::fopen(path, "a");
-    if (!out) return -1;
-    tsim_events::Geometry geo[tsim_events::kMemories];
-    for (int m = 0; m < tsim_events::kMemories; ++m) geo[m] = {row_bytes[m], pieces[m]};
+    if (!out) return kTraceNoFile;
+    tsim_events::Geometry geo[kMemoryCount];
+    for (int m = 0; m < kMemoryCount; ++m) geo[m] = {row_bytes[m], pieces[m]};
     sim->events = std::make_unique<tsim_events::Tracer>(out, mode, geo, out_origin, out_elem);
-    return 0;
+    return kTraceStarted;
 #else
     (void)handle; (void)path; (void)mode; (void)row_bytes; (void)pieces; (void)out_origin;
     (void)out_elem;
-    return -2;
+    return kTraceNoPorts;
 #endif
 }
 
@@ -394,20 +397,20 @@ void tsim_pending(void* handle, uint32_t* reads, uint32_t* writes, uint32_t* res
     *responses = uint32_t(sim->responses.size());
 }
 
-// Launch, then poll CTRL until finish or error. Returns 0 finish, 1 error, 2 cycle limit,
-// -1 when the register file does not answer.
+// Launch, then poll CTRL until finish or error. Returns kRunFinish, kRunError, kRunTimeout at the
+// cycle limit, or kRunNoAnswer when the register file does not answer.
 int tsim_run(void* handle, uint64_t max_cycles) {
     auto* sim = static_cast<Tsim*>(handle);
     uint64_t start = sim->cycle;
-    if (sim->lite_write(kRegCtrl, 1) != int(kRespOkay)) return -1;
+    if (sim->lite_write(kRegCtrl, kCtrlLaunch) != int(kRespOkay)) return kRunNoAnswer;
     while (sim->cycle - start < max_cycles) {
         for (int i = 0; i < kPollInterval; ++i) sim->tick();
         uint32_t ctrl = 0;
-        if (sim->lite_read(kRegCtrl, &ctrl) < 0) return -1;
-        if (ctrl & kCtrlError) return 1;
-        if (ctrl & kCtrlFinish) return 0;
+        if (sim->lite_read(kRegCtrl, &ctrl) < 0) return kRunNoAnswer;
+        if (ctrl & kCtrlError) return kRunError;
+        if (ctrl & kCtrlFinish) return kRunFinish;
     }
-    return 2;
+    return kRunTimeout;
 }
 
 }  // extern "C"

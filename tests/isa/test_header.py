@@ -7,6 +7,7 @@ import pytest
 
 from avta.isa.config import load_config, shipped_configs
 from avta.isa.header import c_header, header_macros
+from avta.isa.registers import Ctrl
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
 
@@ -50,3 +51,6 @@ def test_default_field_positions_match_upstream(default_cfg):
     assert (got["AVTA_GEM_WGT_FACTOR_IN_SHIFT"], got["AVTA_GEM_WGT_FACTOR_IN_BITS"]) == (118, 10)
     assert (got["AVTA_ALU_IMM_SHIFT"], got["AVTA_ALU_ALU_OPCODE_SHIFT"]) == (112, 108)
     assert got["AVTA_REG_ERR_CODE"] == 0x60 and got["AVTA_REG_STALL_CP"] == 0x24 + 4 * 13
+    # the register map: write bit 0 to launch; bit 1 finish, bit 2 error
+    assert (got["AVTA_CTRL_LAUNCH"], got["AVTA_CTRL_FINISH"], got["AVTA_CTRL_ERROR"]) == (1, 2, 4)
+    assert got["AVTA_CTRL_BUSY"] == Ctrl.BUSY == Ctrl.LAUNCH

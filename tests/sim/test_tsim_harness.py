@@ -7,7 +7,9 @@ import pytest
 from avta.hw.verilog import to_verilog
 from avta.isa.config import load_config
 from avta.isa.registers import REGISTERS
+from avta.sim.tsim import build
 from avta.sim.tsim.build import build_library
+from avta.sim.tsim.harness_header import HEADER_NAME, harness_header
 from avta.sim.tsim.driver import MemoryKnobs, Tsim
 
 from copy_top import CopyTop
@@ -87,6 +89,18 @@ def test_build_is_cached(copy_design):
     stamp = first.stat().st_mtime_ns
     assert build_library(verilog, data_bits=cfg.axi_data_bits) == first
     assert first.stat().st_mtime_ns == stamp
+
+
+def test_build_compiles_the_generated_header_and_rebuilds_when_it_changes(copy_design,
+                                                                           monkeypatch):
+    cfg, verilog = copy_design
+    lib = build_library(verilog, data_bits=cfg.axi_data_bits)
+    assert (lib.parent / HEADER_NAME).read_text() == harness_header()
+    # A fact shared with Python changes: the header, hence the cache key, changes with it.
+    changed = harness_header() + "// changed\n"
+    monkeypatch.setattr(build, "harness_header", lambda: changed)
+    other = build_library(verilog, data_bits=cfg.axi_data_bits)
+    assert other != lib and (other.parent / HEADER_NAME).read_text() == changed
 
 
 def test_vcd_waveform_is_written(copy_design, tmp_path):
