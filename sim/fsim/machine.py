@@ -85,9 +85,21 @@ class Fsim:
     def cfg(self):
         return self._cfg
 
+    #: The ``target`` a trace of this simulator names in its header.
+    TRACE_TARGET = "fsim"
+
     def set_trace(self, trace, trace_mode="arch"):
         """Send the events of later runs to ``trace`` (a callable; None: stop tracing)."""
         self._tracer = None if trace is None else Tracer(trace, trace_mode)
+
+    def run_traced(self, writer, mode, dram, insn_addr, insn_count, *, bases=None):
+        """:meth:`run` with this run's events of ``mode`` sent to ``writer`` (a
+        :class:`~avta.sim.trace.schema.TraceWriter`, or any callable taking an event)."""
+        self.set_trace(writer, mode)
+        try:
+            return self.run(dram, insn_addr, insn_count, bases=bases)
+        finally:
+            self.set_trace(None)
 
     def sram(self, name):
         """Read-only view of scratchpad ``name`` (uop, inp, wgt, acc, out); see

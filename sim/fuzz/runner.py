@@ -92,7 +92,8 @@ def fuzz(cfg, count, *, seed=0, out_dir="fuzz-failures", memory="random", log=No
     from avta.sim.fsim import Fsim
     from avta.sim.trace.diff import diff_files
     from avta.sim.trace.record import record_trace
-    from avta.sim.tsim.driver import MemoryKnobs, Tsim
+    from avta.sim.memory_knobs import MemoryKnobs
+    from avta.sim.tsim.driver import Tsim
 
     log = log or (lambda line: None)
     summary = FuzzSummary(cfg.name)
@@ -174,9 +175,6 @@ def _save(out_dir, prog, knobs, traces, report, reasons, config):
         "config": cfg.to_dict() | {"name": cfg.name}, "seed": prog.seed,
         "insn_addr": prog.insn_addr, "insn_count": prog.insn_count,
         "dram_size": prog.dram_size, "reasons": reasons,
-        "memory_knobs": {"seed": knobs.seed, "read_latency": list(knobs.read_latency),
-                         "outstanding": knobs.outstanding, "reorder": knobs.reorder,
-                         "backpressure": knobs.backpressure,
-                         "write_latency": knobs.write_latency},
+        "memory_knobs": knobs.to_dict(),
         "replay": commands}, indent=2) + "\n")
     return folder

@@ -49,6 +49,7 @@ targets; :mod:`avta.sim.trace.diff` compares on that basis.
 import json
 from pathlib import Path
 
+from avta.errors import UserError
 from avta.isa.config import Config, ConfigError
 from avta.isa.enums import Stage
 from avta.isa.memories import SCRATCHPADS
@@ -80,7 +81,7 @@ EVENT_KINDS = {
 }
 
 
-class TraceFormatError(ValueError):
+class TraceFormatError(UserError, ValueError):
     """A file that is not a trace of this schema; the message names the file and line."""
 
 
@@ -121,6 +122,8 @@ class TraceWriter:
 
     def __init__(self, out, cfg, *, target, mode, insn_addr, insn_count, program):
         self._own = not hasattr(out, "write")
+        #: The file's path (None when writing to a file object the caller opened).
+        self.path = out if self._own else None
         self._file = open(out, "w") if self._own else out
         self.write(header_record(cfg, target=target, mode=mode, insn_addr=insn_addr,
                                  insn_count=insn_count, program=program))

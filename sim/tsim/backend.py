@@ -2,7 +2,8 @@
 
 from avta.runtime.backend import DEFAULT_DRAM_BYTES, ArrayDramBackend
 
-from .driver import MemoryKnobs, Tsim
+from ..memory_knobs import MemoryKnobs
+from .driver import Tsim
 
 __all__ = ["TsimBackend"]
 

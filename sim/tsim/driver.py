@@ -1,52 +1,32 @@
-"""The tsim backend: runs a DRAM image on the Verilated design through the C++ harness.
+"""The tsim driver: runs a DRAM image on the Verilated design through the C++ harness.
 
 Same contract as fsim: ``Tsim(cfg).run(dram, insn_addr, insn_count, bases=...)`` modifies
-``dram`` in place and returns a :class:`avta.sim.result.RunResult`. Scratchpads keep their
-contents across runs on one object (the design is reset once, at construction).
+``dram`` in place and returns a :class:`avta.runtime.backend.RunResult`. Scratchpads keep their
+contents across runs on one object (the design is reset once, at construction). The host side
+follows :mod:`avta.runtime.host`: the register writes before the launch and the reads after it
+come from there, and the harness launches and polls CTRL in C++ (no Python call per cycle) with
+the bits the generated header gives it.
 """
 
 import ctypes
-from dataclasses import dataclass
 
 import numpy as np
 
-from avta.isa.enums import ErrorCode
-from avta.isa.registers import COUNTER_NAMES, REGISTERS, counter_offset
+from avta.isa.registers import REGISTERS
+from avta.runtime.host import RESULT_REGISTERS, check_bases, launch_writes, run_result
 
-from ..result import RunResult
+from ..memory_knobs import MemoryKnobs
 from .build import build_library
 from .harness_header import RunStatus, TraceStart
 
-__all__ = ["Tsim", "MemoryKnobs", "TsimError"]
+__all__ = ["Tsim", "TsimError"]
 
-BASE_KEYS = ("UOP", "INP", "WGT", "ACC", "OUT")
+#: The run statuses of the harness, as the host protocol names them.
+_STATUS = {RunStatus.FINISH: "ok", RunStatus.ERROR: "error", RunStatus.TIMEOUT: "timeout"}
 
 
 class TsimError(RuntimeError):
     """The harness could not talk to the design (e.g. the register file never answered)."""
-
-
-@dataclass(frozen=True)
-class MemoryKnobs:
-    """The AXI memory model's behaviour; every random choice comes from ``seed``.
-
-    ``read_latency``: (min, max) cycles from AR to data; ``outstanding``: read bursts
-    accepted at once; ``reorder``: answer ready bursts of different IDs in random order;
-    ``backpressure``: percent chance per cycle of holding each READY/VALID low;
-    ``write_latency``: cycles from the last W beat to B.
-    """
-    seed: int = 1
-    read_latency: tuple = (1, 1)
-    outstanding: int = 8
-    reorder: bool = False
-    backpressure: int = 0
-    write_latency: int = 1
-
-    @classmethod
-    def random(cls, seed):
-        """Knobs that shake the design: long variable latency, reordering, backpressure."""
-        return cls(seed=seed, read_latency=(1, 40), outstanding=6, reorder=True,
-                   backpressure=30, write_latency=7)
 
 
 def _load(lib_path):
@@ -107,18 +87,34 @@ class Tsim:
         self._handle = self._lib.tsim_create(str(waves).encode() if waves else None)
         self.set_knobs(knobs)
 
-    def __del__(self):
+    def close(self):
+        """Free the simulated design (its waveform file is flushed and closed); the object
+        cannot run again. Closing twice is harmless."""
         handle = getattr(self, "_handle", None)
         if handle:
             self._lib.tsim_destroy(handle)
             self._handle = None
 
-    close = __del__
+    __del__ = close
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _live(self):
+        if not self._handle:
+            raise TsimError("this Tsim was closed; make a new one")
+        return self._handle
 
     def set_knobs(self, knobs):
-        low, high = knobs.read_latency
-        self._lib.tsim_set_knobs(self._handle, knobs.seed, low, high, knobs.outstanding,
-                                 int(knobs.reorder), knobs.backpressure, knobs.write_latency)
+        """Set the AXI memory model's timing (:class:`MemoryKnobs`) for the next runs."""
+        low, high = knobs.latency
+        # The harness takes backpressure in whole percent.
+        self._lib.tsim_set_knobs(self._live(), knobs.seed, low, high, knobs.outstanding,
+                                 int(knobs.reorder), round(knobs.backpressure * 100),
+                                 knobs.write_latency)
 
     @property
     def cfg(self):
@@ -127,12 +123,12 @@ class Tsim:
     @property
     def cycle(self):
         """Cycles since the design was created."""
-        return self._lib.tsim_cycle(self._handle)
+        return self._lib.tsim_cycle(self._live())
 
     def pending(self):
         """``(reads, writes, responses)`` the memory model still holds (all 0 when idle)."""
         counts = [ctypes.c_uint32() for _ in range(3)]
-        self._lib.tsim_pending(self._handle, *map(ctypes.byref, counts))
+        self._lib.tsim_pending(self._live(), *map(ctypes.byref, counts))
         return tuple(c.value for c in counts)
 
     def _begin_events(self, path, mode, out_base):
@@ -149,7 +145,7 @@ class Tsim:
         elem = self._cfg.out_elem_bytes
         # The RTL ignores base bits below min(element, bus) (hw/core/tensor_store.py).
         origin = out_base & ~(min(elem, self._cfg.axi_data_bytes) - 1)
-        status = self._lib.tsim_trace_begin(self._handle, str(path).encode(), level, rows,
+        status = self._lib.tsim_trace_begin(self._live(), str(path).encode(), level, rows,
                                             pieces, origin, elem)
         if status == TraceStart.NO_FILE:
             raise OSError(f"cannot open trace file {path} for appending")
@@ -157,14 +153,14 @@ class Tsim:
             raise TsimError("the tsim library was built without the trace manager")
 
     def write_reg(self, addr, value):
-        resp = self._lib.tsim_reg_write(self._handle, addr, value & 0xFFFFFFFF)
+        resp = self._lib.tsim_reg_write(self._live(), addr, value & 0xFFFFFFFF)
         if resp < 0:
             raise TsimError(f"register write at {addr:#x} was never answered")
         return resp
 
     def read_reg(self, addr):
         value = ctypes.c_uint32()
-        resp = self._lib.tsim_reg_read(self._handle, addr, ctypes.byref(value))
+        resp = self._lib.tsim_reg_read(self._live(), addr, ctypes.byref(value))
         if resp < 0:
             raise TsimError(f"register read at {addr:#x} was never answered")
         return value.value
@@ -182,21 +178,15 @@ class Tsim:
         if buffer.dtype != np.uint8 or not buffer.flags.c_contiguous or \
                 not buffer.flags.writeable:
             raise TypeError("dram must be a writable, contiguous bytearray or uint8 array")
-        self._lib.tsim_attach_dram(self._handle, buffer.ctypes.data, buffer.nbytes)
+        self._lib.tsim_attach_dram(self._live(), buffer.ctypes.data, buffer.nbytes)
         design_id = self.read_reg(REGISTERS["CONFIG_ID"])
         if design_id != self._cfg.config_id:
             raise TsimError(f"the design reports CONFIG_ID {design_id:#010x} but the "
                             f"configuration {self._cfg.name!r} is {self._cfg.config_id:#010x}")
-        bases = bases or {}
-        unknown = set(bases) - set(BASE_KEYS)
-        if unknown:
-            raise ValueError(f"unknown base register(s) {sorted(unknown)}; use {BASE_KEYS}")
-        for key in BASE_KEYS:
-            self.write_reg(REGISTERS[f"{key}_BASE"], bases.get(key, 0))
-        self.write_reg(REGISTERS["INSN_ADDR"], insn_addr)
-        self.write_reg(REGISTERS["INSN_COUNT"], insn_count)
+        for offset, value in launch_writes(insn_addr, insn_count, bases):
+            self.write_reg(offset, value)
         if events_to is not None:
-            self._begin_events(events_to, trace_mode, bases.get("OUT", 0))
+            self._begin_events(events_to, trace_mode, check_bases(bases)["OUT"])
         try:
             status = self._lib.tsim_run(self._handle, max_cycles)
         finally:
@@ -204,15 +194,17 @@ class Tsim:
                 self._lib.tsim_trace_end(self._handle)
         if status == RunStatus.NO_ANSWER:
             raise TsimError("the register file stopped answering during the run")
-        counters = {name: self.read_reg(counter_offset(name)) for name in COUNTER_NAMES}
-        cycles = self.read_reg(REGISTERS["CYCLES"])
-        if status == RunStatus.TIMEOUT:
-            return RunResult("timeout", cycles=cycles, counters=counters,
-                             detail=f"no finish or error within {max_cycles} cycles")
-        if status == RunStatus.ERROR:
-            code = self.read_reg(REGISTERS["ERR_CODE"])
-            return RunResult("error", cycles=cycles, counters=counters, error_code=code,
-                             error_insn=self.read_reg(REGISTERS["ERR_INSN"]),
-                             detail=ErrorCode(code).name if code in ErrorCode._value2member_map_
-                             else f"code {code}")
-        return RunResult("ok", cycles=cycles, counters=counters)
+        values = {name: self.read_reg(offset) for name, offset in RESULT_REGISTERS.items()}
+        return run_result(_STATUS[RunStatus(status)], values, max_cycles=max_cycles)
+
+    #: The ``target`` a trace of this simulator names in its header.
+    TRACE_TARGET = "tsim"
+
+    def run_traced(self, writer, mode, dram, insn_addr, insn_count, *, bases=None,
+                   **run_options):
+        """:meth:`run`, with the events of ``mode`` appended to the trace that ``writer`` (a
+        :class:`~avta.sim.trace.schema.TraceWriter` that has written the header) opened; the
+        harness appends them itself, so the writer is closed first."""
+        writer.close()
+        return self.run(dram, insn_addr, insn_count, bases=bases, events_to=writer.path,
+                        trace_mode=mode, **run_options)

@@ -10,13 +10,14 @@ from avta.isa.registers import REGISTERS
 from avta.sim.tsim import build
 from avta.sim.tsim.build import build_library
 from avta.sim.tsim.harness_header import HEADER_NAME, harness_header
-from avta.sim.tsim.driver import MemoryKnobs, Tsim
+from avta.sim.memory_knobs import MemoryKnobs
+from avta.sim.tsim.driver import Tsim
 
 from copy_top import CopyTop
 
 KNOBS = {
     "plain": MemoryKnobs(),
-    "slow": MemoryKnobs(seed=3, read_latency=(20, 20), outstanding=1, write_latency=9),
+    "slow": MemoryKnobs(seed=3, latency=(20, 20), outstanding=1, write_latency=9),
     "shaken": MemoryKnobs.random(seed=7),
 }
 

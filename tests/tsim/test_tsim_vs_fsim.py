@@ -17,7 +17,7 @@ from avta.runtime.ops.elementwise import elementwise
 from avta.runtime.ops.matmul import matmul
 from avta.runtime.ops.pool import max_pool2d
 from avta.runtime.ops.requant import Requant
-from avta.sim.tsim.driver import MemoryKnobs
+from avta.sim.memory_knobs import MemoryKnobs
 
 from tsim_harness import fsim_device, tsim_device
 

@@ -3,7 +3,7 @@
 from avta.runtime.device import Device
 from avta.sim.fsim.backend import fsim_device as fsim_backend_device
 from avta.sim.tsim.backend import TsimBackend
-from avta.sim.tsim.driver import MemoryKnobs
+from avta.sim.memory_knobs import MemoryKnobs
 
 #: The configurations tsim runs on in the default test run (issue 5): small, and upstream's.
 TSIM_CONFIGS = ("tiny", "default")
