@@ -11,7 +11,7 @@ from avta.sim.tsim import build
 from avta.sim.tsim.build import build_library
 from avta.sim.tsim.harness_header import HEADER_NAME, harness_header
 from avta.sim.memory_knobs import MemoryKnobs
-from avta.sim.tsim.driver import Tsim
+from avta.sim.tsim.driver import Tsim, TsimError
 
 from copy_top import CopyTop
 
@@ -133,3 +133,12 @@ def test_waveform_suffix_is_checked(copy_design, tmp_path):
     cfg, verilog = copy_design
     with pytest.raises(ValueError, match="must end in .vcd or .fst"):
         Tsim(cfg, verilog=verilog, waves=tmp_path / "run.wav")
+
+
+def test_close_frees_the_design(copy_design):
+    cfg, verilog = copy_design
+    with Tsim(cfg, verilog=verilog) as sim:
+        assert sim.run(np.zeros(1 << 16, dtype=np.uint8), 0, 1).status == "ok"
+    sim.close()                          # a second close is harmless
+    with pytest.raises(TsimError, match="closed"):
+        sim.run(np.zeros(1 << 16, dtype=np.uint8), 0, 1)
