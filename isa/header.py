@@ -7,6 +7,7 @@ Every value comes from the configuration object and the layouts; a test compiles
 from . import formats
 from .enums import AluOp, ErrorCode, MemType, Opcode, PadValue
 from .layout import layouts
+from .memories import SCRATCHPADS
 from .registers import COUNTER_NAMES, REGISTERS, Ctrl
 
 __all__ = ["c_header", "header_macros"]
@@ -41,7 +42,7 @@ def header_macros(cfg):
     add("VTA_INS_WIDTH", formats.INSN_BITS)
     add("VTA_LOG_BUS_WIDTH", cfg.axi_data_bits.bit_length() - 1)
     add("VTA_BUS_WIDTH", cfg.axi_data_bits)
-    for pad in ("uop", "inp", "wgt", "acc"):
+    for pad in (p for p in SCRATCHPADS if p != "out"):    # OUT follows from ACC, below
         key = pad.upper()
         add(f"VTA_LOG_{key}_BUFF_SIZE", getattr(cfg, f"log_{pad}_buff_size"))
         add(f"VTA_{key}_BUFF_SIZE", 1 << getattr(cfg, f"log_{pad}_buff_size"), "bytes")

@@ -32,7 +32,6 @@ from .tokens import QUEUES, TokenError, TokenLedger, pop_flag, push_flag
 __all__ = ["Violation", "check_wellformed", "check_stream", "WellFormedError"]
 
 _SHARED = ("inp", "wgt", "out")      # scratchpads that two stages touch
-_PADS = ("uop", "inp", "wgt", "acc", "out")
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from avta.isa.layout import layouts
 from ..mem_client import ADDR_BITS
 from .alu import Alu
 from .gemm import Gemm
-from .sram import geometry, read_signature, write_signature
+from .sram import SCRATCHPADS, geometry, read_signature, write_signature
 from .tensor_load import COMPUTE_STAGE_TYPES, TensorLoad, count_layout
 
 __all__ = ["Compute"]
@@ -52,7 +52,7 @@ class Compute(wiring.Component):
         self._cfg = cfg
         self._faults = faults
         self._loader = TensorLoad(cfg=cfg, types=COMPUTE_STAGE_TYPES)
-        geo = {p: geometry(cfg, p) for p in ("uop", "inp", "wgt", "acc", "out")}
+        geo = {p: geometry(cfg, p) for p in SCRATCHPADS}
         members = {
             "start": In(1), "insn": In(layouts(cfg).insn),
             "done": Out(1), "err": Out(1), "finish": Out(1),

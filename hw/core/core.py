@@ -128,9 +128,10 @@ class Core(wiring.Component):
         for name, mem in mems.items():
             m.submodules[f"{name}_mem"] = mem
         wr = {name: mems[name].write_port(granularity=geometry(cfg, name).granularity)
-              for name in ("uop", "inp", "wgt", "acc", "out")}
-        rd = {name: mems[name].read_port() for name in ("uop", "inp", "wgt", "out")}
-        rd["acc"] = mems["acc"].read_port(transparent_for=(wr["acc"],))
+              for name in SCRATCHPADS}
+        # ACC reads see the write of the same cycle (GEMM and ALU forward through it).
+        rd = {name: mems[name].read_port(transparent_for=(wr[name],) if name == "acc" else ())
+              for name in SCRATCHPADS}
         if cfg.acc_read_ports == 2:
             rd["acc_b"] = mems["acc"].read_port(transparent_for=(wr["acc"],))
 
