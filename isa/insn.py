@@ -78,8 +78,9 @@ class MemoryInsn(_Insn):
 
 
 @dataclass(frozen=True)
-class GemmInsn(_Insn):
-    """GEMM (opcode 2) or FINISH (opcode 3, the same format with every other field 0)."""
+class _LoopInsn(_Insn):
+    """The fields GEMM and ALU share (docs/isa.md §2): the head, then the micro-op loop nest and
+    the dst and src factors, in encoding order."""
     opcode: int = Opcode.GEMM
     pop_prev: int = 0
     pop_next: int = 0
@@ -94,8 +95,6 @@ class GemmInsn(_Insn):
     dst_factor_in: int = 0
     src_factor_out: int = 0
     src_factor_in: int = 0
-    wgt_factor_out: int = 0
-    wgt_factor_in: int = 0
 
     stage = Stage.COMPUTE
 
@@ -106,28 +105,20 @@ class GemmInsn(_Insn):
 
 
 @dataclass(frozen=True)
-class AluInsn(_Insn):
+class GemmInsn(_LoopInsn):
+    """GEMM (opcode 2) or FINISH (opcode 3, the same format with every other field 0)."""
+    opcode: int = Opcode.GEMM
+    wgt_factor_out: int = 0
+    wgt_factor_in: int = 0
+
+
+@dataclass(frozen=True)
+class AluInsn(_LoopInsn):
     """ALU (opcode 4). ``imm`` is a signed 16-bit value."""
     opcode: int = Opcode.ALU
-    pop_prev: int = 0
-    pop_next: int = 0
-    push_prev: int = 0
-    push_next: int = 0
-    reset: int = 0
-    uop_bgn: int = 0
-    uop_end: int = 0
-    iter_out: int = 0
-    iter_in: int = 0
-    dst_factor_out: int = 0
-    dst_factor_in: int = 0
-    src_factor_out: int = 0
-    src_factor_in: int = 0
     alu_opcode: int = AluOp.MIN
     use_imm: int = 0
     imm: int = 0
-
-    stage = Stage.COMPUTE
-    steps = GemmInsn.steps
 
 
 @dataclass(frozen=True)
