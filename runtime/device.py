@@ -8,6 +8,8 @@ devices. The backends live beside their simulators (``avta.sim.fsim.backend``,
 imports none of them.
 """
 
+import contextlib
+
 import numpy as np
 
 from avta.isa.asm import format_insn
@@ -16,8 +18,9 @@ from avta.isa.enums import MemType
 from avta.isa.memories import elem_bytes
 
 from .dram import Allocator, AllocError
+from .packing import unpack_nchw
 
-__all__ = ["Device", "DeviceError", "ConfigMismatch", "RunError"]
+__all__ = ["Device", "Scratch", "DeviceError", "ConfigMismatch", "RunError"]
 
 class DeviceError(RuntimeError):
     """Something the device cannot do as asked."""
@@ -33,6 +36,31 @@ class RunError(DeviceError):
     def __init__(self, message, result):
         super().__init__(message)
         self.result = result
+
+
+class Scratch:
+    """Buffers that live as long as a ``with device.scratch()`` block (:meth:`Device.scratch`)."""
+
+    def __init__(self, device):
+        self._device = device
+        self._buffers = []
+
+    def alloc(self, nbytes, *, mem=None):
+        """:meth:`Device.alloc`, freed with the scope."""
+        buffer = self._device.alloc(nbytes, mem=mem)
+        self._buffers.append(buffer)
+        return buffer
+
+    def upload(self, array, *, mem=None):
+        """:meth:`Device.upload`, freed with the scope."""
+        array = np.ascontiguousarray(array)
+        buffer = self.alloc(max(array.nbytes, 1), mem=mem)
+        self._device.write(buffer, array)
+        return buffer
+
+    def free(self):
+        while self._buffers:
+            self._device.free(self._buffers.pop())
 
 
 class Device:
@@ -80,6 +108,21 @@ class Device:
     def free(self, buffer):
         self._alloc.free(buffer)
 
+    @contextlib.contextmanager
+    def scratch(self):
+        """Buffers for one operator call: allocate and upload through the yielded
+        :class:`Scratch`; every one is freed when the block ends, whether it raised or not.
+
+        >>> with device.scratch() as s:                       # doctest: +SKIP
+        ...     x_buf = s.upload(packed, mem=MemType.INP)
+        ...     out = s.alloc(nbytes, mem=MemType.OUT)
+        """
+        scope = Scratch(self)
+        try:
+            yield scope
+        finally:
+            scope.free()
+
     def write(self, buffer, data, offset=0):
         """Copy ``data`` (bytes-like or any numpy array, as its raw bytes) into ``buffer``."""
         raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8) if isinstance(
@@ -101,6 +144,14 @@ class Device:
         buffer = self.alloc(max(array.nbytes, 1), mem=mem)
         self.write(buffer, array)
         return buffer
+
+    def read_nchw(self, buffer, n, c, h, w):
+        """The int8 feature map ``[n, c, h, w]`` that ``buffer`` holds in the packed OUT layout
+        (:func:`~avta.runtime.packing.pack_nchw` with BATCH and BLOCK_OUT)."""
+        cfg = self._cfg
+        blocks = self.read(buffer, np.int8, (n // cfg.batch, c // cfg.block_out, h, w,
+                                             cfg.batch, cfg.block_out))
+        return unpack_nchw(blocks)
 
     # -- running --------------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from avta.isa.enums import MemType
 
-from ..packing import pack_nchw, pack_oihw, unpack_nchw
+from ..packing import pack_nchw, pack_oihw
 from ..pipeline import Pipeline
 from ..stream import StreamBuilder
 from ..uop_kernel import Loop, UopKernel
@@ -240,24 +240,16 @@ def conv2d(device, x, w, bias=None, *, stride=1, pad=0, requant=Requant(), threa
     if w.shape[1] != shape.cin:
         raise ValueError(f"weights have {w.shape[1]} input channels, the input has {shape.cin}")
     shape.check(cfg)
-    temps = [device.upload(pack_nchw(np.asarray(x, np.int8), cfg.batch, cfg.block_in),
-                           mem=MemType.INP),
-             device.upload(pack_oihw(np.asarray(w, np.int8), cfg.block_out, cfg.block_in),
-                           mem=MemType.WGT),
-             device.alloc(shape.n * shape.cout * shape.oh * shape.ow, mem=MemType.OUT)]
-    if bias is not None:
-        temps.append(device.upload(pack_bias(cfg, bias), mem=MemType.ACC))
-    try:
-        bufs = Conv2dBuffers(temps[0].elem(cfg, MemType.INP), temps[1].elem(cfg, MemType.WGT),
-                             temps[2].elem(cfg, MemType.OUT),
-                             temps[3].elem(cfg, MemType.ACC) if bias is not None else None)
-        program = build_conv2d(cfg, shape, bufs, requant=requant, threads=threads,
-                               tiling=tiling)
-        device.last_program = program
-        device.run(program)
-        out = device.read(temps[2], np.int8, (shape.n // cfg.batch, shape.cout // cfg.block_out,
-                                              shape.oh, shape.ow, cfg.batch, cfg.block_out))
-    finally:
-        for buf in temps:
-            device.free(buf)
-    return unpack_nchw(out)
+    with device.scratch() as s:
+        inp = s.upload(pack_nchw(np.asarray(x, np.int8), cfg.batch, cfg.block_in),
+                       mem=MemType.INP)
+        wgt = s.upload(pack_oihw(np.asarray(w, np.int8), cfg.block_out, cfg.block_in),
+                       mem=MemType.WGT)
+        out = s.alloc(shape.n * shape.cout * shape.oh * shape.ow, mem=MemType.OUT)
+        acc = None if bias is None else s.upload(pack_bias(cfg, bias), mem=MemType.ACC)
+        bufs = Conv2dBuffers(inp.elem(cfg, MemType.INP), wgt.elem(cfg, MemType.WGT),
+                             out.elem(cfg, MemType.OUT),
+                             None if acc is None else acc.elem(cfg, MemType.ACC))
+        device.run(build_conv2d(cfg, shape, bufs, requant=requant, threads=threads,
+                                tiling=tiling))
+        return device.read_nchw(out, shape.n, shape.cout, shape.oh, shape.ow)

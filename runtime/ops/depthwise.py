@@ -19,7 +19,7 @@ import numpy as np
 
 from avta.isa.enums import AluOp, MemType, PadValue
 
-from ..packing import pack_nchw, unpack_nchw
+from ..packing import pack_nchw
 from ..stream import StreamBuilder
 from ..uop_kernel import UopKernel
 from .requant import Requant
@@ -95,18 +95,12 @@ def depthwise_conv2d(device, x, w, *, stride=1, pad=0, requant=Requant(), thread
                          f"{list(w.shape)}")
     shape = WindowShape(*x.shape, w.shape[2], pad, stride)
     shape.check(cfg)
-    temps = [device.upload(pack_nchw(np.asarray(x, np.int8), cfg.batch, cfg.block_out),
-                           mem=MemType.ACC_8BIT),
-             device.upload(pack_depthwise_weights(cfg, w), mem=MemType.ACC_8BIT),
-             device.alloc(shape.n * shape.c * shape.oh * shape.ow, mem=MemType.OUT)]
-    try:
-        program = build_depthwise_conv2d(
-            cfg, shape, temps[0].elem(cfg, MemType.ACC_8BIT), temps[1].elem(cfg, MemType.ACC_8BIT),
-            temps[2].elem(cfg, MemType.OUT), requant=requant, threads=threads, tiling=tiling)
-        device.run(program)
-        out = device.read(temps[2], np.int8, (shape.n // cfg.batch, shape.c // cfg.block_out,
-                                              shape.oh, shape.ow, cfg.batch, cfg.block_out))
-    finally:
-        for buf in temps:
-            device.free(buf)
-    return unpack_nchw(out)
+    with device.scratch() as s:
+        src = s.upload(pack_nchw(np.asarray(x, np.int8), cfg.batch, cfg.block_out),
+                       mem=MemType.ACC_8BIT)
+        wgt = s.upload(pack_depthwise_weights(cfg, w), mem=MemType.ACC_8BIT)
+        out = s.alloc(shape.n * shape.c * shape.oh * shape.ow, mem=MemType.OUT)
+        device.run(build_depthwise_conv2d(
+            cfg, shape, src.elem(cfg, MemType.ACC_8BIT), wgt.elem(cfg, MemType.ACC_8BIT),
+            out.elem(cfg, MemType.OUT), requant=requant, threads=threads, tiling=tiling))
+        return device.read_nchw(out, shape.n, shape.c, shape.oh, shape.ow)

@@ -78,14 +78,11 @@ def elementwise(device, a, steps, b=None, *, a_8bit=False, threads=2, tile_rows=
         raise ValueError(f"tile of {tile_rows} rows does not fit the {cfg.acc_depth}-row ACC "
                          f"scratchpad {threads * per_tile} times")
     a_mem = MemType.ACC_8BIT if a_8bit else MemType.ACC
-    temps = [device.upload(a_rows, mem=a_mem)]
-    if uses_b:
-        temps.append(device.upload(b_rows, mem=MemType.ACC))
-    planes = device.alloc(nbytes * n * cfg.out_elem_bytes, mem=MemType.OUT)
-    temps.append(planes)
-    try:
-        a_elem = temps[0].elem(cfg, a_mem)
-        b_elem = temps[1].elem(cfg, MemType.ACC) if uses_b else None
+    with device.scratch() as bufs:
+        a_elem = bufs.upload(a_rows, mem=a_mem).elem(cfg, a_mem)
+        b_elem = bufs.upload(b_rows, mem=MemType.ACC).elem(cfg, MemType.ACC) \
+            if uses_b else None
+        planes = bufs.alloc(nbytes * n * cfg.out_elem_bytes, mem=MemType.OUT)
         out_elem = planes.elem(cfg, MemType.OUT)
         builder = StreamBuilder(cfg)
         pipe = Pipeline(builder, threads=threads)
@@ -119,7 +116,4 @@ def elementwise(device, a, steps, b=None, *, a_8bit=False, threads=2, tile_rows=
         program = builder.finish()
         device.run(program)
         raw = device.read(planes, np.int8).reshape(nbytes, n, -1)
-    finally:
-        for buf in temps:
-            device.free(buf)
     return combine_planes(list(raw)).reshape(np.shape(a))

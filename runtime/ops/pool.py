@@ -14,7 +14,7 @@ import numpy as np
 
 from avta.isa.enums import AluOp, MemType, PadValue
 
-from ..packing import pack_nchw, unpack_nchw
+from ..packing import pack_nchw
 from ..stream import StreamBuilder
 from ..uop_kernel import UopKernel
 from .window import WindowEmitter, WindowShape, plan_window
@@ -62,16 +62,10 @@ def max_pool2d(device, x, *, k, stride, pad=0, threads=2, tiling=None):
     cfg = device.cfg
     shape = WindowShape(*x.shape, k, pad, stride)
     shape.check(cfg)
-    src = device.upload(pack_nchw(np.asarray(x, np.int8), cfg.batch, cfg.block_out),
-                        mem=MemType.ACC_8BIT)
-    dst = device.alloc(shape.n * shape.c * shape.oh * shape.ow, mem=MemType.OUT)
-    try:
-        program = build_max_pool2d(cfg, shape, src.elem(cfg, MemType.ACC_8BIT),
-                                   dst.elem(cfg, MemType.OUT), threads=threads, tiling=tiling)
-        device.run(program)
-        out = device.read(dst, np.int8, (shape.n // cfg.batch, shape.c // cfg.block_out,
-                                         shape.oh, shape.ow, cfg.batch, cfg.block_out))
-    finally:
-        device.free(src)
-        device.free(dst)
-    return unpack_nchw(out)
+    with device.scratch() as s:
+        src = s.upload(pack_nchw(np.asarray(x, np.int8), cfg.batch, cfg.block_out),
+                       mem=MemType.ACC_8BIT)
+        dst = s.alloc(shape.n * shape.c * shape.oh * shape.ow, mem=MemType.OUT)
+        device.run(build_max_pool2d(cfg, shape, src.elem(cfg, MemType.ACC_8BIT),
+                                    dst.elem(cfg, MemType.OUT), threads=threads, tiling=tiling))
+        return device.read_nchw(dst, shape.n, shape.c, shape.oh, shape.ow)

@@ -109,3 +109,17 @@ def test_backend_is_abstract():
             pass
     with pytest.raises(TypeError):
         Half()
+
+
+def test_scratch_frees_every_buffer_even_on_error(default_cfg):
+    dev = fsim_device(default_cfg, dram_size=1 << 16)
+    with pytest.raises(AllocError):
+        with dev.scratch() as s:
+            s.upload(np.zeros(100, np.int8), mem=MemType.INP)
+            s.alloc(1000, mem=MemType.OUT)
+            s.alloc(1 << 20)                 # does not fit: the scope still frees the others
+    assert dev.allocator.live() == []
+    with dev.scratch() as s:
+        kept = s.upload(np.arange(16, dtype=np.int8))
+        assert np.array_equal(dev.read(kept, np.int8), np.arange(16))
+    assert dev.allocator.live() == []
