@@ -72,9 +72,9 @@ def device():
     def make(cfg, *, schedule="inorder", seed=None, dram_size=1 << 20):
         backend = FsimBackend(cfg, dram_size=dram_size, schedule=schedule, seed=seed)
         if _mirrored(cfg):
+            from avta.sim.memory_knobs import MemoryKnobs
             from avta.sim.mirror import MirrorBackend
             from avta.sim.tsim.backend import TsimBackend
-            from avta.sim.tsim.driver import MemoryKnobs
             knobs = MemoryKnobs.random(seed=0 if seed is None else seed)
             backend = MirrorBackend(backend, TsimBackend(cfg, dram_size=dram_size, knobs=knobs,
                                                          trace=MIRROR_TRACE),
