@@ -8,10 +8,6 @@ needs them. Markers say what a test needs: ``tsim`` (a Verilator build run on ts
 nothing with Verilator.
 """
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
 from avta.isa.config import load_config, shipped_configs
@@ -33,33 +29,3 @@ def default_cfg():
 @pytest.fixture
 def tiny_cfg():
     return load_config("tiny")
-
-
-# -- Transitional, until tests/tsim/ and tests/sim/test_tsim_harness.py follow the rules above ----
-# They still import helper modules by bare name and carry no tsim mark. Their helpers are loaded
-# here under those names (sys.modules only: sys.path is untouched), and their tests are marked
-# tsim by path. Delete this section once they take fixtures and mark themselves.
-
-HERE = Path(__file__).parent
-_BARE_HELPERS = {"tsim_harness": HERE / "tsim" / "tsim_harness.py",
-                 "copy_top": HERE / "sim" / "copy_top.py"}
-_TSIM_BY_PATH = (HERE / "tsim", HERE / "sim" / "test_tsim_harness.py")
-
-
-def _load_bare_helpers():
-    for name, path in _BARE_HELPERS.items():
-        if name in sys.modules or not path.exists():
-            continue
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-
-
-_load_bare_helpers()
-
-
-def pytest_collection_modifyitems(items):
-    for item in items:
-        if any(item.path == path or path in item.path.parents for path in _TSIM_BY_PATH):
-            item.add_marker(pytest.mark.tsim)

@@ -11,7 +11,6 @@ from avta.isa.encoding import codec
 from avta.isa.enums import AluOp, MemType, Opcode
 from avta.isa.insn import AluInsn, GemmInsn, MemoryInsn, Uop
 from avta.isa.memories import elem_bytes
-from avta.isa.registers import BYTE_COUNTERS, STEP_COUNTERS
 from avta.sim.fsim import Fsim
 from avta.sim.memory_knobs import MemoryKnobs
 from avta.sim.mirror import run_differences

@@ -9,8 +9,8 @@ never drained (it hung) and they could land in the new run's instruction ring.
 import pytest
 
 from avta.hw.core.core import Core
+from avta.hw.sim.core_run import core_memory
 from avta.hw.sim.testbench import run_sim
-from avta.hw.sim.dram import DramModel
 from avta.isa.config import load_config
 from avta.isa.encoding import INSN_BYTES, codec, finish
 from avta.isa.enums import AluOp, MemType, Opcode
@@ -40,11 +40,7 @@ def test_each_launch_fetches_only_its_own_program(config):
     for addr, program in runs:
         dram[addr:addr + len(program) * INSN_BYTES] = c.encode_program(program)
     core = Core(cfg=cfg)
-    model = DramModel(dram, data_bits=cfg.axi_data_bits)
-    model.add_read_client(core.fetch_mem, "fetch")
-    model.add_read_client(core.ld_mem, "load")
-    model.add_read_client(core.cp_mem, "compute")
-    model.add_write_client(core.st_mem, "store")
+    model = core_memory(core, dram)
     ended, fetched = [], []
 
     async def host(ctx):

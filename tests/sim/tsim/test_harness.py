@@ -4,28 +4,20 @@ model with latency, reordering and backpressure, error responses, cycle limit, b
 import numpy as np
 import pytest
 
-from avta.hw.verilog import to_verilog
-from avta.isa.config import load_config
 from avta.isa.registers import REGISTERS
+from avta.sim.memory_knobs import MemoryKnobs
 from avta.sim.tsim import build
 from avta.sim.tsim.build import build_library
-from avta.sim.tsim.harness_header import HEADER_NAME, harness_header
-from avta.sim.memory_knobs import MemoryKnobs
 from avta.sim.tsim.driver import Tsim, TsimError
+from avta.sim.tsim.harness_header import HEADER_NAME, harness_header
 
-from copy_top import CopyTop
+pytestmark = pytest.mark.tsim
 
 KNOBS = {
     "plain": MemoryKnobs(),
     "slow": MemoryKnobs(seed=3, latency=(20, 20), outstanding=1, write_latency=9),
     "shaken": MemoryKnobs.random(seed=7),
 }
-
-
-@pytest.fixture(scope="module", params=["tiny", "wide"])
-def copy_design(request):
-    cfg = load_config(request.param)
-    return cfg, to_verilog(CopyTop(cfg), name="vta_top")
 
 
 @pytest.mark.parametrize("knobs", list(KNOBS), ids=list(KNOBS))

@@ -14,6 +14,8 @@ from avta.isa.config import load_config
 from avta.sim.fuzz.coverage import ISA_FEATURES
 from avta.sim.fuzz.runner import fuzz
 
+pytestmark = pytest.mark.tsim
+
 #: (configuration, programs) of the default run: 220 programs in all.
 CAMPAIGN = [("tiny", 120), ("default", 60), ("wide", 40)]
 

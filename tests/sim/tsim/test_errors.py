@@ -11,6 +11,8 @@ from avta.isa.memories import elem_bytes
 from avta.sim.fsim import Fsim
 from avta.sim.tsim.driver import Tsim
 
+pytestmark = pytest.mark.tsim
+
 DRAM_BYTES = 1 << 16
 INSN_ADDR = 0x1000
 

@@ -1,30 +1,69 @@
-"""A test design for the tsim harness: VCR + VME + a copy engine, with vta_top's ports.
+"""Fixtures of the tsim tests: the configurations tsim runs on in the default test run, devices
+on both targets, and a small design for testing the harness on its own.
 
-On launch it reads INSN_COUNT bus beats from INSN_ADDR and writes them to OUT_BASE, then sets
-finish; any error response sets error with ERR_CODE 9. CYCLES counts from launch, and the
-OUT_ST counter counts the bytes written. It lets the harness's memory model and AXI-Lite host
-be tested on their own, with everything else real.
+``copy_design`` is VCR + VME + a copy engine with vta_top's ports: on launch it reads
+INSN_COUNT bus beats from INSN_ADDR and writes them to OUT_BASE, then sets finish; any error
+response sets error with ERR_CODE 9. CYCLES counts from launch, and the OUT_ST counter counts
+the bytes written. It lets the harness's memory model and AXI-Lite host be tested with
+everything else real.
 """
 
+import pytest
 from amaranth import Module, Mux, Signal
 from amaranth.lib import fifo, wiring
 from amaranth.lib.wiring import In, Out, flipped
 
-from avta.hw.axi.signatures import AxiLiteSignature, AxiSignature
+from avta.hw.axi.signatures import AxiLiteSignature, AxiSignature, id_bits
 from avta.hw.axi.vcr import ControlRegisters
 from avta.hw.axi.vme import MemoryEngine
+from avta.hw.verilog import to_verilog
+from avta.isa.config import load_config
 from avta.isa.enums import ErrorCode
 from avta.isa.registers import COUNTER_NAMES
+from avta.runtime.device import Device
+from avta.sim.fsim.backend import fsim_device
+from avta.sim.memory_knobs import MemoryKnobs
+from avta.sim.tsim.backend import TsimBackend
 
+#: Read commands the copy design's memory engine keeps in flight.
 SLOTS = 8
+
+#: The configurations tsim runs on in the default test run: small, and upstream's.
+TSIM_CONFIGS = ("tiny", "default")
+#: DRAM of the devices on both targets.
+DRAM_BYTES = 1 << 20
+
+
+@pytest.fixture(params=TSIM_CONFIGS)
+def cfg(request):
+    return load_config(request.param)
+
+
+@pytest.fixture(scope="session")
+def both_targets():
+    """``make(cfg, knobs=MemoryKnobs())``: fresh devices ``(fsim, tsim)`` of ``cfg`` with equal
+    DRAM; ``knobs`` set tsim's memory model."""
+    def make(cfg, knobs=MemoryKnobs()):
+        return (fsim_device(cfg, dram_size=DRAM_BYTES),
+                Device(cfg, TsimBackend(cfg, dram_size=DRAM_BYTES, knobs=knobs)))
+    return make
+
+
+@pytest.fixture(scope="module", params=["tiny", "wide"])
+def copy_design(request):
+    """``(cfg, verilog)`` of :class:`CopyTop` on a 64-bit and a 256-bit bus."""
+    cfg = load_config(request.param)
+    return cfg, to_verilog(CopyTop(cfg), name="vta_top")
 
 
 class CopyTop(wiring.Component):
+    """The copy design (see the module docstring)."""
+
     def __init__(self, cfg):
         self._cfg = cfg
         super().__init__({
             "s_axil": In(AxiLiteSignature()),
-            "m_axi": Out(AxiSignature(data_width=cfg.axi_data_bits, id_width=3)),
+            "m_axi": Out(AxiSignature(data_width=cfg.axi_data_bits, id_width=id_bits(SLOTS))),
         })
 
     def elaborate(self, platform):

@@ -20,6 +20,8 @@ from avta.sim.mirror import MirrorBackend, MirrorMismatch
 from avta.sim.trace.diff import diff_files
 from avta.sim.tsim.backend import TsimBackend
 
+pytestmark = pytest.mark.tsim
+
 L, C, S = Stage.LOAD, Stage.COMPUTE, Stage.STORE
 CFG = load_config("tiny")
 DRAM = 1 << 16

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from avta.isa.enums import AluOp
-from avta.isa.registers import BYTE_COUNTERS, STEP_COUNTERS
 from avta.runtime.ops.conv2d import conv2d
 from avta.runtime.ops.depthwise import depthwise_conv2d
 from avta.runtime.ops.elementwise import elementwise
@@ -18,8 +17,9 @@ from avta.runtime.ops.matmul import matmul
 from avta.runtime.ops.pool import max_pool2d
 from avta.runtime.ops.requant import Requant
 from avta.sim.memory_knobs import MemoryKnobs
+from avta.sim.mirror import run_differences
 
-from tsim_harness import fsim_device, tsim_device
+pytestmark = pytest.mark.tsim
 
 
 def _i8(rng, shape):
@@ -93,38 +93,35 @@ SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items()
              if name.startswith("scenario_")}
 
 
-def run_both(cfg, scenario, seed, *, threads=2, knobs=MemoryKnobs()):
-    outcomes = []
-    for make in (fsim_device, lambda c: tsim_device(c, knobs)):
-        dev = make(cfg)
-        result = SCENARIOS[scenario](dev, np.random.default_rng(seed), threads)
-        outcomes.append((dev, np.asarray(result)))
-    return outcomes
+@pytest.fixture
+def run_both(both_targets):
+    """``run(cfg, scenario, seed, *, threads=2, knobs=MemoryKnobs())``: the scenario on fresh
+    fsim and tsim devices; ``[(device, result)]`` of each."""
+    def run(cfg, scenario, seed, *, threads=2, knobs=MemoryKnobs()):
+        return [(dev, np.asarray(SCENARIOS[scenario](dev, np.random.default_rng(seed), threads)))
+                for dev in both_targets(cfg, knobs)]
+    return run
 
 
 def assert_same(outcomes):
     (fdev, fres), (tdev, tres) = outcomes
     assert np.array_equal(fres, tres), "operator results differ"
-    f_img, t_img = fdev.backend.dram, tdev.backend.dram
-    differ = np.flatnonzero(f_img != t_img)
-    assert differ.size == 0, (f"{differ.size} DRAM bytes differ, first at {differ[0]:#x}: "
-                              f"fsim {f_img[differ[0]]:#04x}, tsim {t_img[differ[0]]:#04x}")
-    f_counters, t_counters = fdev.last_result.counters, tdev.last_result.counters
-    for name in BYTE_COUNTERS + STEP_COUNTERS:
-        assert f_counters[name] == t_counters[name], name
+    differences = run_differences(fdev.last_result, tdev.last_result, fdev.backend.dram,
+                                  tdev.backend.dram, ("fsim", "tsim"))
+    assert not differences, differences
 
 
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
-def test_same_on_both_targets(cfg, scenario):
+def test_same_on_both_targets(run_both, cfg, scenario):
     assert_same(run_both(cfg, scenario, seed=11))
 
 
 @pytest.mark.parametrize("scenario", ["matmul", "alu_tensors", "conv2d", "max_pool",
                                       "depthwise"])
-def test_same_with_a_shaking_memory(cfg, scenario):
+def test_same_with_a_shaking_memory(run_both, cfg, scenario):
     assert_same(run_both(cfg, scenario, seed=12, knobs=MemoryKnobs.random(seed=3)))
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_same_with_one_and_two_virtual_threads(cfg, threads):
+def test_same_with_one_and_two_virtual_threads(run_both, cfg, threads):
     assert_same(run_both(cfg, "matmul", seed=13, threads=threads))
