@@ -27,7 +27,7 @@ from amaranth.lib import data
 from .enums import MemType, PadValue, Stage
 
 __all__ = ["SCRATCHPADS", "RowLayout", "Scratchpad", "MemoryInfo", "scratchpad", "scratchpads",
-           "memory", "memories", "elem_bytes", "LOADABLE", "BASE_KEYS", "stage_of", "stage_types",
+           "memory", "memories", "elem_bytes", "LOADABLE", "BASE_KEYS", "scratchpad_of", "stage_of", "stage_types",
            "writer_stage"]
 
 #: The scratchpads in the order of docs/isa.md §3 (and of their ``Memory`` instances in the RTL).
@@ -238,6 +238,12 @@ def memory(cfg, mtype):
 def elem_bytes(cfg, mtype):
     """Bytes of one DRAM element of memory type ``mtype`` on ``cfg``."""
     return memory(cfg, mtype).elem_bytes
+
+
+def scratchpad_of(mtype):
+    """The name of the scratchpad a LOAD or STORE of memory type ``mtype`` reaches (no
+    configuration needed)."""
+    return _ROUTES[MemType(mtype)][0]
 
 
 def stage_of(mtype):

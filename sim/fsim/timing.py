@@ -21,8 +21,9 @@ stalled (before launch is excluded; after its last instruction counts), ACC_WR o
 ACC row written.
 """
 
-from avta.isa.enums import MemType, Opcode
+from avta.isa.enums import Opcode
 
+from avta.isa.memories import scratchpad_of
 from avta.isa.registers import CYCLE_COUNTERS
 
 __all__ = ["cost", "acc_row_writes", "ESTIMATED", "BURST_BEATS", "BURST_OVERHEAD",
@@ -66,7 +67,7 @@ def cost(cfg, insn, elem_bytes=None):
 def acc_row_writes(insn):
     """ACC rows one legal instruction writes (the ACC_WR estimate: one per cycle)."""
     if insn.opcode == Opcode.LOAD:
-        return insn.rows if insn.memory_type in (MemType.ACC, MemType.ACC_8BIT) else 0
+        return insn.rows if scratchpad_of(insn.memory_type) == "acc" else 0
     if insn.opcode in (Opcode.GEMM, Opcode.ALU):
         return insn.steps
     return 0

@@ -99,7 +99,7 @@ def _memory_features(cfg, insn, stored, found):
     pad = memory(cfg, mem).scratchpad
     if insn.sram_base + insn.rows == pad.depth:
         found[f"{pad.name.upper()} last row"] += 1
-    if mem in (MemType.ACC, MemType.ACC_8BIT) and any(
+    if pad.name == "acc" and any(
             a < end and start < b for a, b in rows for start, end in stored):
         found["LOAD readback"] += 1
 

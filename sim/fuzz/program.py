@@ -28,7 +28,7 @@ import numpy as np
 
 from avta.isa.enums import AluOp, MemType, PadValue, Stage
 from avta.isa.formats import IMM_BITS, PAD_BITS
-from avta.isa.memories import elem_bytes, memory
+from avta.isa.memories import LOADABLE, elem_bytes, memory, stage_types
 from avta.runtime.dram import Allocator
 from avta.runtime.pipeline import Pipeline
 from avta.runtime.program import Program
@@ -49,7 +49,8 @@ _MAX_LOAD_ROWS, _MAX_STEPS = 128, 256
 #: beat that carries a wanted byte lies wholly inside the image.
 _IMAGE_ALIGN = 4096
 _IMM_MIN, _IMM_MAX = -(1 << (IMM_BITS - 1)), (1 << (IMM_BITS - 1)) - 1
-_LOADED = (MemType.INP, MemType.WGT, MemType.ACC, MemType.ACC_8BIT)
+#: The tensors a program loads from DRAM (micro-ops come from the stream builder).
+_LOADED = tuple(t for t in LOADABLE if t != MemType.UOP)
 
 
 class GeneratorError(AssertionError):
@@ -244,7 +245,7 @@ class _Generator:
         rng = self.rng
         n = 1 if self.lean else (0 if rng.random() < 0.1 else rng.randint(1, 3))
         for _ in range(n):
-            mem = rng.choice((MemType.INP, MemType.WGT))
+            mem = rng.choice(stage_types(Stage.LOAD))
             self.load(mem, self.parts[memory(self.cfg, mem).scratchpad.name][part], self.src[mem])
 
     def compute(self, tile, part, acc_part):
