@@ -4,14 +4,23 @@ The same rules as :func:`avta.isa.legality.check` (the software statement), on t
 :mod:`avta.isa.layout` views: no bit offset is written here.
 """
 
+import functools
+import operator
+
 from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from avta.isa.enums import AluOp, ErrorCode, MemType, Opcode, PadValue, Stage
 from avta.isa.layout import layouts
+from avta.isa.memories import LOADABLE, stage_types
 
 __all__ = ["InsnDecode"]
+
+
+def _one_of(value, members):
+    """True when ``value`` equals one of ``members``."""
+    return functools.reduce(operator.or_, (value == member for member in members))
 
 
 class InsnDecode(wiring.Component):
@@ -46,11 +55,10 @@ class InsnDecode(wiring.Component):
         is_store = opcode == Opcode.STORE
         is_alu = opcode == Opcode.ALU
         is_finish = opcode == Opcode.FINISH
-        load_stage = is_load & ((mtype == MemType.INP) | (mtype == MemType.WGT))
+        load_stage = is_load & _one_of(mtype, stage_types(Stage.LOAD))
 
         # One condition per code of docs/isa.md §3.5, in the order that makes the lowest code win.
-        loadable = ((mtype == MemType.UOP) | (mtype == MemType.WGT) | (mtype == MemType.INP)
-                    | (mtype == MemType.ACC) | (mtype == MemType.ACC_8BIT))
+        loadable = _one_of(mtype, LOADABLE)
         pads = mem.y_pad_0 | mem.y_pad_1 | mem.x_pad_0 | mem.x_pad_1
         rules = [
             (ErrorCode.ILLEGAL_OPCODE, opcode > Opcode.ALU),
