@@ -15,7 +15,7 @@ import numpy as np
 from avta.isa.asm import format_insn
 from avta.isa.encoding import INSN_BYTES
 from avta.isa.enums import MemType
-from avta.isa.memories import elem_bytes
+from avta.isa.memories import elem_bytes, memory
 
 from .dram import Allocator, AllocError
 from .packing import unpack_nchw
@@ -148,9 +148,9 @@ class Device:
     def read_nchw(self, buffer, n, c, h, w):
         """The int8 feature map ``[n, c, h, w]`` that ``buffer`` holds in the packed OUT layout
         (:func:`~avta.runtime.packing.pack_nchw` with BATCH and BLOCK_OUT)."""
-        cfg = self._cfg
-        blocks = self.read(buffer, np.int8, (n // cfg.batch, c // cfg.block_out, h, w,
-                                             cfg.batch, cfg.block_out))
+        row = memory(self._cfg, MemType.OUT).element     # [b][o] int8
+        batch, block = row.shape
+        blocks = self.read(buffer, row.dtype, (n // batch, c // block, h, w, batch, block))
         return unpack_nchw(blocks)
 
     # -- running --------------------------------------------------------------------------------

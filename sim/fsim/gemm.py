@@ -25,7 +25,7 @@ def execute_gemm(cfg, insn, pads, codec, *, strict, trace_rows=None):
                             pads.depth("acc"), strict, "GEMM ACC")
     if insn.reset:
         rows = np.unique(acc_idx)
-        pads.write_acc(rows, np.zeros((rows.size, cfg.batch, cfg.block_out), dtype=np.int32))
+        pads.write_acc(rows, np.zeros((rows.size, *pads.acc.shape[1:]), dtype=pads.acc.dtype))
         if trace_rows is not None:
             zero = np.zeros((acc_idx.size, pads.raw("acc").shape[1]), dtype=np.uint8)
             trace_rows("acc", acc_idx, zero)
