@@ -120,6 +120,18 @@ def test_cited_documents_exist():
     assert not bad, "cited documents that do not exist:\n" + "\n".join(bad)
 
 
+def test_repository_paths_in_the_documents_exist():
+    """A path of the tree written in backticks (``tests/sim/fsim/``, ``sim/tsim/harness.cpp``)
+    names a file or folder that exists: files move, and the documents must follow."""
+    tops = ("avta", "isa", "hw", "sim", "runtime", "floorplan", "configs", "tests", "ci", "docs")
+    bad = []
+    for doc in [*DOCS.glob("*.md"), REPO / "README.md"]:
+        for path in re.findall(r"`((?:%s)/[\w./-]*)`" % "|".join(tops), doc.read_text()):
+            if "*" not in path and "<" not in path and not (REPO / path).exists():
+                bad.append(f"{doc.relative_to(REPO)}: {path}")
+    assert not bad, "paths that do not exist:\n" + "\n".join(bad)
+
+
 def test_cited_document_sections_exist():
     """``docs/architecture.md, control registers`` names a heading of that document (or one of
     its register offsets; ``issue N`` refers to the project's issues, not to a section)."""
