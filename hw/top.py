@@ -17,9 +17,8 @@ from avta.isa.registers import COUNTER_NAMES
 from .axi.signatures import AxiLiteSignature, AxiSignature, id_bits
 from .axi.vcr import ControlRegisters
 from .axi.vme import MemoryEngine
-from .core.core import Core
+from .core.core import READ_CLIENTS, WRITE_CLIENTS, Core
 from .core.faults import check_faults
-from .core.trace_port import TraceSignature
 from .verilog import to_verilog
 
 __all__ = ["VtaTop", "top_verilog", "READ_SLOTS"]
@@ -27,7 +26,6 @@ __all__ = ["VtaTop", "top_verilog", "READ_SLOTS"]
 #: Read commands in flight at once in the memory engine (AXI IDs 0..7).
 READ_SLOTS = 8
 #: The core's read clients, in the order the memory engine arbitrates them.
-READ_CLIENTS = ("fetch_mem", "ld_mem", "cp_mem")
 
 
 class VtaTop(wiring.Component):
@@ -42,8 +40,8 @@ class VtaTop(wiring.Component):
             "s_axil": In(AxiLiteSignature()),
             "m_axi": Out(AxiSignature(data_width=cfg.axi_data_bits, id_width=self._id_width)),
         }
-        if trace:
-            members["trace"] = Out(TraceSignature(cfg))
+        if trace:                       # the core's trace port, passed through
+            members["trace"] = Out(self._core.signature.members["trace"].signature)
         super().__init__(members)
 
     @property
@@ -62,7 +60,8 @@ class VtaTop(wiring.Component):
         wiring.connect(m, flipped(self.m_axi), vme.m_axi)
         for name in READ_CLIENTS:
             wiring.connect(m, getattr(core, name), getattr(vme, name))
-        wiring.connect(m, core.st_mem, vme.write)
+        (write_client,) = WRITE_CLIENTS         # the memory engine has one write port
+        wiring.connect(m, getattr(core, write_client), vme.write)
         if self._trace:
             wiring.connect(m, core.trace, flipped(self.trace))
 

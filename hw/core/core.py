@@ -40,7 +40,12 @@ from .tensor_store import TensorStore
 from .tokens import TokenCounter
 from .trace_port import TraceSignature, drive_trace
 
-__all__ = ["Core", "counter_layout", "COUNTER_BITS"]
+__all__ = ["Core", "counter_layout", "COUNTER_BITS", "READ_CLIENTS", "WRITE_CLIENTS"]
+
+#: The core's memory-engine clients, by port name: the memory engine (or a model of it) serves
+#: these reads and this write.
+READ_CLIENTS = ("fetch_mem", "ld_mem", "cp_mem")
+WRITE_CLIENTS = ("st_mem",)
 
 #: Counters and CYCLES are 32-bit registers (docs/architecture.md, control registers).
 COUNTER_BITS = 32

@@ -9,7 +9,7 @@ from avta.isa.registers import COUNTER_NAMES
 from avta.runtime.host import check_bases, run_result
 from avta.sim.memory_knobs import MemoryKnobs
 
-from ..core.core import Core
+from ..core.core import READ_CLIENTS, WRITE_CLIENTS, Core
 from .dram import DramModel
 from .testbench import run_sim
 
@@ -20,10 +20,10 @@ def core_memory(core, dram, knobs=MemoryKnobs()):
     """A :class:`DramModel` over ``dram`` serving the core's four memory clients (fetch, load,
     compute, store), as the memory engine does in the full design."""
     model = DramModel(dram, data_bits=core.cfg.axi_data_bits, knobs=knobs)
-    model.add_read_client(core.fetch_mem, "fetch")
-    model.add_read_client(core.ld_mem, "load")
-    model.add_read_client(core.cp_mem, "compute")
-    model.add_write_client(core.st_mem, "store")
+    for name in READ_CLIENTS:
+        model.add_read_client(getattr(core, name), name)
+    for name in WRITE_CLIENTS:
+        model.add_write_client(getattr(core, name), name)
     return model
 
 
