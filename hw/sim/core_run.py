@@ -13,7 +13,7 @@ from ..core.core import READ_CLIENTS, WRITE_CLIENTS, Core
 from .dram import DramModel
 from .testbench import run_sim
 
-__all__ = ["run_core", "core_memory"]
+__all__ = ["run_core", "core_memory", "launch"]
 
 
 def core_memory(core, dram, knobs=MemoryKnobs()):
@@ -25,6 +25,20 @@ def core_memory(core, dram, knobs=MemoryKnobs()):
     for name in WRITE_CLIENTS:
         model.add_write_client(getattr(core, name), name)
     return model
+
+
+async def launch(ctx, core, max_cycles):
+    """Pulse the core's ``launch`` and wait, at most ``max_cycles``, for it to stop being busy;
+    the run's status (``ok``, ``error`` or ``timeout``), as the host reads CTRL."""
+    ctx.set(core.launch, 1)
+    await ctx.tick()
+    ctx.set(core.launch, 0)
+    await ctx.tick()
+    for _ in range(max_cycles):
+        _, _, busy = await ctx.tick().sample(core.busy)
+        if not busy:
+            return "error" if ctx.get(core.error) else "ok"
+    return "timeout"
 
 
 def run_core(cfg, dram, insn_addr, insn_count, *, bases=None, max_cycles=200_000,
@@ -48,17 +62,7 @@ def run_core(cfg, dram, insn_addr, insn_count, *, bases=None, max_cycles=200_000
         for key, value in bases.items():
             ctx.set(getattr(core, f"{key.lower()}_base"), value)
         for _ in range(launches):
-            ctx.set(core.launch, 1)
-            await ctx.tick()
-            ctx.set(core.launch, 0)
-            await ctx.tick()
-            for _ in range(max_cycles):
-                _, _, busy = await ctx.tick().sample(core.busy)
-                if not busy:
-                    status = "error" if ctx.get(core.error) else "ok"
-                    break
-            else:
-                status = "timeout"
+            status = await launch(ctx, core, max_cycles)
             # The core's ports carry what the control registers would show.
             values = {name: ctx.get(getattr(core.counters, name.lower()))
                       for name in COUNTER_NAMES}

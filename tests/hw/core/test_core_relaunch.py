@@ -9,7 +9,7 @@ never drained (it hung) and they could land in the new run's instruction ring.
 import pytest
 
 from avta.hw.core.core import Core
-from avta.hw.sim.core_run import core_memory
+from avta.hw.sim.core_run import core_memory, launch
 from avta.hw.sim.testbench import run_sim
 from avta.isa.config import load_config
 from avta.isa.encoding import INSN_BYTES, codec, finish
@@ -48,15 +48,8 @@ def test_each_launch_fetches_only_its_own_program(config):
             ctx.set(core.insn_addr, addr)
             ctx.set(core.insn_count, len(program))
             await ctx.tick().repeat(3)          # the new values sit there while idle
-            ctx.set(core.launch, 1)
-            await ctx.tick()
-            ctx.set(core.launch, 0)
-            await ctx.tick()
-            for _ in range(MAX_CYCLES):
-                _, _, busy = await ctx.tick().sample(core.busy)
-                if not busy:
-                    break
-            ended.append((busy, ctx.get(core.finish), ctx.get(core.error)))
+            status = await launch(ctx, core, MAX_CYCLES)
+            ended.append((status, ctx.get(core.finish), ctx.get(core.error)))
 
     async def watch(ctx):
         cmd = core.fetch_mem.cmd
@@ -66,7 +59,7 @@ def test_each_launch_fetches_only_its_own_program(config):
                 fetched.append(addr)
 
     run_sim(core, host, background=[model.run, watch], name=f"relaunch-{config}")
-    assert ended == [(0, 1, 0)] * len(runs)
+    assert ended == [("ok", 1, 0)] * len(runs)
     spans = [(addr, addr + len(program) * INSN_BYTES) for addr, program in runs]
     for addr in fetched:
         assert any(lo <= addr < hi for lo, hi in spans), f"fetched at {addr:#x}"
