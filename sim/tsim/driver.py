@@ -34,6 +34,7 @@ def _load(lib_path):
     lib.tsim_create.restype = ctypes.c_void_p
     lib.tsim_create.argtypes = [ctypes.c_char_p]
     lib.tsim_destroy.argtypes = [ctypes.c_void_p]
+    lib.tsim_reset.argtypes = [ctypes.c_void_p]
     lib.tsim_set_knobs.argtypes = [ctypes.c_void_p, ctypes.c_uint64] + [ctypes.c_uint32] * 6
     lib.tsim_attach_dram.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64]
     lib.tsim_reg_write.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32]
@@ -86,6 +87,8 @@ class Tsim:
                                         events=self._traced))
         self._handle = self._lib.tsim_create(str(waves).encode() if waves else None)
         self.set_knobs(knobs)
+        # True after a run that did not end (timeout): the core may still be working.
+        self._unfinished = False
 
     def close(self):
         """Free the simulated design (its waveform file is flushed and closed); the object
@@ -107,6 +110,12 @@ class Tsim:
         if not self._handle:
             raise TsimError("this Tsim was closed; make a new one")
         return self._handle
+
+    def reset(self):
+        """Reset the design (scratchpads and registers back to zero) and empty the memory
+        model, as at construction."""
+        self._lib.tsim_reset(self._live())
+        self._unfinished = False
 
     def set_knobs(self, knobs):
         """Set the AXI memory model's timing (:class:`MemoryKnobs`) for the next runs."""
@@ -172,6 +181,9 @@ class Tsim:
         ``events_to``: a path the harness appends this run's trace events to (mode
         ``trace_mode``); the object must have been made with ``trace=True``. Header and end
         records are :func:`avta.sim.trace.record.record_trace`'s job.
+
+        A run after one that timed out starts with :meth:`reset`: the core may still be busy with
+        the old program, would ignore the launch, and would report the old run's end.
         """
         buffer = np.frombuffer(dram, dtype=np.uint8) if not isinstance(dram, np.ndarray) \
             else dram
@@ -179,6 +191,8 @@ class Tsim:
                 not buffer.flags.writeable:
             raise TypeError("dram must be a writable, contiguous bytearray or uint8 array")
         self._lib.tsim_attach_dram(self._live(), buffer.ctypes.data, buffer.nbytes)
+        if self._unfinished:
+            self.reset()
         design_id = self.read_reg(REGISTERS["CONFIG_ID"])
         if design_id != self._cfg.config_id:
             raise TsimError(f"the design reports CONFIG_ID {design_id:#010x} but the "
@@ -187,11 +201,13 @@ class Tsim:
             self.write_reg(offset, value)
         if events_to is not None:
             self._begin_events(events_to, trace_mode, check_bases(bases)["OUT"])
+        self._unfinished = True         # until the run is seen to end
         try:
             status = self._lib.tsim_run(self._handle, max_cycles)
         finally:
             if events_to is not None:
                 self._lib.tsim_trace_end(self._handle)
+        self._unfinished = status in (RunStatus.TIMEOUT, RunStatus.NO_ANSWER)
         if status == RunStatus.NO_ANSWER:
             raise TsimError("the register file stopped answering during the run")
         values = {name: self.read_reg(offset) for name, offset in RESULT_REGISTERS.items()}

@@ -122,6 +122,24 @@ struct Tsim {
 
     bool chance(uint32_t pct) { return pct && (rng() % 100) < pct; }
 
+    // Hold rst for a few cycles with the memory model empty, so nothing from before survives.
+    void reset() {
+        forget_transactions();
+        top->rst = 1;
+        for (int i = 0; i < 4; ++i) tick();
+        top->rst = 0;
+        forget_transactions();
+        tick();
+    }
+
+    void forget_transactions() {
+        reads.clear();
+        writes.clear();
+        responses.clear();
+        r_current = -1;
+        b_presented = false;
+    }
+
     bool in_dram(uint64_t addr, uint64_t bytes) const {
         return addr + bytes <= dram_size;
     }
@@ -313,11 +331,14 @@ void* tsim_create(const char* wave_path) {
 #else
     (void)wave_path;
 #endif
-    sim->top->rst = 1;
-    for (int i = 0; i < 4; ++i) sim->tick();
-    sim->top->rst = 0;
-    sim->tick();
+    sim->reset();
     return sim;
+}
+
+// Reset the design and forget every transaction the memory model holds: after a run that hit the
+// cycle limit the core may still be working, and a new launch would be ignored while it is busy.
+void tsim_reset(void* handle) {
+    static_cast<Tsim*>(handle)->reset();
 }
 
 void tsim_destroy(void* handle) {

@@ -131,3 +131,20 @@ def test_avta_exec_on_tsim_matches_fsim(cfg, tmp_path, capsys):
         outputs[target] = out.read_bytes()
     assert outputs["fsim"] == outputs["tsim"]
     assert outputs["tsim"][0x800] == 9
+
+
+def test_a_run_after_a_timeout_starts_afresh(cfg):
+    """A reused tsim used to report the timed-out run's end as the next run's: the core was
+    still busy, ignored the launch, then finished the old program (issue 12, defect 4)."""
+    sim = Tsim(cfg)
+    long_alu = [load_uop(), AluInsn(alu_opcode=AluOp.ADD, use_imm=1, imm=1, uop_bgn=0,
+                                    uop_end=1, iter_out=4000, iter_in=4000), finish()]
+    slow = sim.run(image(cfg, long_alu, [Uop(0, 0, 0)]), INSN_ADDR, len(long_alu),
+                   max_cycles=3000)
+    assert slow.status == "timeout"
+    short = [load_uop(), alu(alu_opcode=AluOp.ADD, use_imm=1, imm=5), finish()]
+    dram = image(cfg, short, [Uop(0, 0, 0)])
+    again = sim.run(dram, INSN_ADDR, len(short))
+    want = Fsim(cfg).run(image(cfg, short, [Uop(0, 0, 0)]), INSN_ADDR, len(short))
+    assert again.status == "ok" and again.cycles < 1000
+    assert again.counters["ALU_STEPS"] == want.counters["ALU_STEPS"] == 1
