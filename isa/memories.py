@@ -26,9 +26,14 @@ from amaranth.lib import data
 
 from .enums import MemType, PadValue, Stage
 
-__all__ = ["SCRATCHPADS", "RowLayout", "Scratchpad", "MemoryInfo", "scratchpad", "scratchpads",
+__all__ = ["DRAM_PAGE_BYTES", "SCRATCHPADS", "RowLayout", "Scratchpad", "MemoryInfo", "scratchpad", "scratchpads",
            "memory", "memories", "elem_bytes", "LOADABLE", "BASE_KEYS", "scratchpad_of", "stage_of", "stage_types",
            "writer_stage"]
+
+#: DRAM comes in whole pages of this many bytes (docs/isa.md §3): the RTL reads whole bus beats
+#: and AXI bursts never cross a 4 KiB boundary, so a DRAM that ends on a page ends on a beat, and
+#: fsim and tsim agree on every access at its very end.
+DRAM_PAGE_BYTES = 4096
 
 #: The scratchpads in the order of docs/isa.md §3 (and of their ``Memory`` instances in the RTL).
 SCRATCHPADS = ("uop", "inp", "wgt", "acc", "out")

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from avta.isa.memories import DRAM_PAGE_BYTES
 from avta.isa.registers import COUNTER_NAMES
 
 __all__ = ["Backend", "ArrayDramBackend", "RunResult", "STATUSES", "DEFAULT_DRAM_BYTES"]
@@ -107,6 +108,11 @@ class ArrayDramBackend(Backend):
     """A backend whose DRAM is a numpy byte array in this process (every simulator's is)."""
 
     def __init__(self, dram_size):
+        if isinstance(dram_size, bool) or not isinstance(dram_size, int) or dram_size <= 0 \
+                or dram_size % DRAM_PAGE_BYTES:
+            raise ValueError(f"dram_size {dram_size!r} must be a positive multiple of "
+                             f"{DRAM_PAGE_BYTES} bytes: DRAM comes in whole 4 KiB pages "
+                             f"(docs/isa.md §3)")
         self._dram = np.zeros(dram_size, dtype=np.uint8)
 
     @property

@@ -1,7 +1,8 @@
 """``avta exec``: run a raw DRAM image and print one JSON summary line (docs/architecture.md).
 
 The image is loaded at DRAM address 0; DRAM is as large as the image or ``--dram-size`` (which
-zero-fills the rest and must not be smaller than the image). Instructions start at the 16-byte
+zero-fills the rest and must not be smaller than the image), rounded up to a whole 4 KiB page
+(docs/isa.md §3), which stderr mentions. Instructions start at the 16-byte
 aligned byte address ``--insn-addr``. fsim runs non-strict unless ``--strict`` (docs/isa.md §3: a raw
 image runs like the RTL). ``--target tsim`` runs the Verilated design (built and cached on
 first use) until finish, error or ``--max-cycles`` (status ``timeout``). The final DRAM goes
@@ -21,23 +22,30 @@ import numpy as np
 from avta.errors import UserError
 from avta.isa.config import load_config
 from avta.isa.encoding import INSN_BYTES
+from avta.isa.memories import DRAM_PAGE_BYTES
 
 __all__ = ["cmd_exec", "load_image"]
 
 _MAX_DRAM = 1 << 32       # 32-bit AXI addresses
 
 
-def load_image(path, dram_size=None):
-    """The DRAM of a run: the image's bytes at address 0, zero-extended to ``dram_size``."""
+def load_image(path, dram_size=None, *, say=None):
+    """The DRAM of a run: the image's bytes at address 0, zero-extended to ``dram_size`` (by
+    default the image's size) rounded up to a whole 4 KiB page (docs/isa.md §3). ``say(line)``
+    hears about the rounding."""
     image = Path(path).read_bytes()
     size = len(image) if dram_size is None else dram_size
     if size < len(image):
         raise UserError(f"--dram-size {size} is smaller than the image {path} "
-                          f"({len(image)} bytes): DRAM must hold the whole image")
-    if not 0 < size <= _MAX_DRAM:
+                        f"({len(image)} bytes): DRAM must hold the whole image")
+    pages = -(-size // DRAM_PAGE_BYTES) * DRAM_PAGE_BYTES
+    if not 0 < pages <= _MAX_DRAM:
         raise UserError(f"DRAM size {size} must be between 1 byte and 4 GiB (32-bit "
-                          f"addresses); give a non-empty image or a --dram-size in that range")
-    dram = bytearray(size)
+                        f"addresses); give a non-empty image or a --dram-size in that range")
+    if pages != size and say is not None:
+        say(f"DRAM is {size} bytes, rounded up to {pages} (a whole number of 4 KiB pages, "
+            f"docs/isa.md §3)")
+    dram = bytearray(pages)
     dram[:len(image)] = image
     return dram
 
@@ -67,7 +75,8 @@ def cmd_exec(args):
     """Handler of ``avta exec``; returns the exit status described in the module docstring."""
     cfg = load_config(args.config)
     _check_args(args)
-    dram = load_image(args.image, args.dram_size)
+    dram = load_image(args.image, args.dram_size,
+                      say=lambda line: print(f"avta exec: {line}", file=sys.stderr))
     sim, options = _simulator(cfg, args)
     buffer = np.frombuffer(dram, dtype=np.uint8)
     if args.trace:

@@ -123,3 +123,9 @@ def test_scratch_frees_every_buffer_even_on_error(default_cfg):
         kept = s.upload(np.arange(16, dtype=np.int8))
         assert np.array_equal(dev.read(kept, np.int8), np.arange(16))
     assert dev.allocator.live() == []
+
+
+@pytest.mark.parametrize("size", [260, 0, 4096 + 8])
+def test_dram_is_whole_pages(default_cfg, size):
+    with pytest.raises(ValueError, match="multiple of 4096"):
+        FsimBackend(default_cfg, dram_size=size)

@@ -148,3 +148,30 @@ def test_a_run_after_a_timeout_starts_afresh(cfg):
     want = Fsim(cfg).run(image(cfg, short, [Uop(0, 0, 0)]), INSN_ADDR, len(short))
     assert again.status == "ok" and again.cycles < 1000
     assert again.counters["ALU_STEPS"] == want.counters["ALU_STEPS"] == 1
+
+
+def test_an_image_that_ends_mid_beat_runs_on_both_targets(cfg, tmp_path, capsys):
+    """A 260-byte image whose last micro-op ends at byte 260 used to give error 9 on tsim, which
+    reads whole bus beats; DRAM now rounds up to a 4 KiB page and says so (issue 12, defect 3)."""
+    import json
+
+    from avta.cli import main
+    c = codec(cfg)
+    uop_at = 260 - cfg.uop_elem_bytes
+    program = [load_uop(dram_base=uop_at // cfg.uop_elem_bytes),
+               alu(alu_opcode=AluOp.ADD, use_imm=1, imm=3), finish()]
+    blob = bytearray(260)
+    code = c.encode_program(program)
+    blob[:len(code)] = code
+    blob[uop_at:] = c.encode_uops([Uop(0, 0, 0)])
+    path = tmp_path / "image.bin"
+    path.write_bytes(bytes(blob))
+    for target in ("fsim", "tsim"):
+        out = tmp_path / f"{target}.bin"
+        assert main(["exec", "--config", cfg.name, "--target", target, "--image", str(path),
+                     "--insn-addr", "0", "--insn-count", str(len(program)),
+                     "-o", str(out)]) == 0
+        captured = capsys.readouterr()
+        assert json.loads(captured.out.splitlines()[-1])["status"] == "ok"
+        assert "rounded up to 4096" in captured.err
+        assert len(out.read_bytes()) == 4096
