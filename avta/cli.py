@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from avta.errors import UserError
+from avta.errors import UserError, check_output_dir, check_output_file, read_input
 from avta.isa.config import load_config, shipped_configs
 from avta.sim.trace.schema import MODES as TRACE_MODES
 
@@ -64,7 +64,8 @@ def cmd_asm(args):
     from avta.isa.encoding import codec
     cfg = load_config(args.config)
     source = args.input
-    text = sys.stdin.read() if source == "-" else Path(source).read_text()
+    check_output_file(args.output, "output")
+    text = sys.stdin.read() if source == "-" else read_input(source, "assembly file")
     insns = parse_jsonl(text, source=source)
     blob = codec(cfg).encode_program(insns)
     Path(args.output).write_bytes(blob)
@@ -77,7 +78,7 @@ def cmd_disasm(args):
     from avta.isa.asm import format_insn, insn_to_json
     from avta.isa.encoding import INSN_BYTES, codec
     cfg = load_config(args.config)
-    blob = Path(args.input).read_bytes()
+    blob = read_input(args.input, "instruction stream", binary=True)
     if len(blob) % INSN_BYTES:
         raise UserError(f"{args.input}: {len(blob)} bytes is not a whole number of "
                         f"{INSN_BYTES}-byte instructions")
@@ -97,8 +98,7 @@ def cmd_gen(args):
     from avta.hw.generate import generate_verilog
     from avta.isa.header import c_header
     cfg = load_config(args.config)
-    out = Path(args.output) if args.output else Path("build") / cfg.name
-    out.mkdir(parents=True, exist_ok=True)
+    out = check_output_dir(args.output or Path("build") / cfg.name, "output folder")
     (out / "vta_hw_spec.h").write_text(c_header(cfg))
     (out / "config.json").write_text(cfg.to_json() + "\n")
     written = ["vta_hw_spec.h", "config.json"] + generate_verilog(cfg, out,
@@ -223,7 +223,7 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except (UserError, FileNotFoundError) as error:
+    except (UserError, OSError) as error:      # OSError: a file the checks above did not foresee
         print(f"avta {args.command}: {error}", file=sys.stderr)
         return 2
     except BrokenPipeError:

@@ -7,6 +7,7 @@ and every violation. With ``--check`` the exit status is 1 when any floorplan ha
 
 import sys
 
+from ..errors import check_output_dir
 from ..isa.config import load_config
 from .vta import STYLES, build_floorplan
 from .writers import write_outputs
@@ -38,6 +39,7 @@ def write_vta_floorplan(plan, directory):
 
 def cmd_floorplan(args):
     cfg = load_config(args.config)
+    check_output_dir(args.output, "output folder")
     styles = list(STYLES) if args.style == "all" else [args.style]
     failed = False
     for style in styles:

@@ -11,10 +11,11 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from avta.errors import UserError
+from avta.errors import UserError, read_input
 
 from . import formats
 from .enums import MemType
@@ -60,6 +61,8 @@ _IGNORED_KEYS = {
 
 _MAX_DEPTH = 1 << formats.SRAM_ADDR_BITS     # sram_base is 16 bits wide
 _MIN_DEPTH = 2
+_MAX_LOG_BUFF_SIZE = 30
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 
@@ -261,6 +264,10 @@ class Config:
 
 def _check(cfg):
     violations = []
+    if not isinstance(cfg.name, str) or not _NAME.fullmatch(cfg.name):
+        # build/<name>/ and cache folders are made from it: it must not climb out of them.
+        violations.append(f"name = {cfg.name!r}: must be a plain name (letters, digits, '_', "
+                          f"'-' and '.', not starting with '.' or '-')")
     bad = set()
     for key in KEYS:
         value = getattr(cfg, key.lower())
@@ -272,6 +279,12 @@ def _check(cfg):
             bad.add(key)
         elif value < 0:
             violations.append(f"{key} = {value}: must be {KEYS[key][1]}")
+            bad.add(key)
+        elif key.endswith("_BUFF_SIZE") and value > _MAX_LOG_BUFF_SIZE:
+            # 2^16 rows of the widest row (a 128x128 int8 WGT row, 2^14 bytes) is 2^30 bytes.
+            violations.append(f"{key} = {value}: must be at most {_MAX_LOG_BUFF_SIZE} (no row "
+                              f"is wide enough for a scratchpad of 2^{value} bytes to have at "
+                              f"most {_MAX_DEPTH} rows)")
             bad.add(key)
     if bad:
         return violations   # derived quantities are meaningless until the keys are sane
@@ -363,6 +376,29 @@ def shipped_configs():
     return sorted(p.stem for p in CONFIG_DIR.glob("*.yaml"))
 
 
+def _parse(text, *, json_syntax):
+    """The mapping of a YAML or JSON configuration; a key given twice is an error (the second
+    would silently win)."""
+    def unique(pairs):
+        seen = {}
+        for key, value in pairs:
+            if key in seen:
+                raise ConfigError([f"{key} is given twice; keep one"])
+            seen[key] = value
+        return seen
+
+    if json_syntax:
+        return json.loads(text, object_pairs_hook=unique)
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            return unique((self.construct_object(k, deep=deep), self.construct_object(v, deep=deep))
+                          for k, v in node.value)
+
+    return yaml.load(text, Loader=UniqueKeyLoader)
+
+
 def load_config(spec="default"):
     """Load a configuration by shipped name (``default``, ``tiny``, …) or by YAML/JSON path.
 
@@ -377,19 +413,19 @@ def load_config(spec="default"):
             raise ConfigError([f"no shipped configuration named {spec!r} (shipped: "
                                f"{', '.join(shipped_configs())}); give a name or a path"])
         path = candidate
-    if not path.exists():
-        raise ConfigError([f"configuration file {str(path)!r} does not exist"])
-    text = path.read_text()
     try:
-        if path.suffix == ".json":
-            values = json.loads(text)
-        else:
-            import yaml
-            values = yaml.safe_load(text)
+        text = read_input(path, "configuration file")
+    except UserError as error:
+        raise ConfigError([str(error)]) from None
+    try:
+        values = _parse(text, json_syntax=path.suffix == ".json")
+    except ConfigError as error:
+        raise ConfigError(error.violations, source=str(path)) from None
     except Exception as error:
         raise ConfigError([f"cannot parse {path}: {error}"]) from None
     if values is None:
-        values = {}
+        raise ConfigError([f"{path} is empty: give at least one key (e.g. LOG_BLOCK_IN: 4), "
+                           f"or use the shipped configuration 'default'"])
     if not isinstance(values, dict):
         raise ConfigError([f"{path}: the top level must be a mapping of keys to values, "
                            f"not {type(values).__name__}"])

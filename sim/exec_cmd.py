@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from avta.errors import UserError
+from avta.errors import UserError, check_output_file, read_input
 from avta.isa.config import load_config
 from avta.isa.encoding import INSN_BYTES
 from avta.isa.memories import DRAM_PAGE_BYTES
@@ -33,7 +33,7 @@ def load_image(path, dram_size=None, *, say=None):
     """The DRAM of a run: the image's bytes at address 0, zero-extended to ``dram_size`` (by
     default the image's size) rounded up to a whole 4 KiB page (docs/isa.md §3). ``say(line)``
     hears about the rounding."""
-    image = Path(path).read_bytes()
+    image = read_input(path, "image", binary=True)
     size = len(image) if dram_size is None else dram_size
     if size < len(image):
         raise UserError(f"--dram-size {size} is smaller than the image {path} "
@@ -54,8 +54,17 @@ def _check_args(args):
     if args.insn_addr < 0 or args.insn_addr % INSN_BYTES:
         raise UserError(f"--insn-addr 0x{args.insn_addr:x} must be a non-negative multiple of "
                           f"{INSN_BYTES}: instructions are {INSN_BYTES}-byte aligned")
+    if args.insn_addr >= _MAX_DRAM:
+        raise UserError(f"--insn-addr 0x{args.insn_addr:x} is beyond the 32-bit address space")
     if not 0 <= args.insn_count < _MAX_DRAM:
         raise UserError(f"--insn-count {args.insn_count} must be in 0..2^32-1")
+    if args.max_cycles is not None and args.max_cycles < 1:
+        raise UserError(f"--max-cycles {args.max_cycles} must be at least 1 (leave it out for "
+                        f"the default, {DEFAULT_MAX_CYCLES:,})")
+    if args.output:
+        check_output_file(args.output, "-o")
+    if args.trace:
+        check_output_file(args.trace, "--trace")
 
 
 #: tsim's cycle limit when --max-cycles is not given.
@@ -66,7 +75,7 @@ def _simulator(cfg, args):
     if args.target == "tsim":
         from avta.sim.tsim.driver import Tsim
         return Tsim(cfg, trace=bool(args.trace)), \
-            {"max_cycles": args.max_cycles or DEFAULT_MAX_CYCLES}
+            {"max_cycles": DEFAULT_MAX_CYCLES if args.max_cycles is None else args.max_cycles}
     from avta.sim.fsim import Fsim
     return Fsim(cfg, strict=args.strict), {}
 

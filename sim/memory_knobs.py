@@ -10,7 +10,12 @@ answers in order after a fixed delay: it takes ``seed`` and ``backpressure`` onl
 
 from dataclasses import asdict, dataclass, fields
 
-__all__ = ["MemoryKnobs"]
+__all__ = ["MemoryKnobs", "MAX_BACKPRESSURE"]
+
+#: The most backpressure a memory model takes.
+MAX_BACKPRESSURE = 0.9
+#: Counts and latencies travel to the C++ model as 32-bit numbers.
+_MAX_COUNT = (1 << 32) - 1
 
 
 @dataclass(frozen=True)
@@ -45,12 +50,15 @@ class MemoryKnobs:
         if not 0 <= lo <= hi:
             raise ValueError(f"latency must be (min, max) with 0 <= min <= max, not "
                              f"{self.latency!r}")
-        if not 0.0 <= self.backpressure < 1.0:
-            raise ValueError(f"backpressure is a probability in [0, 1), not "
+        if not 0.0 <= self.backpressure <= MAX_BACKPRESSURE:
+            # Beyond it a run mostly waits; tsim's model is built for at most this much.
+            raise ValueError(f"backpressure is a probability in [0, {MAX_BACKPRESSURE}], not "
                              f"{self.backpressure!r}")
-        if self.outstanding < 1 or self.write_latency < 0:
-            raise ValueError(f"outstanding must be >= 1 and write_latency >= 0, not "
-                             f"{self.outstanding!r} and {self.write_latency!r}")
+        if not 1 <= self.outstanding <= _MAX_COUNT or not 0 <= self.write_latency <= _MAX_COUNT \
+                or hi > _MAX_COUNT:
+            raise ValueError(f"outstanding must be in 1..{_MAX_COUNT}, write_latency and the "
+                             f"latencies in 0..{_MAX_COUNT}; got outstanding {self.outstanding!r},"
+                             f" write_latency {self.write_latency!r}, latency {self.latency!r}")
         object.__setattr__(self, "latency", (int(lo), int(hi)))
 
     @classmethod

@@ -111,7 +111,7 @@ def test_gen_lints_clean_on_every_shipped_config(tmp_path, config):
 
 def test_trace_diff_of_a_missing_file_is_a_usage_error(capsys, tmp_path):
     assert main(["trace-diff", str(tmp_path / "a.trace"), str(tmp_path / "b.trace")]) == 2
-    assert "cannot read trace" in capsys.readouterr().err
+    assert "a.trace' does not exist" in capsys.readouterr().err
 
 
 def test_gen_trace_ports_only_when_asked(tmp_path):
@@ -128,3 +128,50 @@ def test_asm_illegal_without_raw_is_its_opcode(tmp_path):
     src.write_text('{"op": "ILLEGAL", "opcode": 6}\n')
     assert main(["asm", "--config", "tiny", str(src), "-o", str(tmp_path / "o.bin")]) == 0
     assert (tmp_path / "o.bin").read_bytes() == (6).to_bytes(16, "little")
+
+
+def _bad_inputs(tmp):
+    (tmp / "folder").mkdir()
+    (tmp / "binary.yaml").write_bytes(b"\xff\xfe\x00bad")
+    (tmp / "empty.yaml").write_text("")
+    (tmp / "twice.yaml").write_text("LOG_BATCH: 0\nLOG_BATCH: 1\n")
+    (tmp / "huge.yaml").write_text("LOG_INP_BUFF_SIZE: 5000\n")
+    (tmp / "escape.yaml").write_text("name: ../../escape\n")
+    (tmp / "p.jsonl").write_text('{"op": "FINISH"}\n')
+    (tmp / "a_file").write_text("")
+
+
+@pytest.mark.parametrize("args, message", [
+    ("config --config folder", "is a folder"),
+    ("config --config binary.yaml", "is not UTF-8 text"),
+    ("config --config empty.yaml", "is empty"),
+    ("config --config twice.yaml", "LOG_BATCH is given twice"),
+    ("config --config huge.yaml", "LOG_INP_BUFF_SIZE = 5000: must be at most 30"),
+    ("gen --config escape.yaml -o out", "must be a plain name"),
+    ("gen --config tiny -o a_file", "is a file, not a folder"),
+    ("asm --config tiny folder -o x.bin", "is a folder"),
+    ("asm --config tiny binary.yaml -o x.bin", "is not UTF-8 text"),
+    ("asm --config tiny p.jsonl -o folder", "is a folder; give a file name"),
+    ("asm --config tiny p.jsonl -o missing/x.bin", "create 'missing' first"),
+    ("disasm --config tiny folder", "is a folder"),
+    ("exec --config tiny --image folder --insn-addr 0 --insn-count 1", "is a folder"),
+    ("exec --config tiny --image p.jsonl --insn-addr 0x100000000 --insn-count 1",
+     "beyond the 32-bit address space"),
+    ("exec --config tiny --image p.jsonl --insn-addr 0 --insn-count 1 --max-cycles -1",
+     "must be at least 1"),
+    ("exec --config tiny --image p.jsonl --insn-addr 0 --insn-count 1 --max-cycles 0",
+     "must be at least 1"),
+    ("exec --config tiny --image p.jsonl --insn-addr 0 --insn-count 1 -o missing/o.bin",
+     "create 'missing' first"),
+    ("trace-diff folder p.jsonl", "is a folder"),
+    ("trace-diff binary.yaml binary.yaml", "is not UTF-8 text"),
+    ("floorplan --config tiny -o a_file", "is a file, not a folder"),
+])
+def test_bad_input_is_one_message_and_exit_2(tmp_path, monkeypatch, capsys, args, message):
+    """Every bad input is exit 2 with one message and no traceback (issue 12, defect 7)."""
+    _bad_inputs(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(args.split()) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert not (tmp_path / "x.bin").exists()

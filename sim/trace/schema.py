@@ -49,7 +49,7 @@ targets; :mod:`avta.sim.trace.diff` compares on that basis.
 import json
 from pathlib import Path
 
-from avta.errors import UserError
+from avta.errors import UserError, read_input
 from avta.isa.config import Config, ConfigError
 from avta.isa.enums import Stage
 from avta.isa.memories import SCRATCHPADS
@@ -169,9 +169,9 @@ def read_trace(path):
     header, end, events = None, None, []
     path = Path(path)
     try:
-        text = path.read_text()
-    except OSError as error:
-        raise TraceFormatError(f"cannot read trace {path}: {error.strerror}") from None
+        text = read_input(path, "trace")
+    except UserError as error:
+        raise TraceFormatError(str(error)) from None
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
