@@ -121,7 +121,7 @@ def test_trace_file(tiny_cfg, tmp_path, capsys, mode, kinds):
 BAD = [
     (["--insn-addr", "0x108"], "must be a non-negative multiple of 16"),
     (["--dram-size", "0x10"], "smaller than the image"),
-    (["--image", "/nonexistent/image.bin"], "No such file"),
+    (["--image", "/nonexistent/image.bin"], "does not exist"),
 ]
 
 
