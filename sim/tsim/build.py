@@ -6,6 +6,12 @@ covers the Verilog text, the harness sources, the generated header, the data wid
 Verilator version and the waveform format compiled in (if any); a library already built for the
 same key is reused, so only a change to the design, the harness or the facts it shares with
 Python costs a Verilator build.
+
+Publishing is safe with many processes at once: each builds in a temporary folder of its own and
+renames it into place; the first rename wins and the others use the winner's library. A library
+is used only if it matches the checksum written beside it when it was built, so a truncated or
+corrupt one (a full disk, a killed copy) is rebuilt instead of crashing the process that loads
+it. Temporary folders of builds that died are removed by the next build.
 """
 
 import hashlib
@@ -19,6 +25,10 @@ from ..verilator import (VerilatorError, cache_root, run_verilator, verilator_en
 from .harness_header import HEADER_NAME, harness_header
 
 __all__ = ["build_library", "HARNESS"]
+
+#: The library, and the file beside it that holds its SHA-256.
+LIBRARY = "libtsim.so"
+CHECKSUM = "libtsim.so.sha256"
 
 HARNESS = Path(__file__).with_name("harness.cpp")
 #: The trace manager's half of the harness, compiled in for designs with trace ports.
@@ -59,12 +69,89 @@ def build_library(verilog_text, *, data_bits, trace=None, events=False, jobs=Non
                      str(data_bits), str(verilator_version()), str(trace), MODEL_OPT])
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     out = cache_root() / "tsim" / f"{digest}{'-' + trace if trace else ''}"
-    lib = out / "libtsim.so"
-    if lib.exists():
-        return lib
+    if _intact(out):
+        return out / LIBRARY
+    tmp = _workspace(out)
+    try:
+        _compile(tmp, verilog_text, sources, env, data_bits=data_bits, trace=trace,
+                 events=events, jobs=jobs)
+        (tmp / CHECKSUM).write_text(_sha256(tmp / LIBRARY))
+        _publish(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out / LIBRARY
+
+
+def _sha256(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _intact(folder):
+    """True when ``folder`` holds a library whose checksum matches the one written with it."""
+    try:
+        return (folder / CHECKSUM).read_text().strip() == _sha256(folder / LIBRARY)
+    except OSError:
+        return False
+
+
+def _workspace(out):
+    """A fresh temporary build folder beside ``out``; removes those of builds that died, and
+    moves a corrupt ``out`` out of the way."""
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise VerilatorError(f"the build cache {out.parent} cannot be created "
+                             f"({error.strerror}); set AVTA_CACHE to a writable folder") from None
+    for stale in out.parent.glob("*.tmp*"):
+        pid = stale.name.rsplit(".tmp", 1)[-1]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(stale, ignore_errors=True)
+    if out.exists() and not _intact(out):
+        _discard(out)
     tmp = out.with_name(out.name + f".tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
-    (tmp / "obj").mkdir(parents=True)
+    try:
+        (tmp / "obj").mkdir(parents=True)
+    except OSError as error:
+        raise VerilatorError(f"the build cache {out.parent} is not writable ({error.strerror});"
+                             f" set AVTA_CACHE to a writable folder") from None
+    return tmp
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _discard(folder):
+    """Remove a corrupt or incomplete build; renamed first, so that no process sees it half
+    deleted and two processes never delete the same folder."""
+    aside = folder.with_name(f"{folder.name}.corrupt{os.getpid()}")
+    try:
+        folder.rename(aside)
+    except OSError:
+        return              # another process moved it first
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def _publish(tmp, out):
+    """Rename the finished build into place; when another process got there first with an
+    intact build, keep theirs."""
+    try:
+        tmp.rename(out)
+    except OSError:
+        if not _intact(out):
+            raise VerilatorError(f"cannot publish the tsim build {out}: it exists and is not "
+                                 f"a complete build; remove it and try again") from None
+
+
+def _compile(tmp, verilog_text, sources, env, *, data_bits, trace, events, jobs):
+    """Verilate the design and compile it with the harness into ``tmp / LIBRARY``."""
     (tmp / f"{TOP}.v").write_text(verilog_text)
     for name, text in sources.items():
         (tmp / name).write_text(text)
@@ -84,7 +171,7 @@ def build_library(verilog_text, *, data_bits, trace=None, events=False, jobs=Non
            *([f"-D{TRACE_FORMATS[trace][1]}"] if trace else []),
            *(["-DTSIM_EVENTS"] if events else []),
            "-I.", f"-I{include}", f"-I{include / 'vltstd'}", "-Iobj", HARNESS.name,
-           f"obj/V{TOP}__ALL.a", "obj/libverilated.a", "-o", "libtsim.so", "-lpthread",
+           f"obj/V{TOP}__ALL.a", "obj/libverilated.a", "-o", LIBRARY, "-lpthread",
            "-latomic"]
     if trace == "fst":
         cmd.append("-lz")
@@ -92,6 +179,3 @@ def build_library(verilog_text, *, data_bits, trace=None, events=False, jobs=Non
     if proc.returncode != 0:
         raise VerilatorError(f"compiling the tsim harness failed:\n{' '.join(cmd)}\n"
                              f"{proc.stdout}{proc.stderr}")
-    shutil.rmtree(out, ignore_errors=True)
-    tmp.rename(out)
-    return lib
