@@ -7,6 +7,7 @@ C headers.
 import enum
 
 __all__ = ["REGISTERS", "Ctrl", "COUNTER_NAMES", "counter_offset", "BYTE_COUNTERS",
+           "IDLE_COUNTERS", "STALL_COUNTERS",
            "STEP_COUNTERS", "CYCLE_COUNTERS"]
 
 #: Control register byte offsets on the AXI4-Lite slave (32-bit registers).
@@ -45,6 +46,10 @@ BYTE_COUNTERS = ("ACC_LD", "INP_LD", "WGT_LD", "UOP_LD", "OUT_ST")
 STEP_COUNTERS = ("ALU_STEPS", "GEMM_STEPS")
 #: Cycle counts: the RTL's; fsim may only estimate them (and says so).
 CYCLE_COUNTERS = ("ACC_WR", "IDLE_LD", "IDLE_ST", "IDLE_CP", "STALL_LD", "STALL_ST", "STALL_CP")
+#: Per stage, in :class:`~avta.isa.enums.Stage` order (load, compute, store): the counter of its
+#: cycles without an instruction, and of its cycles holding one that waits on a token.
+IDLE_COUNTERS = ("IDLE_LD", "IDLE_CP", "IDLE_ST")
+STALL_COUNTERS = ("STALL_LD", "STALL_CP", "STALL_ST")
 
 
 def counter_offset(name):

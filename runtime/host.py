@@ -71,9 +71,10 @@ def error_detail(code):
     return ErrorCode(code).name if code in ErrorCode._value2member_map_ else f"code {code}"
 
 
-def run_result(status, values, *, max_cycles=None):
-    """The :class:`RunResult` of a run that ended with ``status`` (``ok``, ``error`` or
-    ``timeout``), from ``values``: :data:`RESULT_REGISTERS` name → value read."""
+def run_result(status, values, *, max_cycles=None, detail=""):
+    """The :class:`RunResult` of a run that ended with ``status`` (``ok``, ``error``,
+    ``deadlock`` or ``timeout``), from ``values``: :data:`RESULT_REGISTERS` name → value read;
+    ``detail`` says what a deadlocked machine waits on."""
     counters = {name: values[name] for name in COUNTER_NAMES}
     if status == "timeout":
         return RunResult("timeout", cycles=values["CYCLES"], counters=counters,
@@ -82,4 +83,4 @@ def run_result(status, values, *, max_cycles=None):
         code = values["ERR_CODE"]
         return RunResult("error", cycles=values["CYCLES"], counters=counters, error_code=code,
                          error_insn=values["ERR_INSN"], detail=error_detail(code))
-    return RunResult(status, cycles=values["CYCLES"], counters=counters)
+    return RunResult(status, cycles=values["CYCLES"], counters=counters, detail=detail)

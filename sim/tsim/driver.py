@@ -12,17 +12,19 @@ import ctypes
 
 import numpy as np
 
+from avta.isa.enums import Stage
 from avta.isa.registers import REGISTERS
 from avta.runtime.host import RESULT_REGISTERS, check_bases, launch_writes, run_result
 
 from ..memory_knobs import MemoryKnobs
 from .build import build_library
-from .harness_header import RunStatus, TraceStart
+from .harness_header import DEADLOCK_WINDOW, RunStatus, TraceStart
 
 __all__ = ["Tsim", "TsimError"]
 
 #: The run statuses of the harness, as the host protocol names them.
-_STATUS = {RunStatus.FINISH: "ok", RunStatus.ERROR: "error", RunStatus.TIMEOUT: "timeout"}
+_STATUS = {RunStatus.FINISH: "ok", RunStatus.ERROR: "error", RunStatus.TIMEOUT: "timeout",
+           RunStatus.DEADLOCK: "deadlock"}
 
 
 class TsimError(RuntimeError):
@@ -35,6 +37,8 @@ def _load(lib_path):
     lib.tsim_create.argtypes = [ctypes.c_char_p]
     lib.tsim_destroy.argtypes = [ctypes.c_void_p]
     lib.tsim_reset.argtypes = [ctypes.c_void_p]
+    lib.tsim_waiting_stages.restype = ctypes.c_uint32
+    lib.tsim_waiting_stages.argtypes = [ctypes.c_void_p]
     lib.tsim_set_knobs.argtypes = [ctypes.c_void_p, ctypes.c_uint64] + [ctypes.c_uint32] * 6
     lib.tsim_attach_dram.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64]
     lib.tsim_reg_write.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32]
@@ -207,11 +211,23 @@ class Tsim:
         finally:
             if events_to is not None:
                 self._lib.tsim_trace_end(self._handle)
-        self._unfinished = status in (RunStatus.TIMEOUT, RunStatus.NO_ANSWER)
+        # A deadlocked core is still running: like a timed-out one, it is reset before reuse.
+        self._unfinished = status in (RunStatus.TIMEOUT, RunStatus.DEADLOCK, RunStatus.NO_ANSWER)
         if status == RunStatus.NO_ANSWER:
             raise TsimError("the register file stopped answering during the run")
         values = {name: self.read_reg(offset) for name, offset in RESULT_REGISTERS.items()}
-        return run_result(_STATUS[RunStatus(status)], values, max_cycles=max_cycles)
+        detail = self._deadlock_detail() if status == RunStatus.DEADLOCK else ""
+        return run_result(_STATUS[RunStatus(status)], values, max_cycles=max_cycles,
+                          detail=detail)
+
+    def _deadlock_detail(self):
+        """Which stages wait on a token and which have no instruction (docs/isa.md §3.5)."""
+        waiting = self._lib.tsim_waiting_stages(self._handle)
+        parts = [f"the {stage.name.lower()} stage "
+                 + ("waits on a token" if waiting >> stage & 1 else "has no instruction")
+                 for stage in Stage]
+        return (f"no stage can start: {', '.join(parts)}; nothing moved on the bus for "
+                f"{2 * DEADLOCK_WINDOW} cycles")
 
     #: The ``target`` a trace of this simulator names in its header.
     TRACE_TARGET = "tsim"

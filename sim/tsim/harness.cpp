@@ -119,6 +119,8 @@ struct Tsim {
     std::deque<WriteBurst> writes;     // accepted AW, waiting for W beats
     std::deque<PendingB> responses;    // write responses, in order
     bool b_presented = false;
+    uint64_t bursts = 0;                // AR and AW handshakes since creation
+    uint32_t waiting_stages = 0;        // after a deadlock: bit s set = stage s waits on a token
 
     bool chance(uint32_t pct) { return pct && (rng() % 100) < pct; }
 
@@ -193,6 +195,7 @@ struct Tsim {
             }
         }
         if (aw_fire) writes.push_back(new_write);
+        bursts += uint64_t(ar_fire) + uint64_t(aw_fire);
         if (w_fire) accept_write_beat(wdata, wstrb);
         if (b_fire) {
             responses.pop_front();
@@ -418,18 +421,82 @@ void tsim_pending(void* handle, uint32_t* reads, uint32_t* writes, uint32_t* res
     *responses = uint32_t(sim->responses.size());
 }
 
-// Launch, then poll CTRL until finish or error. Returns kRunFinish, kRunError, kRunTimeout at the
-// cycle limit, or kRunNoAnswer when the register file does not answer.
+// After tsim_run returned kRunDeadlock: bit s is set when stage s waits on a token (clear: it has
+// no instruction).
+uint32_t tsim_waiting_stages(void* handle) { return static_cast<Tsim*>(handle)->waiting_stages; }
+
+}  // extern "C"
+
+namespace {
+
+// What a deadlock check compares between two moments of a run: the cycle counter, each stage's
+// idle and waiting counters, the bus transactions started, and whether the memory model is empty.
+struct Progress {
+    uint32_t cycles = 0;
+    uint32_t idle[kStageCount] = {};
+    uint32_t stall[kStageCount] = {};
+    uint64_t bursts = 0;
+    bool memory_empty = false;
+
+    bool read(Tsim* sim) {
+        bursts = sim->bursts;
+        memory_empty = sim->reads.empty() && sim->writes.empty() && sim->responses.empty();
+        if (sim->lite_read(kRegCycles, &cycles) < 0) return false;
+        for (int s = 0; s < kStageCount; ++s) {
+            if (sim->lite_read(kIdleCounter[s], &idle[s]) < 0) return false;
+            if (sim->lite_read(kStallCounter[s], &stall[s]) < 0) return false;
+        }
+        return true;
+    }
+};
+
+// A window without progress (docs/isa.md §3.5, deadlock): in every cycle every stage was idle or
+// waiting on a token, no bus transaction started and the memory model held none at either end.
+// The core has no timers, a stage leaves that state only when another completes an instruction,
+// and fetch would have read if it could: nothing can change afterwards. The registers are read
+// one after another, so a stage's count may trail the cycle count by the reads in between.
+bool no_progress(const Progress& before, const Progress& after, uint32_t* waiting) {
+    constexpr uint32_t kReadSlack = 64;
+    if (after.bursts != before.bursts || !before.memory_empty || !after.memory_empty)
+        return false;
+    uint32_t elapsed = after.cycles - before.cycles;
+    *waiting = 0;
+    for (int s = 0; s < kStageCount; ++s) {
+        uint32_t quiet = (after.idle[s] - before.idle[s]) + (after.stall[s] - before.stall[s]);
+        if (quiet + kReadSlack < elapsed) return false;
+        if (after.stall[s] != before.stall[s]) *waiting |= 1u << s;
+    }
+    return true;
+}
+
+}  // namespace
+
+extern "C" {
+
+// Launch, then poll CTRL until finish or error. Returns kRunFinish, kRunError, kRunDeadlock after
+// two windows of kDeadlockWindow cycles without progress, kRunTimeout at the cycle limit, or
+// kRunNoAnswer when the register file does not answer.
 int tsim_run(void* handle, uint64_t max_cycles) {
     auto* sim = static_cast<Tsim*>(handle);
     uint64_t start = sim->cycle;
     if (sim->lite_write(kRegCtrl, kCtrlLaunch) != int(kRespOkay)) return kRunNoAnswer;
+    Progress checked;
+    uint64_t checked_at = sim->cycle;
+    int quiet_windows = 0;
+    if (!checked.read(sim)) return kRunNoAnswer;
     while (sim->cycle - start < max_cycles) {
         for (int i = 0; i < kPollInterval; ++i) sim->tick();
         uint32_t ctrl = 0;
         if (sim->lite_read(kRegCtrl, &ctrl) < 0) return kRunNoAnswer;
         if (ctrl & kCtrlError) return kRunError;
         if (ctrl & kCtrlFinish) return kRunFinish;
+        if (sim->cycle - checked_at < kDeadlockWindow) continue;
+        Progress now;
+        if (!now.read(sim)) return kRunNoAnswer;
+        quiet_windows = no_progress(checked, now, &sim->waiting_stages) ? quiet_windows + 1 : 0;
+        if (quiet_windows == 2) return kRunDeadlock;
+        checked = now;
+        checked_at = sim->cycle;
     }
     return kRunTimeout;
 }

@@ -20,7 +20,7 @@ from avta.hw.axi.signatures import Resp
 from avta.hw.core.trace_port import STATE_NAMES, TRACED_MEMORIES, StageState
 from avta.isa.enums import MemType
 from avta.isa.memories import stage_of
-from avta.isa.registers import REGISTERS, Ctrl
+from avta.isa.registers import IDLE_COUNTERS, REGISTERS, STALL_COUNTERS, Ctrl, counter_offset
 from avta.sim.trace.schema import EVENT_KINDS, MODE_LEVELS, STAGES
 
 __all__ = ["HEADER_NAME", "NAMESPACE", "RunStatus", "TraceStart", "Constant", "Macro",
@@ -30,6 +30,9 @@ __all__ = ["HEADER_NAME", "NAMESPACE", "RunStatus", "TraceStart", "Constant", "M
 HEADER_NAME = "avta_harness.h"
 #: The C++ namespace of its constants.
 NAMESPACE = "avta_harness"
+#: A run is a deadlock after two windows of this many cycles in a row in which every stage was
+#: idle or waiting on a token and nothing moved on the bus (long next to any memory latency).
+DEADLOCK_WINDOW = 4096
 
 
 class RunStatus(enum.IntEnum):
@@ -40,6 +43,8 @@ class RunStatus(enum.IntEnum):
     ERROR = 1
     #: The cycle limit came first.
     TIMEOUT = 2
+    #: No stage can start and nothing moves on the bus (docs/isa.md §3.5, deadlock).
+    DEADLOCK = 3
     #: The register file did not answer a launch or a poll.
     NO_ANSWER = -1
 
@@ -123,6 +128,12 @@ def harness_constants():
           Constant("kDramStage", "int", int(stage_of(MemType.OUT)),
                    "The stage whose instructions write DRAM.")]
     c += _named("Kind", tuple(EVENT_KINDS), "Event kinds.")
+    c += [Constant("kIdleCounter", "uint32_t", tuple(counter_offset(n) for n in IDLE_COUNTERS),
+                   "Per stage: the register counting its cycles without an instruction."),
+          Constant("kStallCounter", "uint32_t", tuple(counter_offset(n) for n in STALL_COUNTERS),
+                   "Per stage: the register counting its cycles waiting on a token."),
+          Constant("kDeadlockWindow", "uint64_t", DEADLOCK_WINDOW,
+                   "Cycles without progress after which a run is checked for a deadlock.")]
     return c
 
 

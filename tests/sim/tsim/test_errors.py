@@ -97,17 +97,29 @@ def test_store_outside_dram_is_error_9(cfg):
     assert (tres.status, tres.error_code, tres.error_insn) == ("error", 9, fres.error_insn)
 
 
-def test_deadlock_ends_at_the_cycle_limit(cfg):
+def test_deadlock_is_recognized_and_names_the_waiting_stages(cfg):
+    """tsim used to spin until the cycle limit and say timeout (issue 12, defect 6)."""
     # the compute stage waits for a token the load stage never sends
     program = [MemoryInsn(opcode=Opcode.LOAD, memory_type=MemType.UOP, pop_prev=1), finish()]
-    fres, tres = run_both(cfg, program, max_cycles=5000)
-    assert fres.status == "deadlock"
-    assert tres.status == "timeout"
+    fres, tres = run_both(cfg, program, max_cycles=1_000_000)
+    assert fres.status == tres.status == "deadlock"
+    assert tres.cycles < 20_000
+    assert "the compute stage waits on a token" in tres.detail
+    assert "the load stage has no instruction" in tres.detail
 
 
-def test_stream_without_finish_times_out(cfg):
-    fres, tres = run_both(cfg, [load_uop()], uops=[Uop(0, 0, 0)], max_cycles=5000)
-    assert fres.status == "deadlock" and tres.status == "timeout"
+def test_stream_without_finish_is_a_deadlock(cfg):
+    fres, tres = run_both(cfg, [load_uop()], uops=[Uop(0, 0, 0)], max_cycles=1_000_000)
+    assert fres.status == tres.status == "deadlock"
+    assert "the compute stage has no instruction" in tres.detail
+
+
+def test_a_long_busy_run_is_not_a_deadlock(cfg):
+    """Many windows of one long ALU instruction: busy, so never taken for a deadlock."""
+    program = [load_uop(), AluInsn(alu_opcode=AluOp.ADD, use_imm=1, imm=1, uop_bgn=0, uop_end=1,
+                                   iter_out=100, iter_in=200), finish()]
+    fres, tres = run_both(cfg, program, uops=[Uop(0, 0, 0)])
+    assert fres.status == tres.status == "ok" and tres.cycles > 20_000
 
 
 def test_avta_exec_on_tsim_matches_fsim(cfg, tmp_path, capsys):
