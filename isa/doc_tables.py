@@ -160,6 +160,8 @@ _MEANINGS = {
         "FINISH_WITH_TOKEN": "decode: FINISH with any token flag set",
         "DRAM_OUT_OF_RANGE": "execution: a DRAM access outside memory, or an AXI error response",
         "SRAM_OUT_OF_RANGE": "execution: a scratchpad index past the end (fsim strict mode only)",
+        "UNALIGNED_BASE": "launch: a base register not a multiple of min(element bytes, bus "
+                          "bytes); the index is 0",
     },
 }
 

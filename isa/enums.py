@@ -67,6 +67,9 @@ class ErrorCode(enum.IntEnum, shape=4):
     FINISH_WITH_TOKEN = 8
     DRAM_OUT_OF_RANGE = 9
     SRAM_OUT_OF_RANGE = 10
+    #: A base register not a multiple of its alignment (:func:`avta.isa.memories.base_alignment`),
+    #: found at launch before any instruction; the index is 0.
+    UNALIGNED_BASE = 11
 
 
 class Stage(enum.IntEnum, shape=2):

@@ -27,7 +27,8 @@ from amaranth.lib import data
 from .enums import MemType, PadValue, Stage
 
 __all__ = ["DRAM_PAGE_BYTES", "SCRATCHPADS", "RowLayout", "Scratchpad", "MemoryInfo", "scratchpad", "scratchpads",
-           "memory", "memories", "elem_bytes", "LOADABLE", "BASE_KEYS", "scratchpad_of", "stage_of", "stage_types",
+           "memory", "memories", "elem_bytes", "LOADABLE", "BASE_KEYS", "base_alignment", "unaligned_bases", "scratchpad_of", "stage_of",
+           "stage_types",
            "writer_stage"]
 
 #: DRAM comes in whole pages of this many bytes (docs/isa.md §3): the RTL reads whole bus beats
@@ -255,6 +256,19 @@ def stage_of(mtype):
     """The stage that executes a LOAD or STORE of memory type ``mtype`` (no configuration
     needed)."""
     return _ROUTES[MemType(mtype)][3]
+
+
+def base_alignment(cfg, key):
+    """The alignment in bytes the base register ``key`` (``"ACC"``: ACC_BASE) must have
+    (docs/isa.md §3.5, error 11): min(element bytes, bus bytes) of each memory type that uses it,
+    the strictest of them (ACC_BASE serves ACC and ACC_8BIT)."""
+    return max(min(info.elem_bytes, cfg.axi_data_bytes)
+               for info in memories(cfg).values() if info.base == key)
+
+
+def unaligned_bases(cfg, bases):
+    """The keys of ``bases`` (key → value) whose value breaks :func:`base_alignment`."""
+    return [key for key, value in bases.items() if value % base_alignment(cfg, key)]
 
 
 def stage_types(stage):

@@ -20,12 +20,16 @@ Memory traffic goes through four memory-engine clients (:mod:`avta.hw.mem_client
 ``fetch_mem``, ``ld_mem`` (INP, WGT), ``cp_mem`` (UOP, ACC, ACC_8BIT) and ``st_mem`` (OUT).
 """
 
+import functools
+import operator
+
 from amaranth.hdl import Module, ResetInserter, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
+from amaranth.utils import exact_log2
 
 from avta.isa.enums import ErrorCode
-from avta.isa.memories import BASE_KEYS, memories
+from avta.isa.memories import BASE_KEYS, base_alignment, memories
 from avta.isa.registers import COUNTER_NAMES
 
 from ..mem_client import ADDR_BITS, WriteClientSignature
@@ -151,8 +155,14 @@ class Core(wiring.Component):
         # sees the values latched at launch, so a finished run never reads the new ones (it would
         # fetch past its end at its old address and leave orphan beats behind the reset).
         insn_addr, insn_count = Signal(ADDR_BITS), Signal(INDEX_BITS)
+        # docs/isa.md §3.5, error 11: a base register off its alignment is refused at launch,
+        # before any instruction; fetch does not start.
+        unaligned = Signal()
         with m.If(clear):
-            m.d.sync += [insn_addr.eq(self.insn_addr), insn_count.eq(self.insn_count)]
+            m.d.sync += [insn_addr.eq(self.insn_addr), insn_count.eq(self.insn_count),
+                         unaligned.eq(functools.reduce(operator.or_, (
+                             getattr(self, f"{key.lower()}_base")[:exact_log2(
+                                 base_alignment(cfg, key))] != 0 for key in BASE_KEYS)))]
 
         run.submodules.fetch = fetch = self._fetch
         run.submodules.load = load = self._load
@@ -191,7 +201,8 @@ class Core(wiring.Component):
             load.insn.eq(stages["ld"].insn.payload.insn.memory),
             compute.insn.eq(stages["cp"].insn.payload.insn),
             store.insn.eq(stages["st"].insn.payload.insn.memory),
-            fetch.start.eq(go), fetch.insn_addr.eq(insn_addr), fetch.insn_count.eq(insn_count),
+            fetch.start.eq(go & ~unaligned), fetch.insn_addr.eq(insn_addr),
+            fetch.insn_count.eq(insn_count),
             load.inp_base.eq(self.inp_base), load.wgt_base.eq(self.wgt_base),
             compute.uop_base.eq(self.uop_base), compute.acc_base.eq(self.acc_base),
             store.out_base.eq(self.out_base),
@@ -233,7 +244,10 @@ class Core(wiring.Component):
                 with run.If(ctrl.error & (ctrl.error_code == code)):
                     run.d.comb += [exec_error.eq(1), exec_code.eq(code),
                                    exec_index.eq(ctrl.error_index)]
-        with run.If(decode_failed):
+        with run.If(go & unaligned):
+            run.d.sync += [failed.eq(1), self.err_code.eq(ErrorCode.UNALIGNED_BASE),
+                           self.err_insn.eq(0)]
+        with run.Elif(decode_failed):
             run.d.sync += [failed.eq(1), self.err_code.eq(fetch.error_code),
                            self.err_insn.eq(fetch.error_index)]
         with run.Elif(exec_error & ~failed):
@@ -245,7 +259,8 @@ class Core(wiring.Component):
         run.d.comb += self.busy.eq(running)
         with run.If(go):
             run.d.sync += running.eq(1)
-        with run.If(running & drained & (decode_failed | ((finished | failed) & fetch.checked))):
+        with run.If(running & drained & (decode_failed | unaligned
+                                         | ((finished | failed) & fetch.checked))):
             run.d.sync += [running.eq(0), self.finish.eq(~failed & ~decode_failed),
                            self.error.eq(failed | decode_failed)]
 

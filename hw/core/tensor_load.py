@@ -10,8 +10,8 @@ every beat written and every pad row filled.
 Addresses (docs/isa.md §3): element ``e`` of memory type ``t`` is at byte
 ``base_t + e·E_t`` (mod 2^32), ``E_t`` the DRAM element bytes. Commands are bus-aligned: a row
 that starts mid-beat (elements narrower than the bus) tells its row writer how many lanes to
-skip. Base registers are expected to be multiples of ``min(E_t, bus bytes)``; lower bits are
-ignored.
+skip. Base registers are multiples of ``min(E_t, bus bytes)``: the core refuses others at launch
+(error 11).
 """
 
 from amaranth.hdl import Module, Mux, Signal

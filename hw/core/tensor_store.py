@@ -11,7 +11,7 @@ OUT rows are read in plain sequence. Three parts run concurrently:
   row starting at the row's lane (``skip``) when it does not start on a beat boundary.
 
 A STORE completes when every write response has arrived (docs/isa.md §3). Addresses follow
-:mod:`.tensor_load` (OUT_BASE; base bits below ``min(E, bus bytes)`` ignored).
+:mod:`.tensor_load` (OUT_BASE, aligned to ``min(E, bus bytes)``: error 11 at launch otherwise).
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal

@@ -17,7 +17,7 @@ from avta.isa.asm import format_insn
 from avta.isa.encoding import INSN_BYTES, codec
 from avta.isa.enums import ErrorCode, MemType, Opcode, Stage
 from avta.isa.legality import check
-from avta.isa.memories import memory
+from avta.isa.memories import base_alignment, memory, unaligned_bases
 from avta.isa.registers import COUNTER_NAMES
 from avta.runtime.backend import RunResult
 
@@ -195,6 +195,12 @@ class _Launch:
     # -- scheduling -------------------------------------------------------------------------------
 
     def run(self):
+        unaligned = unaligned_bases(self.cfg, self.dram.bases)
+        if unaligned:
+            # docs/isa.md §3.5: checked at launch, before any instruction.
+            return self._error(ErrorCode.UNALIGNED_BASE, 0, ", ".join(
+                f"{key}_BASE 0x{self.dram.bases[key]:x} is not a multiple of "
+                f"{base_alignment(self.cfg, key)}" for key in unaligned))
         failed = self._fetch()
         if failed is not None:
             return failed

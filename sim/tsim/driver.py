@@ -155,11 +155,9 @@ class Tsim:
         geos = [geometry(self._cfg, name) for name in TRACED_MEMORIES]
         rows = (ctypes.c_uint32 * len(geos))(*(g.row_bits // 8 for g in geos))
         pieces = (ctypes.c_uint32 * len(geos))(*(g.en_bits for g in geos))
-        elem = self._cfg.out_elem_bytes
-        # The RTL ignores base bits below min(element, bus) (hw/core/tensor_store.py).
-        origin = out_base & ~(min(elem, self._cfg.axi_data_bytes) - 1)
+        # OUT_BASE is aligned, or the run ends with error 11 before any store.
         status = self._lib.tsim_trace_begin(self._live(), str(path).encode(), level, rows,
-                                            pieces, origin, elem)
+                                            pieces, out_base, self._cfg.out_elem_bytes)
         if status == TraceStart.NO_FILE:
             raise OSError(f"cannot open trace file {path} for appending")
         if status != TraceStart.STARTED:

@@ -10,7 +10,7 @@ from avta.isa.config import load_config
 from avta.isa.encoding import codec
 from avta.isa.enums import AluOp, MemType, Opcode
 from avta.isa.insn import AluInsn, GemmInsn, MemoryInsn, Uop
-from avta.isa.memories import elem_bytes
+from avta.isa.memories import base_alignment, elem_bytes
 from avta.sim.fsim import Fsim
 from avta.sim.memory_knobs import MemoryKnobs
 from avta.sim.mirror import run_differences
@@ -202,12 +202,18 @@ def test_launch_while_busy_is_ignored():
     assert bytes(dram) == ref.tobytes()
 
 
-def test_unaligned_base_registers_do_not_hang():
-    """Base bits below min(element, bus) bytes are ignored (a documented restriction of the RTL);
-    such a run must still end normally."""
+@pytest.mark.parametrize("key", ["UOP", "INP", "WGT", "ACC", "OUT"])
+def test_an_unaligned_base_register_is_error_11_at_launch(key):
+    """docs/isa.md §3.5: the RTL used to drop the low bits, so fsim and the RTL disagreed
+    (issue 12, defect 5); now both stop at launch with error 11 at index 0."""
     cfg = load_config("tiny")
     prog, uops = matmul_program(cfg)
-    dram = image(cfg, prog, uops)
-    got = run_core(cfg, dram, INSN, len(prog),
-                   bases={"UOP": 1, "INP": 3, "WGT": 13, "ACC": 6, "OUT": 7})
-    assert got.status == "ok"
+    bases = {key: base_alignment(cfg, key) // 2 or 1}
+    got = run_core(cfg, image(cfg, prog, uops), INSN, len(prog), bases=bases)
+    ref = np.frombuffer(bytes(image(cfg, prog, uops)), dtype=np.uint8).copy()
+    want = Fsim(cfg).run(ref, INSN, len(prog), bases=bases)
+    assert (got.status, got.error_code, got.error_insn) == \
+        (want.status, want.error_code, want.error_insn) == ("error", 11, 0)
+    aligned = run_core(cfg, image(cfg, prog, uops), INSN, len(prog),
+                       bases={key: 2 * base_alignment(cfg, key)})
+    assert aligned.status == "ok"

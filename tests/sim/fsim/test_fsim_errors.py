@@ -115,8 +115,19 @@ def test_error_codes(tiny_cfg, name, insns, code, index):
 
 
 def test_every_code_has_a_case():
-    codes = {p[2] for p in programs(TINY)} | {E.SRAM_OUT_OF_RANGE}
+    # Codes 10 and 11 have tests of their own below: strict mode, and the base registers.
+    codes = {p[2] for p in programs(TINY)} | {E.SRAM_OUT_OF_RANGE, E.UNALIGNED_BASE}
     assert codes >= set(E) - {E.NONE}
+
+
+@pytest.mark.parametrize("key", ["UOP", "INP", "WGT", "ACC", "OUT"])
+def test_an_unaligned_base_is_error_11_before_any_instruction(tiny_cfg, key):
+    """docs/isa.md §3.5: checked at launch, index 0, even before a decode error."""
+    from avta.isa.memories import base_alignment
+    insns = [acc_load(tiny_cfg), IllegalInsn(opcode=5, raw=5), finish()]
+    result, sim = run(tiny_cfg, insns, bases={key: base_alignment(tiny_cfg, key) + 1})
+    assert (result.status, result.error_code, result.error_insn) == ("error", 11, 0)
+    assert f"{key}_BASE" in result.detail and not sim.sram("acc").any()
 
 
 @pytest.mark.parametrize("name, insns, index", strict_programs(TINY),

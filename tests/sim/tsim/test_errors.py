@@ -7,7 +7,7 @@ import pytest
 from avta.isa.encoding import codec, finish
 from avta.isa.enums import AluOp, MemType, Opcode
 from avta.isa.insn import AluInsn, GemmInsn, IllegalInsn, MemoryInsn, Uop
-from avta.isa.memories import elem_bytes
+from avta.isa.memories import base_alignment, elem_bytes
 from avta.sim.fsim import Fsim
 from avta.sim.tsim.driver import Tsim
 
@@ -187,3 +187,19 @@ def test_an_image_that_ends_mid_beat_runs_on_both_targets(cfg, tmp_path, capsys)
         assert json.loads(captured.out.splitlines()[-1])["status"] == "ok"
         assert "rounded up to 4096" in captured.err
         assert len(out.read_bytes()) == 4096
+
+
+@pytest.mark.parametrize("key", ["UOP", "ACC", "OUT"])
+def test_an_unaligned_base_is_error_11_on_both_targets(cfg, key):
+    """issue 12, defect 5: docs/isa.md §3.5 error 11, at launch, index 0, on every target."""
+    program = [load_uop(), alu(alu_opcode=AluOp.ADD, use_imm=1, imm=1), finish()]
+    bases = {key: base_alignment(cfg, key) + 1}
+    fres = Fsim(cfg).run(image(cfg, program, [Uop(0, 0, 0)]), INSN_ADDR, len(program),
+                         bases=bases)
+    sim = Tsim(cfg)
+    tres = sim.run(image(cfg, program, [Uop(0, 0, 0)]), INSN_ADDR, len(program), bases=bases)
+    assert (fres.status, fres.error_code, fres.error_insn) == \
+        (tres.status, tres.error_code, tres.error_insn) == ("error", 11, 0)
+    assert tres.counters["ALU_STEPS"] == 0 and tres.cycles < 100
+    again = sim.run(image(cfg, program, [Uop(0, 0, 0)]), INSN_ADDR, len(program))
+    assert again.status == "ok"
