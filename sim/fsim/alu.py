@@ -11,7 +11,7 @@ import numpy as np
 
 from avta.isa.enums import AluOp
 
-from .loops import LoopNest, wrap_or_raise
+from .loops import LoopNest
 
 __all__ = ["alu_op", "execute_alu", "hazard_free_chunks", "last_writer_before"]
 
@@ -96,10 +96,16 @@ def execute_alu(cfg, insn, pads, codec, *, strict, trace_rows=None):
     if nest.steps == 0:
         return
     depth = pads.depth("acc")
-    dst = wrap_or_raise(nest.index(0, insn.dst_factor_out, insn.dst_factor_in), depth, strict,
-                        "ALU dst")
-    src = wrap_or_raise(nest.index(1, insn.src_factor_out, insn.src_factor_in), depth, strict,
-                        "ALU src")
+    nest.check_index(0, insn.dst_factor_out, insn.dst_factor_in, depth, strict, "ALU dst")
+    nest.check_index(1, insn.src_factor_out, insn.src_factor_in, depth, strict, "ALU src")
+    # Segment by segment in step order: a segment sees every write of the ones before it.
+    for first, last in nest.segments():
+        dst = nest.index(0, insn.dst_factor_out, insn.dst_factor_in, first, last) % depth
+        src = nest.index(1, insn.src_factor_out, insn.src_factor_in, first, last) % depth
+        _run_segment(insn, pads, dst, src, trace_rows)
+
+
+def _run_segment(insn, pads, dst, src, trace_rows):
     for start, end in hazard_free_chunks(dst, src):
         d, s = dst[start:end], src[start:end]
         operand = pads.acc[s]

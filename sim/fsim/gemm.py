@@ -8,7 +8,7 @@ in chunks, and sum each row's group (``np.add.reduceat``). A reset GEMM writes z
 
 import numpy as np
 
-from .loops import LoopNest, wrap_or_raise
+from .loops import LoopNest
 
 __all__ = ["execute_gemm"]
 
@@ -21,20 +21,32 @@ def execute_gemm(cfg, insn, pads, codec, *, strict, trace_rows=None):
     nest = LoopNest(insn, pads, codec, strict=strict)
     if nest.steps == 0:
         return
-    acc_idx = wrap_or_raise(nest.index(0, insn.dst_factor_out, insn.dst_factor_in),
-                            pads.depth("acc"), strict, "GEMM ACC")
-    if insn.reset:
-        rows = np.unique(acc_idx)
-        pads.write_acc(rows, np.zeros((rows.size, *pads.acc.shape[1:]), dtype=pads.acc.dtype))
-        if trace_rows is not None:
-            zero = np.zeros((acc_idx.size, pads.raw("acc").shape[1]), dtype=np.uint8)
-            trace_rows("acc", acc_idx, zero)
-        return
-    inp_idx = wrap_or_raise(nest.index(1, insn.src_factor_out, insn.src_factor_in),
-                            pads.depth("inp"), strict, "GEMM INP")
-    wgt_idx = wrap_or_raise(nest.index(2, insn.wgt_factor_out, insn.wgt_factor_in),
-                            pads.depth("wgt"), strict, "GEMM WGT")
+    fields = [(0, insn.dst_factor_out, insn.dst_factor_in, "acc", "GEMM ACC")]
+    if not insn.reset:
+        fields += [(1, insn.src_factor_out, insn.src_factor_in, "inp", "GEMM INP"),
+                   (2, insn.wgt_factor_out, insn.wgt_factor_in, "wgt", "GEMM WGT")]
+    # Every index is checked before anything changes, then the steps run segment by segment in
+    # their order (sums of products: the segments add up to the whole, wrapping alike).
+    for field, f_out, f_in, pad, what in fields:
+        nest.check_index(field, f_out, f_in, pads.depth(pad), strict, what)
+    for start, stop in nest.segments():
+        acc_idx, *operands = (nest.index(field, f_out, f_in, start, stop) % pads.depth(pad)
+                              for field, f_out, f_in, pad, _ in fields)
+        if insn.reset:
+            _reset(pads, acc_idx, trace_rows)
+        else:
+            _accumulate(pads, acc_idx, *operands, trace_rows)
 
+
+def _reset(pads, acc_idx, trace_rows):
+    rows = np.unique(acc_idx)
+    pads.write_acc(rows, np.zeros((rows.size, *pads.acc.shape[1:]), dtype=pads.acc.dtype))
+    if trace_rows is not None:
+        zero = np.zeros((acc_idx.size, pads.raw("acc").shape[1]), dtype=np.uint8)
+        trace_rows("acc", acc_idx, zero)
+
+
+def _accumulate(pads, acc_idx, inp_idx, wgt_idx, trace_rows):
     order = np.argsort(acc_idx, kind="stable")
     contributions = _products(pads, inp_idx[order], wgt_idx[order])
     sorted_rows = acc_idx[order]
