@@ -16,6 +16,8 @@ __all__ = ["Dram", "as_byte_array"]
 
 
 _ADDR_MOD = 1 << 32     # addresses are 32 bits (the AXI address width)
+#: Elements whose addresses are computed at once when a window is scanned.
+_SCAN_ELEMENTS = 1 << 18
 
 
 def as_byte_array(dram):
@@ -61,6 +63,23 @@ class Dram:
                 f"({elem_bytes} bytes, {base_name}_BASE 0x{self.bases[base_name]:x}), outside "
                 f"the {self.size}-byte DRAM")
         return addr
+
+    def check_window(self, base_name, first, y_size, x_size, x_stride, elem_bytes, what):
+        """Error 9 (as :meth:`addresses` words it) unless every element ``first + y·x_stride +
+        x`` (y < y_size, x < x_size) lies inside DRAM; nothing is allocated per element. When
+        the window may fall outside or wrap around 2^32, it is scanned a few rows at a time to
+        name the first bad element."""
+        if not (y_size and x_size):
+            return
+        base = self.bases[base_name]
+        last = first + (y_size - 1) * x_stride + x_size - 1
+        if base + last * elem_bytes + elem_bytes <= min(self.size, _ADDR_MOD):
+            return                  # no wrap, and the highest byte is inside
+        step = max(1, _SCAN_ELEMENTS // x_size)
+        x = np.arange(x_size, dtype=np.int64)[None, :]
+        for y0 in range(0, y_size, step):
+            y = np.arange(y0, min(y_size, y0 + step), dtype=np.int64)[:, None]
+            self.addresses(base_name, (first + y * x_stride + x).reshape(-1), elem_bytes, what)
 
     def read(self, addr, elem_bytes):
         """The ``(n, elem_bytes)`` bytes of the elements at byte addresses ``addr``."""

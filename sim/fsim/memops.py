@@ -1,7 +1,8 @@
-"""LOAD (docs/isa.md §3.1) and STORE (§3.2), vectorized over the whole 2-D window.
+"""LOAD (docs/isa.md §3.1) and STORE (§3.2), vectorized over segments of the 2-D window.
 
 Both check every DRAM element (error 9) and, in strict mode, every scratchpad row (error 10)
-before they change anything, so an instruction that fails has no effect.
+before they change anything, so an instruction that fails has no effect; then they move
+:data:`SEGMENT_ROWS` rows at a time, so memory stays bounded whatever the sizes.
 """
 
 import numpy as np
@@ -11,66 +12,78 @@ from avta.isa.memories import memory
 
 from .errors import MachineError
 
-__all__ = ["execute_load", "execute_store", "bytes_moved"]
+__all__ = ["execute_load", "execute_store", "bytes_moved", "SEGMENT_ROWS"]
+
+#: Rows (or elements) a LOAD or STORE computes at once: memory stays bounded whatever its sizes.
+SEGMENT_ROWS = 1 << 16
 
 
-def _rows(base, count, depth, strict, what):
-    """Scratchpad rows ``base … base+count-1``: wrapped modulo ``depth``, or error 10 (strict)."""
-    rows = base + np.arange(count, dtype=np.int64)
+def _check_rows(base, count, depth, strict, what):
+    """Error 10 (strict mode) when rows ``base … base+count-1`` run past the scratchpad."""
     if strict and count and base + count > depth:
         raise MachineError(ErrorCode.SRAM_OUT_OF_RANGE,
                            f"{what} rows {base}..{base + count - 1} run past the end of the "
                            f"{depth}-row scratchpad")
-    return rows % depth
 
 
 def execute_load(cfg, insn, pads, dram, *, strict, trace_rows=None):
-    """Run a LOAD with ``x_size`` > 0; ``trace_rows(memory, rows, data)`` sees every row."""
+    """Run a LOAD with ``x_size`` > 0; ``trace_rows(memory, rows, data)`` sees every row.
+
+    Every DRAM element and (strict) scratchpad row is checked first; then the rows are written
+    a segment at a time in order, so memory stays bounded whatever the sizes. Without strict
+    mode a LOAD taller than the scratchpad wraps, and only its last ``depth`` rows survive: only
+    those are computed."""
     target = memory(cfg, insn.memory_type)
     pad = target.scratchpad
-    depth, row_bytes = pad.depth, pad.row_bytes
+    what = f"LOAD {target.name}"
     width = insn.x_pad_0 + insn.x_size + insn.x_pad_1
-    height = insn.y_pad_0 + insn.y_size + insn.y_pad_1
-
-    y = np.arange(insn.y_size, dtype=np.int64)[:, None]
-    x = np.arange(insn.x_size, dtype=np.int64)[None, :]
-    elements = (insn.dram_base + y * insn.x_stride + x).reshape(-1)
-    addr = dram.addresses(target.base, elements, target.elem_bytes, f"LOAD {target.name}")
-    rows = _rows(insn.sram_base, width * height, depth, strict, f"LOAD {target.name}")
-
-    data = dram.read(addr, target.elem_bytes)
-    if target.element != pad.row:     # ACC_8BIT: sign-extend each int8 lane into the ACC row
-        data = data.view(target.element.dtype).astype(pad.row.dtype).view(np.uint8)
-    block = np.empty((height, width, row_bytes), dtype=np.uint8)
-    block[...] = np.frombuffer(target.pad_row(insn.pad_value), dtype=np.uint8)
-    block[insn.y_pad_0:insn.y_pad_0 + insn.y_size, insn.x_pad_0:insn.x_pad_0 + insn.x_size] = \
-        data.reshape(insn.y_size, insn.x_size, row_bytes)
-    block = block.reshape(-1, row_bytes)
-    if rows.shape[0] > depth:
-        # Non-strict wrap of a LOAD taller than the scratchpad: the last write of each row wins.
-        rows, block = rows[-depth:], block[-depth:]
-    pads.write_rows(pad.name, rows, block)
-    if trace_rows is not None:
-        trace_rows(pad.name, rows, block)
+    count = width * (insn.y_pad_0 + insn.y_size + insn.y_pad_1)
+    dram.check_window(target.base, insn.dram_base, insn.y_size, insn.x_size, insn.x_stride,
+                      target.elem_bytes, what)
+    _check_rows(insn.sram_base, count, pad.depth, strict, what)
+    pad_row = np.frombuffer(target.pad_row(insn.pad_value), dtype=np.uint8)
+    for start in range(max(0, count - pad.depth), count, SEGMENT_ROWS):
+        cell = np.arange(start, min(count, start + SEGMENT_ROWS), dtype=np.int64)
+        r, c = np.divmod(cell, width)
+        r, c = r - insn.y_pad_0, c - insn.x_pad_0
+        inside = (r >= 0) & (r < insn.y_size) & (c >= 0) & (c < insn.x_size)
+        block = np.empty((cell.size, pad.row_bytes), dtype=np.uint8)
+        block[...] = pad_row
+        elements = insn.dram_base + r[inside] * insn.x_stride + c[inside]
+        data = dram.read(dram.addresses(target.base, elements, target.elem_bytes, what),
+                         target.elem_bytes)
+        if target.element != pad.row:     # ACC_8BIT: sign-extend each int8 lane into the row
+            data = data.view(target.element.dtype).astype(pad.row.dtype).view(np.uint8)
+        block[inside] = data
+        rows = (insn.sram_base + cell) % pad.depth
+        pads.write_rows(pad.name, rows, block)
+        if trace_rows is not None:
+            trace_rows(pad.name, rows, block)
 
 
 def execute_store(cfg, insn, pads, dram, *, strict, trace_dram=None):
-    """Run a STORE with ``x_size`` > 0; ``trace_dram(addresses, data)`` sees every element."""
-    depth = pads.depth("out")
-    y = np.arange(insn.y_size, dtype=np.int64)[:, None]
-    x = np.arange(insn.x_size, dtype=np.int64)[None, :]
-    elements = (insn.dram_base + y * insn.x_stride + x).reshape(-1)
+    """Run a STORE with ``x_size`` > 0; ``trace_dram(addresses, data)`` sees every element.
+
+    Checked first, then written a segment of rows at a time, in order (a later write of the
+    same element wins, as in the RTL)."""
     out = memory(cfg, MemType.OUT)
-    addr = dram.addresses(out.base, elements, out.elem_bytes, "STORE OUT")
-    rows = (insn.sram_base + y * insn.x_size + x).reshape(-1)
-    if strict and int(rows[-1]) >= depth:
+    depth = out.scratchpad.depth
+    count = insn.x_size * insn.y_size
+    dram.check_window(out.base, insn.dram_base, insn.y_size, insn.x_size, insn.x_stride,
+                      out.elem_bytes, "STORE OUT")
+    if strict and insn.sram_base + count > depth:
         raise MachineError(ErrorCode.SRAM_OUT_OF_RANGE,
-                           f"STORE reads OUT rows {insn.sram_base}..{int(rows[-1])}, past the "
-                           f"end of the {depth}-row scratchpad")
-    data = pads.raw("out")[rows % depth]
-    dram.write(addr, data)
-    if trace_dram is not None:
-        trace_dram(addr, data)
+                           f"STORE reads OUT rows {insn.sram_base}..{insn.sram_base + count - 1},"
+                           f" past the end of the {depth}-row scratchpad")
+    for start in range(0, count, SEGMENT_ROWS):
+        cell = np.arange(start, min(count, start + SEGMENT_ROWS), dtype=np.int64)
+        y, x = np.divmod(cell, insn.x_size)
+        addr = dram.addresses(out.base, insn.dram_base + y * insn.x_stride + x, out.elem_bytes,
+                              "STORE OUT")
+        data = pads.raw("out")[(insn.sram_base + cell) % depth]
+        dram.write(addr, data)
+        if trace_dram is not None:
+            trace_dram(addr, data)
 
 
 def bytes_moved(cfg, insn):

@@ -58,3 +58,32 @@ def test_segments_give_the_one_piece_result(tiny_cfg, monkeypatch):
 
     rng_data = rng.integers(-1000, 1000, 8 * tiny_cfg.acc_elem_bytes // 4, dtype=np.int32)
     assert np.array_equal(run(loops.SEGMENT_STEPS), run(4))
+
+
+def test_a_huge_load_wraps_in_bounded_memory(tiny_cfg):
+    """A 60000×60000 LOAD (x_stride 0: every row reads the same 60000 elements) used to allocate
+    27 GiB before its checks; without strict mode only its last depth rows survive the wrap."""
+    image = Image(tiny_cfg, size=1 << 18)
+    data = np.arange(60000, dtype=np.int64).astype(np.int8)
+    image.put(0, np.repeat(data, tiny_cfg.inp_elem_bytes))
+    insn = load(MemType.INP, dram=0, y=60000, x=60000, stride=0)
+    (result, sim), peak = _peak(lambda: run_alone(image, insn))
+    assert result.status == "ok", result.detail
+    assert peak < PEAK_BYTES, f"{peak / 2**20:.0f} MiB"
+    depth, count = tiny_cfg.inp.depth, 60000 * 60000
+    # Row (count - depth + k) lands in scratchpad row (count - depth + k) % depth and holds
+    # element (count - depth + k) % 60000.
+    cells = np.arange(count - depth, count)
+    expected = np.empty(depth, dtype=np.int8)
+    expected[cells % depth] = data[cells % 60000]
+    assert np.array_equal(sim.sram("inp")[:, 0, 0], expected)
+    strict, _ = run_alone(image, insn, strict=True)
+    assert (strict.status, strict.error_code) == ("error", 10)
+
+
+def test_a_load_past_dram_is_error_9_before_anything_moves(tiny_cfg):
+    image = Image(tiny_cfg, size=1 << 16)
+    insn = load(MemType.INP, dram=0, y=60000, x=4, stride=1)       # the last rows leave DRAM
+    result, sim = run_alone(image, insn)
+    assert (result.status, result.error_code) == ("error", 9)
+    assert "element" in result.detail and not sim.sram("inp").any()
