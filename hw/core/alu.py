@@ -39,6 +39,9 @@ class Alu(wiring.Component):
     -----
     start : In(1)
         Begin executing ``insn`` (stable until ``done``).
+    abort : In(1)
+        The run has failed (docs/isa.md §3.5): abandon the remaining steps; ``done`` follows as
+        soon as the steps already issued have written.
     insn : In(layouts(cfg).alu)
     done : Out(1)
         One-cycle pulse in the cycle of the last ACC write (or after ``start`` for a degenerate
@@ -57,7 +60,8 @@ class Alu(wiring.Component):
         self._faults = faults
         self._geo = {p: geometry(cfg, p) for p in ("uop", "acc")}
         members = {
-            "start": In(1), "insn": In(layouts(cfg).alu), "done": Out(1), "step": Out(1),
+            "start": In(1), "abort": In(1), "insn": In(layouts(cfg).alu), "done": Out(1),
+            "step": Out(1),
             "uop_rd": In(read_signature(self._geo["uop"])),
             "acc_rd": In(read_signature(self._geo["acc"])),
             "acc_wr": In(write_signature(self._geo["acc"])),
@@ -83,8 +87,8 @@ class Alu(wiring.Component):
         for name in ("uop_bgn", "uop_end", "iter_out", "iter_in", "dst_factor_out",
                      "dst_factor_in", "src_factor_out", "src_factor_in"):
             m.d.comb += getattr(loop, name).eq(getattr(insn, name))
-        m.d.comb += [loop.start.eq(self.start), loop.wgt_factor_out.eq(0),
-                     loop.wgt_factor_in.eq(0)]
+        m.d.comb += [loop.start.eq(self.start), loop.abort.eq(self.abort),
+                     loop.wgt_factor_out.eq(0), loop.wgt_factor_in.eq(0)]
 
         # -- s1 -----------------------------------------------------------------------------------
         v1, last1, phase = Signal(), Signal(), Signal()
@@ -149,5 +153,6 @@ class Alu(wiring.Component):
 
         # -- control ------------------------------------------------------------------------------
         instruction_control(m, name="alu", start=self.start, empty=loop.empty,
-                            retired=v3 & last3, done=self.done)
+                            retired=v3 & last3, done=self.done, abort=self.abort,
+                            in_flight=loop.valid | v1 | v2 | v3)
         return m

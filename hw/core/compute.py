@@ -30,6 +30,9 @@ class Compute(wiring.Component):
     -----
     start : In(1)
         Begin ``insn`` (stable until ``done``).
+    abort : In(1)
+        The run has failed (docs/isa.md §3.5): abandon the remaining steps; ``done`` follows as
+        soon as the steps already issued have written.
     insn : In(layouts(cfg).insn)
     done : Out(1)
         One-cycle pulse when the instruction has completed.
@@ -54,7 +57,7 @@ class Compute(wiring.Component):
         self._loader = TensorLoad(cfg=cfg, types=COMPUTE_STAGE_TYPES)
         geo = {p: geometry(cfg, p) for p in SCRATCHPADS}
         members = {
-            "start": In(1), "insn": In(layouts(cfg).insn),
+            "start": In(1), "abort": In(1), "insn": In(layouts(cfg).insn),
             "done": Out(1), "err": Out(1), "finish": Out(1),
             "uop_base": In(ADDR_BITS), "acc_base": In(ADDR_BITS),
             "mem": Out(self._loader.signature.members["mem"].signature),
@@ -82,6 +85,7 @@ class Compute(wiring.Component):
             loader.start.eq(self.start & (opcode == Opcode.LOAD)),
             gemm.start.eq(self.start & (opcode == Opcode.GEMM)),
             alu.start.eq(self.start & (opcode == Opcode.ALU)),
+            gemm.abort.eq(self.abort), alu.abort.eq(self.abort),
             loader.uop_base.eq(self.uop_base), loader.acc_base.eq(self.acc_base),
             self.gemm_step.eq(gemm.step), self.alu_step.eq(alu.step),
             self.count.eq(loader.count), self.count_valid.eq(loader.count_valid),

@@ -45,6 +45,9 @@ class Gemm(wiring.Component):
     -----
     start : In(1)
         Begin executing ``insn`` (stable until ``done``).
+    abort : In(1)
+        The run has failed (docs/isa.md §3.5): abandon the remaining steps; ``done`` follows as
+        soon as the steps already issued have written.
     insn : In(layouts(cfg).gemm)
     done : Out(1)
         One-cycle pulse in the cycle of the last ACC write (or after ``start`` for a degenerate
@@ -62,7 +65,8 @@ class Gemm(wiring.Component):
         self._faults = faults
         self._geo = {p: geometry(cfg, p) for p in ("uop", "inp", "wgt", "acc")}
         super().__init__({
-            "start": In(1), "insn": In(layouts(cfg).gemm), "done": Out(1), "step": Out(1),
+            "start": In(1), "abort": In(1), "insn": In(layouts(cfg).gemm), "done": Out(1),
+            "step": Out(1),
             "uop_rd": In(read_signature(self._geo["uop"])),
             "inp_rd": In(read_signature(self._geo["inp"])),
             "wgt_rd": In(read_signature(self._geo["wgt"])),
@@ -83,7 +87,8 @@ class Gemm(wiring.Component):
                      "dst_factor_in", "src_factor_out", "src_factor_in", "wgt_factor_out",
                      "wgt_factor_in"):
             m.d.comb += getattr(loop, name).eq(getattr(insn, name))
-        m.d.comb += [loop.start.eq(self.start), loop.advance.eq(1), self.step.eq(loop.valid),
+        m.d.comb += [loop.start.eq(self.start), loop.abort.eq(self.abort), loop.advance.eq(1),
+                     self.step.eq(loop.valid),
                      self.uop_rd.addr.eq(loop.uop), self.uop_rd.en.eq(loop.valid)]
 
         # -- s1: indices, operand reads ---------------------------------------------------------
@@ -143,5 +148,6 @@ class Gemm(wiring.Component):
 
         # -- control ------------------------------------------------------------------------------
         instruction_control(m, name="gemm", start=self.start, empty=loop.empty,
-                            retired=v3 & last3, done=self.done)
+                            retired=v3 & last3, done=self.done, abort=self.abort,
+                            in_flight=loop.valid | v1 | v2 | v3)
         return m

@@ -48,7 +48,7 @@ class LoopGen(wiring.Component):
         self._uop_bits = uop_bits
         self._offset_bits = dict(offset_bits)
         members = {
-            "start": In(1), "advance": In(1),
+            "start": In(1), "advance": In(1), "abort": In(1),
             "uop_bgn": In(uop_bits), "uop_end": In(uop_bits + 1),
             "iter_out": In(formats.ITER_BITS), "iter_in": In(formats.ITER_BITS),
             "valid": Out(1), "last": Out(1), "empty": Out(1), "uop": Out(uop_bits),
@@ -78,6 +78,8 @@ class LoopGen(wiring.Component):
                          i_in.eq(0), i_out.eq(0)]
             m.d.sync += [getattr(self, op).eq(0) for op in _OPERANDS]
             m.d.sync += [outer[op].eq(0) for op in _OPERANDS]
+        with m.Elif(self.abort):
+            m.d.sync += self.valid.eq(0)
         with m.Elif(self.valid & self.advance):
             with m.If(~end_uop):
                 m.d.sync += self.uop.eq(self.uop + 1)
@@ -97,12 +99,14 @@ class LoopGen(wiring.Component):
         return m
 
 
-def instruction_control(m, *, name, start, empty, retired, done):
+def instruction_control(m, *, name, start, empty, retired, done, abort, in_flight):
     """The control of a unit that runs one loop-nest instruction (GEMM, ALU).
 
     After ``start`` the unit runs until ``retired`` (its last step has written ACC), then pulses
     ``done``; an instruction whose loop nest is ``empty`` (a degenerate loop, docs/isa.md §3.3) is a
-    no-op that pulses ``done`` one cycle after ``start``.
+    no-op that pulses ``done`` one cycle after ``start``. ``abort`` (the run has failed,
+    docs/isa.md §3.5: the machine stops at once) stops the loop (the unit connects it to its
+    :class:`LoopGen`); the unit pulses ``done`` as soon as no step is ``in_flight``.
     """
     with m.FSM(name=name):
         with m.State("IDLE"):
@@ -113,6 +117,12 @@ def instruction_control(m, *, name, start, empty, retired, done):
                     m.next = "RUN"
         with m.State("RUN"):
             with m.If(retired):
+                m.d.comb += done.eq(1)
+                m.next = "IDLE"
+            with m.Elif(abort):
+                m.next = "DRAIN"
+        with m.State("DRAIN"):
+            with m.If(~in_flight):
                 m.d.comb += done.eq(1)
                 m.next = "IDLE"
         with m.State("EMPTY"):

@@ -7,7 +7,7 @@ import pytest
 
 from avta.hw.sim.core_run import run_core
 from avta.isa.config import load_config
-from avta.isa.encoding import codec
+from avta.isa.encoding import codec, finish
 from avta.isa.enums import AluOp, MemType, Opcode
 from avta.isa.insn import AluInsn, GemmInsn, MemoryInsn, Uop
 from avta.isa.memories import base_alignment, elem_bytes
@@ -217,3 +217,19 @@ def test_an_unaligned_base_register_is_error_11_at_launch(key):
     aligned = run_core(cfg, image(cfg, prog, uops), INSN, len(prog),
                        bases={key: 2 * base_alignment(cfg, key)})
     assert aligned.status == "ok"
+
+
+@pytest.mark.parametrize("op", ["gemm", "alu"])
+def test_an_error_abandons_a_long_compute_instruction(op):
+    """docs/isa.md §3.5: the machine stops at once. While the compute stage runs 268M steps,
+    the load stage reads outside DRAM (error 9): the run used to wait for the steps to finish."""
+    cfg = load_config("tiny")
+    loop = dict(uop_bgn=0, uop_end=1, iter_out=16383, iter_in=16383)
+    long = GemmInsn(**loop) if op == "gemm" else \
+        AluInsn(alu_opcode=AluOp.ADD, use_imm=1, imm=1, **loop)
+    prog = [load(cfg, MemType.UOP, UOPS, 0, 1), long,
+            MemoryInsn(opcode=L, memory_type=MemType.INP, dram_base=1 << 20, y_size=1,
+                       x_size=1, x_stride=1), finish()]
+    got = run_core(cfg, image(cfg, prog, [Uop(0, 0, 0)]), INSN, len(prog), max_cycles=3000)
+    assert (got.status, got.error_code, got.error_insn) == ("error", 9, 2)
+    assert got.cycles < 1000

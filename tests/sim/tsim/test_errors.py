@@ -203,3 +203,14 @@ def test_an_unaligned_base_is_error_11_on_both_targets(cfg, key):
     assert tres.counters["ALU_STEPS"] == 0 and tres.cycles < 100
     again = sim.run(image(cfg, program, [Uop(0, 0, 0)]), INSN_ADDR, len(program))
     assert again.status == "ok"
+
+
+def test_an_illegal_instruction_behind_a_long_gemm_stops_at_once(cfg):
+    """issue 12, defect 1: GEMM of 16383×16383 steps, then an ALU with opcode 7. fsim says
+    error 2 at instruction 1; tsim used to run the GEMM out (268M cycles) and time out."""
+    program = [GemmInsn(uop_bgn=0, uop_end=1, iter_out=16383, iter_in=16383),
+               alu(alu_opcode=7), finish()]
+    fres, tres = run_both(cfg, program, uops=[Uop(0, 0, 0)], max_cycles=100_000)
+    assert (fres.status, fres.error_code, fres.error_insn) == ("error", 2, 1)
+    assert (tres.status, tres.error_code, tres.error_insn) == ("error", 2, 1)
+    assert tres.cycles < 1000
