@@ -85,7 +85,7 @@ class Compute(wiring.Component):
             loader.start.eq(self.start & (opcode == Opcode.LOAD)),
             gemm.start.eq(self.start & (opcode == Opcode.GEMM)),
             alu.start.eq(self.start & (opcode == Opcode.ALU)),
-            gemm.abort.eq(self.abort), alu.abort.eq(self.abort),
+            gemm.abort.eq(self.abort), alu.abort.eq(self.abort), loader.abort.eq(self.abort),
             loader.uop_base.eq(self.uop_base), loader.acc_base.eq(self.acc_base),
             self.gemm_step.eq(gemm.step), self.alu_step.eq(alu.step),
             self.count.eq(loader.count), self.count_valid.eq(loader.count_valid),

@@ -57,6 +57,9 @@ class TensorLoad(wiring.Component):
     -----
     start : In(1)
         Begin executing ``insn``; it stays stable until ``done``.
+    abort : In(1)
+        The run has failed (docs/isa.md §3.5): request no more rows; ``done`` follows when the
+        beats already requested have arrived (the memory engine must deliver them all).
     insn : In(layouts(cfg).memory)
     <t>_base : In(32), for each base register the types use (``uop``, ``inp``, ``wgt``, ``acc``)
         Byte offsets added to DRAM addresses (control registers).
@@ -87,7 +90,7 @@ class TensorLoad(wiring.Component):
                                      for t in types))
         self._tag = data.StructLayout({"row": self._row_bits, "skip": self._skip_bits})
         members = {
-            "start": In(1), "insn": In(layouts(cfg).memory),
+            "start": In(1), "abort": In(1), "insn": In(layouts(cfg).memory),
             "done": Out(1), "err": Out(1), "busy": Out(1),
             "mem": Out(ReadClientSignature(data_bits=cfg.axi_data_bits, tag_shape=self._tag)),
             "count": Out(count_layout()), "count_valid": Out(1),
@@ -151,6 +154,11 @@ class TensorLoad(wiring.Component):
         err = Signal()
         with m.If(taken & self.mem.data.payload.err):
             m.d.sync += err.eq(1)
+        # An error (this LOAD's error 9, or the run's) stops the requests at once; a request
+        # already offered stays offered until taken, as a stream requires.
+        stop = err | self.abort
+        offered = Signal()
+        m.d.sync += offered.eq(cmd.valid & ~cmd.ready)
 
         # -- padding --------------------------------------------------------------------------
         m.submodules.pad = pad = PadWalker()
@@ -217,11 +225,13 @@ class TensorLoad(wiring.Component):
                         m.d.comb += pad.start.eq(1)
                         m.next = "RUN"
             with m.State("RUN"):
-                m.d.comb += [self.busy.eq(1), cmd.valid.eq(y < insn.y_size)]
+                m.d.comb += [self.busy.eq(1),
+                             cmd.valid.eq((y < insn.y_size) & (~stop | offered))]
                 with m.If(issued):
                     m.d.sync += [y.eq(y + 1), addr.eq(addr + (insn.x_stride << log_elem)),
                                  dest.eq(dest + width)]
-                with m.If((y == insn.y_size) & (outstanding == 0) & ~pad.busy):
+                requested = (y == insn.y_size) | (stop & ~offered)
+                with m.If(requested & ~issued & (outstanding == 0) & (~pad.busy | stop)):
                     m.next = "DONE"
             with m.State("DONE"):
                 m.d.comb += [self.done.eq(1), self.err.eq(err)]

@@ -233,3 +233,15 @@ def test_an_error_abandons_a_long_compute_instruction(op):
     got = run_core(cfg, image(cfg, prog, [Uop(0, 0, 0)]), INSN, len(prog), max_cycles=3000)
     assert (got.status, got.error_code, got.error_insn) == ("error", 9, 2)
     assert got.cycles < 1000
+
+
+def test_a_load_that_leaves_dram_stops_requesting_rows():
+    """issue 12, defect 1: error 9 came only after all of a LOAD's rows had been requested
+    (4000 here); the LOAD now stops at the first bad beat."""
+    cfg = load_config("tiny")
+    rows_apart = SIZE // cfg.inp_elem_bytes           # row 1 and later lie outside DRAM
+    prog = [MemoryInsn(opcode=L, memory_type=MemType.INP, dram_base=0, y_size=4000, x_size=1,
+                       x_stride=rows_apart), finish()]
+    got = run_core(cfg, image(cfg, prog), INSN, len(prog), max_cycles=3000)
+    assert (got.status, got.error_code, got.error_insn) == ("error", 9, 0)
+    assert got.cycles < 500
