@@ -19,7 +19,7 @@ from avta.errors import UserError, read_input
 
 from . import formats
 from .enums import MemType
-from .memories import Scratchpad, memory, scratchpads
+from .memories import SCRATCHPADS, Scratchpad, memory, row_layouts, scratchpads
 
 __all__ = ["Config", "ConfigError", "KEYS", "Scratchpad", "load_config", "shipped_configs"]
 
@@ -63,6 +63,9 @@ _MAX_DEPTH = 1 << formats.SRAM_ADDR_BITS     # sram_base is 16 bits wide
 _MIN_DEPTH = 2
 _MAX_LOG_BUFF_SIZE = 30
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+#: The keys a scratchpad row's width depends on (avta.isa.memories.row_layouts).
+_SHAPE_KEYS = {"LOG_INP_WIDTH", "LOG_WGT_WIDTH", "LOG_ACC_WIDTH", "LOG_BATCH", "LOG_BLOCK_IN",
+               "LOG_BLOCK_OUT", "LOG_UOP_WIDTH"}
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 
@@ -286,34 +289,36 @@ def _check(cfg):
                               f"is wide enough for a scratchpad of 2^{value} bytes to have at "
                               f"most {_MAX_DEPTH} rows)")
             bad.add(key)
-    if bad:
-        return violations   # derived quantities are meaningless until the keys are sane
-
-    depth_ok = True
-    for pad, key in ((cfg.uop, "LOG_UOP_BUFF_SIZE"), (cfg.inp, "LOG_INP_BUFF_SIZE"),
-                     (cfg.wgt, "LOG_WGT_BUFF_SIZE"), (cfg.acc, "LOG_ACC_BUFF_SIZE")):
-        exact = (8 << getattr(cfg, key.lower())) / pad.row_bits
-        if not _MIN_DEPTH <= exact <= _MAX_DEPTH:
-            depth_ok = False
-            shown = f"{exact:g}" if exact < 1 else str(int(exact))
-            violations.append(
-                f"{key} = {getattr(cfg, key.lower())}: the {pad.name.upper()} scratchpad depth "
-                f"comes out as {shown} rows of {pad.row_bits} bits; it must be in "
-                f"{_MIN_DEPTH}..{_MAX_DEPTH} (sram_base is {formats.SRAM_ADDR_BITS} bits)")
-    if not depth_ok:
-        return violations
-
-    restrict_ok = True
-    for key, log_depth in (("LOG_INP_FACTOR_RESTRICT", cfg.log_inp_depth),
-                           ("LOG_WGT_FACTOR_RESTRICT", cfg.log_wgt_depth),
-                           ("LOG_ACC_FACTOR_RESTRICT", cfg.log_acc_depth)):
+    # Every rule whose keys are sane is checked, so one message lists every violation; a rule
+    # that depends on a broken key is skipped (its result would mean nothing).
+    if bad & _SHAPE_KEYS:
+        return violations       # no row width can be computed
+    rows = row_layouts(cfg)
+    log_depths = {}
+    for name in (p for p in SCRATCHPADS if p != "out"):     # OUT has ACC's depth
+        key = f"LOG_{name.upper()}_BUFF_SIZE"
+        if key in bad:
+            continue
+        row_bits = rows[name].row_bits
+        exact = (8 << getattr(cfg, key.lower())) / row_bits
+        if _MIN_DEPTH <= exact <= _MAX_DEPTH:
+            log_depths[name] = int(exact).bit_length() - 1
+            continue
+        bad.add(key)
+        shown = f"{exact:g}" if exact < 1 else str(int(exact))
+        violations.append(
+            f"{key} = {getattr(cfg, key.lower())}: the {name.upper()} scratchpad depth comes "
+            f"out as {shown} rows of {row_bits} bits; it must be in {_MIN_DEPTH}..{_MAX_DEPTH} "
+            f"(sram_base is {formats.SRAM_ADDR_BITS} bits)")
+    for name in ("inp", "wgt", "acc"):
+        key = f"LOG_{name.upper()}_FACTOR_RESTRICT"
         value = getattr(cfg, key.lower())
-        if value >= log_depth:
-            restrict_ok = False
-            violations.append(f"{key} = {value}: must be < the index width {log_depth} "
+        if key not in bad and name in log_depths and value >= log_depths[name]:
+            bad.add(key)
+            violations.append(f"{key} = {value}: must be < the index width {log_depths[name]} "
                               f"(a factor field needs at least one bit)")
-    if not restrict_ok:
-        return violations
+    if violations:
+        return violations       # the formats need every width
 
     violations += _check_formats(cfg)
     violations += _check_uop(cfg)

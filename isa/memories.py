@@ -27,7 +27,7 @@ from amaranth.lib import data
 from .enums import MemType, PadValue, Stage
 
 __all__ = ["DRAM_PAGE_BYTES", "SCRATCHPADS", "RowLayout", "Scratchpad", "MemoryInfo", "scratchpad", "scratchpads",
-           "memory", "memories", "elem_bytes", "LOADABLE", "BASE_KEYS", "base_alignment", "unaligned_bases", "scratchpad_of", "stage_of",
+           "memory", "memories", "row_layouts", "elem_bytes", "LOADABLE", "BASE_KEYS", "base_alignment", "unaligned_bases", "scratchpad_of", "stage_of",
            "stage_types",
            "writer_stage"]
 
@@ -186,8 +186,10 @@ class MemoryInfo:
 
 # -- construction ------------------------------------------------------------------------------
 
-def _rows(cfg):
-    """The row layout of every scratchpad (docs/isa.md §3, row layouts)."""
+def row_layouts(cfg):
+    """The row layout of every scratchpad (docs/isa.md §3, row layouts), by name. Only the
+    element widths, LOG_BATCH, the block sizes and LOG_UOP_WIDTH enter: it can be asked of a
+    configuration still being checked."""
     b, k, o = ("b", cfg.batch), ("k", cfg.block_in), ("o", cfg.block_out)
     return {
         "uop": RowLayout((), cfg.uop_bits, signed=False),
@@ -201,14 +203,14 @@ def _rows(cfg):
 def _depth(cfg, name, row):
     # docs/isa.md §1: depth = 8·2^LOG_X_BUFF_SIZE / row bits; OUT has the ACC depth.
     if name == "out":
-        return _depth(cfg, "acc", _rows(cfg)["acc"])
+        return _depth(cfg, "acc", row_layouts(cfg)["acc"])
     return (8 << getattr(cfg, f"log_{name}_buff_size")) // row.row_bits
 
 
 @functools.lru_cache(maxsize=None)
 def scratchpads(cfg):
     """The five :class:`Scratchpad` of ``cfg``, by name, in :data:`SCRATCHPADS` order."""
-    return {name: Scratchpad(name, row, _depth(cfg, name, row)) for name, row in _rows(cfg).items()}
+    return {name: Scratchpad(name, row, _depth(cfg, name, row)) for name, row in row_layouts(cfg).items()}
 
 
 def scratchpad(cfg, name):

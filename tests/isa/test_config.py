@@ -96,6 +96,25 @@ def test_every_violation_is_listed_at_once():
         assert piece in text
 
 
+def test_violations_of_every_kind_are_listed_together():
+    """A bad key no longer hides the depth and restriction problems of the keys it does not
+    touch (issue 12, defect 7)."""
+    with pytest.raises(ConfigError) as info:
+        Config.from_dict({"TOKEN_BITS": 99, "AXI_DATA_BITS": 96, "LOG_ACC_BUFF_SIZE": 3,
+                          "LOG_UOP_BUFF_SIZE": 1, "LOG_WGT_FACTOR_RESTRICT": 12})
+    text = str(info.value)
+    assert len(info.value.violations) == 5, text
+    for piece in ("TOKEN_BITS = 99", "AXI_DATA_BITS = 96", "LOG_ACC_BUFF_SIZE = 3: the ACC",
+                  "LOG_UOP_BUFF_SIZE = 1: the UOP", "LOG_WGT_FACTOR_RESTRICT = 12: must be <"):
+        assert piece in text
+
+
+def test_a_broken_row_width_skips_the_depth_rules():
+    with pytest.raises(ConfigError) as info:
+        Config.from_dict({"LOG_BLOCK_IN": 0, "LOG_ACC_BUFF_SIZE": 3})
+    assert len(info.value.violations) == 1 and "LOG_BLOCK_IN = 0" in str(info.value)
+
+
 def test_depth_out_of_range_names_the_key_and_value():
     with pytest.raises(ConfigError) as info:
         Config(log_inp_buff_size=3, log_wgt_buff_size=30)
