@@ -229,9 +229,10 @@ class Core(wiring.Component):
         decode_failed = fetch.error
         run.d.comb += fetch.scan.eq(finished | failed)
         # docs/isa.md §3.5: an error stops the machine at once: a long GEMM or ALU abandons its
-        # remaining steps, a LOAD its remaining rows, instead of finishing them.
+        # remaining steps, a LOAD or STORE its remaining rows, instead of finishing them.
         run.d.comb += [compute.abort.eq(failed | decode_failed),
-                       load.abort.eq(failed | decode_failed)]
+                       load.abort.eq(failed | decode_failed),
+                       store.abort.eq(failed | decode_failed)]
         for ctrl in stages.values():
             run.d.comb += ctrl.halt.eq(finished | failed | decode_failed)
         with run.If(compute.done & compute.finish):

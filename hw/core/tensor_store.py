@@ -40,6 +40,9 @@ class TensorStore(wiring.Component):
     -----
     start : In(1)
         Begin executing ``insn`` (stable until ``done``).
+    abort : In(1)
+        The run has failed (docs/isa.md §3.5): store no more rows than those already commanded
+        or read (their commands and beats must still match); ``done`` when they are answered.
     insn : In(layouts(cfg).memory)
     out_base : In(32)
     done : Out(1)
@@ -58,7 +61,8 @@ class TensorStore(wiring.Component):
         self._cfg = cfg
         self._geo = geometry(cfg, "out")
         super().__init__({
-            "start": In(1), "insn": In(layouts(cfg).memory), "out_base": In(ADDR_BITS),
+            "start": In(1), "abort": In(1), "insn": In(layouts(cfg).memory),
+            "out_base": In(ADDR_BITS),
             "done": Out(1), "err": Out(1), "busy": Out(1),
             "mem": Out(WriteClientSignature(data_bits=cfg.axi_data_bits)),
             "out_rd": In(read_signature(self._geo)),
@@ -84,13 +88,19 @@ class TensorStore(wiring.Component):
 
         run = Signal()
         m.d.comb += self.busy.eq(run)
+        # Rows to store: all of them, until an error (the run's, or this STORE's error 9) sets
+        # the limit to the rows already commanded or started by the reader, so that every
+        # command still gets its beats and every beat its command.
+        stopping = Signal()
+        limit = Signal(formats.SIZE_BITS + 1)
+        rows = Mux(stopping, limit, insn.y_size)
 
         # -- commands -----------------------------------------------------------------------------
         cmd = self.mem.cmd
         cmd_y = Signal(formats.SIZE_BITS + 1)
         cmd_addr = Signal(ADDR_BITS)
         m.d.comb += [
-            cmd.valid.eq(run & (cmd_y < insn.y_size)),
+            cmd.valid.eq(run & (cmd_y < rows)),
             cmd.payload.addr.eq(cmd_addr & ~(bus - 1)),
             cmd.payload.beats.eq(((skip_of(cmd_addr) << log_elem) + row_bytes + bus - 1)
                                  >> log_bus),
@@ -110,7 +120,7 @@ class TensorStore(wiring.Component):
         rd_row = Signal(formats.SRAM_ADDR_BITS)
         rd_addr = Signal(ADDR_BITS)                # DRAM address of the current DRAM row
         in_flight = Signal()
-        issue = run & (rd_y < insn.y_size) & (queue.level + in_flight < _QUEUE_DEPTH)
+        issue = run & (rd_y < rows) & (queue.level + in_flight < _QUEUE_DEPTH)
         m.d.comb += [self.out_rd.addr.eq(rd_row), self.out_rd.en.eq(issue)]
         issued_meta = Signal(meta)
         m.d.sync += in_flight.eq(issue)
@@ -177,12 +187,18 @@ class TensorStore(wiring.Component):
             with m.If(resp.payload.err):
                 m.d.sync += err.eq(1)
 
+        # An offered command will be taken; a row the reader has begun will be finished.
+        commanded = cmd_y + cmd.valid
+        started = rd_y + ((rd_x != 0) | issue)
+        with m.If(run & (self.abort | err) & ~stopping):
+            m.d.sync += [stopping.eq(1), limit.eq(Mux(commanded > started, commanded, started))]
+
         with m.FSM(name="store"):
             with m.State("IDLE"):
                 with m.If(self.start):
                     m.d.sync += [cmd_y.eq(0), cmd_addr.eq(first_addr), rd_x.eq(0), rd_y.eq(0),
                                  rd_row.eq(insn.sram_base), rd_addr.eq(first_addr),
-                                 resp_y.eq(0), err.eq(0)]
+                                 resp_y.eq(0), err.eq(0), stopping.eq(0)]
                     with m.If(insn.x_size == 0):
                         # docs/isa.md §3.2: tokens only.
                         m.next = "DONE"
@@ -190,7 +206,8 @@ class TensorStore(wiring.Component):
                         m.d.sync += run.eq(1)
                         m.next = "RUN"
             with m.State("RUN"):
-                with m.If(resp_y == insn.y_size):
+                with m.If((resp_y == rows) & ~(cmd.valid | issue | in_flight)
+                          & ~queue.r_rdy & ~beat.valid):
                     m.d.sync += run.eq(0)
                     m.next = "DONE"
             with m.State("DONE"):

@@ -245,3 +245,15 @@ def test_a_load_that_leaves_dram_stops_requesting_rows():
     got = run_core(cfg, image(cfg, prog), INSN, len(prog), max_cycles=3000)
     assert (got.status, got.error_code, got.error_insn) == ("error", 9, 0)
     assert got.cycles < 500
+
+
+def test_a_store_that_leaves_dram_stops_at_its_error():
+    """issue 12, defect 1: a STORE of 4000 rows whose row 1 lies outside DRAM ends with error 9
+    once that row is answered, instead of after every row."""
+    cfg = load_config("tiny")
+    rows_apart = SIZE // cfg.out_elem_bytes
+    prog = [MemoryInsn(opcode=S, memory_type=MemType.OUT, dram_base=0, y_size=4000, x_size=1,
+                       x_stride=rows_apart), finish()]
+    got = run_core(cfg, image(cfg, prog), INSN, len(prog), max_cycles=3000)
+    assert (got.status, got.error_code, got.error_insn) == ("error", 9, 0)
+    assert got.cycles < 500
