@@ -214,3 +214,31 @@ def test_an_illegal_instruction_behind_a_long_gemm_stops_at_once(cfg):
     assert (fres.status, fres.error_code, fres.error_insn) == ("error", 2, 1)
     assert (tres.status, tres.error_code, tres.error_insn) == ("error", 2, 1)
     assert tres.cycles < 1000
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_an_error_beside_long_transfers_leaves_the_bus_clean(cfg, seed):
+    """issue 12, defect 1: the load stage meets error 9 while a long STORE and a long LOAD are on
+    the bus of a shaken memory. Both stop; every AXI command keeps its beats, so the memory
+    model ends empty and the same tsim runs the next program normally."""
+    from avta.sim.memory_knobs import MemoryKnobs
+    rows = 500
+    program = [MemoryInsn(opcode=Opcode.STORE, memory_type=MemType.OUT, dram_base=0x4000
+                          // cfg.out_elem_bytes, y_size=rows, x_size=1, x_stride=1),
+               MemoryInsn(opcode=Opcode.LOAD, memory_type=MemType.ACC, dram_base=0, y_size=rows,
+                          x_size=1, x_stride=1),
+               MemoryInsn(opcode=Opcode.LOAD, memory_type=MemType.INP, dram_base=1 << 20,
+                          y_size=1, x_size=1, x_stride=1),
+               finish()]
+    sim = Tsim(cfg, knobs=MemoryKnobs.random(seed))
+    tres = sim.run(image(cfg, program), INSN_ADDR, len(program), max_cycles=200_000)
+    fres = Fsim(cfg).run(image(cfg, program), INSN_ADDR, len(program))
+    assert (tres.status, tres.error_code, tres.error_insn) == \
+        (fres.status, fres.error_code, fres.error_insn) == ("error", 9, 2)
+    assert sim.pending() == (0, 0, 0)
+    # Both transfers were cut short: fewer rows moved than asked for.
+    assert tres.counters["OUT_ST"] < rows * cfg.out_elem_bytes
+    assert tres.counters["ACC_LD"] < rows * cfg.acc_elem_bytes
+    short = [load_uop(), alu(alu_opcode=AluOp.ADD, use_imm=1, imm=5), finish()]
+    again = sim.run(image(cfg, short, [Uop(0, 0, 0)]), INSN_ADDR, len(short))
+    assert again.status == "ok" and again.counters["ALU_STEPS"] == 1
