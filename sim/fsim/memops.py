@@ -71,10 +71,7 @@ def execute_store(cfg, insn, pads, dram, *, strict, trace_dram=None):
     count = insn.x_size * insn.y_size
     dram.check_window(out.base, insn.dram_base, insn.y_size, insn.x_size, insn.x_stride,
                       out.elem_bytes, "STORE OUT")
-    if strict and insn.sram_base + count > depth:
-        raise MachineError(ErrorCode.SRAM_OUT_OF_RANGE,
-                           f"STORE reads OUT rows {insn.sram_base}..{insn.sram_base + count - 1},"
-                           f" past the end of the {depth}-row scratchpad")
+    _check_rows(insn.sram_base, count, depth, strict, "STORE OUT")
     for start in range(0, count, SEGMENT_ROWS):
         cell = np.arange(start, min(count, start + SEGMENT_ROWS), dtype=np.int64)
         y, x = np.divmod(cell, insn.x_size)
