@@ -186,13 +186,18 @@ def _ranges(values):
     return ", ".join(map(str, values))
 
 
+def _require_meanings(names, meanings, what, table):
+    """A new name with no hand-written meaning must not slip into the documents unexplained."""
+    missing = [name for name in names if name not in meanings]
+    if missing:
+        raise DocTablesError(f"{what}(s) {', '.join(missing)} have no meaning in "
+                             f"avta.isa.doc_tables.{table}; add one")
+
+
 def enum_table(enum):
     """Value, name and meaning of every member of ``enum``, then the unassigned values."""
     meanings = _MEANINGS[enum]
-    missing = [m.name for m in enum if m.name not in meanings]
-    if missing:
-        raise DocTablesError(f"{enum.__name__}.{', '.join(missing)} has no meaning in "
-                             f"avta.isa.doc_tables._MEANINGS; add one")
+    _require_meanings([m.name for m in enum], meanings, f"{enum.__name__} member", "_MEANINGS")
     rows = [(m.value, f"`{m.name}`", meanings[m.name]) for m in enum]
     if enum in _ILLEGAL:
         free = [v for v in range(1 << _field_bits(enum)) if v not in enum._value2member_map_]
@@ -233,10 +238,7 @@ _KEY_MEANINGS = {
 
 def config_keys_table():
     """Every key of :data:`avta.isa.config.KEYS`: its default, the values allowed, meaning."""
-    missing = [k for k in KEYS if k not in _KEY_MEANINGS]
-    if missing:
-        raise DocTablesError(f"configuration key(s) {', '.join(missing)} have no meaning in "
-                             f"avta.isa.doc_tables._KEY_MEANINGS; add one")
+    _require_meanings(KEYS, _KEY_MEANINGS, "configuration key", "_KEY_MEANINGS")
     rows = [(f"`{key}`", default, allowed, _KEY_MEANINGS[key])
             for key, (default, allowed) in KEYS.items()]
     return _table(("key", "default", "allowed", "meaning"), rows)
@@ -341,10 +343,7 @@ _REGISTER_MEANINGS = {
 
 def register_table():
     """The control registers of :data:`avta.isa.registers.REGISTERS`: offset, name, access."""
-    missing = [r for r in REGISTERS if r not in _REGISTER_MEANINGS]
-    if missing:
-        raise DocTablesError(f"register(s) {', '.join(missing)} have no meaning in "
-                             f"avta.isa.doc_tables._REGISTER_MEANINGS; add one")
+    _require_meanings(REGISTERS, _REGISTER_MEANINGS, "register", "_REGISTER_MEANINGS")
     rows = []
     for name, offset in sorted(REGISTERS.items(), key=lambda item: item[1]):
         access, meaning = _REGISTER_MEANINGS[name]
@@ -379,10 +378,7 @@ _COUNTER_MEANINGS = {
 
 def counter_table():
     """The performance counters: index, offset, name, kind (exact or cycle count), meaning."""
-    missing = [c for c in COUNTER_NAMES if c not in _COUNTER_MEANINGS]
-    if missing:
-        raise DocTablesError(f"counter(s) {', '.join(missing)} have no meaning in "
-                             f"avta.isa.doc_tables._COUNTER_MEANINGS; add one")
+    _require_meanings(COUNTER_NAMES, _COUNTER_MEANINGS, "counter", "_COUNTER_MEANINGS")
     rows = []
     for i, name in enumerate(COUNTER_NAMES):
         if name in BYTE_COUNTERS:
