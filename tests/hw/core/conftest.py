@@ -1,8 +1,8 @@
 """Fixtures of the core tests.
 
 The bench of the compute units (GEMM, ALU): random scratchpads (``random_rows``, ``uop_rows``),
-the same instructions on the unit (``run_unit``, with the cycles each instruction took) and on
-fsim (``fsim_pads``), compared row for row (``assert_rows_equal``).
+and ``compare_unit``, which runs the same instructions on the unit (returning the cycles each
+took) and on fsim (from ``fsim_pads``) and compares the ACC rows.
 
 ``mirrored_core_device``: a runtime device whose every run goes to fsim and to the RTL core
 (Amaranth simulator) from the same DRAM image, through :class:`avta.sim.mirror.MirrorBackend`:
@@ -17,6 +17,7 @@ from avta.hw.sim.harness import ScratchpadHarness
 from avta.hw.sim.testbench import SimTimeout, run_sim
 from avta.isa.config import load_config
 from avta.isa.encoding import codec
+from avta.isa.memories import scratchpad
 from avta.runtime.device import Device
 from avta.sim.fsim.backend import FsimBackend
 from avta.sim.fsim.state import Scratchpads
@@ -88,13 +89,24 @@ def _fsim_pads(cfg, contents):
 
 
 def _assert_rows_equal(cfg, pad, got_rows, want, what=""):
-    row_bytes = getattr(cfg, pad).row_bytes
-    lane = "<i4" if pad == "acc" else np.int8
+    row = scratchpad(cfg, pad).row
+    lane = row.dtype
     for i, value in enumerate(got_rows):
-        raw = value.to_bytes(row_bytes, "little")
+        raw = value.to_bytes(row.row_bytes, "little")
         if raw != want[i].tobytes():
             raise AssertionError(f"{pad} row {i} differs {what}: RTL "
                                  f"{np.frombuffer(raw, lane)} fsim {want[i].view(lane)}")
+
+
+def _compare_unit(cfg, unit, ports, insns, contents, execute):
+    """Run ``insns`` on the compute ``unit`` and with fsim's ``execute`` (``execute_gemm`` or
+    ``execute_alu``) from the same ``contents``; the ACC rows must agree. The cycles of each."""
+    got, cycles = _run_unit(cfg, unit, ports, insns, contents)
+    ref = _fsim_pads(cfg, contents)
+    for insn in insns:
+        execute(cfg, insn, ref, codec(cfg), strict=False)
+    _assert_rows_equal(cfg, "acc", got["acc"], ref.raw("acc"), f"after {insns}")
+    return cycles
 
 
 def _mirrored_core_device(config="tiny", *, seed=1, **knobs):
@@ -120,23 +132,16 @@ def uop_rows():
 
 
 @pytest.fixture(scope="session")
-def run_unit():
-    """``run_unit(cfg, unit, ports, insns, contents, *, timeout=5000)`` → ``(rows, cycles)``:
-    the instructions one after another on a compute unit."""
-    return _run_unit
-
-
-@pytest.fixture(scope="session")
 def fsim_pads():
     """``fsim_pads(cfg, contents)``: fsim scratchpads holding ``contents``."""
     return _fsim_pads
 
 
 @pytest.fixture(scope="session")
-def assert_rows_equal():
-    """``assert_rows_equal(cfg, pad, got_rows, want, what="")``: the unit's rows (ints) against
-    fsim's (arrays), naming the first row that differs."""
-    return _assert_rows_equal
+def compare_unit():
+    """``compare_unit(cfg, unit, ports, insns, contents, execute)`` → cycles: the instructions
+    on a compute unit and on fsim's ``execute`` from the same scratchpads, ACC compared."""
+    return _compare_unit
 
 
 @pytest.fixture(scope="session")
