@@ -10,7 +10,7 @@ import re
 
 from amaranth.sim import Simulator
 
-__all__ = ["run_sim", "stream_put", "stream_get", "wait_until", "SimTimeout"]
+__all__ = ["run_sim", "stream_put", "stream_get", "wait_until", "start_insn", "SimTimeout"]
 
 
 class SimTimeout(AssertionError):
@@ -60,6 +60,19 @@ async def stream_get(ctx, s, *, timeout=1000):
             ctx.set(s.ready, 0)
             return payload
     raise SimTimeout(f"stream_get: no valid within {timeout} cycles")
+
+
+async def start_insn(ctx, unit, insn):
+    """Present ``insn`` (an :mod:`avta.isa.insn` instruction) on ``unit.insn`` and pulse
+    ``unit.start`` for one cycle. Fields the unit's view lacks are skipped; values are wrapped
+    to their field's width (``imm`` is signed)."""
+    for name, value in insn.field_values().items():
+        field = getattr(unit.insn, name, None)
+        if field is not None:
+            ctx.set(field, value & ((1 << len(field)) - 1))
+    ctx.set(unit.start, 1)
+    await ctx.tick()
+    ctx.set(unit.start, 0)
 
 
 async def wait_until(ctx, cond, *, timeout, what="condition"):

@@ -14,7 +14,7 @@ import pytest
 
 from avta.hw.sim.backend import CoreSimBackend
 from avta.hw.sim.harness import ScratchpadHarness
-from avta.hw.sim.testbench import SimTimeout, run_sim
+from avta.hw.sim.testbench import SimTimeout, run_sim, start_insn
 from avta.isa.config import load_config
 from avta.isa.encoding import codec
 from avta.isa.memories import scratchpad
@@ -59,13 +59,7 @@ def _run_unit(cfg, unit, ports, insns, contents, *, timeout=5000):
             if rows is not None:
                 harness.set_rows(ctx, pad, [int.from_bytes(r.tobytes(), "little") for r in rows])
         for insn in insns:
-            for name, value in insn.field_values().items():
-                field = getattr(unit.insn, name, None)
-                if field is not None:
-                    ctx.set(field, value & ((1 << len(field)) - 1))   # imm is signed
-            ctx.set(unit.start, 1)
-            await ctx.tick()
-            ctx.set(unit.start, 0)
+            await start_insn(ctx, unit, insn)
             for n in range(1, timeout):
                 _, _, done = await ctx.tick().sample(unit.done)
                 if done:

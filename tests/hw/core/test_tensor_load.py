@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from avta.hw.core.tensor_load import COMPUTE_STAGE_TYPES, LOAD_STAGE_TYPES, TensorLoad
-from avta.hw.sim.testbench import run_sim, wait_until
+from avta.hw.sim.testbench import run_sim, start_insn, wait_until
 from avta.hw.sim.dram import DramModel
 from avta.sim.memory_knobs import MemoryKnobs
 from avta.hw.sim.harness import ScratchpadHarness
@@ -59,11 +59,7 @@ def run_loads(cfg, types, insns, *, seed=0, stall=0.3, latency=(0, 6), reorder=T
 
     async def bench(ctx):
         for insn in insns:
-            for name, value in insn.field_values().items():
-                ctx.set(getattr(unit.insn, name), value)
-            ctx.set(unit.start, 1)
-            await ctx.tick()
-            ctx.set(unit.start, 0)
+            await start_insn(ctx, unit, insn)
             await wait_until(ctx, unit.done, timeout=2000, what="LOAD done")
         for p in pads:
             got[p] = harness.get_rows(ctx, p)
@@ -149,11 +145,7 @@ def test_padding_uses_free_cycles_only():
     cycles = []
 
     async def bench(ctx):
-        for name, value in insn.field_values().items():
-            ctx.set(getattr(unit.insn, name), value)
-        ctx.set(unit.start, 1)
-        await ctx.tick()
-        ctx.set(unit.start, 0)
+        await start_insn(ctx, unit, insn)
         cycles.append(await wait_until(ctx, unit.done, timeout=1000))
 
     run_sim(harness, bench, background=[model.run])
@@ -175,11 +167,7 @@ def test_dram_error_is_reported_with_done():
 
     async def bench(ctx):
         for insn in (inside, outside, inside):
-            for name, value in insn.field_values().items():
-                ctx.set(getattr(unit.insn, name), value)
-            ctx.set(unit.start, 1)
-            await ctx.tick()
-            ctx.set(unit.start, 0)
+            await start_insn(ctx, unit, insn)
             for _ in range(200):
                 _, _, done, err = await ctx.tick().sample(unit.done, unit.err)
                 if done:

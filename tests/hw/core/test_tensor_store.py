@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from avta.hw.core.tensor_store import TensorStore
-from avta.hw.sim.testbench import SimTimeout, run_sim
+from avta.hw.sim.testbench import SimTimeout, run_sim, start_insn
 from avta.hw.sim.dram import DramModel
 from avta.sim.memory_knobs import MemoryKnobs
 from avta.hw.sim.harness import ScratchpadHarness
@@ -53,11 +53,7 @@ def run_stores(random_rows, fsim_pads):
             harness.set_rows(ctx, "out", [int.from_bytes(r.tobytes(), "little") for r in out])
             ctx.set(unit.out_base, base)
             for insn in insns:
-                for name, value in insn.field_values().items():
-                    ctx.set(getattr(unit.insn, name), value)
-                ctx.set(unit.start, 1)
-                await ctx.tick()
-                ctx.set(unit.start, 0)
+                await start_insn(ctx, unit, insn)
                 for n in range(1, 3000):
                     _, _, done, err = await ctx.tick().sample(unit.done, unit.err)
                     if done:
