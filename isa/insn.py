@@ -9,9 +9,10 @@ from dataclasses import asdict, dataclass, fields, replace
 from .enums import AluOp, MemType, Opcode, Stage
 from .memories import stage_of
 
-_TYPES = frozenset(MemType)
-
 __all__ = ["MemoryInsn", "GemmInsn", "AluInsn", "IllegalInsn", "Uop", "Insn", "FORMAT_CLASSES"]
+
+#: The memory types that exist; a decoded field may hold another value (error 3).
+_TYPES = frozenset(MemType)
 
 
 class _Insn:

@@ -53,9 +53,8 @@ class Scratch:
 
     def upload(self, array, *, mem=None):
         """:meth:`Device.upload`, freed with the scope."""
-        array = np.ascontiguousarray(array)
-        buffer = self.alloc(max(array.nbytes, 1), mem=mem)
-        self._device.write(buffer, array)
+        buffer = self._device.upload(array, mem=mem)
+        self._buffers.append(buffer)
         return buffer
 
     def free(self):
