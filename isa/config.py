@@ -21,7 +21,7 @@ from . import formats
 from .enums import MemType
 from .memories import SCRATCHPADS, Scratchpad, memory, row_layouts, scratchpads
 
-__all__ = ["Config", "ConfigError", "KEYS", "Scratchpad", "load_config", "shipped_configs"]
+__all__ = ["Config", "ConfigError", "KEYS", "INSN_QUEUE_DEPTH", "Scratchpad", "load_config", "shipped_configs"]
 
 #: Every configuration key, its default, and a description of the values it allows.
 KEYS = {
@@ -58,6 +58,10 @@ _IGNORED_KEYS = {
     "TARGET", "HW_VER", "ENABLE_INSTRUCTION_CLP", "ENABLE_RUNTIME_GREEDY_UOP_LOADS",
     "ENABLE_RUNTIME_VALUE_BASED_UOP_CONSOLIDATION", "ENABLE_VTHREAD", "VTHREAD_NAME",
 }
+
+#: Entries of each stage's instruction queue in the RTL: the contract's INSN_QUEUE_DEPTH
+#: (docs/isa.md §1), fixed in this tree until it becomes a configuration key.
+INSN_QUEUE_DEPTH = 512
 
 _MAX_DEPTH = 1 << formats.SRAM_ADDR_BITS     # sram_base is 16 bits wide
 _MIN_DEPTH = 2

@@ -56,15 +56,18 @@ class StreamBuilder:
     merge_uop_loads : bool
         Extend the previous micro-op LOAD instead of adding one when a new kernel lands right
         after it in both the scratchpad and DRAM (intel-extensions.md §5, greedy uop loads).
+    uop_start : int
+        The micro-op scratchpad row where the first kernel goes (kernels fill upwards from there
+        and wrap to row 0); the fuzzer uses it to reach the high rows.
     """
 
-    def __init__(self, cfg, *, merge_uop_loads=True):
+    def __init__(self, cfg, *, merge_uop_loads=True, uop_start=0):
         self._cfg = cfg
         self._codec = codec(cfg)
         self._insns = []
         self._ledger = TokenLedger(cfg.token_bits)
         self._pending = {L: set(), C: set(), S: set()}
-        self._cache = UopCache(cfg.uop_depth)
+        self._cache = UopCache(cfg.uop_depth, start=uop_start)
         self._merge = merge_uop_loads
         self._uops = []                 # the micro-op words in DRAM, relative to the uop buffer
         self._uop_dram = {}             # uops tuple -> offset in self._uops
@@ -102,6 +105,19 @@ class StreamBuilder:
         self._insns.append(insn)
         return i
 
+    def nop(self, stage):
+        """Emit a token-only no-op of ``stage`` (pending pops attach to it); its index."""
+        return self._emit(_nop(Stage(stage)))
+
+    def raw(self, insn):
+        """Emit ``insn`` exactly as given (pending pops still attach to it); its index.
+
+        For forms the other methods refuse on purpose: zero-trip GEMM/ALU instructions and
+        LOADs or kernels whose scratchpad indices wrap past the end (legal, docs/isa.md §3, but
+        never what an operator means). The caller keeps the program well-formed; micro-ops a raw
+        GEMM/ALU names must already be resident."""
+        return self._emit(insn)
+
     def _encode_check(self, insn):
         try:
             self._codec.encode(insn)
@@ -125,6 +141,10 @@ class StreamBuilder:
                 f"forever; call dep_push({frm.name}, {to.name}) first")
         self._pending[to].add((frm, to))
 
+    def pending_pop(self, frm, to):
+        """Whether the next instruction of ``to`` will pop a token of ``frm → to``."""
+        return token_queue(frm, to) in self._pending[to]
+
     def dep_push(self, frm, to):
         """Stage ``frm`` sends a token to ``to`` once everything it has been given so far is
         complete."""
@@ -136,7 +156,7 @@ class StreamBuilder:
         if last is None or getattr(self._insns[last], flag):
             last = self._emit(_nop(frm))
         try:
-            self._ledger.push(last, frm, to)
+            self._ledger.push(last, frm, to, keep_overflow=False)
         except TokenError as error:
             raise StreamError(str(error)) from None
         self._set_flag(last, flag)
@@ -144,10 +164,11 @@ class StreamBuilder:
     # -- data movement --------------------------------------------------------------------------
 
     def load(self, mem, *, sram, dram, x_size, y_size=1, x_stride=None, y_pad=(0, 0),
-             x_pad=(0, 0), pad_value=PadValue.ZERO):
+             x_pad=(0, 0), pad_value=PadValue.ZERO, wrap=False):
         """A 2-D LOAD (docs/isa.md §3.1) of ``y_size`` rows of ``x_size`` elements, ``x_stride``
         apart in DRAM (default ``x_size``), from element ``dram`` into rows from ``sram``, with
         ``y_pad = (top, bottom)`` and ``x_pad = (left, right)`` rows/elements of ``pad_value``.
+        ``wrap`` lets the rows run past the scratchpad's end and wrap to row 0 (docs/isa.md §3).
         """
         if not isinstance(mem, MemType):
             mem = MemType(mem)
@@ -168,7 +189,7 @@ class StreamBuilder:
                 raise StreamError(f"{name} = {value!r}: two pad counts in 0..{(1 << pad_bits) - 1}"
                                   f" (the {pad_bits}-bit pad fields)")
         rows = (x_pad[0] + x_size + x_pad[1]) * (y_pad[0] + y_size + y_pad[1])
-        self._check_rows(mem, sram, rows, "LOAD")
+        self._check_rows(mem, sram, rows, "LOAD", wrap=wrap)
         insn = MemoryInsn(opcode=Opcode.LOAD, memory_type=mem, sram_base=sram, dram_base=dram,
                           pad_value=pad_value, y_size=y_size, x_size=x_size,
                           x_stride=x_stride, y_pad_0=y_pad[0], y_pad_1=y_pad[1], x_pad_0=x_pad[0],
@@ -191,8 +212,10 @@ class StreamBuilder:
                                      sram_base=sram, dram_base=dram, y_size=y_size,
                                      x_size=x_size, x_stride=x_stride))
 
-    def _check_rows(self, mem, sram, rows, what):
+    def _check_rows(self, mem, sram, rows, what, *, wrap=False):
         pad = self._pad(mem)
+        if wrap and 0 <= sram < pad.depth and rows <= pad.depth:
+            return
         if sram < 0 or sram + rows > pad.depth:
             raise StreamError(f"{what} of {rows} {mem.name} rows from row {sram} runs past the "
                               f"{pad.depth}-row {pad.name} scratchpad (docs/isa.md §3 rule (d)); "
@@ -203,11 +226,12 @@ class StreamBuilder:
 
     # -- compute --------------------------------------------------------------------------------
 
-    def gemm(self, kernel, *, reset=False):
-        """A GEMM running ``kernel`` (docs/isa.md §3.3); ``reset`` zeroes the destination rows."""
+    def gemm(self, kernel, *, reset=False, wrap=False):
+        """A GEMM running ``kernel`` (docs/isa.md §3.3); ``reset`` zeroes the destination rows;
+        ``wrap`` lets indices pass the scratchpads' ends and wrap (docs/isa.md §3)."""
         dst, src, wgt = kernel.max_indices()
-        self._check_index("GEMM", "dst (ACC)", dst, self._cfg.acc_depth)
-        if not reset:
+        self._check_index("GEMM", "dst (ACC)", dst, self._cfg.acc_depth, wrap)
+        if not reset and not wrap:
             self._check_index("GEMM", "src (INP)", src, self._cfg.inp_depth)
             self._check_index("GEMM", "wgt (WGT)", wgt, self._cfg.wgt_depth)
         outer, inner = kernel.padded_loops(single_inner=False)
@@ -219,13 +243,13 @@ class StreamBuilder:
             src_factor_in=inner.src_factor, wgt_factor_out=outer.wgt_factor,
             wgt_factor_in=inner.wgt_factor))
 
-    def alu(self, kernel, op, *, imm=None):
+    def alu(self, kernel, op, *, imm=None, wrap=False):
         """An ALU instruction running ``kernel`` (docs/isa.md §3.4): ``op`` of ACC[src] and ``imm``
-        when given, else of ACC[dst] and ACC[src]."""
+        when given, else of ACC[dst] and ACC[src]; ``wrap`` as for :meth:`gemm`."""
         op = AluOp(op)
         dst, src, _ = kernel.max_indices()
-        self._check_index("ALU", "dst (ACC)", dst, self._cfg.acc_depth)
-        self._check_index("ALU", "src (ACC)", src, self._cfg.acc_depth)
+        self._check_index("ALU", "dst (ACC)", dst, self._cfg.acc_depth, wrap)
+        self._check_index("ALU", "src (ACC)", src, self._cfg.acc_depth, wrap)
         if any(u.wgt_idx for u in kernel.uops) or any(lp.wgt_factor for lp in kernel.loops):
             raise StreamError("an ALU kernel has no weights: wgt indices and factors must be 0")
         outer, inner = kernel.padded_loops(single_inner=True)
@@ -236,8 +260,8 @@ class StreamBuilder:
             src_factor_out=outer.src_factor, src_factor_in=inner.src_factor, alu_opcode=op,
             use_imm=int(imm is not None), imm=0 if imm is None else int(imm)))
 
-    def _check_index(self, what, name, value, depth):
-        if value >= depth:
+    def _check_index(self, what, name, value, depth, wrap=False):
+        if value >= depth and not wrap:
             raise StreamError(f"{what} {name} index reaches {value} but the scratchpad has "
                               f"{depth} rows (strict mode would stop with error 10); check the "
                               f"kernel's micro-ops and loop factors")

@@ -160,9 +160,11 @@ class TokenLedger:
             self._pop_pos[q].append(self._pos[i])
         return i
 
-    def push(self, i, frm, to):
+    def push(self, i, frm, to, *, keep_overflow=True):
         """Record that instruction ``i`` (of stage ``frm``) pushes ``frm → to`` when it
-        completes; raise :class:`TokenError` if the counter could overflow."""
+        completes; raise :class:`TokenError` if the counter could overflow. The overflowing
+        push stays recorded when ``keep_overflow`` (a checker replaying a stream goes on), and
+        is not recorded otherwise (a builder that refuses it goes on without it)."""
         q = token_queue(frm, to)
         if self._stage[i] != frm:
             raise TokenError(f"instruction {i} is a {self._stage[i].name} instruction; it cannot "
@@ -175,9 +177,13 @@ class TokenLedger:
         # completed before it (vector clock); the counter peaks at pushes minus those.
         done_pops = bisect.bisect_left(self._pop_pos[q], self._start[i][to])
         value = len(self._pushes[q]) - done_pops
-        self._peak[q] = max(self._peak[q], value)
+        if value <= self._limit:
+            self._peak[q] = max(self._peak[q], value)
         if value > self._limit:
-            # The push stays recorded, so a checker can go on replaying the stream.
+            if not keep_overflow:
+                self._pushes[q].pop()
+            else:
+                self._peak[q] = max(self._peak[q], value)
             raise TokenError(
                 f"push #{len(self._pushes[q])} on {frm.name}→{to.name} could take the counter "
                 f"to {value}: {frm.name} can run that far ahead of {to.name}, and the "

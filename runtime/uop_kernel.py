@@ -159,10 +159,12 @@ class UopCache:
     so overwriting a kernel that an earlier instruction used needs no tokens (docs/isa.md §3).
     """
 
-    def __init__(self, depth):
+    def __init__(self, depth, *, start=0):
+        if not 0 <= start < depth:
+            raise KernelError(f"micro-op start row {start} is outside the {depth}-row scratchpad")
         self._depth = depth
         self._resident = {}      # uops tuple -> begin
-        self._next = 0
+        self._next = start
 
     @property
     def depth(self):

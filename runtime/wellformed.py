@@ -54,11 +54,12 @@ class WellFormedError(AssertionError):
         super().__init__("; ".join(map(str, violations[:5])) + more)
 
 
-def check_wellformed(program, *, written=None, raise_error=False):
+def check_wellformed(program, *, written=None, raise_error=False, wrap=False):
     """The :class:`Violation` list of a :class:`~avta.runtime.program.Program` (empty when it is
-    well-formed)."""
+    well-formed). ``wrap`` takes scratchpad indices modulo the depth, as the RTL and fsim's
+    non-strict mode do (docs/isa.md §3, index wrapping), instead of reporting them."""
     words = np.array([codec(program.cfg).encode_uop(u) for u in program.uops], dtype=np.uint64)
-    found = check_stream(program.cfg, program.link(0), words, written=written)
+    found = check_stream(program.cfg, program.link(0), words, written=written, wrap=wrap)
     if found and raise_error:
         raise WellFormedError(found)
     return found
@@ -128,6 +129,7 @@ class _Walker:
         self.stage = np.array([ledger.stage(k) for k in range(len(order))], dtype=np.int64)
         self.pos = np.array([ledger.position(k) for k in range(len(order))], dtype=np.int64)
         self.dram = []          # (lid, stage, is_write, starts, ends)
+        self.wrap = False       # scratchpad indices modulo the depth (check_wellformed)
 
     def report(self, rule, i, message):
         if len(self.found) < 1000:
@@ -215,6 +217,13 @@ def _steps(walker, insn, i):
     wgt = None
     if isinstance(insn, GemmInsn):
         wgt = (base[2][None, None, :] + o * insn.wgt_factor_out + n * insn.wgt_factor_in).ravel()
+    if walker.wrap:
+        cfg = walker.cfg
+        dst = dst % cfg.acc_depth
+        if isinstance(insn, GemmInsn):
+            src, wgt = src % cfg.inp_depth, wgt % cfg.wgt_depth
+        else:
+            src = src % cfg.acc_depth
     return dst, src, wgt
 
 
@@ -226,14 +235,16 @@ def _first_write(depth, dst):
     return first
 
 
-def check_stream(cfg, insns, uop_words, *, written=None):
+def check_stream(cfg, insns, uop_words, *, written=None, wrap=False):
     """The :class:`Violation` list of instruction list ``insns`` whose micro-op LOADs read
-    ``uop_words`` (micro-op words indexed by DRAM element; base registers 0)."""
+    ``uop_words`` (micro-op words indexed by DRAM element; base registers 0); ``wrap`` as in
+    :func:`check_wellformed`."""
     found = []
     if not insns or insns[-1] != GemmInsn(opcode=Opcode.FINISH):
         found.append(Violation("c", len(insns) - 1, "the stream does not end with FINISH"))
     order, ledger = _schedule(cfg, insns, found)
     walk = _Walker(cfg, insns, np.asarray(uop_words), ledger, order, written, found)
+    walk.wrap = wrap
     if found and any(v.rule == "deadlock" for v in found):
         return found
     last = len(insns) - 1
@@ -258,6 +269,8 @@ def _memory(walk, cfg, insn, i):
         return
     if insn.opcode == Opcode.STORE:
         rows = insn.sram_base + np.arange(insn.x_size * insn.y_size, dtype=np.int64)
+        if walk.wrap:
+            rows = rows % walk.rows["out"].depth
         walk.access(i, "out", rows, False)
         if insn.y_size > 1 and insn.x_stride < insn.x_size:
             walk.report("d", i, "the STORE writes DRAM elements twice (x_stride < x_size)")
@@ -266,6 +279,8 @@ def _memory(walk, cfg, insn, i):
     rows, w, h = _load_rows(insn)
     mem = MemType(insn.memory_type)
     name = memory(cfg, mem).scratchpad.name
+    if walk.wrap:
+        rows = rows % walk.rows[name].depth
     if w * h > walk.rows[name].depth:
         walk.report("d", i, f"the LOAD writes {w * h} rows, more than the "
                             f"{walk.rows[name].depth}-row scratchpad")

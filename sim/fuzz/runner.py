@@ -21,6 +21,7 @@ and ``replay.sh``.
 
 import json
 import shlex
+from collections import Counter
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -99,6 +100,8 @@ def fuzz(cfg, count, *, seed=0, out_dir="fuzz-failures", memory="random", log=No
     summary = FuzzSummary(cfg.name)
     tsim = Tsim(cfg, trace=True, faults=faults)    # built (or taken from the cache) once
     programs = []
+    extra = Counter()           # features only a run shows
+    after_error = False         # did the previous program leave tsim after an error?
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="avta-fuzz-") as scratch:
         scratch = Path(scratch)
@@ -110,13 +113,16 @@ def fuzz(cfg, count, *, seed=0, out_dir="fuzz-failures", memory="random", log=No
             drams = [np.frombuffer(prog.dram(), dtype=np.uint8) for _ in range(2)]
             traces = [scratch / "fsim.trace", scratch / "tsim.trace"]
             results = [
-                record_trace(traces[0], Fsim(cfg, strict=True), drams[0], prog.insn_addr,
-                             prog.insn_count),
+                record_trace(traces[0], Fsim(cfg, strict=prog.strict), drams[0], prog.insn_addr,
+                             prog.insn_count, bases=prog.bases),
                 record_trace(traces[1], tsim, drams[1], prog.insn_addr, prog.insn_count,
-                             max_cycles=MAX_CYCLES),
+                             bases=prog.bases, max_cycles=MAX_CYCLES),
             ]
             report = diff_files(*traces)
-            reasons = _reasons(results, drams, report)
+            reasons = _reasons(prog, results, drams, report)
+            if after_error:
+                extra["tsim reused after an error"] += 1
+            after_error = results[1].status != "ok"
             summary.programs += 1
             summary.instructions += prog.insn_count
             summary.events += sum(report.compared[stage][1] for stage in report.compared)
@@ -129,20 +135,27 @@ def fuzz(cfg, count, *, seed=0, out_dir="fuzz-failures", memory="random", log=No
             elif (s - seed + 1) % 50 == 0:
                 log(f"{s - seed + 1} of {count} programs match")
     summary.seconds = time.perf_counter() - start
-    summary.features = coverage(programs)
+    summary.features = coverage(programs) + extra
     tsim.close()
     return summary
 
 
-def _reasons(results, drams, report):
-    """What differs between the fsim run (first) and the tsim run, one line each."""
+def _reasons(prog, results, drams, report):
+    """What differs between the fsim run (first) and the tsim run, one line each; and how
+    either differs from the end a planted error must have (``prog.expect``)."""
     first, second = results
     reasons = []
-    if first.status != "ok":
+    if prog.expect is None and first.status != "ok":
         reasons.append(f"fsim ended {first.status} ({first.detail}): a generator bug, the "
                        f"program should be well-formed")
+    for name, result in zip(("fsim", "tsim"), results):
+        end = (result.status, result.error_code, result.error_insn)
+        if prog.expect is not None and end != prog.expect:
+            reasons.append(f"{name} ended {end}, but the planted {prog.error!r} must end "
+                           f"{prog.expect} ({result.detail})")
     reasons += run_differences(first, second, *drams, ("fsim", "tsim"))
-    if not report.matched:
+    # After an error only the code and the index are defined (docs/isa.md §3.5).
+    if prog.expect is None and not report.matched:
         stages = ", ".join(f"{stage} at instruction {d.insn}"
                            for stage, d in report.divergences.items())
         reasons.append(f"traces diverge: {stages or report.end_difference}")

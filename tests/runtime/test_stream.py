@@ -6,7 +6,9 @@ from avta.isa.encoding import codec
 from avta.isa.enums import AluOp, MemType, Opcode, PadValue, Stage
 from avta.isa.insn import GemmInsn, MemoryInsn
 from avta.isa.legality import check_program
+from avta.isa.config import load_config
 from avta.runtime.stream import StreamBuilder, StreamError
+from avta.runtime.wellformed import check_wellformed
 from avta.runtime.uop_kernel import Loop, UopKernel
 
 L, C, S = Stage.LOAD, Stage.COMPUTE, Stage.STORE
@@ -170,3 +172,19 @@ def test_pad_value_and_acc8_encode(default_cfg):
     assert (insn.pad_value, insn.y_pad_0, insn.y_pad_1, insn.x_pad_0, insn.x_pad_1) == \
         (PadValue.MIN, 2, 1, 1, 2)
     assert insn.rows == 6 * 5
+
+
+def test_a_refused_push_leaves_the_builder_consistent():
+    """A push refused for overflow (rule (b)) is not half-recorded: the builder goes on, and its
+    closing sequence pops exactly the tokens that were pushed (issue 12: a half-recorded push
+    made finish() pop one token too many, a deadlock)."""
+    b = StreamBuilder(load_config("tight"))         # 2-bit counters: at most 3 tokens
+    for _ in range(3):
+        b.dep_push(Stage.LOAD, Stage.COMPUTE)
+    with pytest.raises(StreamError, match="at most 3"):
+        b.dep_push(Stage.LOAD, Stage.COMPUTE)
+    for _ in range(3):
+        b.dep_pop(Stage.LOAD, Stage.COMPUTE)
+    b.dep_push(Stage.COMPUTE, Stage.LOAD)       # the load stage waits for those pops
+    b.dep_pop(Stage.COMPUTE, Stage.LOAD)
+    assert check_wellformed(b.finish()) == []
