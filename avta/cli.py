@@ -178,6 +178,27 @@ def build_parser():
                    help="tsim cycle limit (status timeout when reached)")
     p.add_argument("--strict", action="store_true",
                    help="fsim: stop with error 10 on an out-of-range scratchpad index")
+    p.add_argument("--base", action="append", metavar="KEY=ADDR",
+                   help="set a base register (KEY: UOP, INP, WGT, ACC or OUT; ADDR in "
+                        "0..2^32-1, 0x... accepted); repeat for several (default: all 0)")
+    # Parsed by avta.sim.exec_cmd, so that a bad value is one message naming its option.
+    knobs = p.add_argument_group(
+        "tsim's memory timing", "Seeded timing of tsim's AXI memory (default: one-cycle "
+        "latency, no reordering, no backpressure); flags override --knobs.")
+    knobs.add_argument("--knobs", metavar="FILE.json",
+                       help="memory knobs as JSON (MemoryKnobs.to_dict(), or a fuzz "
+                            "failure.json)")
+    knobs.add_argument("--seed", metavar="S", help="seed of every random choice (default 1)")
+    knobs.add_argument("--latency", metavar="N|MIN-MAX",
+                       help="read latency in cycles, fixed or uniform in MIN..MAX (default 1)")
+    knobs.add_argument("--outstanding", metavar="N",
+                       help="read bursts accepted before the first answer (default 8)")
+    knobs.add_argument("--reorder", action=argparse.BooleanOptionalAction, default=None,
+                       help="answer ready reads of different clients in random order")
+    knobs.add_argument("--backpressure", metavar="P",
+                       help="probability 0..0.9 of holding each READY/VALID low (default 0)")
+    knobs.add_argument("--write-latency", metavar="N",
+                       help="cycles from a write burst's last beat to its response (default 1)")
     p.set_defaults(run=_lazy("avta.sim.exec_cmd", "cmd_exec"))
 
     p = sub.add_parser("trace-diff", help="find where two traces diverge",

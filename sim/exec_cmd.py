@@ -10,10 +10,20 @@ to ``-o``; the last line printed is :meth:`RunResult.summary`; a run that does n
 also says why on stderr. ``--trace T`` writes the run's trace (:mod:`avta.sim.trace.schema`) in
 ``--trace-mode`` on either target; on tsim it uses a build of the design with trace ports.
 
+``--base KEY=ADDR`` (repeatable) sets a base register (docs/isa.md §3, DRAM addresses); the others
+stay 0. A misaligned base is not refused here: the run ends with error 11 as on the device.
+tsim's AXI memory takes its timing (:class:`~avta.sim.memory_knobs.MemoryKnobs`) from
+``--knobs FILE.json`` and the flags ``--seed``, ``--latency N|MIN-MAX``, ``--outstanding``,
+``--[no-]reorder``, ``--backpressure`` and ``--write-latency``, each overriding the file's
+field; without any it is the plain timing, ``MemoryKnobs()``. fsim has no memory timing: knobs
+other than the defaults with ``--target fsim`` are a usage error.
+
 Exit status: 0 when the run ends ``ok``, 1 when it ends ``error``, ``deadlock`` or ``timeout``,
 2 when the command itself is wrong (bad arguments, unreadable image).
 """
 
+import dataclasses
+import json
 import sys
 from pathlib import Path
 
@@ -22,11 +32,13 @@ import numpy as np
 from avta.errors import UserError, check_output_file, read_input
 from avta.isa.config import load_config
 from avta.isa.encoding import INSN_BYTES
-from avta.isa.memories import DRAM_PAGE_BYTES
+from avta.isa.memories import BASE_KEYS, DRAM_PAGE_BYTES
+from avta.sim.memory_knobs import MemoryKnobs
 
-__all__ = ["cmd_exec", "load_image"]
+__all__ = ["cmd_exec", "load_image", "memory_knobs", "base_registers"]
 
 _MAX_DRAM = 1 << 32       # 32-bit AXI addresses
+_MAX_SEED = (1 << 64) - 1  # tsim's memory model takes a 64-bit seed
 
 
 def load_image(path, dram_size=None, *, say=None):
@@ -71,10 +83,132 @@ def _check_args(args):
 DEFAULT_MAX_CYCLES = 100_000_000
 
 
-def _simulator(cfg, args):
+def _integer(text, option, low=None, high=None):
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise UserError(f"{option} {text!r} is not an integer (decimal, or 0x... for "
+                        f"hexadecimal)") from None
+    if low is not None and not low <= value <= high:
+        raise UserError(f"{option} {text} must be in {low}..{high:#x}")
+    return value
+
+
+def _latency(text):
+    """``N`` → ``(N, N)``, ``MIN-MAX`` → ``(MIN, MAX)``."""
+    parts = text.split("-")
+    try:
+        if len(parts) > 2:
+            raise ValueError
+        values = [int(part.strip(), 0) for part in parts]
+    except ValueError:
+        raise UserError(f"--latency {text!r}: give N (a fixed latency) or MIN-MAX (uniform "
+                        f"between them), whole cycles, e.g. --latency 30-40") from None
+    return (values[0], values[-1])
+
+
+def _probability(text):
+    try:
+        return float(text)
+    except ValueError:
+        raise UserError(f"--backpressure {text!r} is not a number; give a probability "
+                        f"such as 0.3") from None
+
+
+#: The memory-knob flags: (option, MemoryKnobs field, parser of its text).
+_KNOB_FLAGS = [
+    ("--seed", "seed", lambda text: _integer(text, "--seed", 0, _MAX_SEED)),
+    ("--latency", "latency", _latency),
+    ("--outstanding", "outstanding", lambda text: _integer(text, "--outstanding")),
+    ("--reorder", "reorder", bool),
+    ("--backpressure", "backpressure", _probability),
+    ("--write-latency", "write_latency", lambda text: _integer(text, "--write-latency")),
+]
+
+
+def _knobs_file(path):
+    """The knobs of ``--knobs FILE``: an object of :meth:`MemoryKnobs.to_dict` fields (those
+    left out keep their defaults), or a fuzz failure.json, whose ``memory_knobs`` it takes."""
+    text = read_input(path, "--knobs file")
+    try:
+        values = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise UserError(f"--knobs file {path!r} is not JSON: {error}") from None
+    if isinstance(values, dict) and isinstance(values.get("memory_knobs"), dict):
+        values = values["memory_knobs"]
+    if not isinstance(values, dict):
+        raise UserError(f"--knobs file {path!r} must hold a JSON object of memory knobs, "
+                        f"e.g. {json.dumps(MemoryKnobs().to_dict())}")
+    defaults = MemoryKnobs()
+    for name, value in values.items():
+        want = type(getattr(defaults, name, None))
+        ok = {int: _is_int(value), bool: isinstance(value, bool), tuple: (
+                  isinstance(value, list) and len(value) == 2 and all(map(_is_int, value))),
+              float: _is_int(value) or isinstance(value, float)}.get(want, True)
+        if not ok:
+            raise UserError(f"--knobs file {path!r}: {name} {json.dumps(value)} has the wrong "
+                            f"type; the default is {json.dumps(defaults.to_dict()[name])}")
+    try:
+        knobs = MemoryKnobs.from_dict(values)
+    except ValueError as error:
+        raise UserError(f"--knobs file {path!r}: {error}") from None
+    if not 0 <= knobs.seed <= _MAX_SEED:
+        raise UserError(f"--knobs file {path!r}: seed {knobs.seed} must be in "
+                        f"0..{_MAX_SEED:#x}")
+    return knobs
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def memory_knobs(args):
+    """The :class:`MemoryKnobs` of tsim's memory: ``--knobs``'s (or the defaults), with each
+    knob flag given overriding its field. A bad value is a :class:`UserError` naming its
+    option; so are knobs other than the defaults on fsim, which has no memory timing."""
+    knobs = MemoryKnobs() if args.knobs is None else _knobs_file(args.knobs)
+    given = ["--knobs"] if args.knobs is not None else []
+    for option, field, parse in _KNOB_FLAGS:
+        text = getattr(args, field)
+        if text is None:
+            continue
+        given.append(option if text is not False else "--no-reorder")
+        try:
+            knobs = dataclasses.replace(knobs, **{field: parse(text)})
+        except ValueError as error:
+            raise UserError(f"{option} {text}: {error}") from None
+    if args.target != "tsim" and knobs != MemoryKnobs():
+        raise UserError(f"{', '.join(given)} set tsim's memory timing; fsim has none: give "
+                        f"--target tsim, or leave them out")
+    return knobs
+
+
+def base_registers(texts):
+    """The ``bases`` of a run from ``--base KEY=ADDR`` texts: KEY one of
+    :data:`~avta.isa.memories.BASE_KEYS` (any case, ``_BASE`` may follow), ADDR a 32-bit
+    address. Alignment is the run's business (error 11)."""
+    bases = {}
+    for text in texts or ():
+        key, sep, addr = text.partition("=")
+        name = key.strip().upper().removesuffix("_BASE")
+        if not sep or not addr.strip():
+            raise UserError(f"--base {text!r}: give KEY=ADDR, e.g. --base INP=0x2000")
+        if name not in BASE_KEYS:
+            raise UserError(f"--base {text!r}: unknown base register {key.strip()!r}; the base "
+                            f"registers are {', '.join(BASE_KEYS)}")
+        if name in bases:
+            raise UserError(f"--base {text!r}: {name}_BASE is already set (to "
+                            f"0x{bases[name]:x}); give each base register once")
+        bases[name] = _integer(addr.strip(), f"--base {name}", 0, _MAX_DRAM - 1)
+    return bases
+
+
+def _simulator(cfg, args, knobs):
     if args.target == "tsim":
         from avta.sim.tsim.driver import Tsim
-        return Tsim(cfg, trace=bool(args.trace)), \
+        sim = Tsim(cfg, trace=bool(args.trace))
+        sim.set_knobs(knobs)
+        return sim, \
             {"max_cycles": DEFAULT_MAX_CYCLES if args.max_cycles is None else args.max_cycles}
     from avta.sim.fsim import Fsim
     return Fsim(cfg, strict=args.strict), {}
@@ -84,16 +218,18 @@ def cmd_exec(args):
     """Handler of ``avta exec``; returns the exit status described in the module docstring."""
     cfg = load_config(args.config)
     _check_args(args)
+    knobs = memory_knobs(args)
+    bases = base_registers(args.base)
     dram = load_image(args.image, args.dram_size,
                       say=lambda line: print(f"avta exec: {line}", file=sys.stderr))
-    sim, options = _simulator(cfg, args)
+    sim, options = _simulator(cfg, args, knobs)
     buffer = np.frombuffer(dram, dtype=np.uint8)
     if args.trace:
         from avta.sim.trace.record import record_trace
         result = record_trace(args.trace, sim, buffer, args.insn_addr, args.insn_count,
-                              mode=args.trace_mode or "arch", **options)
+                              mode=args.trace_mode or "arch", bases=bases, **options)
     else:
-        result = sim.run(buffer, args.insn_addr, args.insn_count, **options)
+        result = sim.run(buffer, args.insn_addr, args.insn_count, bases=bases, **options)
 
     if args.output:
         Path(args.output).write_bytes(dram)
