@@ -29,7 +29,7 @@ from .program import Program
 from .tokens import TokenError, TokenLedger, pop_flag, push_flag, token_queue
 from .uop_kernel import KernelError, UopCache, UopKernel
 
-__all__ = ["StreamBuilder", "StreamError"]
+__all__ = ["StreamBuilder", "StreamError", "noop_insn"]
 
 L, C, S = Stage.LOAD, Stage.COMPUTE, Stage.STORE
 
@@ -38,7 +38,7 @@ class StreamError(ValueError):
     """A request the builder refuses: it would make an ill-formed or unencodable program."""
 
 
-def _nop(stage):
+def noop_insn(stage):
     """A token-only instruction of ``stage`` (x_size 0), encoded as upstream's ``PushNoop``."""
     if stage == L:
         return MemoryInsn(opcode=Opcode.LOAD, memory_type=MemType.INP)
@@ -107,7 +107,7 @@ class StreamBuilder:
 
     def nop(self, stage):
         """Emit a token-only no-op of ``stage`` (pending pops attach to it); its index."""
-        return self._emit(_nop(Stage(stage)))
+        return self._emit(noop_insn(Stage(stage)))
 
     def raw(self, insn):
         """Emit ``insn`` exactly as given (pending pops still attach to it); its index.
@@ -133,7 +133,7 @@ class StreamBuilder:
         """The next instruction of stage ``to`` waits for (and takes) a token of ``frm → to``."""
         frm, to = token_queue(frm, to)       # refuses a pair that is not a token queue
         if (frm, to) in self._pending[to]:
-            self._emit(_nop(to))
+            self._emit(noop_insn(to))
         if self._ledger.outstanding(frm, to) <= 0:
             raise StreamError(
                 f"dep_pop({frm.name}, {to.name}) has no token to take: every "
@@ -151,10 +151,10 @@ class StreamBuilder:
         frm, to = token_queue(frm, to)
         flag = push_flag(frm, to)
         if self._pending[frm]:
-            self._emit(_nop(frm))       # the pending pop must come before the push
+            self._emit(noop_insn(frm))       # the pending pop must come before the push
         last = self._ledger.last(frm)
         if last is None or getattr(self._insns[last], flag):
-            last = self._emit(_nop(frm))
+            last = self._emit(noop_insn(frm))
         try:
             self._ledger.push(last, frm, to, keep_overflow=False)
         except TokenError as error:
@@ -332,9 +332,9 @@ class StreamBuilder:
             for q in queues:
                 if self._ledger.outstanding(*q) - (q in self._pending[C]) > 0:
                     self.dep_pop(*q)
-            self._emit(_nop(C))
+            self._emit(noop_insn(C))
         if self._pending[C]:
-            self._emit(_nop(C))
+            self._emit(noop_insn(C))
         self._emit(finish_insn())
         self._finished = True
         return Program(self._cfg, tuple(self._insns), tuple(self._uops),

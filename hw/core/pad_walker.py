@@ -28,6 +28,8 @@ class PadWalker(wiring.Component):
         The LOAD's fields (docs/isa.md §2). ``x_size`` is non-zero.
     hold : In(1)
         The write port is taken this cycle; ``wr_valid`` then does not advance.
+    cancel : In(1)
+        The LOAD has ended early (an error, docs/isa.md §3.5): write no more and go idle.
     wr_valid : Out(1)
         Write the pad value to row ``wr_addr`` this cycle (when ``hold`` is low).
     wr_addr : Out(16)
@@ -45,6 +47,7 @@ class PadWalker(wiring.Component):
     y_pad_1: In(formats.PAD_BITS)
     start: In(1)
     hold: In(1)
+    cancel: In(1)
     wr_valid: Out(1)
     wr_addr: Out(formats.SRAM_ADDR_BITS)
     busy: Out(1)
@@ -83,6 +86,12 @@ class PadWalker(wiring.Component):
                          left.eq(self.y_pad_1 * width)]
             m.next = "BOTTOM"
 
+        def cancelled():
+            """An aborted LOAD ends with pad rows left, which must not be written in the next
+            instruction's (or run's) time. Called last in a state, so it overrides the rest."""
+            with m.If(self.cancel):
+                m.next = "IDLE"
+
         with m.FSM(name="pad"):
             with m.State("IDLE"):
                 with m.If(self.start):
@@ -97,6 +106,7 @@ class PadWalker(wiring.Component):
                         enter_row(0, self.sram_base + self.y_pad_0 * width)
                     with m.Else():
                         enter_bottom()
+                cancelled()
             with m.State("LEFT"):
                 m.d.comb += [self.busy.eq(1), self.wr_valid.eq(1)]
                 with m.If(write):
@@ -108,16 +118,19 @@ class PadWalker(wiring.Component):
                             m.next = "RIGHT"
                         with m.Else():
                             enter_row(y + 1, row_start + width)
+                cancelled()
             with m.State("RIGHT"):
                 m.d.comb += [self.busy.eq(1), self.wr_valid.eq(1)]
                 with m.If(write):
                     m.d.sync += [addr.eq(addr + 1), left.eq(left - 1)]
                     with m.If(seg_end):
                         enter_row(y + 1, row_start + width)
+                cancelled()
             with m.State("BOTTOM"):
                 m.d.comb += [self.busy.eq(1), self.wr_valid.eq(left != 0)]
                 with m.If(write):
                     m.d.sync += [addr.eq(addr + 1), left.eq(left - 1)]
                 with m.If((left == 0) | (write & seg_end)):
                     m.next = "IDLE"
+                cancelled()
         return m

@@ -234,6 +234,8 @@ class TensorLoad(wiring.Component):
                 with m.If(requested & ~issued & (outstanding == 0) & (~pad.busy | stop)):
                     m.next = "DONE"
             with m.State("DONE"):
-                m.d.comb += [self.done.eq(1), self.err.eq(err)]
+                # A LOAD stopped by an error ends with pad rows unwritten: drop them (a normal
+                # LOAD waits for the walker, which is idle by now).
+                m.d.comb += [self.done.eq(1), self.err.eq(err), pad.cancel.eq(1)]
                 m.next = "IDLE"
         return m

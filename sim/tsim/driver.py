@@ -116,8 +116,9 @@ class Tsim:
         return self._handle
 
     def reset(self):
-        """Reset the design (scratchpads and registers back to zero) and empty the memory
-        model, as at construction."""
+        """Reset the design (scratchpads and registers back to zero: the Verilated model is
+        made anew unless a waveform is being written) and empty the memory model, as at
+        construction."""
         self._lib.tsim_reset(self._live())
         self._unfinished = False
 

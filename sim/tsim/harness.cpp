@@ -340,8 +340,23 @@ void* tsim_create(const char* wave_path) {
 
 // Reset the design and forget every transaction the memory model holds: after a run that hit the
 // cycle limit the core may still be working, and a new launch would be ignored while it is busy.
+// The model is made anew, so the scratchpads are zero as docs/isa.md §3 says they are after reset
+// (a reset signal clears registers, not memories); with a waveform open it keeps the model and
+// only pulses reset, so the waveform goes on.
 void tsim_reset(void* handle) {
-    static_cast<Tsim*>(handle)->reset();
+    auto* sim = static_cast<Tsim*>(handle);
+#ifdef TSIM_TRACE
+    const bool fresh = !sim->fst;
+#else
+    const bool fresh = true;
+#endif
+    if (fresh) {
+        sim->top->final();
+        sim->top.reset();
+        sim->ctx = std::make_unique<VerilatedContext>();
+        sim->top = std::make_unique<Vvta_top>(sim->ctx.get());
+    }
+    sim->reset();
 }
 
 void tsim_destroy(void* handle) {

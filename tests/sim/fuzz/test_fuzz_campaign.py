@@ -43,26 +43,36 @@ def test_long_campaign(tmp_path, config, count):
     assert summary.ok, summary.format()
 
 
-def test_a_planted_bug_is_caught_and_saved_for_replay(tmp_path):
+def test_a_planted_bug_is_caught_shrunk_and_saved_for_replay(tmp_path):
     summary = fuzz(load_config("tiny"), 10, seed=0, out_dir=tmp_path,
                    faults={"gemm-acc-index"})
     assert not summary.ok
     failure = summary.failures[0]
     assert failure.folder.parent == tmp_path
+    run_files = {"image.bin", "program.jsonl", "fsim.trace", "tsim.trace", "diff.txt"}
     names = {p.name for p in failure.folder.iterdir()}
-    assert names == {"image.bin", "program.jsonl", "fsim.trace", "tsim.trace", "diff.txt",
-                     "failure.json", "replay.sh"}
+    assert names == run_files | {"failure.json", "replay.sh", "knobs.json", "original"}
+    assert {p.name for p in (failure.folder / "original").iterdir()} == run_files
     saved = json.loads((failure.folder / "failure.json").read_text())
-    assert saved["seed"] == failure.seed and saved["reasons"] == failure.reasons
+    assert saved["seed"] == failure.seed
+    assert saved["shrunk"]["original_reasons"] == failure.reasons
+    # Shrunk to the GEMM that shows the bug, among the no-ops that keep the tokens.
+    assert saved["insn_count"] == saved["shrunk"]["to_insns"] < saved["shrunk"]["from_insns"]
+    ops = [json.loads(line) for line in (failure.folder / "program.jsonl").read_text().splitlines()]
+    work = [op for op in ops if op["op"] in ("GEMM", "ALU") or op.get("x_size")]
+    assert [op["op"] for op in work] == ["GEMM"], work
     assert "compute  DIVERGES at instruction" in (failure.folder / "diff.txt").read_text()
     # The saved image replays through avta exec on both targets, and the correct design
     # agrees with fsim on it: the bug was in the design, not in the program.
     args = ["--config", "tiny", "--image", str(failure.folder / "image.bin"),
             "--insn-addr", hex(saved["insn_addr"]), "--insn-count", str(saved["insn_count"]),
             "--dram-size", str(saved["dram_size"])]
+    for key, value in saved["bases"].items():
+        args += ["--base", f"{key}={value}"]
     traces = [tmp_path / "replay-fsim.trace", tmp_path / "replay-tsim.trace"]
     for target, trace in zip(("fsim", "tsim"), traces):
-        assert main(["exec", "--target", target, "--trace", str(trace), *args]) == 0
+        knobs = ["--knobs", str(failure.folder / "knobs.json")] if target == "tsim" else []
+        assert main(["exec", "--target", target, "--trace", str(trace), *args, *knobs]) == 0
     assert main(["trace-diff", *map(str, traces)]) == 0
 
 

@@ -242,3 +242,59 @@ def test_an_error_beside_long_transfers_leaves_the_bus_clean(cfg, seed):
     short = [load_uop(), alu(alu_opcode=AluOp.ADD, use_imm=1, imm=5), finish()]
     again = sim.run(image(cfg, short, [Uop(0, 0, 0)]), INSN_ADDR, len(short))
     assert again.status == "ok" and again.counters["ALU_STEPS"] == 1
+
+
+def test_a_load_stopped_by_an_error_writes_no_pad_row_into_the_next_run(cfg):
+    """Found by the fuzzer's "tsim reused after an error" corner (issue 12): a LOAD stopped by
+    error 9 left its pad walker busy, and the walker went on writing the LOAD's pad rows while
+    the next program ran, over rows that program had loaded. The next run's trace must show
+    exactly fsim's writes."""
+    from avta.sim.trace.diff import diff_files
+    from avta.sim.trace.record import record_trace
+    import tempfile
+    from pathlib import Path
+    width = 16                              # x_pad_0 15 + x_size 1: 15 × 16 top pad rows
+    failing = [MemoryInsn(opcode=Opcode.LOAD, memory_type=MemType.INP, dram_base=1 << 24,
+                          y_size=1, x_size=1, x_stride=1, y_pad_0=15, x_pad_0=15), finish()]
+    sim = Tsim(cfg, trace=True)
+    tres = sim.run(image(cfg, failing), INSN_ADDR, len(failing), max_cycles=100_000)
+    assert (tres.status, tres.error_code, tres.error_insn) == ("error", 9, 0)
+    assert 15 * width <= cfg.inp_depth
+    # The next program loads the rows the walker had left and hands them to compute.
+    rows = min(cfg.inp_depth, 15 * width)
+    nxt = [MemoryInsn(opcode=Opcode.LOAD, memory_type=MemType.INP, dram_base=0, y_size=1,
+                      x_size=rows, x_stride=rows, push_next=1),
+           MemoryInsn(opcode=Opcode.LOAD, memory_type=MemType.UOP, pop_prev=1), finish()]
+    with tempfile.TemporaryDirectory() as scratch:
+        traces = [Path(scratch) / "fsim.trace", Path(scratch) / "tsim.trace"]
+        for trace, target in zip(traces, (Fsim(cfg), sim)):
+            dram = image(cfg, nxt)
+            dram[:rows * cfg.inp_elem_bytes] = 7
+            assert record_trace(trace, target, dram, INSN_ADDR, len(nxt)).status == "ok"
+        report = diff_files(*traces)
+    assert report.matched, report.format()
+
+
+def test_a_reset_leaves_every_scratchpad_zero(cfg):
+    """docs/isa.md §3: scratchpads are zero after reset. Tsim.reset() (after a timeout or a
+    deadlock, and before each run of a shrinking fuzz failure) used to pulse the reset signal
+    only, which clears registers but not memories: a micro-op or ACC row from before survived."""
+    acc = [MemoryInsn(opcode=Opcode.LOAD, memory_type=MemType.ACC, dram_base=0, y_size=1,
+                      x_size=1, x_stride=1), load_uop(), finish()]
+    dram = image(cfg, acc, [Uop(0, 0, 0)])
+    dram[:cfg.acc_elem_bytes] = 0x11
+    sim = Tsim(cfg)
+    assert sim.run(dram, INSN_ADDR, len(acc)).status == "ok"
+    sim.reset()
+    # Store ACC row 0 through an ALU step of micro-op row 0, neither written since the reset.
+    out = 0x8000 // cfg.out_elem_bytes
+    program = [AluInsn(alu_opcode=AluOp.ADD, use_imm=1, imm=1, uop_bgn=0, uop_end=1, iter_out=1,
+                       iter_in=1, push_next=1),
+               MemoryInsn(opcode=Opcode.STORE, memory_type=MemType.OUT, dram_base=out, y_size=1,
+                          x_size=1, x_stride=1, pop_prev=1, push_prev=1),
+               MemoryInsn(opcode=Opcode.LOAD, memory_type=MemType.UOP, pop_next=1), finish()]
+    t_dram, f_dram = image(cfg, program), image(cfg, program)
+    assert sim.run(t_dram, INSN_ADDR, len(program)).status == "ok"
+    assert Fsim(cfg).run(f_dram, INSN_ADDR, len(program)).status == "ok"
+    row = slice(out * cfg.out_elem_bytes, (out + 1) * cfg.out_elem_bytes)
+    assert list(t_dram[row]) == list(f_dram[row]) == [1] * cfg.out_elem_bytes
