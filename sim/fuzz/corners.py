@@ -43,7 +43,7 @@ CORNERS = {
     "token bursts": Corner(
         0.25, "several tokens pushed before any is popped, up to the counter's maximum"),
     "full queue": Corner(
-        0.04, "more than INSN_QUEUE_DEPTH no-ops queued behind a stage that waits on a long GEMM"),
+        0.06, "more than INSN_QUEUE_DEPTH no-ops queued behind a stage that waits on a long GEMM"),
     "stream at DRAM end": Corner(
         0.15, "the instruction stream ends exactly where DRAM ends"),
     "wrap": Corner(

@@ -340,9 +340,7 @@ class _Generator:
         before it goes on) keeps the producer from running further ahead of the consumer than
         it could before, so every later counter stays within its bound (rule (b))."""
         rng, b = self.rng, self.b
-        idle = [(frm, to) for frm, to in ((L, C), (C, L), (C, S), (S, C))
-                if not any(b.ledger.outstanding(*q) or b.pending_pop(*q)
-                           for q in ((frm, to), (to, frm)))]
+        idle = [(frm, to) for frm, to in ((L, C), (C, L), (C, S), (S, C)) if self._quiet(frm, to)]
         if not idle:
             return
         frm, to = rng.choice(idle)
@@ -360,16 +358,27 @@ class _Generator:
             b.dep_push(to, frm)
             b.dep_pop(to, frm)
 
+    def _quiet(self, frm, to):
+        """No token outstanding or about to be popped between ``frm`` and ``to``, either way:
+        an extra push and its pop there pair with each other and with nothing else."""
+        b = self.b
+        return not any(b.ledger.outstanding(*q) or b.pending_pop(*q)
+                       for q in ((frm, to), (to, frm)))
+
     def fill_queue(self, acc_part):
         """A GEMM of thousands of steps, then a stage that waits for it and more no-ops than
-        its instruction queue holds: fetch must stall on the full queue and resume."""
+        its instruction queue holds: fetch must stall on the full queue and resume. Only where
+        the wait's token pairs with nothing else (:meth:`_quiet`)."""
+        stages = [stage for stage in (L, S) if self._quiet(C, stage)]
+        if not stages:
+            return
         rng, (lo, hi) = self.rng, self.parts["acc"][acc_part]
         row = rng.randrange(lo, hi)
         outer = rng.randint(64, 128)
         self.b.gemm(UopKernel([(row, 0, 0)], [Loop(outer), Loop(rng.randint(64, 128))]),
                     reset=True)
         self.valid["acc"][row] = True
-        stage = rng.choice((L, S))
+        stage = stages[0]       # the load stage is quiet less often: take it when it is
         try:
             self.b.dep_push(C, stage)
         except StreamError:
