@@ -220,6 +220,8 @@ def build_parser():
     p.add_argument("--memory", choices=("random", "plain"), default="random",
                    help="tsim's AXI memory: seeded latency, reordering and backpressure "
                         "(random, the default) or one-cycle latency")
+    p.add_argument("--no-shrink", action="store_true",
+                   help="save failing programs as they are, without shrinking them first")
     p.set_defaults(run=_lazy("avta.sim.fuzz.cli", "cmd_fuzz"))
 
     p = sub.add_parser("bench", help="benchmarks that print figures",

@@ -1,4 +1,4 @@
-"""``avta fuzz --config C -n N [--seed S] [-o DIR] [--memory random|plain]``.
+"""``avta fuzz --config C -n N [--seed S] [-o DIR] [--memory random|plain] [--no-shrink]``.
 
 Prints a progress line every 50 programs and each failure as it happens, then the summary
 (programs, instructions, events compared, rate, coverage, failures). Exit status 0 when every
@@ -25,7 +25,7 @@ def cmd_fuzz(args):
           f"AXI {cfg.axi_data_bits}), seeds {args.seed}..{args.seed + args.n - 1}, "
           f"{args.memory} AXI memory", file=sys.stderr)
     summary = fuzz(cfg, args.n, seed=args.seed, out_dir=args.output, memory=args.memory,
-                   config_arg=args.config,
+                   config_arg=args.config, shrink_failures=not args.no_shrink,
                    log=lambda line: print(f"avta fuzz: {line}", file=sys.stderr, flush=True))
     print(summary.format())
     return 0 if summary.ok else 1

@@ -78,10 +78,12 @@ class FuzzSummary:
                  f"{self.events} trace events and {self.cycles} tsim cycles compared in "
                  f"{self.seconds:.1f} s ({rate:.1f} programs/s)"]
         if self.features is not None:
-            from .coverage import ISA_FEATURES
-            missing = sorted(set(ISA_FEATURES) - set(self.features))
-            lines.append(f"coverage: {len(ISA_FEATURES) - len(missing)} of {len(ISA_FEATURES)} "
-                         f"ISA features" + (f" (never: {', '.join(missing)})" if missing else ""))
+            from .coverage import CORNER_FEATURES, ISA_FEATURES, RUN_FEATURES
+            for kind, names in (("ISA features", ISA_FEATURES),
+                                ("corner features", CORNER_FEATURES + RUN_FEATURES)):
+                missing = [name for name in names if not self.features[name]]
+                lines.append(f"coverage: {len(names) - len(missing)} of {len(names)} {kind}"
+                             + (f" (never: {', '.join(missing)})" if missing else ""))
         for failure in self.failures:
             lines.append(f"FAILED seed {failure.seed}: {failure.reasons[0]} (saved in "
                          f"{failure.folder}/)")
