@@ -1,8 +1,8 @@
-"""``avta fuzz``: random well-formed programs agree on fsim and tsim (issue 6).
+"""``avta fuzz``: random well-formed programs agree on fsim and tsim (issues 6 and 12).
 
-The default run covers 200+ programs over three configurations; ``pytest -m slow`` runs a longer
-campaign. A planted bug shows that the comparison can fail and that failures are saved for
-replay.
+The default run covers 300 programs over four configurations; ``pytest -m slow`` runs a longer
+campaign. A planted bug shows that the comparison can fail and that failures are shrunk and
+saved for replay.
 """
 
 import json
@@ -16,8 +16,9 @@ from avta.sim.fuzz.runner import fuzz
 
 pytestmark = pytest.mark.tsim
 
-#: (configuration, programs) of the default run: 220 programs in all.
-CAMPAIGN = [("tiny", 120), ("default", 60), ("wide", 40)]
+#: (configuration, programs) of the default run: 300 programs in all, with their corners and
+#: error paths; ``tight`` has 2-bit token counters and two ACC read ports.
+CAMPAIGN = [("tiny", 120), ("tight", 80), ("default", 60), ("wide", 40)]
 
 
 @pytest.mark.parametrize("config, count", CAMPAIGN)
@@ -36,8 +37,9 @@ def test_campaign_covers_the_isa(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("config, count", [("tiny", 2000), ("default", 500), ("batch2", 300),
-                                           ("rect", 300), ("wide", 300)])
+@pytest.mark.parametrize("config, count", [("tiny", 2000), ("tight", 2000), ("default", 500),
+                                           ("batch2", 300), ("rect", 300), ("wide", 300),
+                                           ("big_acc", 300)])
 def test_long_campaign(tmp_path, config, count):
     summary = fuzz(load_config(config), count, seed=10_000, out_dir=tmp_path)
     assert summary.ok, summary.format()
