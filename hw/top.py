@@ -34,7 +34,8 @@ class VtaTop(wiring.Component):
     def __init__(self, *, cfg, trace=False, faults=()):
         self._cfg = cfg
         self._trace = trace
-        self._core = Core(cfg=cfg, trace=trace, faults=faults)
+        self._faults = check_faults(faults)
+        self._core = Core(cfg=cfg, trace=trace, faults=self._faults)
         self._id_width = id_bits(READ_SLOTS)
         members = {
             "s_axil": In(AxiLiteSignature()),
@@ -53,7 +54,8 @@ class VtaTop(wiring.Component):
         core = m.submodules.core = self._core
         tags = {name: getattr(core, name).signature.tag_shape for name in READ_CLIENTS}
         vme = m.submodules.vme = MemoryEngine(data_bits=self._cfg.axi_data_bits,
-                                              read_clients=tags, read_slots=READ_SLOTS)
+                                              read_clients=tags, read_slots=READ_SLOTS,
+                                              faults=self._faults)
         vcr = m.submodules.vcr = ControlRegisters(cfg=self._cfg)
 
         wiring.connect(m, flipped(self.s_axil), vcr.s_axil)

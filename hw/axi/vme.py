@@ -27,6 +27,7 @@ class MemoryEngine(wiring.Component):
     data_bits : AXI data width (``cfg.axi_data_bits``).
     read_clients : ``{name: tag_shape}``; each becomes a read-client port of that name.
     read_slots : read commands in flight at once (power of two; the AXI ID width is its log2).
+    faults : set of :data:`avta.hw.core.faults.FAULTS` names (tests only).
 
     Ports
     -----
@@ -36,10 +37,11 @@ class MemoryEngine(wiring.Component):
     m_axi : the AXI4 manager port.
     """
 
-    def __init__(self, *, data_bits, read_clients, read_slots=8):
+    def __init__(self, *, data_bits, read_clients, read_slots=8, faults=frozenset()):
         if not read_clients:
             raise ValueError("the memory engine needs at least one read client")
         self._data_bits, self._read_slots = data_bits, read_slots
+        self._faults = faults
         self._read_clients = dict(read_clients)
         self._id_width = id_bits(read_slots)
         members = {name: In(ReadClientSignature(data_bits=data_bits, tag_shape=shape))
@@ -60,7 +62,8 @@ class MemoryEngine(wiring.Component):
                                                   tag_shape=shared_tag_layout(shapes),
                                                   slots=self._read_slots)
         m.submodules.writer = writer = WriteEngine(data_bits=self._data_bits,
-                                                   id_width=self._id_width)
+                                                   id_width=self._id_width,
+                                                   faults=self._faults)
         for index, name in enumerate(self._read_clients):
             wiring.connect(m, arbiter.client(index), flipped(getattr(self, name)))
         wiring.connect(m, arbiter.engine, reader.client)

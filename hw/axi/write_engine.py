@@ -8,20 +8,22 @@ transfer per command follows its last write response, with ``err`` set if any bu
 answered other than OKAY (docs/isa.md §3.5 error 9); a STORE completes then (docs/isa.md §3).
 """
 
-from amaranth import Module, Signal
+from amaranth import Cat, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
 from ..mem_client import ADDR_BITS, WriteClientSignature, beat_count_bits
 from .read_engine import CACHE_NORMAL, MAX_BURST_BEATS, burst_beats
-from .signatures import AxiSignature, Burst, Resp
+from .signatures import PAGE_BYTES, AxiSignature, Burst, Resp
 
 __all__ = ["WriteEngine"]
 
 
 class WriteEngine(wiring.Component):
     """AXI4 AW/W/B channels serving one write client, one command at a time.
+
+    ``faults``: a set of :data:`avta.hw.core.faults.FAULTS` names (tests only).
 
     Ports
     -----
@@ -30,8 +32,9 @@ class WriteEngine(wiring.Component):
     idle : no command in progress.
     """
 
-    def __init__(self, *, data_bits, max_outstanding=16, id_width=1):
+    def __init__(self, *, data_bits, max_outstanding=16, id_width=1, faults=frozenset()):
         self._data_bits, self._max_outstanding = data_bits, max_outstanding
+        self._faults = faults
         super().__init__({
             "client": In(WriteClientSignature(data_bits=data_bits)),
             "m_axi": Out(AxiSignature(data_width=data_bits, id_width=id_width)),
@@ -73,10 +76,14 @@ class WriteEngine(wiring.Component):
         ]
         with m.If(aw_fire):
             m.d.sync += aw_valid.eq(0)
+        aw_next = aw_addr + (aw_burst << log_beat)
+        if "vme-write-page" in self._faults:
+            # Planted bug (avta.hw.core.faults), for testing the verification tools only.
+            page = exact_log2(PAGE_BYTES)
+            aw_next = Cat(aw_next[:page], aw_addr[page:])
         with m.If(load_aw):
             m.d.sync += [aw_valid.eq(1), axi.awaddr.eq(aw_addr), axi.awlen.eq(aw_burst - 1),
-                         aw_addr.eq(aw_addr + (aw_burst << log_beat)),
-                         aw_left.eq(aw_left - aw_burst)]
+                         aw_addr.eq(aw_next), aw_left.eq(aw_left - aw_burst)]
         m.d.sync += bursts_open.eq(bursts_open + load_aw - b_fire)
 
         # -- W: the same split, recomputed, marks the last beat of each burst -----------------

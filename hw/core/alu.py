@@ -83,10 +83,13 @@ class Alu(wiring.Component):
         # -- s0 -----------------------------------------------------------------------------------
         m.submodules.loop = loop = LoopGen(uop_bits=geo["uop"].addr_bits,
                                            offset_bits={"dst": acc_bits, "src": acc_bits,
-                                                        "wgt": 1})
+                                                        "wgt": 1}, faults=self._faults)
         for name in ("uop_bgn", "uop_end", "iter_out", "iter_in", "dst_factor_out",
                      "dst_factor_in", "src_factor_out", "src_factor_in"):
             m.d.comb += getattr(loop, name).eq(getattr(insn, name))
+        if "alu-uop-bgn" in self._faults:
+            # Planted bug (avta.hw.core.faults), for testing the verification tools only.
+            m.d.comb += loop.uop_bgn.eq(insn.uop_bgn[:-1])
         m.d.comb += [loop.start.eq(self.start), loop.abort.eq(self.abort),
                      loop.wgt_factor_out.eq(0), loop.wgt_factor_in.eq(0)]
 

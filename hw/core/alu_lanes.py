@@ -46,7 +46,7 @@ class AluLanes(wiring.Component):
             with m.Case(AluOp.ADD):
                 m.d.comb += [y.eq(a + b) for a, b, y in lanes]
                 if "alu-lane" in self._faults and cfg.block_out > 1:
-                    # Planted bug (avta.hw.core.faults), for testing the trace diff only.
+                    # Planted bug (avta.hw.core.faults), for testing the verification tools only.
                     for r in range(cfg.batch):
                         m.d.comb += self.out[r][1].eq(self.a[r][1] + self.b[r][0])
             with m.Case(AluOp.SHR):

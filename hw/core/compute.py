@@ -54,7 +54,7 @@ class Compute(wiring.Component):
     def __init__(self, *, cfg, faults=frozenset()):
         self._cfg = cfg
         self._faults = faults
-        self._loader = TensorLoad(cfg=cfg, types=COMPUTE_STAGE_TYPES)
+        self._loader = TensorLoad(cfg=cfg, types=COMPUTE_STAGE_TYPES, faults=faults)
         geo = {p: geometry(cfg, p) for p in SCRATCHPADS}
         members = {
             "start": In(1), "abort": In(1), "insn": In(layouts(cfg).insn),

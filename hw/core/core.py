@@ -106,9 +106,10 @@ class Core(wiring.Component):
         self._cfg = cfg
         self._queue_depth = queue_depth
         self._trace = trace
-        self._fetch = Fetch(cfg=cfg, ring=fetch_ring, burst=fetch_burst)
-        self._load = TensorLoad(cfg=cfg, types=LOAD_STAGE_TYPES)
-        self._compute = Compute(cfg=cfg, faults=check_faults(faults))
+        self._faults = faults = check_faults(faults)
+        self._fetch = Fetch(cfg=cfg, ring=fetch_ring, burst=fetch_burst, faults=faults)
+        self._load = TensorLoad(cfg=cfg, types=LOAD_STAGE_TYPES, faults=faults)
+        self._compute = Compute(cfg=cfg, faults=faults)
         members = {
             "launch": In(1), "insn_addr": In(ADDR_BITS), "insn_count": In(INDEX_BITS),
             **{f"{key.lower()}_base": In(ADDR_BITS) for key in BASE_KEYS},
@@ -167,7 +168,7 @@ class Core(wiring.Component):
         run.submodules.fetch = fetch = self._fetch
         run.submodules.load = load = self._load
         run.submodules.compute = compute = self._compute
-        run.submodules.store = store = TensorStore(cfg=cfg)
+        run.submodules.store = store = TensorStore(cfg=cfg, faults=self._faults)
         queues, stages = {}, {}
         for name, port in (("ld", fetch.ld_insn), ("cp", fetch.cp_insn), ("st", fetch.st_insn)):
             run.submodules[f"{name}_insn_q"] = queues[name] = q = InsnQueue(
@@ -177,7 +178,8 @@ class Core(wiring.Component):
             connect(run, queue=q.r, stage=stages[name].insn)
         tokens = {}
         for name in ("l2c", "c2l", "c2s", "s2c"):
-            run.submodules[f"tok_{name}"] = tokens[name] = TokenCounter(cfg=cfg)
+            run.submodules[f"tok_{name}"] = tokens[name] = TokenCounter(cfg=cfg,
+                                                                        faults=self._faults)
 
         # docs/isa.md §3: "prev" of compute is load, "next" is store. Load pops C→L and pushes L→C;
         # store pops C→S and pushes S→C; compute pops L→C, S→C and pushes C→L, C→S.

@@ -1,20 +1,111 @@
 """Planted bugs, for testing the verification tools only (``avta.sim.trace.diff``, the fuzzer).
 
 A test asks the generator for a design with one of these bugs (``top_verilog(cfg,
-faults={"alu-lane"})``) and checks that the trace diff finds it at the right instruction and
-row. No command-line option reaches them: a generated design never has one unless a test asks.
+faults={"alu-lane"})``) and checks that the trace diff or the differential fuzzer finds it. No
+command-line option reaches them: a generated design never has one unless a test asks, and the
+design without faults is exactly the design a build without this module would give.
+
+Each bug is a few lines in its unit, guarded by its name. Most hide in a *corner*: a program
+that stays out of it runs correctly even on the faulty design, so a tool only finds the bug if
+its programs reach the corner (:attr:`Fault.corner`). ``python -m avta.hw.core.faults`` prints
+the table.
 """
 
-__all__ = ["FAULTS", "check_faults", "FAULT_UOP_ROW"]
+from dataclasses import dataclass
+
+__all__ = ["Fault", "FAULTS", "check_faults", "fault_table", "FAULT_UOP_ROW", "FAULT_LOOP_BITS",
+           "FAULT_PAGE_BYTES", "FAULT_STORE_ROWS", "FAULT_STRIDE_BITS", "FAULT_TOKEN_BITS"]
 
 #: The micro-op row whose GEMM steps the ``gemm-acc-index`` fault sends to the wrong ACC row.
 FAULT_UOP_ROW = 1
+#: ``fetch-page`` and ``vme-write-page`` lose the carry out of a page offset this wide.
+FAULT_PAGE_BYTES = 4096
+#: ``load-stride`` keeps this many low bits of ``x_stride``.
+FAULT_STRIDE_BITS = 7
+#: ``store-rows`` counts DRAM rows modulo this many.
+FAULT_STORE_ROWS = 4
+#: ``token-wrap`` keeps this many bits of each token count.
+FAULT_TOKEN_BITS = 2
+#: ``loop-iter`` compares this many low bits of the loop counters with iter_in / iter_out.
+FAULT_LOOP_BITS = 4
 
-#: Name → what the planted bug does.
+
+@dataclass(frozen=True)
+class Fault:
+    """One planted bug.
+
+    Attributes
+    ----------
+    unit : str
+        Where it is (the unit and its source file under ``avta.hw``).
+    description : str
+        What the faulty design does differently.
+    corner : str
+        What a program must do to trigger it (and so to tell the design from fsim).
+    """
+    unit: str
+    description: str
+    corner: str
+
+
+#: Name → the planted bug.
 FAULTS = {
-    "alu-lane": "two-operand ALU ADD: lane 1 of every batch row takes operand B from lane 0",
-    "gemm-acc-index": f"GEMM: steps of the micro-op in uop row {FAULT_UOP_ROW} write ACC row "
-                      f"dst + 1 (an off-by-one ACC index)",
+    "alu-lane": Fault(
+        "ALU lanes (core/alu_lanes.py)",
+        "two-operand ADD: lane 1 of every batch row takes operand B from lane 0",
+        "any two-operand ALU ADD whose source row differs between lanes 0 and 1"),
+    "gemm-acc-index": Fault(
+        "GEMM (core/gemm.py)",
+        f"the steps of the micro-op in uop row {FAULT_UOP_ROW} write ACC row dst + 1 "
+        f"(an off-by-one ACC index)",
+        f"any GEMM that runs the micro-op in uop row {FAULT_UOP_ROW}"),
+    "fetch-page": Fault(
+        "fetch (core/fetch.py)",
+        f"the next read address loses the carry out of its {FAULT_PAGE_BYTES}-byte page "
+        f"offset, so after a page boundary fetch reads the start of the old page again",
+        f"an instruction stream that runs on past a {FAULT_PAGE_BYTES // 1024} KiB page "
+        f"boundary beyond the fetch command (8 instructions) that reaches it"),
+    "load-stride": Fault(
+        "tensor load (core/tensor_load.py)",
+        f"the DRAM step between rows uses only the low {FAULT_STRIDE_BITS} bits of x_stride, "
+        f"so rows after the first are read from the wrong place",
+        f"a LOAD (any memory type) with y_size > 1 and x_stride >= {1 << FAULT_STRIDE_BITS}"),
+    "store-rows": Fault(
+        "tensor store (core/tensor_store.py)",
+        f"the DRAM row address restarts at dram_base every {FAULT_STORE_ROWS} rows (a "
+        f"{FAULT_STORE_ROWS.bit_length() - 1}-bit row count), so rows {FAULT_STORE_ROWS}, "
+        f"{FAULT_STORE_ROWS + 1}, ... overwrite rows 0, 1, ...",
+        f"a STORE with y_size > {FAULT_STORE_ROWS}"),
+    "token-wrap": Fault(
+        "token counters (core/tokens.py)",
+        f"each count wraps modulo {1 << FAULT_TOKEN_BITS} whatever TOKEN_BITS says (no "
+        f"overflow error): a {1 << FAULT_TOKEN_BITS}th pending token empties the counter and "
+        f"its consumer waits for ever (deadlock)",
+        f"{1 << FAULT_TOKEN_BITS} or more tokens pending in one counter (TOKEN_BITS > "
+        f"{FAULT_TOKEN_BITS})"),
+    "vme-write-page": Fault(
+        "memory engine, write side (axi/write_engine.py)",
+        f"the address of the burst after a split at a {FAULT_PAGE_BYTES}-byte boundary keeps "
+        f"the old page, so the second part of the write lands at the start of the first page",
+        f"a STORE row (one write command) that crosses a {FAULT_PAGE_BYTES // 1024} KiB page "
+        f"boundary"),
+    "alu-uop-bgn": Fault(
+        "ALU decode (core/alu.py)",
+        "the ALU takes uop_bgn one bit short (its top bit dropped), so a kernel in the upper "
+        "half of the micro-op scratchpad runs from half the depth lower: the micro-ops below "
+        "it run too",
+        "an ALU whose micro-ops start at uop row >= half the micro-op depth (128 on tiny, 4096 "
+        "on default)"),
+    "loop-iter": Fault(
+        "GEMM/ALU loop nest (core/loop_gen.py)",
+        f"the inner and outer loops end when the low {FAULT_LOOP_BITS} bits of the count match "
+        f"iter_in / iter_out, so a loop of n > {1 << FAULT_LOOP_BITS} iterations runs only "
+        f"n mod {1 << FAULT_LOOP_BITS} of them ({1 << FAULT_LOOP_BITS} when that is 0)",
+        f"a GEMM or ALU with iter_in or iter_out above {1 << FAULT_LOOP_BITS}"),
+    "wgt-base": Fault(
+        "tensor load (core/tensor_load.py)",
+        "a LOAD WGT adds INP_BASE instead of WGT_BASE to its DRAM addresses",
+        "a LOAD WGT while INP_BASE differs from WGT_BASE (non-zero base registers)"),
 }
 
 
@@ -25,3 +116,15 @@ def check_faults(faults):
     if unknown:
         raise ValueError(f"unknown fault(s) {', '.join(unknown)}; known: {', '.join(FAULTS)}")
     return faults
+
+
+def fault_table():
+    """The planted bugs as a Markdown table (name, unit, corner, what the bug does)."""
+    lines = ["| fault | unit | triggered by | what it does |", "| --- | --- | --- | --- |"]
+    lines += [f"| `{name}` | {f.unit} | {f.corner} | {f.description} |"
+              for name, f in FAULTS.items()]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(fault_table())

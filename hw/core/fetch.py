@@ -15,7 +15,7 @@ dispatched, so a later decode error is still found, as fsim finds it by checking
 stream before it starts.
 """
 
-from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -27,6 +27,7 @@ from avta.isa.enums import ErrorCode, Stage
 
 from ..mem_client import ADDR_BITS, ReadClientSignature
 from .decode import InsnDecode
+from .faults import FAULT_PAGE_BYTES
 from .queue import INDEX_BITS, entry_layout
 from .row_writer import RowWriter
 
@@ -45,6 +46,7 @@ class Fetch(wiring.Component):
         Instructions buffered between memory and dispatch (a power of two).
     burst : int
         Most instructions one read command asks for (at most ``ring``).
+    faults : set of :data:`avta.hw.core.faults.FAULTS` names (tests only)
 
     Ports
     -----
@@ -65,12 +67,13 @@ class Fetch(wiring.Component):
         No read command is outstanding.
     """
 
-    def __init__(self, *, cfg, ring=32, burst=8):
+    def __init__(self, *, cfg, ring=32, burst=8, faults=frozenset()):
         if ring < 2 or ring & (ring - 1):
             raise ValueError(f"ring must be a power of two >= 2, not {ring!r}")
         if not 1 <= burst <= ring:
             raise ValueError(f"burst must be in 1..ring ({ring}), not {burst!r}")
         self._cfg, self._ring, self._burst = cfg, ring, burst
+        self._faults = faults
         bus = cfg.axi_data_bytes
         self._lanes = max(1, bus // INSN_BYTES)
         self._tag = data.StructLayout({"row": exact_log2(ring),
@@ -122,9 +125,13 @@ class Fetch(wiring.Component):
             cmd.payload.tag.skip.eq(skip),
             cmd.payload.tag.count.eq(n),
         ]
+        next_addr = fetch_addr + (n << _LOG_INSN_BYTES)
+        if "fetch-page" in self._faults:
+            # Planted bug (avta.hw.core.faults), for testing the verification tools only.
+            page = exact_log2(FAULT_PAGE_BYTES)
+            next_addr = Cat(next_addr[:page], fetch_addr[page:])
         with m.If(cmd.valid & cmd.ready):
-            m.d.sync += [fetched.eq(fetched + n),
-                         fetch_addr.eq(fetch_addr + (n << _LOG_INSN_BYTES))]
+            m.d.sync += [fetched.eq(fetched + n), fetch_addr.eq(next_addr)]
 
         # Beats asked for and not yet taken: at most `ring` instructions are in flight, and each
         # command may carry up to two beats more than its instructions fill (an unaligned start).

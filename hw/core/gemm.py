@@ -82,7 +82,7 @@ class Gemm(wiring.Component):
         m.submodules.loop = loop = LoopGen(
             uop_bits=geo["uop"].addr_bits,
             offset_bits={"dst": geo["acc"].addr_bits, "src": geo["inp"].addr_bits,
-                         "wgt": geo["wgt"].addr_bits})
+                         "wgt": geo["wgt"].addr_bits}, faults=self._faults)
         for name in ("uop_bgn", "uop_end", "iter_out", "iter_in", "dst_factor_out",
                      "dst_factor_in", "src_factor_out", "src_factor_in", "wgt_factor_out",
                      "wgt_factor_in"):
@@ -101,7 +101,7 @@ class Gemm(wiring.Component):
         acc_idx1 = Signal(geo["acc"].addr_bits)
         acc_index = uop.dst_idx + off1["dst"]
         if "gemm-acc-index" in self._faults:
-            # Planted bug (avta.hw.core.faults), for testing the trace diff only.
+            # Planted bug (avta.hw.core.faults), for testing the verification tools only.
             uop1 = Signal.like(loop.uop)
             m.d.sync += uop1.eq(loop.uop)
             acc_index = acc_index + (uop1 == FAULT_UOP_ROW)

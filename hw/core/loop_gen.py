@@ -12,6 +12,8 @@ from amaranth.lib.wiring import In, Out
 
 from avta.isa import formats
 
+from .faults import FAULT_LOOP_BITS
+
 __all__ = ["LoopGen", "instruction_control"]
 
 _OPERANDS = ("dst", "src", "wgt")
@@ -26,6 +28,7 @@ class LoopGen(wiring.Component):
         ``log2`` of the micro-op buffer depth (U of docs/isa.md §2).
     offset_bits : dict
         Width of the dst, src and wgt offsets (the log2 depth each one indexes).
+    faults : set of :data:`avta.hw.core.faults.FAULTS` names (tests only)
 
     Ports
     -----
@@ -44,8 +47,9 @@ class LoopGen(wiring.Component):
         empty, docs/isa.md §3.3) and no step will come.
     """
 
-    def __init__(self, *, uop_bits, offset_bits):
+    def __init__(self, *, uop_bits, offset_bits, faults=frozenset()):
         self._uop_bits = uop_bits
+        self._faults = faults
         self._offset_bits = dict(offset_bits)
         members = {
             "start": In(1), "advance": In(1), "abort": In(1),
@@ -71,6 +75,10 @@ class LoopGen(wiring.Component):
         end_uop = self.uop + 1 == self.uop_end
         end_in = i_in + 1 == self.iter_in
         end_out = i_out + 1 == self.iter_out
+        if "loop-iter" in self._faults:
+            # Planted bug (avta.hw.core.faults), for testing the verification tools only.
+            end_in = (i_in + 1)[:FAULT_LOOP_BITS] == self.iter_in[:FAULT_LOOP_BITS]
+            end_out = (i_out + 1)[:FAULT_LOOP_BITS] == self.iter_out[:FAULT_LOOP_BITS]
         m.d.comb += self.last.eq(end_uop & end_in & end_out)
 
         with m.If(self.start):

@@ -25,6 +25,7 @@ from avta.isa.memories import LOADABLE, elem_bytes, memory, stage_types
 from avta.isa.layout import layouts
 
 from ..mem_client import ADDR_BITS, ReadClientSignature, beat_count_bits
+from .faults import FAULT_STRIDE_BITS
 from .pad_walker import PadWalker
 from .row_writer import RowWriter, ones
 from .sram import geometry, write_signature
@@ -53,6 +54,11 @@ def count_layout():
 class TensorLoad(wiring.Component):
     """LOAD execution for the memory types ``types``.
 
+    Parameters
+    ----------
+    types : the memory types it loads
+    faults : set of :data:`avta.hw.core.faults.FAULTS` names (tests only)
+
     Ports
     -----
     start : In(1)
@@ -75,13 +81,14 @@ class TensorLoad(wiring.Component):
         Bytes moved per row command, for the byte counters.
     """
 
-    def __init__(self, *, cfg, types):
+    def __init__(self, *, cfg, types, faults=frozenset()):
         types = tuple(MemType(t) for t in types)
         if not types or any(t not in LOADABLE for t in types):
             raise ValueError(f"a load unit serves {', '.join(t.name for t in LOADABLE)}, "
                              f"not {types!r}")
         self._cfg = cfg
         self._types = types
+        self._faults = faults
         self._pads = tuple(dict.fromkeys(memory(cfg, t).scratchpad.name for t in types))
         self._bases = tuple(dict.fromkeys(_base_port(cfg, t) for t in types))
         bus = cfg.axi_data_bytes
@@ -117,9 +124,13 @@ class TensorLoad(wiring.Component):
         base = Signal(ADDR_BITS)
         narrow = Signal()                         # an element spans whole beats
         for t in self._types:
+            base_port = _base_port(cfg, t)
+            if "wgt-base" in self._faults and t == MemType.WGT and "inp_base" in self._bases:
+                # Planted bug (avta.hw.core.faults), for testing the verification tools only.
+                base_port = "inp_base"
             with m.If(mtype == t):
                 m.d.comb += [log_elem.eq(exact_log2(elem_bytes(cfg, t))),
-                             base.eq(getattr(self, _base_port(cfg, t))),
+                             base.eq(getattr(self, base_port)),
                              narrow.eq(elem_bytes(cfg, t) >= bus)]
 
         # -- row commands ---------------------------------------------------------------------
@@ -227,8 +238,12 @@ class TensorLoad(wiring.Component):
             with m.State("RUN"):
                 m.d.comb += [self.busy.eq(1),
                              cmd.valid.eq((y < insn.y_size) & (~stop | offered))]
+                stride = insn.x_stride
+                if "load-stride" in self._faults:
+                    # Planted bug (avta.hw.core.faults), for testing the verification tools only.
+                    stride = insn.x_stride[:FAULT_STRIDE_BITS]
                 with m.If(issued):
-                    m.d.sync += [y.eq(y + 1), addr.eq(addr + (insn.x_stride << log_elem)),
+                    m.d.sync += [y.eq(y + 1), addr.eq(addr + (stride << log_elem)),
                                  dest.eq(dest + width)]
                 requested = (y == insn.y_size) | (stop & ~offered)
                 with m.If(requested & ~issued & (outstanding == 0) & (~pad.busy | stop)):

@@ -24,6 +24,7 @@ from avta.isa.enums import MemType
 from avta.isa.layout import layouts
 
 from ..mem_client import ADDR_BITS, WriteClientSignature
+from .faults import FAULT_STORE_ROWS
 from .sram import geometry, read_signature
 from .tensor_load import count_layout
 
@@ -35,6 +36,8 @@ _QUEUE_DEPTH = 4
 
 class TensorStore(wiring.Component):
     """STORE execution.
+
+    ``faults``: a set of :data:`avta.hw.core.faults.FAULTS` names (tests only).
 
     Ports
     -----
@@ -57,8 +60,9 @@ class TensorStore(wiring.Component):
         Bytes stored per row command (OUT_ST counter).
     """
 
-    def __init__(self, *, cfg):
+    def __init__(self, *, cfg, faults=frozenset()):
         self._cfg = cfg
+        self._faults = faults
         self._geo = geometry(cfg, "out")
         super().__init__({
             "start": In(1), "abort": In(1), "insn": In(layouts(cfg).memory),
@@ -86,6 +90,14 @@ class TensorStore(wiring.Component):
         def skip_of(addr):
             return 0 if narrow else addr[log_elem:log_bus]
 
+        def next_row(addr, y):
+            """The DRAM address of the row after row ``y``, which is at ``addr``."""
+            if "store-rows" in self._faults:
+                # Planted bug (avta.hw.core.faults), for testing the verification tools only.
+                wrap = y[:exact_log2(FAULT_STORE_ROWS)] == FAULT_STORE_ROWS - 1
+                return Mux(wrap, first_addr, addr + stride_bytes)
+            return addr + stride_bytes
+
         run = Signal()
         m.d.comb += self.busy.eq(run)
         # Rows to store: all of them, until an error (the run's, or this STORE's error 9) sets
@@ -109,7 +121,7 @@ class TensorStore(wiring.Component):
             self.count_valid.eq(cmd.valid & cmd.ready),
         ]
         with m.If(cmd.valid & cmd.ready):
-            m.d.sync += [cmd_y.eq(cmd_y + 1), cmd_addr.eq(cmd_addr + stride_bytes)]
+            m.d.sync += [cmd_y.eq(cmd_y + 1), cmd_addr.eq(next_row(cmd_addr, cmd_y))]
 
         # -- reader: OUT rows in sequence, into a queue -------------------------------------------
         meta = data.StructLayout({"last": 1, "first": 1, "skip": skip_bits})
@@ -129,7 +141,7 @@ class TensorStore(wiring.Component):
                          issued_meta.first.eq(rd_x == 0), issued_meta.skip.eq(skip_of(rd_addr)),
                          rd_row.eq(rd_row + 1)]
             with m.If(rd_x + 1 == insn.x_size):
-                m.d.sync += [rd_x.eq(0), rd_y.eq(rd_y + 1), rd_addr.eq(rd_addr + stride_bytes)]
+                m.d.sync += [rd_x.eq(0), rd_y.eq(rd_y + 1), rd_addr.eq(next_row(rd_addr, rd_y))]
             with m.Else():
                 m.d.sync += rd_x.eq(rd_x + 1)
         m.d.comb += [queue.w_en.eq(in_flight), queue.w_data.eq(Cat(self.out_rd.data,

@@ -4,11 +4,15 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from .faults import FAULT_TOKEN_BITS
+
 __all__ = ["TokenCounter"]
 
 
 class TokenCounter(wiring.Component):
     """Counts tokens pushed by one stage and not yet popped by another.
+
+    ``faults``: a set of :data:`avta.hw.core.faults.FAULTS` names (tests only).
 
     Ports
     -----
@@ -23,8 +27,9 @@ class TokenCounter(wiring.Component):
     count : Out(TOKEN_BITS)
     """
 
-    def __init__(self, *, cfg):
+    def __init__(self, *, cfg, faults=frozenset()):
         self._bits = cfg.token_bits
+        self._faults = faults
         super().__init__({
             "push": In(1), "pop": In(1),
             "nonzero": Out(1), "overflow": Out(1), "count": Out(self._bits),
@@ -37,8 +42,12 @@ class TokenCounter(wiring.Component):
             self.nonzero.eq(self.count != 0),
             self.overflow.eq(self.push & full & ~self.pop),
         ]
+        incremented = self.count + 1
+        if "token-wrap" in self._faults:
+            # Planted bug (avta.hw.core.faults), for testing the verification tools only.
+            incremented = incremented[:FAULT_TOKEN_BITS]
         with m.If(self.push & ~self.pop & ~full):
-            m.d.sync += self.count.eq(self.count + 1)
+            m.d.sync += self.count.eq(incremented)
         with m.Elif(self.pop & ~self.push & (self.count != 0)):
             m.d.sync += self.count.eq(self.count - 1)
         return m

@@ -146,4 +146,4 @@ def test_a_correct_design_matches(tmp_path, capsys):
 def test_unknown_fault_is_refused():
     with pytest.raises(ValueError, match="unknown fault"):
         check_faults({"no-such-bug"})
-    assert set(FAULTS) == {"alu-lane", "gemm-acc-index"}
+    assert {"alu-lane", "gemm-acc-index"} <= set(FAULTS)
