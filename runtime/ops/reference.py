@@ -9,7 +9,8 @@ import numpy as np
 
 from .requant import Requant
 
-__all__ = ["conv2d_ref", "matmul_ref", "max_pool_ref", "depthwise_ref", "wrap32"]
+__all__ = ["conv2d_ref", "matmul_ref", "max_pool_ref", "depthwise_ref", "avg_pool_ref",
+           "global_avg_pool_ref", "add_ref", "wrap32"]
 
 
 def wrap32(a):
@@ -71,3 +72,30 @@ def depthwise_ref(x, w, *, stride=1, pad=0, requant=Requant()):
     for i, j, window in windows(x, *w.shape[2:], stride=stride, pad=pad):
         acc = acc + window * w[None, :, 0, i, j, None, None]
     return requant.reference(wrap32(acc))
+
+
+def avg_pool_ref(x, *, k, stride, pad, requant=Requant()):
+    """int8 average pooling of ``x[N, C, H, W]`` as the accelerator does it: the int32 sum of
+    each k×k window (padding counts as 0, and as a cell of the window), then ``requant``: an
+    arithmetic right shift, which rounds toward −∞, and the clip. With ``shift = log2(k·k)`` the
+    result is the floor of the mean; for other window sizes the network chooses the shift (a
+    3×3 window with shift 3 gives ⌊sum/8⌋, 9/8 of the mean)."""
+    total = 0
+    for _, _, window in windows(x, k, k, stride=stride, pad=pad):
+        total = total + window
+    return requant.reference(wrap32(total))
+
+
+def global_avg_pool_ref(x, *, requant=Requant()):
+    """int8 ``[N, C, 1, 1]``: the int32 sum of each channel's H×W plane of ``x[N, C, H, W]``,
+    then ``requant`` (see :func:`avg_pool_ref` for the rounding)."""
+    total = np.asarray(x, dtype=np.int64).sum(axis=(2, 3), keepdims=True)
+    return requant.reference(wrap32(total))
+
+
+def add_ref(a, b, *, requant=Requant()):
+    """int8 residual add: the int32 sum of two int8 tensors of one shape, then ``requant``."""
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    if a.shape != b.shape:
+        raise ValueError(f"add of tensors of shapes {a.shape} and {b.shape}; they must be equal")
+    return requant.reference(wrap32(a + b))
