@@ -28,6 +28,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 from amaranth.utils import exact_log2
 
+from avta.isa.config import INSN_QUEUE_DEPTH
 from avta.isa.enums import ErrorCode
 from avta.isa.memories import BASE_KEYS, base_alignment, memories
 from avta.isa.registers import COUNTER_NAMES
@@ -101,8 +102,8 @@ class Core(wiring.Component):
     st_mem : Out(WriteClientSignature)
     """
 
-    def __init__(self, *, cfg, queue_depth=512, fetch_ring=32, fetch_burst=8, trace=False,
-                 faults=()):
+    def __init__(self, *, cfg, queue_depth=INSN_QUEUE_DEPTH, fetch_ring=32, fetch_burst=8,
+                 trace=False, faults=()):
         self._cfg = cfg
         self._queue_depth = queue_depth
         self._trace = trace
