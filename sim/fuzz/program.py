@@ -273,14 +273,12 @@ class _Generator:
             offset[mem] = (origin - bases[info.base]) // info.elem_bytes
 
         chunks = list(self.chunks)
-        uop_addr = self.out_buf.end
+        uop_addr = top = self.out_buf.end         # top: the end of the data
         if program.uops:
             buf = self.alloc.alloc(len(program.uops) * cfg.uop_elem_bytes,
                                    align=cfg.uop_elem_bytes)
-            uop_addr = buf.addr
+            uop_addr, top = buf.addr, max(top, buf.end)
             chunks.append((buf.addr, program.uop_bytes()))
-        top = max(buf_end for buf_end in (self.out_buf.end, uop_addr + len(program.uops)
-                                          * cfg.uop_elem_bytes))
         insns = program.link(uop_addr // cfg.uop_elem_bytes)
         insns = [_relocate(insn, offset) for insn in insns]
         nbytes = len(insns) * INSN_BYTES
