@@ -109,19 +109,18 @@ def fuzz(cfg, count, *, seed=0, out_dir="fuzz-failures", memory="random", log=No
     log = log or (lambda line: None)
     summary = FuzzSummary(cfg.name)
     tsim = Tsim(cfg, trace=True, faults=faults)    # built (or taken from the cache) once
-    programs = []
-    extra = Counter()           # features only a run shows
+    features = Counter()        # coverage of every program, layout and run features included
     after_error = False         # did the previous program leave tsim after an error?
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="avta-fuzz-") as scratch:
         trial = _Trial(tsim, Path(scratch))
         for s in range(seed, seed + count):
             prog = random_program(cfg, s)
-            programs.append(prog.program)
+            features += coverage(prog)
             knobs = MemoryKnobs.random(s) if memory == "random" else MemoryKnobs(seed=s)
             reasons = trial.run(prog, knobs)
             if after_error:
-                extra["tsim reused after an error"] += 1
+                features["tsim reused after an error"] += 1
             after_error = trial.results[1].status != "ok"
             summary.programs += 1
             summary.instructions += prog.insn_count
@@ -146,7 +145,7 @@ def fuzz(cfg, count, *, seed=0, out_dir="fuzz-failures", memory="random", log=No
             log(f"seed {s}: MISMATCH: {reasons[0]}" + (f"; saved in {folder}/" if folder
                                                         else ""))
     summary.seconds = time.perf_counter() - start
-    summary.features = coverage(programs) + extra
+    summary.features = features
     tsim.close()
     return summary
 

@@ -96,3 +96,15 @@ def test_every_planted_fault_is_found():
     rows = detection_table(load_config("tiny"), 200, seed=0)
     missed = [row[0] for row in rows if not row[3]]
     assert not missed, missed
+
+
+def test_the_summary_counts_layout_and_run_features(tmp_path):
+    """The summary's coverage comes from the programs as laid out in DRAM (base registers, page
+    crossings, planted errors) and from the runs (tsim reused after an error), not only from the
+    instructions."""
+    summary = fuzz(load_config("tiny"), 30, seed=0, out_dir=tmp_path)
+    assert summary.ok
+    for name in ("non-zero base", "address >24 KiB", "image not page-multiple",
+                 "tsim reused after an error"):
+        assert summary.features[name], name
+    assert "coverage: " in summary.format() and "corner features" in summary.format()
