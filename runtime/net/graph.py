@@ -1,0 +1,536 @@
+"""A network as a graph of named int8 NCHW tensors and the nodes that produce them.
+
+Every tensor is int8 and shaped ``[N, C, H, W]``; a graph has named inputs, nodes (each reads
+one or two tensors and writes one) and named outputs. The node kinds and their meaning are the
+numpy references of :mod:`avta.runtime.ops.reference`:
+
+============== ======== =================================================== =================
+op             inputs   parameters                                          output
+============== ======== =================================================== =================
+conv2d         1        weights int8 ``[O, C, KH, KW]``, bias int32 ``[O]``  ``[N, O, OH, OW]``
+                        (optional), stride, pad, requant
+depthwise      1        weights int8 ``[C, 1, KH, KW]``, stride, pad,        ``[N, C, OH, OW]``
+                        requant
+dense          1        weights int8 ``[O, K]`` (``K = C·H·W`` of the input,  ``[N, O, 1, 1]``
+                        flattened), bias int32 ``[O]`` (optional), requant
+max_pool       1        k, stride, pad                                      ``[N, C, OH, OW]``
+avg_pool       1        k, stride, pad, requant                             ``[N, C, OH, OW]``
+global_avg_pool 1       requant                                             ``[N, C, 1, 1]``
+add            2        requant (the residual add; its ReLU is the clip)   the inputs' shape
+============== ======== =================================================== =================
+
+``OH = (H + 2·pad − KH) // stride + 1`` (``k`` for pools). A node's requantization
+(:class:`~avta.runtime.ops.requant.Requant`) is ``clip((acc >> shift) + bias, lo, hi)``, then the
+low 8 bits; a ReLU is the clip ``(0, 127)`` of the node that produces the tensor, a linear output
+clips to ``(-128, 127)``.
+
+A :class:`Graph` is checked when it is made (and so when it is loaded, :mod:`avta.runtime.net.io`):
+every tensor used is a graph input or produced by exactly one node, nodes form no cycle, every
+weight is there with its dtype and a shape that fits the input, and every output shape is at
+least 1×1. A :class:`GraphError` names the node and the rule it breaks. :class:`GraphBuilder`
+builds a graph node by node, checking each as it is added.
+"""
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from avta.errors import UserError
+
+from ..ops.requant import Requant
+
+__all__ = ["GraphError", "OpSpec", "OPS", "Node", "Graph", "GraphBuilder", "infer_shape",
+           "node_macs"]
+
+
+class GraphError(UserError):
+    """A network description that breaks a rule; the message names the node (or tensor) and
+    the rule."""
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """What a node kind takes: how many inputs, its attributes with their defaults (``None``:
+    required), whether it has weights, an optional bias, and a requantization."""
+    inputs: int
+    attrs: dict = field(default_factory=dict)
+    weights: bool = False
+    bias: bool = False
+    requant: bool = False
+
+
+#: The node kinds (see the module's table).
+OPS = {
+    "conv2d": OpSpec(1, {"stride": 1, "pad": 0}, weights=True, bias=True, requant=True),
+    "depthwise": OpSpec(1, {"stride": 1, "pad": 0}, weights=True, requant=True),
+    "dense": OpSpec(1, {}, weights=True, bias=True, requant=True),
+    "max_pool": OpSpec(1, {"k": None, "stride": None, "pad": 0}),
+    "avg_pool": OpSpec(1, {"k": None, "stride": None, "pad": 0}, requant=True),
+    "global_avg_pool": OpSpec(1, {}, requant=True),
+    "add": OpSpec(2, {}, requant=True),
+}
+
+#: Names of nodes and tensors: they become keys of the weights file, so no spaces or slashes.
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:+-]*\Z")
+
+
+def _check_name(name, what):
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise GraphError(f"{what} name {name!r} is not allowed: use letters, digits and "
+                         f"'_', '.', ':', '+', '-' (no spaces or slashes)")
+
+
+@dataclass(frozen=True, eq=False)
+class Node:
+    """One operator: ``op`` (a key of :data:`OPS`) reads the tensors ``inputs`` and writes
+    ``output`` (by default the node's name).
+
+    ``attrs`` holds the kind's attributes (stride, pad, k), completed with their defaults;
+    ``weights`` and ``bias`` are numpy arrays (int8 and int32) or ``None``; ``requant`` is the
+    node's :class:`Requant` (``Requant()`` when the kind has one and none is given, ``None``
+    when it has none). The constructor checks what needs no other node (kind, names, attributes,
+    dtypes and ranks); :class:`Graph` checks the rest."""
+    name: str
+    op: str
+    inputs: tuple
+    output: str = None
+    attrs: dict = field(default_factory=dict)
+    weights: np.ndarray = None
+    bias: np.ndarray = None
+    requant: Requant = None
+
+    def __post_init__(self):
+        _check_name(self.name, "node")
+        where = f"node {self.name!r}"
+        spec = OPS.get(self.op)
+        if spec is None:
+            raise GraphError(f"{where}: unknown op {self.op!r}; the ops are {', '.join(OPS)}")
+        where = f"{self.op} node {self.name!r}"
+        inputs = (self.inputs,) if isinstance(self.inputs, str) else tuple(self.inputs)
+        if len(inputs) != spec.inputs:
+            raise GraphError(f"{where} has {len(inputs)} input(s) {list(inputs)}; {self.op} "
+                             f"takes {spec.inputs}")
+        for name in inputs:
+            _check_name(name, f"{where}: input tensor")
+        object.__setattr__(self, "inputs", inputs)
+        output = self.name if self.output is None else self.output
+        _check_name(output, f"{where}: output tensor")
+        object.__setattr__(self, "output", output)
+
+        attrs = dict(self.attrs or {})
+        unknown = sorted(set(attrs) - set(spec.attrs))
+        if unknown:
+            raise GraphError(f"{where}: unknown attribute(s) {unknown}; {self.op} takes "
+                             f"{sorted(spec.attrs) or 'none'}")
+        for key, default in spec.attrs.items():
+            if key not in attrs:
+                if default is None and not (key == "stride" and "k" in attrs):
+                    raise GraphError(f"{where}: attribute {key!r} is missing")
+                attrs[key] = attrs["k"] if default is None else default
+            value = attrs[key]
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise GraphError(f"{where}: attribute {key}={value!r} must be an integer")
+            attrs[key] = int(value)
+            low = 0 if key == "pad" else 1
+            if attrs[key] < low:
+                raise GraphError(f"{where}: attribute {key}={value} must be >= {low}")
+        if "k" in attrs and attrs["pad"] > attrs["k"] // 2:
+            raise GraphError(f"{where}: pad {attrs['pad']} is more than half the window "
+                             f"k={attrs['k']}; a window could lie in the padding only")
+        object.__setattr__(self, "attrs", attrs)
+
+        self._check_array("weights", spec.weights, np.int8,
+                          2 if self.op == "dense" else 4, required=True)
+        self._check_array("bias", spec.bias, np.int32, 1, required=False)
+        if spec.requant:
+            requant = Requant() if self.requant is None else self.requant
+            if not isinstance(requant, Requant):
+                raise GraphError(f"{where}: requant must be a Requant, not {requant!r}")
+            object.__setattr__(self, "requant", requant)
+        elif self.requant is not None:
+            raise GraphError(f"{where}: {self.op} has no requantization (it only moves int8 "
+                             f"values), but requant {self.requant} is given")
+
+    def _check_array(self, what, allowed, dtype, ndim, *, required):
+        where = f"{self.op} node {self.name!r}"
+        value = getattr(self, what)
+        if not allowed:
+            if value is not None:
+                raise GraphError(f"{where}: {self.op} takes no {what}")
+            return
+        if value is None:
+            if required:
+                raise GraphError(f"{where}: its {what} are missing ({self.op} needs {what})")
+            return
+        value = np.asarray(value)
+        if value.dtype != dtype:
+            raise GraphError(f"{where}: {what} are {value.dtype}; they must be "
+                             f"{np.dtype(dtype).name}")
+        if value.ndim != ndim:
+            raise GraphError(f"{where}: {what} have shape {list(value.shape)}; {self.op} "
+                             f"{what} have {ndim} dimensions")
+        value = value.copy()
+        value.setflags(write=False)
+        object.__setattr__(self, what, value)
+
+    @property
+    def spec(self):
+        return OPS[self.op]
+
+    def replace(self, **changes):
+        """A copy of the node with some fields changed (checked again)."""
+        fields = dict(name=self.name, op=self.op, inputs=self.inputs, output=self.output,
+                      attrs=self.attrs, weights=self.weights, bias=self.bias,
+                      requant=self.requant)
+        fields.update(changes)
+        return Node(**fields)
+
+    def __eq__(self, other):
+        if not isinstance(other, Node):
+            return NotImplemented
+        return (self.name, self.op, self.inputs, self.output, self.attrs, self.requant) == \
+            (other.name, other.op, other.inputs, other.output, other.attrs, other.requant) \
+            and _same_array(self.weights, other.weights) and _same_array(self.bias, other.bias)
+
+    __hash__ = None
+
+    def __repr__(self):
+        extra = "".join(f", {k}={v}" for k, v in self.attrs.items())
+        if self.weights is not None:
+            extra += f", weights={list(self.weights.shape)}"
+        if self.bias is not None:
+            extra += f", bias={list(self.bias.shape)}"
+        if self.requant is not None:
+            extra += f", requant={self.requant}"
+        return f"Node({self.name!r}, {self.op}, {list(self.inputs)} -> {self.output!r}{extra})"
+
+
+def _same_array(a, b):
+    if a is None or b is None:
+        return a is None and b is None
+    return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
+
+
+def _window(size, k, stride, pad):
+    return (size + 2 * pad - k) // stride + 1
+
+
+def infer_shape(node, shapes):
+    """The output shape of ``node`` given its inputs' shapes (a list of 4-tuples); a
+    :class:`GraphError` naming the node and the rule when they do not fit."""
+    where = f"{node.op} node {node.name!r}"
+    (n, c, h, w), a = shapes[0], node.attrs
+    op = node.op
+    if op == "conv2d":
+        o, wc, kh, kw = node.weights.shape
+        if wc != c:
+            raise GraphError(f"{where}: weights [O, C, KH, KW] = {list(node.weights.shape)} have "
+                             f"C={wc} but input {node.inputs[0]!r} has C={c}; they must be equal")
+        out = (n, o, _window(h, kh, a["stride"], a["pad"]), _window(w, kw, a["stride"], a["pad"]))
+    elif op == "depthwise":
+        wc, one, kh, kw = node.weights.shape
+        if wc != c or one != 1:
+            raise GraphError(f"{where}: weights [C, 1, KH, KW] = {list(node.weights.shape)} do "
+                             f"not fit input {node.inputs[0]!r} with C={c}; they must be "
+                             f"[{c}, 1, KH, KW]")
+        out = (n, c, _window(h, kh, a["stride"], a["pad"]), _window(w, kw, a["stride"], a["pad"]))
+    elif op == "dense":
+        o, k = node.weights.shape
+        if k != c * h * w:
+            raise GraphError(f"{where}: weights [O, K] = {list(node.weights.shape)} have K={k} "
+                             f"but input {node.inputs[0]!r} {list(shapes[0])} flattens to "
+                             f"K=C*H*W={c * h * w}; they must be equal")
+        out = (n, o, 1, 1)
+    elif op in ("max_pool", "avg_pool"):
+        out = (n, c, _window(h, a["k"], a["stride"], a["pad"]),
+               _window(w, a["k"], a["stride"], a["pad"]))
+    elif op == "global_avg_pool":
+        out = (n, c, 1, 1)
+    elif op == "add":
+        if shapes[0] != shapes[1]:
+            raise GraphError(f"{where}: inputs {node.inputs[0]!r} {list(shapes[0])} and "
+                             f"{node.inputs[1]!r} {list(shapes[1])} differ; add needs one shape")
+        out = tuple(shapes[0])
+    else:                                                    # pragma: no cover (Node checks)
+        raise GraphError(f"{where}: unknown op")
+    if out[2] < 1 or out[3] < 1:
+        raise GraphError(f"{where}: input {node.inputs[0]!r} {list(shapes[0])} is too small; "
+                         f"the output would be {out[2]}x{out[3]}")
+    if node.bias is not None and node.bias.shape != (out[1],):
+        raise GraphError(f"{where}: bias has shape {list(node.bias.shape)}; it must be "
+                         f"[{out[1]}] (one per output channel)")
+    return out
+
+
+def node_macs(node, shapes):
+    """Multiply-accumulates of ``node`` given its inputs' shapes: ``N·O·OH·OW·C·KH·KW`` for
+    conv2d, ``N·C·OH·OW·KH·KW`` for depthwise, ``N·O·K`` for dense; pools and adds multiply
+    nothing (0)."""
+    out = infer_shape(node, shapes)
+    if node.op == "conv2d" or node.op == "depthwise":
+        return int(np.prod(out)) * int(np.prod(node.weights.shape[1:]))
+    if node.op == "dense":
+        return out[0] * int(np.prod(node.weights.shape))
+    return 0
+
+
+def _cycle(pending, producer):
+    """A cycle among the nodes ``pending`` (none of which can run): from the first, follow an
+    input produced by a pending node until a node comes back; the cycle, closed, in the
+    direction the data flows."""
+    waiting = {node.name for node in pending}
+    path, node = [], pending[0]
+    while node not in path:
+        path.append(node)
+        node = next(producer[t] for t in node.inputs
+                    if t in producer and producer[t].name in waiting)
+    return (path[path.index(node):] + [node])[::-1]
+
+
+def _shape(value, what):
+    try:
+        shape = tuple(int(v) for v in value)
+    except (TypeError, ValueError):
+        shape = ()
+    if len(shape) != 4 or min(shape) < 1 or any(
+            isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in value):
+        raise GraphError(f"{what} has shape {value!r}; a tensor is [N, C, H, W] of positive "
+                         f"integers")
+    return shape
+
+
+class Graph:
+    """A checked network: ``inputs`` (tensor name → ``[N, C, H, W]``), ``nodes`` (any order;
+    kept in a topological order, the given order wherever it already is one) and ``outputs``
+    (tensor names).
+
+    Attributes: ``name``, ``inputs`` (dict), ``nodes`` (tuple, topological), ``outputs``
+    (tuple), ``shapes`` (every tensor's shape, inputs first)."""
+
+    def __init__(self, name, inputs, nodes, outputs):
+        _check_name(name, "graph")
+        self.name = name
+        if not inputs:
+            raise GraphError(f"graph {name!r} has no inputs")
+        self.inputs = {}
+        for tensor, shape in dict(inputs).items():
+            _check_name(tensor, "input tensor")
+            self.inputs[tensor] = _shape(shape, f"input {tensor!r}")
+        nodes = list(nodes)
+        for node in nodes:
+            if not isinstance(node, Node):
+                raise GraphError(f"graph {name!r}: {node!r} is not a Node")
+        self.nodes = tuple(self._order(nodes))
+        outputs = (outputs,) if isinstance(outputs, str) else tuple(outputs)
+        if not outputs:
+            raise GraphError(f"graph {name!r} has no outputs")
+        self.shapes = dict(self.inputs)
+        for node in self.nodes:
+            self.shapes[node.output] = infer_shape(node, [self.shapes[t] for t in node.inputs])
+        for tensor in outputs:
+            if tensor not in self.shapes:
+                raise GraphError(f"graph {name!r}: output {tensor!r} is neither an input nor "
+                                 f"produced by any node")
+        if len(set(outputs)) != len(outputs):
+            raise GraphError(f"graph {name!r}: outputs {list(outputs)} name a tensor twice")
+        self.outputs = outputs
+        self._by_name = {node.name: node for node in self.nodes}
+        self._producer = {node.output: node for node in self.nodes}
+
+    def _order(self, nodes):
+        """Kahn's algorithm, taking the earliest ready node first; checks that names are unique,
+        each tensor has one producer, every tensor used exists, and there is no cycle."""
+        names, producer = set(), {}
+        for node in nodes:
+            if node.name in names:
+                raise GraphError(f"node name {node.name!r} is used by two nodes; names must be "
+                                 f"unique")
+            names.add(node.name)
+            if node.output in self.inputs:
+                raise GraphError(f"{node.op} node {node.name!r} writes {node.output!r}, which is "
+                                 f"a graph input; a tensor has one producer")
+            if node.output in producer:
+                raise GraphError(f"{node.op} node {node.name!r} writes {node.output!r}, which "
+                                 f"node {producer[node.output].name!r} already writes; a tensor "
+                                 f"has one producer")
+            producer[node.output] = node
+        for node in nodes:
+            for tensor in node.inputs:
+                if tensor not in producer and tensor not in self.inputs:
+                    raise GraphError(f"{node.op} node {node.name!r} reads tensor {tensor!r}, "
+                                     f"which is neither a graph input nor produced by any node "
+                                     f"(a dangling tensor)")
+        done, order, pending = set(self.inputs), [], list(nodes)
+        while pending:
+            for i, node in enumerate(pending):
+                if all(t in done for t in node.inputs):
+                    break
+            else:
+                cycle = " -> ".join(repr(n.name) for n in _cycle(pending, producer))
+                raise GraphError(f"graph {self.name!r}: nodes {cycle} form a cycle; a network "
+                                 f"is acyclic")
+            order.append(pending.pop(i))
+            done.add(node.output)
+        return order
+
+    # -- queries ---------------------------------------------------------------------------------
+
+    def topological(self):
+        """The nodes in an order where each comes after the producers of its inputs."""
+        return list(self.nodes)
+
+    def node(self, name):
+        """The node called ``name`` (``KeyError`` if none)."""
+        return self._by_name[name]
+
+    def producer(self, tensor):
+        """The node that writes ``tensor``, or ``None`` for a graph input."""
+        if tensor in self.inputs:
+            return None
+        return self._producer[tensor]
+
+    def consumers(self, tensor):
+        """The nodes that read ``tensor``, in topological order."""
+        return [node for node in self.nodes if tensor in node.inputs]
+
+    def input_shapes(self, node):
+        """The shapes of ``node``'s inputs."""
+        node = self.node(node) if isinstance(node, str) else node
+        return [self.shapes[t] for t in node.inputs]
+
+    def output_shape(self, node):
+        """The shape of the tensor ``node`` writes."""
+        node = self.node(node) if isinstance(node, str) else node
+        return self.shapes[node.output]
+
+    def macs(self, node=None):
+        """Multiply-accumulates of one node (see :func:`node_macs`), or of the whole graph."""
+        if node is None:
+            return sum(self.macs(n) for n in self.nodes)
+        node = self.node(node) if isinstance(node, str) else node
+        return node_macs(node, self.input_shapes(node))
+
+    def params(self):
+        """How many weights and biases the graph holds."""
+        return sum((0 if n.weights is None else n.weights.size)
+                   + (0 if n.bias is None else n.bias.size) for n in self.nodes)
+
+    def layers(self):
+        """One dict per node in topological order: name, op, inputs, input (the first input's
+        shape), output (shape), weights (shape or None), attrs, macs."""
+        return [dict(name=n.name, op=n.op, inputs=list(n.inputs), input=self.shapes[n.inputs[0]],
+                     output=self.shapes[n.output],
+                     weights=None if n.weights is None else tuple(n.weights.shape),
+                     attrs=dict(n.attrs), macs=self.macs(n)) for n in self.nodes]
+
+    def summary(self):
+        """A text table of :meth:`layers` with the total MACs and parameters."""
+        lines = [f"{self.name}: inputs " + ", ".join(f"{k} {list(v)}" for k, v in
+                                                      self.inputs.items())]
+        for row in self.layers():
+            shape = "x".join(map(str, row["output"]))
+            weights = "" if row["weights"] is None else "x".join(map(str, row["weights"]))
+            lines.append(f"  {row['name']:<28} {row['op']:<16} {shape:<18} {weights:<18} "
+                         f"{row['macs']:>13,}")
+        lines.append(f"  total {self.macs():,} MACs, {self.params():,} parameters")
+        return "\n".join(lines)
+
+    def replace_nodes(self, nodes):
+        """A new graph with some nodes replaced: ``nodes`` maps node names to new nodes."""
+        unknown = sorted(set(nodes) - set(self._by_name))
+        if unknown:
+            raise GraphError(f"graph {self.name!r} has no node(s) {unknown}")
+        return Graph(self.name, self.inputs, [nodes.get(n.name, n) for n in self.nodes],
+                     self.outputs)
+
+    def __eq__(self, other):
+        if not isinstance(other, Graph):
+            return NotImplemented
+        return (self.name, self.inputs, self.outputs) == (other.name, other.inputs,
+                                                          other.outputs) \
+            and len(self.nodes) == len(other.nodes) \
+            and all(a == b for a, b in zip(self.nodes, other.nodes))
+
+    __hash__ = None
+
+    def __repr__(self):
+        return (f"Graph({self.name!r}, {len(self.nodes)} nodes, inputs "
+                f"{ {k: list(v) for k, v in self.inputs.items()} }, outputs {list(self.outputs)})")
+
+
+class GraphBuilder:
+    """Builds a :class:`Graph` node by node; each method checks its node against what exists
+    (so an error points at the line that added it) and returns the output tensor's name.
+
+    >>> b = GraphBuilder("tiny")
+    >>> x = b.input("data", (1, 3, 8, 8))
+    >>> y = b.max_pool("pool", x, k=2, stride=2)
+    >>> b.shape(y)
+    (1, 3, 4, 4)
+    >>> graph = b.build([y])
+    """
+
+    def __init__(self, name):
+        self.name = name
+        self._inputs, self._nodes, self._shapes = {}, [], {}
+
+    def input(self, name, shape):
+        _check_name(name, "input tensor")
+        if name in self._shapes:
+            raise GraphError(f"tensor {name!r} already exists")
+        self._inputs[name] = self._shapes[name] = _shape(shape, f"input {name!r}")
+        return name
+
+    def shape(self, tensor):
+        """The shape of a tensor built so far."""
+        return self._shapes[tensor]
+
+    def add_node(self, node):
+        """Add a :class:`Node` (its inputs must exist already); returns its output tensor."""
+        if any(n.name == node.name for n in self._nodes):
+            raise GraphError(f"node name {node.name!r} is used by two nodes; names must be "
+                             f"unique")
+        if node.output in self._shapes:
+            raise GraphError(f"{node.op} node {node.name!r} writes {node.output!r}, which "
+                             f"already exists; a tensor has one producer")
+        for tensor in node.inputs:
+            if tensor not in self._shapes:
+                raise GraphError(f"{node.op} node {node.name!r} reads tensor {tensor!r}, which "
+                                 f"is neither a graph input nor produced by any node (a "
+                                 f"dangling tensor)")
+        self._shapes[node.output] = infer_shape(node, [self._shapes[t] for t in node.inputs])
+        self._nodes.append(node)
+        return node.output
+
+    def conv2d(self, name, x, weights, bias=None, *, stride=1, pad=0, requant=None):
+        return self.add_node(Node(name, "conv2d", (x,), attrs=dict(stride=stride, pad=pad),
+                                  weights=weights, bias=bias, requant=requant))
+
+    def depthwise(self, name, x, weights, *, stride=1, pad=0, requant=None):
+        return self.add_node(Node(name, "depthwise", (x,), attrs=dict(stride=stride, pad=pad),
+                                  weights=weights, requant=requant))
+
+    def dense(self, name, x, weights, bias=None, *, requant=None):
+        return self.add_node(Node(name, "dense", (x,), weights=weights, bias=bias,
+                                  requant=requant))
+
+    def max_pool(self, name, x, *, k, stride=None, pad=0):
+        return self.add_node(Node(name, "max_pool", (x,),
+                                  attrs=dict(k=k, stride=k if stride is None else stride,
+                                             pad=pad)))
+
+    def avg_pool(self, name, x, *, k, stride=None, pad=0, requant=None):
+        return self.add_node(Node(name, "avg_pool", (x,),
+                                  attrs=dict(k=k, stride=k if stride is None else stride,
+                                             pad=pad), requant=requant))
+
+    def global_avg_pool(self, name, x, *, requant=None):
+        return self.add_node(Node(name, "global_avg_pool", (x,), requant=requant))
+
+    def add(self, name, a, b, *, requant=None):
+        return self.add_node(Node(name, "add", (a, b), requant=requant))
+
+    def build(self, outputs):
+        """The finished :class:`Graph` with these output tensors."""
+        return Graph(self.name, self._inputs, self._nodes, outputs)

@@ -1,0 +1,206 @@
+"""Networks on disk: the structure in YAML, the weights in a sidecar ``.npz`` (docs/network-format.md).
+
+``save(graph, "net.yaml")`` writes ``net.yaml`` and ``net.npz`` beside it; the YAML names the
+weights file by a path relative to itself, and each node lists the shapes of its arrays, which
+are stored in the ``.npz`` under ``<node name>.weights`` and ``<node name>.bias``. ``load`` checks
+the file (unknown keys, missing or extra arrays, shapes and dtypes) and then the graph
+(:class:`~avta.runtime.net.graph.Graph`); every error is a :class:`GraphError` naming the file
+and the node.
+"""
+
+import io
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from avta.errors import read_input
+
+from ..ops.requant import Requant
+from .graph import OPS, Graph, GraphError, Node
+
+__all__ = ["FORMAT", "save", "load", "to_yaml", "from_yaml"]
+
+#: The value of the ``format`` key; a later incompatible format changes the number.
+FORMAT = "avta-network/1"
+_TOP_KEYS = ("format", "name", "weights", "inputs", "outputs", "nodes")
+_NODE_KEYS = ("name", "op", "inputs", "output", "weights", "bias", "requant")
+_ARRAYS = {"weights": np.int8, "bias": np.int32}
+
+
+def _requant_dict(q):
+    out = {"shift": q.shift}
+    if q.clip is not None:
+        out["clip"] = list(q.clip)
+    if q.use_clp:
+        out["use_clp"] = True
+    return out
+
+
+def _node_dict(node):
+    out = {"name": node.name, "op": node.op, "inputs": list(node.inputs)}
+    if node.output != node.name:
+        out["output"] = node.output
+    out.update(node.attrs)
+    for key in _ARRAYS:
+        value = getattr(node, key)
+        if value is not None:
+            out[key] = list(value.shape)
+    if node.requant is not None:
+        out["requant"] = _requant_dict(node.requant)
+    return out
+
+
+def _flow(value):
+    """``value`` as one line of flow-style YAML (a scalar is dumped inside a list, which is
+    then taken off, so that no document-end marker follows it)."""
+    text = yaml.safe_dump(value if isinstance(value, (list, dict)) else [value],
+                          default_flow_style=True, sort_keys=False, width=float("inf")).strip()
+    return text if isinstance(value, (list, dict)) else text[1:-1]
+
+
+def to_yaml(graph, weights_file):
+    """The YAML text of ``graph``, naming ``weights_file`` (relative to the YAML) as its
+    arrays; one node per line in topological order."""
+    lines = [f"# {graph.name}: {len(graph.nodes)} nodes, {graph.macs():,} MACs, "
+             f"{graph.params():,} parameters",
+             f"format: {FORMAT}",
+             f"name: {_flow(graph.name)}",
+             f"weights: {_flow(str(weights_file))}",
+             "inputs:"]
+    lines += [f"  {_flow(name)}: {_flow(list(shape))}" for name, shape in graph.inputs.items()]
+    lines.append(f"outputs: {_flow(list(graph.outputs))}")
+    lines.append("nodes:")
+    lines += [f"  - {_flow(_node_dict(node))}" for node in graph.nodes]
+    return "\n".join(lines) + "\n"
+
+
+def _arrays(graph):
+    return {f"{node.name}.{key}": getattr(node, key)
+            for node in graph.nodes for key in _ARRAYS if getattr(node, key) is not None}
+
+
+def save(graph, path):
+    """Write ``graph`` to ``path`` (YAML) and its weights to ``path`` with the suffix ``.npz``.
+    Returns the two paths."""
+    path = Path(path)
+    weights = path.with_suffix(".npz")
+    if weights == path:
+        raise GraphError(f"network file {str(path)!r} must not end in .npz (that is where its "
+                         f"weights go)")
+    # np.savez would append .npz to a name without it; write the zip through a file object.
+    with open(weights, "wb") as f:
+        np.savez(f, **_arrays(graph))
+    path.write_text(to_yaml(graph, weights.name))
+    return path, weights
+
+
+def _fail(source, message):
+    raise GraphError(f"{source}: {message}")
+
+
+def _requant(value, source, where):
+    if not isinstance(value, dict):
+        _fail(source, f"{where}: requant must be a mapping {{shift, clip, use_clp}}, not "
+                      f"{value!r}")
+    unknown = sorted(set(value) - {"shift", "clip", "use_clp"})
+    if unknown:
+        _fail(source, f"{where}: unknown requant key(s) {unknown}; the keys are shift, clip, "
+                      f"use_clp")
+    clip = value.get("clip")
+    if clip is not None:
+        if not isinstance(clip, (list, tuple)) or len(clip) != 2:
+            _fail(source, f"{where}: requant clip {clip!r} must be [lo, hi]")
+        clip = tuple(clip)
+    try:
+        return Requant(value.get("shift", 0), clip, bool(value.get("use_clp", False)))
+    except (TypeError, ValueError) as error:
+        _fail(source, f"{where}: {error}")
+
+
+def from_yaml(text, arrays, source="network"):
+    """The :class:`Graph` that the YAML ``text`` describes, taking its arrays from ``arrays``
+    (a mapping of ``.npz`` keys to numpy arrays); ``source`` names the file in errors."""
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        _fail(source, f"not valid YAML: {error}")
+    if not isinstance(doc, dict):
+        _fail(source, "a network file is a YAML mapping with the keys " + ", ".join(_TOP_KEYS))
+    if doc.get("format") != FORMAT:
+        _fail(source, f"format is {doc.get('format')!r}; this reader knows {FORMAT!r}")
+    unknown = sorted(set(doc) - set(_TOP_KEYS))
+    missing = [k for k in _TOP_KEYS if k not in doc and k != "weights"]
+    if unknown or missing:
+        _fail(source, f"unknown key(s) {unknown} / missing key(s) {missing}; the keys are "
+                      + ", ".join(_TOP_KEYS))
+    if not isinstance(doc["inputs"], dict):
+        _fail(source, "inputs must map tensor names to [N, C, H, W]")
+    if not isinstance(doc["nodes"], list):
+        _fail(source, "nodes must be a list")
+    used, nodes = set(), []
+    for i, item in enumerate(doc["nodes"]):
+        if not isinstance(item, dict) or "name" not in item or "op" not in item:
+            _fail(source, f"node #{i} must be a mapping with at least name and op: {item!r}")
+        name, op = item["name"], item["op"]
+        where = f"node {name!r}"
+        spec = OPS.get(op)
+        if spec is None:
+            _fail(source, f"{where}: unknown op {op!r}; the ops are {', '.join(OPS)}")
+        unknown = sorted(set(item) - set(_NODE_KEYS) - set(spec.attrs))
+        if unknown:
+            _fail(source, f"{op} {where}: unknown key(s) {unknown}; a {op} node takes "
+                          f"{', '.join(list(_NODE_KEYS) + list(spec.attrs))}")
+        fields = {}
+        for key, dtype in _ARRAYS.items():
+            if key not in item:
+                continue
+            array_key = f"{name}.{key}"
+            if array_key not in arrays:
+                _fail(source, f"{op} {where}: its {key} {array_key!r} are not in the weights "
+                              f"file")
+            array = np.asarray(arrays[array_key])
+            if list(array.shape) != list(item[key]):
+                _fail(source, f"{op} {where}: {key} have shape {list(array.shape)} in the "
+                              f"weights file but {item[key]} in the network file")
+            fields[key] = array
+            used.add(array_key)
+        requant = None
+        if "requant" in item:
+            requant = _requant(item["requant"], source, f"{op} {where}")
+        inputs = item.get("inputs", [])
+        try:
+            nodes.append(Node(name, op, inputs if isinstance(inputs, str) else tuple(inputs),
+                              item.get("output"),
+                              {k: v for k, v in item.items() if k in spec.attrs},
+                              requant=requant, **fields))
+        except GraphError as error:
+            _fail(source, str(error))
+    extra = sorted(set(arrays) - used)
+    if extra:
+        _fail(source, f"the weights file holds arrays no node names: {extra}")
+    try:
+        return Graph(doc["name"], doc["inputs"], nodes, doc["outputs"])
+    except GraphError as error:
+        _fail(source, str(error))
+
+
+def load(path):
+    """The :class:`Graph` stored at ``path`` (YAML) and the weights file it names."""
+    path = Path(path)
+    text = read_input(path, "network file")
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        _fail(path, f"not valid YAML: {error}")
+    arrays = {}
+    if isinstance(doc, dict) and doc.get("weights") is not None:
+        weights = path.parent / str(doc["weights"])
+        data = read_input(weights, "weights file", binary=True)
+        try:
+            with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+                arrays = {key: npz[key] for key in npz.files}
+        except (ValueError, OSError, zipfile.BadZipFile) as error:
+            _fail(weights, f"not a numpy .npz file: {error}")
+    return from_yaml(text, arrays, str(path))
