@@ -4,27 +4,22 @@ Every tensor is int8 and shaped ``[N, C, H, W]``; a graph has named inputs, node
 one or two tensors and writes one) and named outputs. The node kinds and their meaning are the
 numpy references of :mod:`avta.runtime.ops.reference`:
 
-============== ======== =================================================== =================
-op             inputs   parameters                                          output
-============== ======== =================================================== =================
-conv2d         1        weights int8 ``[O, C, KH, KW]``, bias int32 ``[O]``  ``[N, O, OH, OW]``
-                        (optional), stride, pad, requant
-depthwise      1        weights int8 ``[C, 1, KH, KW]``, stride, pad,        ``[N, C, OH, OW]``
-                        requant
-dense          1        weights int8 ``[O, K]`` (``K = C·H·W`` of the input,  ``[N, O, 1, 1]``
-                        flattened), bias int32 ``[O]`` (optional), requant
-max_pool       1        k, stride, pad                                      ``[N, C, OH, OW]``
-avg_pool       1        k, stride, pad, requant                             ``[N, C, OH, OW]``
-global_avg_pool 1       requant                                             ``[N, C, 1, 1]``
-add            2        requant (the residual add; its ReLU is the clip)   the inputs' shape
-============== ======== =================================================== =================
+* ``conv2d`` (1 input): weights int8 ``[O, C, KH, KW]``, bias int32 ``[O]`` (optional), stride,
+  pad, requant; writes ``[N, O, OH, OW]``;
+* ``depthwise`` (1): weights int8 ``[C, 1, KH, KW]``, stride, pad, requant; ``[N, C, OH, OW]``;
+* ``dense`` (1): weights int8 ``[O, K]`` with ``K = C·H·W`` (the input flattened), bias int32
+  ``[O]`` (optional), requant; ``[N, O, 1, 1]``;
+* ``max_pool`` (1): k, stride, pad; ``[N, C, OH, OW]``;
+* ``avg_pool`` (1): k, stride, pad, requant; ``[N, C, OH, OW]``;
+* ``global_avg_pool`` (1): requant; ``[N, C, 1, 1]``;
+* ``add`` (2 of one shape): requant (the residual add; its ReLU is the clip); the inputs' shape.
 
 ``OH = (H + 2·pad − KH) // stride + 1`` (``k`` for pools). A node's requantization
 (:class:`~avta.runtime.ops.requant.Requant`) is ``clip((acc >> shift) + bias, lo, hi)``, then the
 low 8 bits; a ReLU is the clip ``(0, 127)`` of the node that produces the tensor, a linear output
 clips to ``(-128, 127)``.
 
-A :class:`Graph` is checked when it is made (and so when it is loaded, :mod:`avta.runtime.net.io`):
+A :class:`Graph` is checked when it is made (and so when :mod:`avta.runtime.net.io` loads it):
 every tensor used is a graph input or produced by exactly one node, nodes form no cycle, every
 weight is there with its dtype and a shape that fits the input, and every output shape is at
 least 1×1. A :class:`GraphError` names the node and the rule it breaks. :class:`GraphBuilder`
@@ -60,7 +55,7 @@ class OpSpec:
     requant: bool = False
 
 
-#: The node kinds (see the module's table).
+#: The node kinds (see the module's list).
 OPS = {
     "conv2d": OpSpec(1, {"stride": 1, "pad": 0}, weights=True, bias=True, requant=True),
     "depthwise": OpSpec(1, {"stride": 1, "pad": 0}, weights=True, requant=True),

@@ -1,4 +1,5 @@
-"""Networks on disk: the structure in YAML, the weights in a sidecar ``.npz`` (docs/network-format.md).
+"""Networks on disk: the structure in YAML, the weights in a sidecar ``.npz``
+(docs/network-format.md).
 
 ``save(graph, "net.yaml")`` writes ``net.yaml`` and ``net.npz`` beside it; the YAML names the
 weights file by a path relative to itself, and each node lists the shapes of its arrays, which
@@ -148,10 +149,12 @@ def from_yaml(text, arrays, source="network"):
         spec = OPS.get(op)
         if spec is None:
             _fail(source, f"{where}: unknown op {op!r}; the ops are {', '.join(OPS)}")
-        unknown = sorted(set(item) - set(_NODE_KEYS) - set(spec.attrs))
+        keys = ["name", "op", "inputs", "output", *(k for k in _ARRAYS if getattr(spec, k)),
+                *(["requant"] if spec.requant else []), *spec.attrs]
+        unknown = [k for k in item if k not in keys]
         if unknown:
             _fail(source, f"{op} {where}: unknown key(s) {unknown}; a {op} node takes "
-                          f"{', '.join(list(_NODE_KEYS) + list(spec.attrs))}")
+                          f"{', '.join(keys)}")
         fields = {}
         for key, dtype in _ARRAYS.items():
             if key not in item:

@@ -122,6 +122,9 @@ BROKEN = [
      "conv2d node 'stem': weights are int32; they must be int8"),
     (lambda d, a: _node(d, "mp").update(dilation=2), "max_pool node 'mp': unknown key(s) "
                                                      "['dilation']"),
+    (lambda d, a: _node(d, "mp").update(requant={"shift": 1}),
+     "max_pool node 'mp': unknown key(s) ['requant']; a max_pool node takes name, op, inputs, "
+     "output, k, stride, pad"),
     (lambda d, a: _node(d, "sum").update(inputs=["stem_out", "nowhere"]),
      "add node 'sum' reads tensor 'nowhere', which is neither a graph input"),
     (lambda d, a: _node(d, "sum").update(inputs=["stem_out", "other"]),
