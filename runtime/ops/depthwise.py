@@ -10,6 +10,11 @@ the weights are loaded into ACC with ACC_8BIT (zero padding), and per tile and c
 3. MOV and ADD sum the product regions into the output rows;
 4. the requantization tail (:class:`~avta.runtime.ops.requant.Requant`) and STORE.
 
+Any stride works, MobileNet's 3×3 stride 2 included: the MOV's two loops step the input window
+by ``stride·TW_in`` rows per output row and ``stride`` per output column
+(:meth:`~avta.runtime.ops.window.WindowEmitter.window_loops`), and each tile loads the
+``(th−1)·stride + k`` rows and columns its outputs need, padded by the LOAD at the borders.
+
 Weights in DRAM: ``(C/BLOCK_OUT, KH, KW, BATCH, BLOCK_OUT)`` int8 ACC_8BIT elements, the same for
 every batch row. Per thread the ACC holds ``tcb`` × (input window + ``k²`` product regions + output
 + ``k²`` weight rows).

@@ -58,6 +58,25 @@ def test_depthwise(cfg, int8, device, geometry, threads):
     assert any(i.opcode == 4 and i.alu_opcode == AluOp.MUL for i in dev.last_program.insns)
 
 
+# MobileNet's stride-2 depthwise layers (3x3, pad 1) on odd and even maps, and a stride 3.
+STRIDED = [(7, 7, 3, 2, 1), (6, 10, 3, 2, 1), (9, 8, 3, 3, 1)]
+
+
+@pytest.mark.parametrize("geometry", STRIDED, ids=lambda g: "x".join(map(str, g)))
+def test_depthwise_strided(cfg, int8, device, geometry):
+    """Strided windows: the MOV loops step the input window by the stride (s·TW_in per output
+    row, s per output column), in border tiles and inner ones alike."""
+    h, w, k, stride, pad = geometry
+    c = cfg.block_out
+    x, wt = int8((cfg.batch, c, h, w)), int8((c, 1, k, k))
+    rq = Requant(6, (0, 127))
+    ref = depthwise_ref(x, wt, stride=stride, pad=pad, requant=rq)
+    for sizes in (None, (1, 2, 1), (2, 1, 1)):
+        out = depthwise_conv2d(device(cfg), x, wt, stride=stride, pad=pad, requant=rq,
+                               tiling=tiling(cfg, x, k, stride, pad, sizes, 2))
+        np.testing.assert_array_equal(out, ref, err_msg=f"tiles {sizes}")
+
+
 def test_depthwise_min_max_tail(default_cfg, int8, device):
     cfg = default_cfg
     x, wt = int8((1, 32, 9, 9)), int8((32, 1, 3, 3))
