@@ -8,11 +8,17 @@ ACC ``[b][o]`` int32, OUT ``[b][o]`` int8. Tensors are blocked so that one eleme
   elements) and for the inputs of the ACC-only operators (ACC_8BIT elements);
 * kernels (OIHWoi): ``w[O, I, KH, KW]`` → ``(O/BLOCK_OUT, I/BLOCK_IN, KH, KW, BLOCK_OUT,
   BLOCK_IN)`` (WGT elements, output-channel major).
+
+A tensor whose channels are not a whole number of blocks — an RGB image's 3 channels, and so the
+3 input channels of a network's first convolution (its stem) — is padded with zero channels first
+(:func:`pad_channels`, on the input's C and on the kernel's I alike): a zero input channel times
+any weight, and any input times a zero weight, adds nothing to a sum, so the padded convolution
+computes exactly the same outputs.
 """
 
 import numpy as np
 
-__all__ = ["pack_nchw", "unpack_nchw", "pack_oihw"]
+__all__ = ["pack_nchw", "unpack_nchw", "pack_oihw", "pad_channels"]
 
 
 def pack_nchw(x, batch, block):
@@ -34,3 +40,15 @@ def pack_oihw(w, block_out, block_in):
     return np.ascontiguousarray(
         w.reshape(o // block_out, block_out, i // block_in, block_in, kh, kw)
         .transpose(0, 2, 4, 5, 1, 3))
+
+
+def pad_channels(x, multiple, axis=1):
+    """``x`` with zeros appended along ``axis`` (by default the channels: NCHW's C, OIHW's I) up
+    to a multiple of ``multiple``; ``x`` itself when it is one already."""
+    x = np.asarray(x)
+    extra = -x.shape[axis] % multiple
+    if not extra:
+        return x
+    widths = [(0, 0)] * x.ndim
+    widths[axis] = (0, extra)
+    return np.pad(x, widths)

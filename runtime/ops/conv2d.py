@@ -16,7 +16,7 @@ import numpy as np
 
 from avta.isa.enums import MemType
 
-from ..packing import pack_nchw, pack_oihw
+from ..packing import pack_nchw, pack_oihw, pad_channels
 from ..pipeline import Pipeline
 from ..stream import StreamBuilder
 from ..uop_kernel import Loop, UopKernel
@@ -230,11 +230,18 @@ def pack_bias(cfg, bias):
 
 
 def conv2d(device, x, w, bias=None, *, stride=1, pad=0, requant=Requant(), threads=2,
-           tiling=None):
+           tiling=None, pad_cin=False):
     """Run ``x[N, CIN, H, W] ⊛ w[COUT, CIN, KH, KW]`` (int8) on ``device``; the int8 output
     ``[N, COUT, OH, OW]`` after :class:`Requant` (with int32 ``bias[COUT]`` added after the
-    shift). The program and RunResult are in ``device.last_program``/``last_result``."""
+    shift). The program and RunResult are in ``device.last_program``/``last_result``.
+
+    With ``pad_cin`` an input whose CIN is not a multiple of BLOCK_IN — a network's stem, 3
+    RGB channels — gets zero channels, and the weights zero input channels, up to one
+    (:func:`~avta.runtime.packing.pad_channels`); the outputs are the same. Without it such a
+    layer raises :class:`~avta.runtime.ops.conv_plan.PlanError`."""
     cfg = device.cfg
+    if pad_cin and w.shape[1] == x.shape[1]:
+        x, w = pad_channels(x, cfg.block_in), pad_channels(w, cfg.block_in)
     shape = Conv2dShape(x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0], w.shape[2],
                         w.shape[3], pad, stride)
     if w.shape[1] != shape.cin:

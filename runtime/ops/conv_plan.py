@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 from avta.isa.formats import PAD_BITS
 
-__all__ = ["Conv2dShape", "Conv2dTiling", "plan_conv2d", "PlanError", "MAX_PAD"]
+__all__ = ["Conv2dShape", "Conv2dTiling", "plan_conv2d", "tiling_for", "misfits", "PlanError",
+           "MAX_PAD"]
 
 #: The largest padding a LOAD adds on one side (its PAD_BITS-bit pad fields, docs/isa.md §2).
 MAX_PAD = (1 << PAD_BITS) - 1
@@ -58,12 +59,15 @@ class Conv2dShape:
 
     def check(self, cfg, pad_limit=MAX_PAD):
         """Raise :class:`PlanError` unless the layer maps onto ``cfg``'s blocks."""
-        for what, value, block, key in (("batch n", self.n, cfg.batch, "BATCH"),
-                                        ("cin", self.cin, cfg.block_in, "BLOCK_IN"),
-                                        ("cout", self.cout, cfg.block_out, "BLOCK_OUT")):
+        for what, value, block, key, hint in (
+                ("batch n", self.n, cfg.batch, "BATCH", "the batch"),
+                ("cin", self.cin, cfg.block_in, "BLOCK_IN", "the input channels of the input "
+                 "and the weights (conv2d(..., pad_cin=True))"),
+                ("cout", self.cout, cfg.block_out, "BLOCK_OUT", "the output channels")):
             if value % block:
                 raise PlanError(f"{what} = {value} is not a multiple of {key} = {block} on "
-                                f"{cfg.name!r}; pad the tensor's channels or batch")
+                                f"{cfg.name!r}; pad {hint} with zeros "
+                                f"(avta.runtime.packing.pad_channels)")
         if not 0 <= self.pad <= pad_limit:
             raise PlanError(f"pad {self.pad} is outside 0..{pad_limit} (the LOAD pad fields)")
         if self.pad >= max(self.kh, self.kw) or self.stride < 1 or self.oh < 1 or self.ow < 1:
@@ -103,8 +107,8 @@ def _window(t, stride, k):
     return (t - 1) * stride + k
 
 
-def tiling_for(cfg, shape, th, tw, tco, tci, threads, *, bias):
-    """The :class:`Conv2dTiling` of these tile sizes, or ``None`` if it does not fit ``cfg``."""
+def _misfits(cfg, shape, th, tw, tco, tci, threads, bias):
+    """The sentences of :func:`misfits`, lazily (planning asks only whether there is one)."""
     s, kk = shape.stride, shape.kh * shape.kw
     cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
     th_in, tw_in = _window(th, s, shape.kh), _window(tw, s, shape.kw)
@@ -112,17 +116,45 @@ def tiling_for(cfg, shape, th, tw, tco, tci, threads, *, bias):
     bias_rows = cob if bias else 0
     resident = cob * cib * kk <= cfg.wgt_depth
     wgt_rows = cob * cib * kk if resident else threads * tco * tci * kk
-    if (threads * tci * inp_pitch > cfg.inp_depth or wgt_rows > cfg.wgt_depth
-            or bias_rows + threads * tco * acc_pitch > cfg.acc_depth):
-        return None
+    if threads * tci * inp_pitch > cfg.inp_depth:
+        yield (f"{threads} x {tci} input window(s) of {th_in}x{tw_in} pixels need "
+               f"{threads * tci * inp_pitch} INP rows, the INP scratchpad has {cfg.inp_depth}")
+    if wgt_rows > cfg.wgt_depth:
+        yield (f"{threads} x {tco * tci} block(s) of a {shape.kh}x{shape.kw} kernel need "
+               f"{wgt_rows} WGT rows, the WGT scratchpad has {cfg.wgt_depth}")
+    if bias_rows + threads * tco * acc_pitch > cfg.acc_depth:
+        yield (f"{bias_rows} bias rows and {threads} x {tco} output tile(s) of {th}x{tw} "
+               f"pixels need {bias_rows + threads * tco * acc_pitch} ACC rows, the ACC "
+               f"scratchpad has {cfg.acc_depth}")
     # Loop factors must fit their fields (docs/isa.md §2): dst advances by tw per output row, src by
     # s·TW_in; the GEMM kernel (tco·tci·KK micro-ops) leaves room for the small ALU kernels.
-    if tw >= 1 << cfg.acc_factor_bits or s * tw_in >= 1 << cfg.inp_factor_bits \
-            or s >= 1 << cfg.inp_factor_bits:
-        return None
+    if tw >= 1 << cfg.acc_factor_bits:
+        yield f"dst factor {tw} does not fit the {cfg.acc_factor_bits}-bit field"
+    if s * tw_in >= 1 << cfg.inp_factor_bits or s >= 1 << cfg.inp_factor_bits:
+        yield f"src factor {s * tw_in} does not fit the {cfg.inp_factor_bits}-bit field"
     if tco * tci * kk > cfg.uop_depth // (2 * threads + 1):
+        yield (f"a GEMM kernel of {tco * tci * kk} micro-ops exceeds "
+               f"{cfg.uop_depth // (2 * threads + 1)}, its share of the {cfg.uop_depth}-row "
+               f"micro-op scratchpad")
+
+
+def misfits(cfg, shape, th, tw, tco, tci, threads, *, bias):
+    """Why the tiling of these tile sizes does not fit ``cfg``: one sentence per limit it
+    breaks (an empty list when it fits)."""
+    return list(_misfits(cfg, shape, th, tw, tco, tci, threads, bias))
+
+
+def tiling_for(cfg, shape, th, tw, tco, tci, threads, *, bias):
+    """The :class:`Conv2dTiling` of these tile sizes, or ``None`` if it does not fit ``cfg``
+    (:func:`misfits` says why)."""
+    if next(_misfits(cfg, shape, th, tw, tco, tci, threads, bias), None) is not None:
         return None
-    return Conv2dTiling(th, tw, tco, tci, threads, resident, inp_pitch, acc_pitch, bias_rows)
+    s, kk = shape.stride, shape.kh * shape.kw
+    cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
+    inp_pitch = _window(th, s, shape.kh) * _window(tw, s, shape.kw)
+    resident = cob * cib * kk <= cfg.wgt_depth
+    return Conv2dTiling(th, tw, tco, tci, threads, resident, inp_pitch, th * tw,
+                        cob if bias else 0)
 
 
 #: Cost of one instruction in the tiling score, in bytes moved: fetching and starting an
@@ -167,9 +199,13 @@ def plan_conv2d(cfg, shape, *, threads=2, bias=False, pad_limit=MAX_PAD):
                     if best is None or cost < best[0]:
                         best = (cost, t)
     if best is None:
+        why = "; ".join(misfits(cfg, shape, 1, 1, 1, 1, threads, bias=bias))
+        hint = ""
+        if threads > 1 and not misfits(cfg, shape, 1, 1, 1, 1, 1, bias=bias):
+            hint = " (with threads=1 it would fit)"
         raise PlanError(f"no tiling of {shape} fits configuration {cfg.name!r} with {threads} "
-                        f"thread(s): even a 1x1 tile of one channel block is too large for its "
-                        f"scratchpads or field widths")
+                        f"thread(s): even a 1x1 tile of one channel block is too large — {why}"
+                        f"{hint}; run this layer on the host")
     return best[1]
 
 

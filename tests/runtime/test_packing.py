@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from avta.runtime.packing import pack_nchw, pack_oihw, unpack_nchw
+from avta.runtime.packing import pack_nchw, pack_oihw, pad_channels, unpack_nchw
 
 
 def test_nchw_element_is_a_row():
@@ -19,3 +19,13 @@ def test_oihw_rows_are_output_major():
     p = pack_oihw(w, 2, 3)
     assert p.shape == (2, 2, 3, 3, 2, 3)
     assert p[1, 0, 2, 1, 1, 2] == w[3, 2, 2, 1]      # [o][k] = w[ob·2 + o, ib·3 + k]
+
+
+def test_pad_channels_appends_zeros():
+    x = np.arange(2 * 3 * 2 * 2).reshape(2, 3, 2, 2) + 1
+    p = pad_channels(x, 4)
+    assert p.shape == (2, 4, 2, 2)
+    np.testing.assert_array_equal(p[:, :3], x)
+    assert not p[:, 3].any()
+    assert pad_channels(x, 3) is x                    # already a multiple: unchanged
+    assert pad_channels(x, 4, axis=0).shape == (4, 3, 2, 2)

@@ -121,3 +121,34 @@ def test_resnet18_other_configs(cfg, rng, int8, device, name):
     out = conv2d(dev, x, wt, bias, stride=layer["stride"], pad=layer["pad"], requant=rq)
     np.testing.assert_array_equal(out, conv2d_ref(x, wt, bias, stride=layer["stride"],
                                                   pad=layer["pad"], requant=rq))
+
+
+# (k, stride, pad, h): ResNet's 7x7/2 pad 3 stem and MobileNet's 3x3/2 pad 1, on small images.
+STEMS = {"resnet": (7, 2, 3, 11), "mobilenet": (3, 2, 1, 8)}
+
+
+@pytest.mark.parametrize("stem", STEMS)
+def test_stem_three_channels(cfg, rng, int8, device, stem):
+    """CIN = 3 (RGB): input and weights padded with zero channels up to BLOCK_IN."""
+    k, stride, pad, h = STEMS[stem]
+    x, wt = int8((cfg.batch, 3, h, h + 1)), int8((2 * cfg.block_out, 3, k, k))
+    bias = rng.integers(-2000, 2000, wt.shape[0])
+    rq = Requant(shift=8, clip=(0, 127))
+    dev = device(cfg)
+    out = conv2d(dev, x, wt, bias, stride=stride, pad=pad, requant=rq, pad_cin=True)
+    np.testing.assert_array_equal(out, conv2d_ref(x, wt, bias, stride=stride, pad=pad,
+                                                  requant=rq))
+    assert any(i.opcode == 0 and i.x_pad_0 == pad for i in dev.last_program.insns)
+
+
+def test_stem_errors_name_the_rule(tiny_cfg, device):
+    x, wt = np.zeros((1, 3, 8, 8), np.int8), np.zeros((4, 3, 7, 7), np.int8)
+    with pytest.raises(PlanError, match=r"cin = 3 is not a multiple of BLOCK_IN = 4.*pad_cin"):
+        conv2d(device(tiny_cfg), x, wt, stride=2, pad=3)
+    # huge: one 7x7 block of weights is 49 WGT rows, its WGT scratchpad has 32.
+    huge = load_config("huge")
+    with pytest.raises(PlanError, match=r"7x7 kernel need 98 WGT rows, the WGT scratchpad has "
+                                        r"32.*on the host"):
+        plan_conv2d(huge, Conv2dShape(1, 64, 224, 224, 64, 7, 7, 3, 2), bias=True)
+    with pytest.raises(PlanError, match="LOAD pad fields"):
+        plan_conv2d(tiny_cfg, Conv2dShape(1, 4, 40, 40, 4, 33, 33, 16, 1))
