@@ -1,24 +1,36 @@
-"""Element-wise ALU programs on int32 tensors, with all 32 bits of the result read back.
+"""Element-wise ALU programs: int32 tensors with all 32 bits of the result read back, and the
+int8 residual add.
 
 STORE writes only the low 8 bits of each ACC lane (docs/isa.md §3.2, OUT mirrors ACC). To see a whole
 32-bit result the program also computes ``r >> 8``, ``r >> 16`` and ``r >> 24`` into scratch rows
 (SHR with an immediate reads ACC[src] and writes ACC[dst], docs/isa.md §3.4) and stores the four byte
 planes; the host reassembles them (:func:`combine_planes`).
 
-:func:`elementwise` runs a chain of ALU steps over tensors in tiles, double buffered between the
-compute and store stages; :func:`emit_readback` is the readback alone, for tests that fill ACC
-another way (padded loads, GEMM).
+:func:`build_elementwise` runs a chain of ALU steps over tensors in tiles, double buffered between
+the compute and store stages, and stores either the byte planes or the int8 result;
+:func:`elementwise` runs it on int32 host tensors; :func:`emit_readback` is the readback alone,
+for tests that fill ACC another way (padded loads, GEMM).
+
+:func:`add` (:func:`build_add`) is the residual add of two int8 feature maps in the packed OUT
+layout ``(N/B, C/BO, H, W, B, BO)`` that conv2d writes: both are loaded as ACC_8BIT (sign-extended
+into int32 lanes), added with a two-operand ALU ADD, requantized (:class:`Requant`: SHR, then the
+clip, e.g. ``(0, 127)`` for a ReLU) and stored as int8 in the same layout.
 """
 
 import numpy as np
 
 from avta.isa.enums import AluOp, MemType
+from avta.isa.formats import ITER_BITS
 
+from ..packing import pack_nchw
 from ..pipeline import Pipeline
 from ..stream import StreamBuilder
 from ..uop_kernel import Loop, UopKernel
+from .conv_plan import PlanError
+from .requant import Requant
 
-__all__ = ["elementwise", "emit_readback", "combine_planes", "lane_bytes"]
+__all__ = ["elementwise", "build_elementwise", "emit_readback", "combine_planes", "lane_bytes",
+           "add", "build_add"]
 
 
 def lane_bytes(cfg):
@@ -58,62 +70,126 @@ def _pack_rows(cfg, array, dtype):
     return flat.reshape(-1, lanes)
 
 
-def elementwise(device, a, steps, b=None, *, a_8bit=False, threads=2, tile_rows=None):
-    """Run ALU ``steps`` on int32 tensor ``a`` (and ``b``) on ``device``; the int32 result.
+def build_elementwise(cfg, n, steps, a, out, *, b=None, a_mem=MemType.ACC, b_mem=MemType.ACC,
+                      readback=True, threads=2, tile_rows=None):
+    """The program running ALU ``steps`` on ``n`` ACC rows: operand ``a`` at element ``a`` of
+    memory type ``a_mem`` (ACC or ACC_8BIT), ``b`` likewise.
 
     ``steps`` is a list of ``(AluOp, operand)``: an ``int`` operand is an immediate
-    (``r = op(r, imm)``), the string ``"b"`` means the tensor ``b`` (``r = op(r, b)``).
+    (``r = op(r, imm)``), the string ``"b"`` means the tensor ``b`` (``r = op(r, b)``); a
+    :class:`Requant` in the list emits its tail (SHR, clip) on ``r``. With ``readback`` the
+    result's lane bytes go to OUT elements ``out + k·n`` (:func:`emit_readback`), otherwise its
+    low byte (the int8 result) to OUT elements ``out``.
+    """
+    uses_b = any(not isinstance(step, Requant) and step[1] == "b" for step in steps)
+    if uses_b and b is None:
+        raise ValueError("a step reads the tensor b, but no b was given")
+    nbytes = lane_bytes(cfg) if readback else 0
+    per_tile = 1 + uses_b + nbytes                      # a (result), b, the byte planes
+    if tile_rows is None:
+        tile_rows = min(n, cfg.acc_depth // (threads * per_tile), (1 << ITER_BITS) - 1)
+    if tile_rows < 1 or threads * per_tile * tile_rows > cfg.acc_depth:
+        raise PlanError(f"tile of {tile_rows} rows does not fit the {cfg.acc_depth}-row ACC "
+                        f"scratchpad {threads * per_tile} times")
+    if tile_rows >= 1 << ITER_BITS:
+        raise PlanError(f"tile of {tile_rows} rows: an ALU loop runs at most "
+                        f"{(1 << ITER_BITS) - 1} iterations (the {ITER_BITS}-bit iter fields)")
+    builder = StreamBuilder(cfg)
+    pipe = Pipeline(builder, threads=threads)
+    pending = []
+    for start in range(0, n, tile_rows):
+        rows = min(tile_rows, n - start)
+        base = pipe.begin_tile() * per_tile * tile_rows
+        r_row, b_row = base, base + tile_rows
+        scratch = base + (1 + uses_b) * tile_rows
+        builder.load(a_mem, sram=r_row, dram=a + start, x_size=rows)
+        if uses_b:
+            builder.load(b_mem, sram=b_row, dram=b + start, x_size=rows)
+        for step in steps:
+            if isinstance(step, Requant):
+                step.emit(builder, _rows_kernel(r_row, r_row, rows))
+            elif step[1] == "b":
+                builder.alu(_rows_kernel(r_row, b_row, rows), step[0])
+            else:
+                builder.alu(_rows_kernel(r_row, r_row, rows), step[0], imm=step[1])
+        if readback:
+            stores = emit_readback(builder, src=r_row, rows=rows, scratch=scratch,
+                                   planes=[out + k * n + start for k in range(nbytes)])
+        else:
+            stores = [(r_row, out + start)]
+        pipe.end_tile()
+        pending.append((stores, rows))
+        last = start + rows >= n
+        # Store the oldest tile once ``threads`` tiles are computed, so that compute runs
+        # ahead of store by one tile with two threads.
+        while pending and (len(pending) == threads or last):
+            done, count = pending.pop(0)
+            pipe.begin_store()
+            for sram, dram in done:
+                builder.store(sram=sram, dram=dram, x_size=count)
+            pipe.end_store()
+    return builder.finish()
+
+
+def elementwise(device, a, steps, b=None, *, a_8bit=False, threads=2, tile_rows=None):
+    """Run ALU ``steps`` (:func:`build_elementwise`) on int32 tensor ``a`` (and ``b``) on
+    ``device``; the int32 result.
+
     With ``a_8bit`` ``a`` is int8 and is loaded as ACC_8BIT (sign-extended, docs/isa.md §2).
     """
     cfg = device.cfg
     a_rows = _pack_rows(cfg, a, np.int8 if a_8bit else np.int32)
     n = a_rows.shape[0]
-    uses_b = any(operand == "b" for _, operand in steps)
+    uses_b = any(not isinstance(step, Requant) and step[1] == "b" for step in steps)
     b_rows = _pack_rows(cfg, b, np.int32) if uses_b else None
     nbytes = lane_bytes(cfg)
-    per_tile = 1 + uses_b + nbytes                      # a (result), b, the byte planes
-    if tile_rows is None:
-        tile_rows = min(n, cfg.acc_depth // (threads * per_tile))
-    if tile_rows < 1 or threads * per_tile * tile_rows > cfg.acc_depth:
-        raise ValueError(f"tile of {tile_rows} rows does not fit the {cfg.acc_depth}-row ACC "
-                         f"scratchpad {threads * per_tile} times")
     a_mem = MemType.ACC_8BIT if a_8bit else MemType.ACC
     with device.scratch() as bufs:
         a_elem = bufs.upload(a_rows, mem=a_mem).elem(cfg, a_mem)
         b_elem = bufs.upload(b_rows, mem=MemType.ACC).elem(cfg, MemType.ACC) \
             if uses_b else None
         planes = bufs.alloc(nbytes * n * cfg.out_elem_bytes, mem=MemType.OUT)
-        out_elem = planes.elem(cfg, MemType.OUT)
-        builder = StreamBuilder(cfg)
-        pipe = Pipeline(builder, threads=threads)
-        pending = []
-        for start in range(0, n, tile_rows):
-            rows = min(tile_rows, n - start)
-            base = pipe.begin_tile() * per_tile * tile_rows
-            r_row, b_row = base, base + tile_rows
-            scratch = base + (1 + uses_b) * tile_rows
-            builder.load(a_mem, sram=r_row, dram=a_elem + start, x_size=rows)
-            if uses_b:
-                builder.load(MemType.ACC, sram=b_row, dram=b_elem + start, x_size=rows)
-            for op, operand in steps:
-                if operand == "b":
-                    builder.alu(_rows_kernel(r_row, b_row, rows), op)
-                else:
-                    builder.alu(_rows_kernel(r_row, r_row, rows), op, imm=operand)
-            stores = emit_readback(builder, src=r_row, rows=rows, scratch=scratch,
-                                   planes=[out_elem + k * n + start for k in range(nbytes)])
-            pipe.end_tile()
-            pending.append((stores, rows))
-            last = start + rows >= n
-            # Store the oldest tile once ``threads`` tiles are computed, so that compute runs
-            # ahead of store by one tile with two threads.
-            while pending and (len(pending) == threads or last):
-                done, count = pending.pop(0)
-                pipe.begin_store()
-                for sram, dram in done:
-                    builder.store(sram=sram, dram=dram, x_size=count)
-                pipe.end_store()
-        program = builder.finish()
-        device.run(program)
+        device.run(build_elementwise(cfg, n, steps, a_elem, planes.elem(cfg, MemType.OUT),
+                                     b=b_elem, a_mem=a_mem, threads=threads,
+                                     tile_rows=tile_rows))
         raw = device.read(planes, np.int8).reshape(nbytes, n, -1)
     return combine_planes(list(raw)).reshape(np.shape(a))
+
+
+def _feature_rows(cfg, shape):
+    """ACC rows of an int8 ``[N, C, H, W]`` map in the packed OUT layout."""
+    if len(shape) != 4:
+        raise ValueError(f"expected an NCHW feature map, got shape {tuple(shape)}")
+    n, c, h, w = shape
+    if n % cfg.batch or c % cfg.block_out:
+        raise PlanError(f"n = {n} and c = {c} must be multiples of BATCH = {cfg.batch} and "
+                        f"BLOCK_OUT = {cfg.block_out} on {cfg.name!r}")
+    return n * c * h * w // (cfg.batch * cfg.block_out)
+
+
+def build_add(cfg, shape, a, b, out, *, requant, threads=2, tile_rows=None):
+    """The program of one residual add of two int8 ``shape = (N, C, H, W)`` maps at ACC_8BIT
+    elements ``a`` and ``b`` (``(N/B, C/BO, H, W, B, BO)``, conv2d's output layout): ``requant(a
+    + b)`` (int32 sum) as int8 OUT elements at ``out``, in the same layout."""
+    rows = _feature_rows(cfg, shape)
+    return build_elementwise(cfg, rows, [(AluOp.ADD, "b"), requant], a, out, b=b,
+                             a_mem=MemType.ACC_8BIT, b_mem=MemType.ACC_8BIT, readback=False,
+                             threads=threads, tile_rows=tile_rows)
+
+
+def add(device, a, b, *, requant, threads=2, tile_rows=None):
+    """int8 residual add of ``a[N, C, H, W]`` and ``b`` (same shape) on ``device``: ``requant`` of
+    the int32 sum; bit for bit :func:`~avta.runtime.ops.reference.add_ref`."""
+    cfg = device.cfg
+    a, b = np.asarray(a, np.int8), np.asarray(b, np.int8)
+    if a.shape != b.shape:
+        raise ValueError(f"add of tensors of shapes {a.shape} and {b.shape}; they must be equal")
+    _feature_rows(cfg, a.shape)
+    with device.scratch() as s:
+        a_buf = s.upload(pack_nchw(a, cfg.batch, cfg.block_out), mem=MemType.ACC_8BIT)
+        b_buf = s.upload(pack_nchw(b, cfg.batch, cfg.block_out), mem=MemType.ACC_8BIT)
+        out = s.alloc(a.size, mem=MemType.OUT)
+        device.run(build_add(cfg, a.shape, a_buf.elem(cfg, MemType.ACC_8BIT),
+                             b_buf.elem(cfg, MemType.ACC_8BIT), out.elem(cfg, MemType.OUT),
+                             requant=requant, threads=threads, tile_rows=tile_rows))
+        return device.read_nchw(out, *a.shape)
