@@ -1,0 +1,332 @@
+"""Run a whole network on a device: every node in order, activations kept in device DRAM.
+
+:func:`run_network` uploads every layer's weights once, then runs the nodes of a
+:class:`~avta.runtime.net.graph.Graph` in topological order, each as one program of the
+runtime's operators (:mod:`avta.runtime.ops`). A tensor lives in DRAM in the packed OUT layout
+``(N/BATCH, C/BLOCK, H, W, BATCH, BLOCK)`` (:mod:`avta.runtime.packing`), which is what conv2d
+writes and what the next conv2d reads as INP elements and the pools, the depthwise convolution
+and the residual add read as ACC_8BIT elements, so nothing goes back to the host between two
+layers that both run on the device. That needs BLOCK_IN = BLOCK_OUT: on a rectangular
+configuration the activations of a conv2d are not in the layout it reads, and the conv2d runs on
+the host (the report says so).
+
+Shapes the accelerator needs that a real network does not have are made on the way in:
+
+* channels are padded with zeros to a multiple of the block (ResNet's 3-channel stem runs on the
+  accelerator with 13 zero channels on ``default``; a 1000-class classifier computes 1008);
+  padded weights, biases and so activations are zero, so padded channels stay zero;
+* the batch is padded with zero images to a multiple of BATCH;
+* a fully connected layer over a ``C × H × W`` map is the conv2d whose kernel covers the map (the
+  weights ``[O, C·H·W]`` reshaped to ``[O, C, H, W]``: the same flattening order);
+
+and the outputs are cut back. A node the accelerator cannot run (a kernel too large for the
+scratchpads, a pad beyond the LOAD's pad fields) runs on the host with the numpy reference, and
+its row in the report says why. Each layer's row also has its cycles, MAC-bound cycles and
+utilization, DRAM bytes, instructions, micro-ops and the stage that bound it.
+"""
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from avta.isa.enums import MemType
+
+from ..ops.conv2d import Conv2dBuffers, build_conv2d, pack_bias
+from ..ops.conv_plan import Conv2dShape, PlanError
+from ..ops.depthwise import build_depthwise_conv2d, pack_depthwise_weights
+from ..ops.elementwise import build_add
+from ..ops.pool import (GlobalPoolShape, build_avg_pool2d, build_global_avg_pool,
+                        build_max_pool2d)
+from ..ops.window import WindowShape
+from ..packing import pack_nchw, pack_oihw
+from .reference import run_node
+
+__all__ = ["LayerReport", "NetworkRun", "run_network", "dram_bytes"]
+
+#: Counters of the DRAM bytes a layer reads (docs/architecture.md, performance counters).
+_LOADED = ("INP_LD", "WGT_LD", "ACC_LD", "UOP_LD")
+_STAGES = (("load", "LD"), ("compute", "CP"), ("store", "ST"))
+
+
+@dataclass
+class LayerReport:
+    """One node's run. ``on`` is ``"device"`` or ``"host"`` (with ``why``); ``bound`` the stage
+    that was busy longest (``load``, ``compute``, ``store``); counts of a host layer are 0."""
+    name: str
+    op: str
+    shape: tuple
+    macs: int
+    cycles: int = 0
+    ideal_cycles: int = 0
+    utilization: float = 0.0
+    bytes_loaded: int = 0
+    bytes_stored: int = 0
+    insns: int = 0
+    uops: int = 0
+    bound: str = ""
+    on: str = "device"
+    why: str = ""
+
+
+@dataclass
+class NetworkRun:
+    """A network's run: its outputs (int8, real shapes), the per-layer reports and totals.
+    ``estimated``: the cycles are fsim's estimate rather than a count."""
+    network: str
+    config: str
+    outputs: dict
+    layers: list = field(default_factory=list)
+    estimated: bool = False
+
+    @property
+    def total(self):
+        macs = sum(layer.macs for layer in self.layers)
+        cycles = sum(layer.cycles for layer in self.layers)
+        ideal = sum(layer.ideal_cycles for layer in self.layers)
+        return {"macs": macs, "cycles": cycles, "ideal_cycles": ideal,
+                "utilization": ideal / cycles if cycles else 0.0}
+
+    def to_dict(self):
+        return {"network": self.network, "config": self.config, "estimated": self.estimated,
+                "layers": [asdict(layer) | {"shape": list(layer.shape)}
+                           for layer in self.layers],
+                "total": self.total}
+
+
+def _round_up(value, multiple):
+    return -(-value // multiple) * multiple
+
+
+class _Layout:
+    """How the configuration stores a real ``[N, C, H, W]`` tensor: padded N and C."""
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.block = math.lcm(cfg.block_in, cfg.block_out)
+        self.square = cfg.block_in == cfg.block_out
+
+    def padded(self, shape):
+        n, c, h, w = shape
+        return (_round_up(n, self.cfg.batch), _round_up(c, self.block), h, w)
+
+    def pad(self, x):
+        """``x[N, C, H, W]`` int8 with zero images and channels up to :meth:`padded`."""
+        n, c = x.shape[:2]
+        pn, pc = self.padded(x.shape)[:2]
+        return np.pad(np.asarray(x, np.int8), ((0, pn - n), (0, pc - c), (0, 0), (0, 0)))
+
+    def nbytes(self, shape):
+        return int(np.prod(self.padded(shape)))
+
+
+def dram_bytes(cfg, graph):
+    """DRAM a run of ``graph`` needs at most: every weight and bias packed, every tensor at
+    once (the executor frees tensors after their last use, so this is an upper bound), and
+    room for the largest programs."""
+    layout = _Layout(cfg)
+    total = sum(layout.nbytes(shape) for shape in graph.shapes.values())
+    for node in graph.topological():
+        if node.weights is not None:
+            total += _round_up(node.weights.size, layout.block * layout.block) * cfg.batch
+        if node.bias is not None:
+            total += _round_up(node.bias.size, layout.block) * cfg.batch * 4
+    return _round_up(total + total // 4 + (64 << 20), 4096)
+
+
+def run_network(device, graph, x, *, target="", progress=None):
+    """Run ``graph`` on ``device`` for the int8 input ``x`` (an array, or a dict by input
+    name); a :class:`NetworkRun`. ``progress(i, n, node)`` hears before each node."""
+    return _Executor(device, graph, progress).run(x, target)
+
+
+class _Executor:
+    def __init__(self, device, graph, progress):
+        self.device, self.cfg, self.graph = device, device.cfg, graph
+        self.layout = _Layout(device.cfg)
+        self.progress = progress or (lambda i, n, node: None)
+        self.buffers = {}           # tensor name -> DRAM buffer (packed OUT layout)
+        self.weights = {}           # node name -> (weights buffer, bias buffer or None)
+
+    # -- the run -----------------------------------------------------------------------------
+
+    def run(self, x, target):
+        graph, cfg = self.graph, self.cfg
+        inputs = x if isinstance(x, dict) else {next(iter(graph.inputs)): x}
+        for name, value in inputs.items():
+            self.buffers[name] = self._upload_tensor(value)
+        last_use = {}
+        for i, node in enumerate(graph.topological()):
+            for t in node.inputs:
+                last_use[t] = i
+        run = NetworkRun(graph.name, cfg.name, {})
+        nodes = graph.topological()
+        try:
+            for i, node in enumerate(nodes):
+                self.progress(i, len(nodes), node)
+                run.layers.append(self._run_node(node, run))
+                for t in node.inputs:
+                    if last_use[t] == i and t not in graph.outputs:
+                        self.device.free(self.buffers.pop(t))
+            for name in graph.outputs:
+                run.outputs[name] = self._read_tensor(name)
+        finally:
+            for buffer in self.buffers.values():
+                self.device.free(buffer)
+            for wgt, bias in self.weights.values():
+                for buffer in (wgt, bias):
+                    if buffer is not None:
+                        self.device.free(buffer)
+        return run
+
+    def _run_node(self, node, run):
+        graph = self.graph
+        shape = graph.shapes[node.output]
+        report = LayerReport(node.name, node.op, tuple(shape), graph.macs(node))
+        try:
+            program = self._program(node)
+        except (PlanError, ValueError) as error:
+            self._on_host(node)
+            report.on, report.why = "host", str(error)
+            return report
+        result = self.device.run(program)
+        self._account(report, program, result)
+        run.estimated |= "cycles" in result.estimated
+        return report
+
+    def _account(self, report, program, result):
+        cfg, counters = self.cfg, result.counters
+        report.cycles = int(result.cycles)
+        report.ideal_cycles = -(-report.macs // (cfg.batch * cfg.block_in * cfg.block_out))
+        report.utilization = report.ideal_cycles / report.cycles if report.cycles else 0.0
+        report.bytes_loaded = sum(counters[name] for name in _LOADED)
+        report.bytes_stored = counters["OUT_ST"]
+        report.insns, report.uops = len(program), len(program.uops)
+        busy = {stage: report.cycles - counters[f"IDLE_{s}"] - counters[f"STALL_{s}"]
+                for stage, s in _STAGES}
+        report.bound = max(busy, key=busy.get)
+
+    # -- one program per node ------------------------------------------------------------------
+
+    def _program(self, node):
+        """The node's program on the device (its output buffer allocated), or PlanError /
+        ValueError when the accelerator cannot run it."""
+        build = getattr(self, f"_build_{node.op}")
+        return build(node)
+
+    def _out(self, node):
+        buffer = self.device.alloc(self.layout.nbytes(self.graph.shapes[node.output]),
+                                   mem=MemType.OUT)
+        self.buffers[node.output] = buffer
+        return buffer.elem(self.cfg, MemType.OUT)
+
+    def _elem(self, tensor, mem):
+        return self.buffers[tensor].elem(self.cfg, mem)
+
+    def _conv_input(self, node, tensor):
+        """The INP element address of a conv2d's input: the tensor itself, whose OUT rows are
+        INP rows when the blocks are square."""
+        if self.layout.square:
+            return self._elem(tensor, MemType.INP)
+        raise PlanError(f"BLOCK_IN {self.cfg.block_in} differs from BLOCK_OUT "
+                        f"{self.cfg.block_out}: the activation layouts differ, so {node.name!r} "
+                        f"runs on the host")
+
+    def _build_conv2d(self, node, *, kernel=None):
+        cfg, layout = self.cfg, self.layout
+        n, c, h, w = layout.padded(self.graph.input_shapes(node)[0])
+        weights = node.weights if kernel is None else kernel
+        o, _, kh, kw = weights.shape
+        po = _round_up(o, layout.block)
+        shape = Conv2dShape(n, c, h, w, po, kh, kw, node.attrs.get("pad", 0),
+                            node.attrs.get("stride", 1))
+        shape.check(cfg)
+        inp = self._conv_input(node, node.inputs[0])
+        if node.name not in self.weights:
+            padded = np.zeros((po, c, kh, kw), np.int8)
+            padded[:o, :weights.shape[1]] = weights
+            wgt = self.device.upload(pack_oihw(padded, cfg.block_out, cfg.block_in),
+                                     mem=MemType.WGT)
+            bias = None
+            if node.bias is not None:
+                b = np.zeros(po, np.int32)
+                b[:o] = node.bias
+                bias = self.device.upload(pack_bias(cfg, b), mem=MemType.ACC)
+            self.weights[node.name] = (wgt, bias)
+        wgt, bias = self.weights[node.name]
+        bufs = Conv2dBuffers(inp, wgt.elem(cfg, MemType.WGT), self._out(node),
+                             None if bias is None else bias.elem(cfg, MemType.ACC))
+        return build_conv2d(cfg, shape, bufs, requant=node.requant)
+
+    def _build_dense(self, node):
+        """A fully connected layer is the conv2d whose kernel covers the whole input map."""
+        _, c, h, w = self.graph.input_shapes(node)[0]
+        kernel = np.asarray(node.weights).reshape(-1, c, h, w)
+        return self._build_conv2d(node, kernel=kernel)
+
+    def _window(self, node):
+        n, c, h, w = self.layout.padded(self.graph.input_shapes(node)[0])
+        attrs = node.attrs
+        return WindowShape(n, c, h, w, attrs.get("k", 1), attrs.get("pad", 0),
+                           attrs.get("stride", 1))
+
+    def _build_depthwise(self, node):
+        cfg = self.cfg
+        shape = self._window(node)
+        shape = WindowShape(shape.n, shape.c, shape.h, shape.w, node.weights.shape[2],
+                            node.attrs.get("pad", 0), node.attrs.get("stride", 1))
+        shape.check(cfg)
+        inp = self._elem(node.inputs[0], MemType.ACC_8BIT)
+        if node.name not in self.weights:
+            padded = np.zeros((shape.c,) + node.weights.shape[1:], np.int8)
+            padded[:node.weights.shape[0]] = node.weights
+            self.weights[node.name] = (self.device.upload(pack_depthwise_weights(cfg, padded),
+                                                          mem=MemType.ACC_8BIT), None)
+        wgt = self.weights[node.name][0].elem(cfg, MemType.ACC_8BIT)
+        return build_depthwise_conv2d(cfg, shape, inp, wgt, self._out(node),
+                                      requant=node.requant)
+
+    def _build_max_pool(self, node):
+        shape = self._window(node)
+        shape.check(self.cfg)
+        return build_max_pool2d(self.cfg, shape, self._elem(node.inputs[0], MemType.ACC_8BIT),
+                                self._out(node))
+
+    def _build_avg_pool(self, node):
+        shape = self._window(node)
+        shape.check(self.cfg)
+        return build_avg_pool2d(self.cfg, shape, self._elem(node.inputs[0], MemType.ACC_8BIT),
+                                self._out(node), requant=node.requant)
+
+    def _build_global_avg_pool(self, node):
+        shape = GlobalPoolShape(*self.layout.padded(self.graph.input_shapes(node)[0]))
+        shape.check(self.cfg)
+        return build_global_avg_pool(self.cfg, shape,
+                                     self._elem(node.inputs[0], MemType.ACC_8BIT),
+                                     self._out(node), requant=node.requant)
+
+    def _build_add(self, node):
+        shape = self.layout.padded(self.graph.input_shapes(node)[0])
+        a, b = (self._elem(t, MemType.ACC_8BIT) for t in node.inputs)
+        return build_add(self.cfg, shape, a, b, self._out(node), requant=node.requant)
+
+    # -- the host's part -------------------------------------------------------------------------
+
+    def _on_host(self, node):
+        """Run ``node`` with the numpy reference: its inputs read back, its output uploaded."""
+        stale = self.buffers.pop(node.output, None)     # allocated before the plan failed
+        if stale is not None:
+            self.device.free(stale)
+        inputs = [self._read_tensor(t) for t in node.inputs]
+        self.buffers[node.output] = self._upload_tensor(run_node(node, inputs))
+
+    def _upload_tensor(self, x):
+        cfg = self.cfg
+        return self.device.upload(pack_nchw(self.layout.pad(x), cfg.batch, cfg.block_out),
+                                  mem=MemType.OUT)
+
+    def _read_tensor(self, name):
+        n, c, h, w = self.graph.shapes[name]
+        pn, pc = self.layout.padded((n, c, h, w))[:2]
+        return self.device.read_nchw(self.buffers[name], pn, pc, h, w)[:n, :c]
+
