@@ -208,6 +208,24 @@ def build_parser():
     p.add_argument("b", metavar="B", help="the trace to compare with it, e.g. tsim's")
     p.set_defaults(run=_lazy("avta.sim.trace.cli", "cmd_trace_diff"))
 
+    p = sub.add_parser("run", help="run a whole network on fsim or tsim, per-layer report",
+                       description="Run NETWORK (resnet18, resnet34, resnet50, mobilenet1.0, or a "
+                                   "network YAML) on the device, print one row per layer and the "
+                                   "totals, and compare the output with the numpy reference; "
+                                   "exit 0 only when it matches.")
+    p.add_argument("network", metavar="NETWORK")
+    _config_arg(p)
+    p.add_argument("--target", choices=("fsim", "tsim"), default="fsim")
+    p.add_argument("--input-size", type=int, metavar="N",
+                   help="input height and width of a built-in network (a multiple of 32; "
+                        "default 224)")
+    p.add_argument("--seed", type=int, default=0, metavar="S",
+                   help="seed of the built-in network's weights and of the random input")
+    p.add_argument("--input", metavar="X.npy", help="int8 input of the network's input shape")
+    p.add_argument("--output", metavar="Y.npy", help="write the network's int8 output here")
+    p.add_argument("--json", metavar="OUT", help="write the report as JSON here")
+    p.set_defaults(run=_lazy("avta.sim.run_cmd", "cmd_run"))
+
     p = sub.add_parser("fuzz", help="random well-formed programs on fsim and tsim",
                        description="Run N random well-formed programs on fsim and tsim, diff "
                                    "traces on a mismatch and save failing programs.")

@@ -44,7 +44,7 @@ from .reference import run_node
 
 __all__ = ["LayerReport", "NetworkRun", "run_network", "dram_bytes"]
 
-#: Counters of the DRAM bytes a layer reads (docs/architecture.md, performance counters).
+#: Counters of the DRAM bytes a layer reads (docs/architecture.md, control registers).
 _LOADED = ("INP_LD", "WGT_LD", "ACC_LD", "UOP_LD")
 _STAGES = (("load", "LD"), ("compute", "CP"), ("store", "ST"))
 

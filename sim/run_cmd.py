@@ -1,0 +1,136 @@
+"""``avta run NETWORK``: a whole network on fsim or tsim, with a per-layer report.
+
+NETWORK is a builder's name (``resnet18``, ``resnet34``, ``resnet50``, ``mobilenet1.0``; built at
+``--input-size`` with seeded weights, :mod:`avta.runtime.net.builders`) or a network YAML
+(docs/network-format.md). The input is ``--input X.npy`` (int8, the network's input shape) or a
+seeded random one. The run (:func:`avta.runtime.net.executor.run_network`) keeps activations in
+device DRAM; its output is compared bit for bit with the numpy reference of the same graph.
+
+Prints one row per layer and the totals, then ``output matches the numpy reference`` or the
+first difference. Exit status 0 when the output matched, 1 when it did not, 2 for bad input.
+docs/cli.md has the options and the ``--json`` schema.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from avta.errors import UserError, check_output_file
+from avta.isa.config import load_config
+
+__all__ = ["cmd_run", "load_network", "make_device"]
+
+_COLUMNS = ("layer", "op", "output", "MACs", "cycles", "ideal", "util", "loaded", "stored",
+            "insns", "uops", "bound")
+
+
+def load_network(name, input_size, seed):
+    """The :class:`~avta.runtime.net.graph.Graph` named ``name``: a builder or a YAML path."""
+    from avta.runtime.net import BUILDERS, GraphError, build, load
+    if name in BUILDERS:
+        try:
+            return build(name, input_size=input_size or 224, seed=seed)
+        except GraphError as error:
+            raise UserError(f"--input-size {input_size}: {error}") from None
+    path = Path(name)
+    if path.suffix not in (".yaml", ".yml"):
+        raise UserError(f"network {name!r} is neither a builder ({', '.join(BUILDERS)}) nor a "
+                        f"network file (.yaml, docs/network-format.md)")
+    if input_size is not None:
+        raise UserError("--input-size is for the built-in networks; a network file has its "
+                        "own input shape")
+    if not path.is_file():
+        raise UserError(f"network file {name} does not exist")
+    return load(path)
+
+
+def make_device(cfg, target, dram_size):
+    """A device of ``cfg`` on ``target`` (``fsim`` or ``tsim``) with ``dram_size`` bytes."""
+    from avta.runtime.device import Device
+    if target == "tsim":
+        from avta.sim.tsim.backend import TsimBackend
+        return Device(cfg, TsimBackend(cfg, dram_size=dram_size, max_cycles=1 << 40))
+    from avta.sim.fsim.backend import FsimBackend
+    return Device(cfg, FsimBackend(cfg, dram_size=dram_size))
+
+
+def _input(graph, path, seed):
+    from avta.runtime.net import random_input
+    (name, shape), = graph.inputs.items()
+    if path is None:
+        return random_input(graph, seed=seed)
+    try:
+        x = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as error:
+        raise UserError(f"--input {path}: not a readable .npy file ({error})") from None
+    if x.dtype != np.int8 or tuple(x.shape) != tuple(shape):
+        raise UserError(f"--input {path}: {x.dtype} {list(x.shape)}, but {graph.name}'s input "
+                        f"{name!r} is int8 {list(shape)}")
+    return x
+
+
+def _table(run):
+    rows = [_COLUMNS]
+    for r in run.layers:
+        shape = "x".join(map(str, r.shape[1:]))
+        if r.on == "host":
+            rows.append((r.name, r.op, shape, f"{r.macs:,}", "host", "", "", "", "", "", "", ""))
+            continue
+        rows.append((r.name, r.op, shape, f"{r.macs:,}", f"{r.cycles:,}",
+                     f"{r.ideal_cycles:,}", f"{r.utilization:.1%}", f"{r.bytes_loaded:,}",
+                     f"{r.bytes_stored:,}", f"{r.insns:,}", f"{r.uops:,}", r.bound))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
+    lines = ["  ".join(cell.ljust(w) if i < 3 or i == 11 else cell.rjust(w)
+                       for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
+             for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def cmd_run(args):
+    """Handler of ``avta run``; returns the exit status of the module docstring."""
+    from avta.runtime.net import run_reference
+    from avta.runtime.net.executor import dram_bytes, run_network
+    cfg = load_config(args.config)
+    for option, path in (("--json", args.json), ("--output", args.output)):
+        if path:
+            check_output_file(path, option)
+    graph = load_network(args.network, args.input_size, args.seed)
+    x = _input(graph, args.input, args.seed)
+    device = make_device(cfg, args.target, dram_bytes(cfg, graph))
+    nodes = len(graph.topological())
+    say = (lambda line: print(f"avta run: {line}", file=sys.stderr, flush=True)) \
+        if sys.stderr.isatty() else (lambda line: None)
+    say(f"{graph.name} on {cfg.name} ({args.target}): {nodes} layers")
+    run = run_network(device, graph, x, target=args.target,
+                      progress=lambda i, n, node: say(f"[{i + 1}/{n}] {node.name} ({node.op})"))
+    reference = run_reference(graph, x, keep=False)
+    (out_name,) = graph.outputs
+    mine, want = run.outputs[out_name], reference[out_name]
+    match = bool(np.array_equal(mine, want))
+
+    total = run.total
+    print(f"{graph.name} on {cfg.name} ({cfg.shape_name}, AXI {cfg.axi_data_bits}), "
+          f"{args.target}{' (cycles are fsim estimates)' if run.estimated else ''}")
+    print(_table(run))
+    host = [r for r in run.layers if r.on == "host"]
+    print(f"total: {total['macs']:,} MACs, {total['cycles']:,} cycles, MAC-bound "
+          f"{total['ideal_cycles']:,}, utilization {total['utilization']:.1%}"
+          + (f"; {len(host)} layer(s) on the host" if host else ""))
+    for r in host:
+        print(f"  {r.name} ran on the host: {r.why}")
+    if match:
+        print("output matches the numpy reference")
+    else:
+        where = np.argwhere(mine != want)[0]
+        print(f"output DIFFERS from the numpy reference: {int((mine != want).sum())} of "
+              f"{mine.size} values, first at {tuple(int(i) for i in where)}")
+    if args.output:
+        np.save(args.output, mine)
+    if args.json:
+        record = run.to_dict() | {"target": args.target, "input_size": graph.inputs and
+                                  list(next(iter(graph.inputs.values())))[-1], "match": match}
+        Path(args.json).write_text(json.dumps(record, indent=2) + "\n")
+    return 0 if match else 1

@@ -1,0 +1,95 @@
+"""Whole networks on the device (issue 13): ResNet-18 and MobileNet-1.0 at 32×32 end to end, bit for
+bit the numpy reference, on fsim over several configurations and, on ``tiny`` and ``default``,
+mirrored onto tsim program by program (tests/runtime/conftest.py's ``device``)."""
+
+import numpy as np
+import pytest
+
+from avta.isa.config import load_config
+from avta.runtime.net import GraphBuilder, load, random_input, run_reference, save
+from avta.runtime.net.executor import dram_bytes, run_network
+from avta.runtime.ops.requant import Requant
+
+
+def _run(device, cfg, graph, seed=1):
+    x = random_input(graph, seed=seed)
+    run = run_network(device(cfg, dram_size=dram_bytes(cfg, graph)), graph, x)
+    return run, run_reference(graph, x, keep=False)
+
+
+#: (configuration, network): both networks everywhere, ResNet-18 on ``tiny`` (2 minutes, its
+#: small scratchpads make many small tiles) with ``-m slow`` only.
+CASES = [(config, name) for config in ("default", "batch2", "rect", "tiny")
+         for name in ("resnet18", "mobilenet1.0") if (config, name) != ("tiny", "resnet18")]
+CASES.append(pytest.param("tiny", "resnet18", marks=pytest.mark.slow))
+
+
+@pytest.mark.parametrize("cfg, name", CASES, indirect=["cfg"])
+def test_a_whole_network_matches_its_reference(cfg, device, small_networks, name):
+    graph = small_networks[name]
+    run, want = _run(device, cfg, graph)
+    (out,) = graph.outputs
+    assert run.outputs[out].shape == want[out].shape == (1, 1000, 1, 1)
+    np.testing.assert_array_equal(run.outputs[out], want[out])
+    assert np.unique(want[out]).size > 20           # the network computed something
+    assert [layer.name for layer in run.layers] == [n.name for n in graph.topological()]
+    square = cfg.block_in == cfg.block_out
+    for layer in run.layers:
+        if layer.on == "host":
+            # Only a conv2d whose input layout differs (rect) or that no tiling fits (tiny).
+            assert layer.op in ("conv2d", "dense") and layer.why and layer.cycles == 0, layer
+            continue
+        assert layer.cycles > 0 and layer.insns > 0 and layer.bound in ("load", "compute",
+                                                                          "store")
+        assert layer.bytes_stored > 0 and layer.bytes_loaded > 0
+        assert layer.ideal_cycles == -(-layer.macs // (cfg.batch * cfg.block_in
+                                                        * cfg.block_out))
+    on_device = [layer for layer in run.layers if layer.on == "device"]
+    assert len(on_device) >= (len(run.layers) * 3 // 4 if square else 1)
+    total = run.total
+    assert total["cycles"] == sum(layer.cycles for layer in run.layers)
+    assert total["macs"] == graph.macs()
+
+
+def test_the_report_says_why_a_layer_runs_on_the_host(device, small_networks):
+    """On ``huge`` (1x64x64), one 7×7 weight block needs 49 WGT rows and the scratchpad has 32:
+    ResNet's stem runs on the host, the rest on the device, and the output still matches."""
+    cfg = load_config("huge")
+    graph = small_networks["resnet18"]
+    run, want = _run(device, cfg, graph)
+    host = {layer.name: layer.why for layer in run.layers if layer.on == "host"}
+    assert list(host) == ["conv1"], host
+    assert "host" in host["conv1"]                  # the planner's message says what to do
+    (out,) = graph.outputs
+    np.testing.assert_array_equal(run.outputs[out], want[out])
+
+
+def test_a_network_file_runs_as_its_graph(tmp_path, device, default_cfg, small_networks):
+    graph = small_networks["mobilenet1.0"]
+    path, _ = save(graph, tmp_path / "net.yaml")
+    a, want = _run(device, default_cfg, graph)
+    b, _ = _run(device, default_cfg, load(path))
+    for name in graph.outputs:
+        np.testing.assert_array_equal(a.outputs[name], b.outputs[name])
+        np.testing.assert_array_equal(a.outputs[name], want[name])
+    assert [r.cycles for r in a.layers] == [r.cycles for r in b.layers]
+
+
+def test_padded_channels_and_batch_stay_zero(device):
+    """A 3-channel input and 10 outputs on 16-lane blocks, at batch 1 on ``batch2``: the zero
+    channels and the zero image the executor adds never reach a real value."""
+    cfg = load_config("batch2")
+    rng = np.random.default_rng(3)
+    b = GraphBuilder("odd")
+    x = b.input("x", (1, 3, 8, 8))
+    y = b.conv2d("conv", x, rng.integers(-20, 20, (20, 3, 3, 3), dtype=np.int8),
+                 bias=rng.integers(-9, 9, 20, dtype=np.int32), pad=1,
+                 requant=Requant(shift=3, clip=(0, 127)))
+    y = b.max_pool("pool", y, k=2, stride=2)
+    y = b.global_avg_pool("gap", y, requant=Requant(shift=2, clip=(-128, 127)))
+    y = b.dense("fc", y, rng.integers(-30, 30, (10, 20), dtype=np.int8),
+                requant=Requant(shift=4, clip=(-128, 127)))
+    graph = b.build([y])
+    run, want = _run(device, cfg, graph)
+    assert all(layer.on == "device" for layer in run.layers)
+    np.testing.assert_array_equal(run.outputs[y], want[y])

@@ -1,0 +1,52 @@
+"""``avta run``: a whole network from the command line, its table, JSON report and exit status."""
+
+import json
+
+import numpy as np
+
+from avta.cli import main
+from avta.runtime.net import build, random_input, run_reference, save
+
+
+def test_a_built_in_network_on_fsim(tmp_path, capsys):
+    report, out = tmp_path / "r.json", tmp_path / "y.npy"
+    assert main(["run", "mobilenet1.0", "--config", "default", "--input-size", "32",
+                 "--json", str(report), "--output", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "fsim (cycles are fsim estimates)" in text
+    assert text.rstrip().endswith("output matches the numpy reference")
+    data = json.loads(report.read_text())
+    assert data["network"] == "mobilenet1.0" and data["config"] == "default"
+    assert data["target"] == "fsim" and data["input_size"] == 32 and data["match"] is True
+    assert data["estimated"] is True
+    layer_keys = {"name", "op", "macs", "cycles", "ideal_cycles", "utilization", "bytes_loaded",
+                  "bytes_stored", "insns", "bound", "on"}
+    assert all(layer_keys <= set(layer) for layer in data["layers"])
+    assert data["total"]["cycles"] == sum(layer["cycles"] for layer in data["layers"])
+    assert data["total"]["macs"] == build("mobilenet1.0", input_size=32, calibrate=False).macs()
+    graph = build("mobilenet1.0", input_size=32)
+    want = run_reference(graph, random_input(graph, seed=0), keep=False)
+    np.testing.assert_array_equal(np.load(out), next(iter(want.values())))
+
+
+def test_a_network_file_and_an_input_file(tmp_path, capsys):
+    graph = build("resnet18", input_size=32, seed=4)
+    path, _ = save(graph, tmp_path / "r18.yaml")
+    x = random_input(graph, seed=9)
+    np.save(tmp_path / "x.npy", x)
+    assert main(["run", str(path), "--config", "default", "--input", str(tmp_path / "x.npy"),
+                 "--output", str(tmp_path / "y.npy")]) == 0
+    want = run_reference(graph, x, keep=False)
+    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), next(iter(want.values())))
+
+
+def test_bad_input_is_exit_2(tmp_path, capsys):
+    assert main(["run", "resnet19", "--config", "tiny"]) == 2
+    assert "resnet18" in capsys.readouterr().err          # the message lists the networks
+    assert main(["run", "resnet18", "--config", "tiny", "--input-size", "33"]) == 2
+    np.save(tmp_path / "x.npy", np.zeros((1, 3, 16, 16), np.int8))
+    assert main(["run", "resnet18", "--config", "tiny", "--input-size", "32",
+                 "--input", str(tmp_path / "x.npy")]) == 2
+    assert "[1, 3, 32, 32]" in capsys.readouterr().err
+    assert main(["run", str(tmp_path / "missing.yaml"), "--config", "tiny"]) == 2
+    assert main(["run", "resnet18", "--config", "tiny", "--json", str(tmp_path)]) == 2
