@@ -93,3 +93,20 @@ def test_padded_channels_and_batch_stay_zero(device):
     run, want = _run(device, cfg, graph)
     assert all(layer.on == "device" for layer in run.layers)
     np.testing.assert_array_equal(run.outputs[y], want[y])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["resnet18", "resnet34", "resnet50", "mobilenet1.0"])
+def test_a_full_size_network_on_fsim(name):
+    """224×224, every layer on the device on ``default``, bit for bit the reference (``avta run
+    NAME --target tsim`` gives the exact cycles; see the issue 13 note)."""
+    from avta.runtime.net import build
+    from avta.sim.fsim.backend import fsim_device
+    cfg = load_config("default")
+    graph = build(name)
+    x = random_input(graph, seed=0)
+    run = run_network(fsim_device(cfg, dram_size=dram_bytes(cfg, graph)), graph, x)
+    want = run_reference(graph, x, keep=False)
+    assert all(layer.on == "device" for layer in run.layers)
+    for out in graph.outputs:
+        np.testing.assert_array_equal(run.outputs[out], want[out])
