@@ -130,7 +130,8 @@ def cmd_run(args):
     if args.output:
         np.save(args.output, mine)
     if args.json:
-        record = run.to_dict() | {"target": args.target, "input_size": graph.inputs and
-                                  list(next(iter(graph.inputs.values())))[-1], "match": match}
+        (shape,) = graph.inputs.values()
+        record = run.to_dict() | {"target": args.target, "input_size": shape[-1],
+                                  "match": match}
         Path(args.json).write_text(json.dumps(record, indent=2) + "\n")
     return 0 if match else 1
