@@ -3,7 +3,8 @@
 Ports (docs/architecture.md): ``clk``, ``rst`` (active high, synchronous), ``s_axil__*`` (the host's
 AXI4-Lite port to the control registers, 32-bit) and ``m_axi__*`` (the AXI4 manager to DRAM,
 ``cfg.axi_data_bits`` wide, 32-bit addresses); with ``trace=True`` also ``trace__*`` outputs
-(:mod:`avta.hw.core.trace_port`).
+(:mod:`avta.hw.core.trace_port`), with ``activity=True`` also ``activity__*`` outputs
+(:mod:`avta.hw.core.activity_port`).
 """
 
 import functools
@@ -31,11 +32,12 @@ READ_SLOTS = 8
 class VtaTop(wiring.Component):
     """The whole accelerator of one configuration."""
 
-    def __init__(self, *, cfg, trace=False, faults=()):
+    def __init__(self, *, cfg, trace=False, activity=False, faults=()):
         self._cfg = cfg
         self._trace = trace
+        self._activity = activity
         self._faults = check_faults(faults)
-        self._core = Core(cfg=cfg, trace=trace, faults=self._faults)
+        self._core = Core(cfg=cfg, trace=trace, activity=activity, faults=self._faults)
         self._id_width = id_bits(READ_SLOTS)
         members = {
             "s_axil": In(AxiLiteSignature()),
@@ -43,6 +45,8 @@ class VtaTop(wiring.Component):
         }
         if trace:                       # the core's trace port, passed through
             members["trace"] = Out(self._core.signature.members["trace"].signature)
+        if activity:                    # the core's activity port, passed through
+            members["activity"] = Out(self._core.signature.members["activity"].signature)
         super().__init__(members)
 
     @property
@@ -66,6 +70,8 @@ class VtaTop(wiring.Component):
         wiring.connect(m, getattr(core, write_client), vme.write)
         if self._trace:
             wiring.connect(m, core.trace, flipped(self.trace))
+        if self._activity:
+            wiring.connect(m, core.activity, flipped(self.activity))
 
         m.d.comb += [
             core.launch.eq(vcr.launch),
@@ -82,16 +88,19 @@ class VtaTop(wiring.Component):
         return m
 
 
-def top_verilog(cfg, *, trace=False, faults=()):
+def top_verilog(cfg, *, trace=False, activity=False, faults=()):
     """Verilog text of ``vta_top`` for ``cfg``, with its inline lint waivers (cached: the
     text is a pure function of the frozen configuration and the options).
 
     ``trace`` adds the ``trace__*`` output ports (:mod:`avta.hw.core.trace_port`) that tsim's
-    trace manager samples; ``faults`` plants bugs (:mod:`avta.hw.core.faults`, tests only).
+    trace manager samples; ``activity`` adds the ``activity__*`` output ports
+    (:mod:`avta.hw.core.activity_port`) that tsim's activity recorder samples; ``faults`` plants
+    bugs (:mod:`avta.hw.core.faults`, tests only).
     """
-    return _top_verilog(cfg, bool(trace), check_faults(faults))
+    return _top_verilog(cfg, bool(trace), bool(activity), check_faults(faults))
 
 
 @functools.lru_cache(maxsize=8)
-def _top_verilog(cfg, trace, faults):
-    return to_verilog(VtaTop(cfg=cfg, trace=trace, faults=faults), name="vta_top")
+def _top_verilog(cfg, trace, activity, faults):
+    return to_verilog(VtaTop(cfg=cfg, trace=trace, activity=activity, faults=faults),
+                      name="vta_top")

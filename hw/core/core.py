@@ -43,6 +43,7 @@ from .stage_control import StageControl
 from .tensor_load import LOAD_STAGE_TYPES, TensorLoad
 from .tensor_store import TensorStore
 from .tokens import TokenCounter
+from .activity_port import ActivitySignature, drive_activity
 from .trace_port import TraceSignature, drive_trace
 
 __all__ = ["Core", "counter_layout", "COUNTER_BITS", "READ_CLIENTS", "WRITE_CLIENTS"]
@@ -77,6 +78,8 @@ class Core(wiring.Component):
         Fetch read-ahead (see :class:`Fetch`).
     trace : bool
         Add the ``trace`` port (:mod:`.trace_port`); off, the design has no tracing logic.
+    activity : bool
+        Add the ``activity`` port (:mod:`.activity_port`); off, the design is unchanged.
     faults : set of str
         Planted bugs (:mod:`.faults`), for testing the verification tools only.
 
@@ -103,10 +106,11 @@ class Core(wiring.Component):
     """
 
     def __init__(self, *, cfg, queue_depth=INSN_QUEUE_DEPTH, fetch_ring=32, fetch_burst=8,
-                 trace=False, faults=()):
+                 trace=False, activity=False, faults=()):
         self._cfg = cfg
         self._queue_depth = queue_depth
         self._trace = trace
+        self._activity = activity
         self._faults = faults = check_faults(faults)
         self._fetch = Fetch(cfg=cfg, ring=fetch_ring, burst=fetch_burst, faults=faults)
         self._load = TensorLoad(cfg=cfg, types=LOAD_STAGE_TYPES, faults=faults)
@@ -124,6 +128,8 @@ class Core(wiring.Component):
         }
         if trace:
             members["trace"] = Out(TraceSignature(cfg))
+        if activity:
+            members["activity"] = Out(ActivitySignature())
         super().__init__(members)
 
     @property
@@ -265,6 +271,8 @@ class Core(wiring.Component):
         drained = fetch.idle & ~stages["ld"].busy & ~stages["cp"].busy & ~stages["st"].busy
         running = Signal()
         run.d.comb += self.busy.eq(running)
+        if self._activity:
+            drive_activity(run, self.activity, stages, running)
         with run.If(go):
             run.d.sync += running.eq(1)
         with run.If(running & drained & (decode_failed | unaligned
