@@ -14,14 +14,20 @@ class FsimBackend(ArrayDramBackend):
     ``strict`` is on by default: the runtime builds well-formed programs only, so an index past a
     scratchpad's end is a runtime bug that should stop the run (error 10, docs/isa.md §3). ``schedule``
     and ``seed`` pick fsim's stage interleaving (``"random"`` exposes missing tokens).
+    ``activity`` records every run's estimated activity (:meth:`Fsim.run_activity`) in
+    ``last_activity``; a dict gives its options (``bin_cycles``, ``max_bins``).
     """
 
     name = "fsim"
 
     def __init__(self, cfg, *, dram_size=DEFAULT_DRAM_BYTES, strict=True, schedule="inorder",
-                 seed=None, trace=None):
+                 seed=None, trace=None, activity=False):
         super().__init__(dram_size)
         self._cfg = cfg
+        self._activity = dict(activity) if isinstance(activity, dict) else \
+            ({} if activity else None)
+        #: The :class:`~avta.sim.activity.Activity` of the last run, when recording.
+        self.last_activity = None
         kwargs = {} if trace is None else {"trace": trace}
         self.sim = Fsim(cfg, strict=strict, schedule=schedule, seed=seed, **kwargs)
 
@@ -34,6 +40,10 @@ class FsimBackend(ArrayDramBackend):
         return {}
 
     def run(self, insn_addr, insn_count, *, bases=None):
+        if self._activity is not None:
+            result, self.last_activity = self.sim.run_activity(
+                self._dram, insn_addr, insn_count, bases=bases, **self._activity)
+            return result
         return self.sim.run(self._dram, insn_addr, insn_count, bases=bases)
 
 

@@ -44,6 +44,9 @@ _POP = {Stage.LOAD: (None, _C2L), Stage.COMPUTE: (_L2C, _S2C), Stage.STORE: (_C2
 _PUSH = {Stage.LOAD: (None, _L2C), Stage.COMPUTE: (_C2L, _C2S), Stage.STORE: (_S2C, None)}
 
 _DECODE_CACHE_LIMIT = 1 << 16
+#: What run_activity records as a compute instruction's kind: its index in ("gemm", "alu",
+#: "other").
+_ACTIVITY_KIND = {Opcode.GEMM: 0, Opcode.ALU: 1}
 
 
 class Fsim:
@@ -80,6 +83,9 @@ class Fsim:
         self._pads = Scratchpads(cfg)
         self._decoded = {}
         self._token_max = (1 << cfg.token_bits) - 1
+        # While run_activity runs: a list of (index, stage, start, ready, end, kind) per
+        # instruction executed (kind: 0 GEMM, 1 ALU, 2 anything else).
+        self._record = None
 
     @property
     def cfg(self):
@@ -122,6 +128,39 @@ class Fsim:
             raise ValueError(f"insn_addr 0x{insn_addr:x} is not {INSN_BYTES}-byte aligned: "
                              f"instructions start on a {INSN_BYTES}-byte boundary")
         return _Launch(self, memory, insn_addr, insn_count).run()
+
+    def run_activity(self, dram, insn_addr, insn_count, *, bases=None, bin_cycles=1,
+                     max_bins=None):
+        """:meth:`run`, with the run's activity by the cycle model: ``(RunResult, Activity)``.
+
+        Each executed instruction gives its stage a ``wait`` interval (from the end of the
+        stage's previous instruction until its tokens have been pushed) and a busy interval of
+        its estimated cycles (compute: ``gemm``, ``alu`` or ``other`` by opcode); the rest of the
+        run is ``idle``. Binned with numpy (:func:`avta.sim.activity.from_intervals`), like
+        tsim's (``max_bins`` default :data:`~avta.sim.activity.DEFAULT_MAX_BINS`), and marked
+        estimated; ``insn_start`` holds the cycle each instruction started executing.
+        """
+        from avta.sim.activity import DEFAULT_MAX_BINS, from_intervals
+        self._record = []
+        try:
+            result = self.run(dram, insn_addr, insn_count, bases=bases)
+            record = np.array(self._record, dtype=np.int64).reshape(-1, 6)
+        finally:
+            self._record = None
+        index, stage, start, ready, end, kind = record.T
+        intervals = {}
+        for s, lane in enumerate(STAGE_NAMES):
+            mine = stage == s
+            intervals[(lane, "wait")] = (start[mine], ready[mine])
+            busy = ("gemm", "alu", "other") if lane == "compute" else ("busy",)
+            for k, state in enumerate(busy):
+                chosen = mine & (kind == k) if lane == "compute" else mine
+                intervals[(lane, state)] = (ready[chosen], end[chosen])
+        insn_start = np.full(int(insn_count), -1, dtype=np.int64)
+        insn_start[index] = ready
+        return result, from_intervals(
+            result.cycles, intervals, bin_cycles=bin_cycles,
+            max_bins=DEFAULT_MAX_BINS if max_bins is None else max_bins, insn_start=insn_start)
 
     def _decode(self, blob):
         """``(instruction, Violation or None)`` of 16 instruction bytes; streams repeat the
@@ -280,6 +319,9 @@ class _Launch:
         end = ready + cycles
         self.stall[stage] += ready - start
         self.busy[stage] += cycles
+        if self.sim._record is not None:
+            self.sim._record.append((index, stage, start, ready, end,
+                                     _ACTIVITY_KIND.get(insn.opcode, 2)))
         self.stage_free[stage] = end
         self.counters["ACC_WR"] += timing.acc_row_writes(insn)
 

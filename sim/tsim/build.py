@@ -5,7 +5,9 @@ The harness sources are copied into the build folder beside the header generated
 covers the Verilog text, the harness sources, the generated header, the data width, the
 Verilator version and the waveform format compiled in (if any); a library already built for the
 same key is reused, so only a change to the design, the harness or the facts it shares with
-Python costs a Verilator build.
+Python costs a Verilator build. The activity recorder (``activity.h`` and the harness's
+``#ifdef TSIM_ACTIVITY`` blocks) is part of the key only of the builds that compile it in: a
+build without it compiles the harness without those blocks, so its key leaves them out too.
 
 Publishing is safe with many processes at once: each builds in a temporary folder of its own and
 renames it into place; the first rename wins and the others use the winner's library. A library
@@ -33,6 +35,11 @@ CHECKSUM = "libtsim.so.sha256"
 HARNESS = Path(__file__).with_name("harness.cpp")
 #: The trace manager's half of the harness, compiled in for designs with trace ports.
 EVENTS = Path(__file__).with_name("events.h")
+#: The activity recorder, compiled in for designs with activity ports.
+ACTIVITY = Path(__file__).with_name("activity.h")
+#: The lines that open and close the harness's activity blocks.
+ACTIVITY_BEGIN = "#ifdef TSIM_ACTIVITY"
+ACTIVITY_END = "#endif  // TSIM_ACTIVITY"
 TOP = "vta_top"
 #: Verilator's own C++ is compiled with -O1: large designs build much faster than with -O2
 #: and run nearly as fast (the harness itself gets -O2).
@@ -53,20 +60,41 @@ def _check_fst_headers():
                              "which needs nothing more")
 
 
-def build_library(verilog_text, *, data_bits, trace=None, events=False, jobs=None):
+def without_activity(harness):
+    """The harness text as a build without ``TSIM_ACTIVITY`` compiles it: every block from a
+    line ``ACTIVITY_BEGIN`` to the next line ``ACTIVITY_END`` removed."""
+    kept, inside = [], False
+    for line in harness.splitlines(keepends=True):
+        if line.startswith(ACTIVITY_BEGIN):
+            inside = True
+        elif inside:
+            inside = not line.startswith(ACTIVITY_END)
+        else:
+            kept.append(line)
+    return "".join(kept)
+
+
+def build_library(verilog_text, *, data_bits, trace=None, events=False, activity=False,
+                  jobs=None):
     """Path of ``libtsim.so`` for this Verilog (top module ``vta_top``), building it if needed.
 
     ``trace`` is ``None``, ``"vcd"`` or ``"fst"``: compile waveform tracing in. ``events``: the
     design has trace ports (``top_verilog(cfg, trace=True)``); compile the trace manager in.
+    ``activity``: the design has activity ports (``top_verilog(cfg, activity=True)``); compile
+    the activity recorder in.
     """
     if trace is not None and trace not in TRACE_FORMATS:
         raise ValueError(f"trace must be one of {sorted(TRACE_FORMATS)} or None, not {trace!r}")
     env = verilator_env()
-    sources = {path.name: path.read_text() for path in (HARNESS, EVENTS)}
+    sources = {path.name: path.read_text() for path in (HARNESS, EVENTS, ACTIVITY)}
     sources[HEADER_NAME] = harness_header()
-    key = "\0".join([verilog_text, sources[HARNESS.name],
-                     sources[EVENTS.name] if events else "", sources[HEADER_NAME],
-                     str(data_bits), str(verilator_version()), str(trace), MODEL_OPT])
+    harness = sources[HARNESS.name] if activity else without_activity(sources[HARNESS.name])
+    parts = [verilog_text, harness, sources[EVENTS.name] if events else "",
+             sources[HEADER_NAME], str(data_bits), str(verilator_version()), str(trace),
+             MODEL_OPT]
+    if activity:
+        parts.append(sources[ACTIVITY.name])
+    key = "\0".join(parts)
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     out = cache_root() / "tsim" / f"{digest}{'-' + trace if trace else ''}"
     if _intact(out):
@@ -74,7 +102,7 @@ def build_library(verilog_text, *, data_bits, trace=None, events=False, jobs=Non
     tmp = _workspace(out)
     try:
         _compile(tmp, verilog_text, sources, env, data_bits=data_bits, trace=trace,
-                 events=events, jobs=jobs)
+                 events=events, activity=activity, jobs=jobs)
         (tmp / CHECKSUM).write_text(_sha256(tmp / LIBRARY))
         _publish(tmp, out)
     finally:
@@ -150,7 +178,7 @@ def _publish(tmp, out):
                                  f"a complete build; remove it and try again") from None
 
 
-def _compile(tmp, verilog_text, sources, env, *, data_bits, trace, events, jobs):
+def _compile(tmp, verilog_text, sources, env, *, data_bits, trace, events, activity, jobs):
     """Verilate the design and compile it with the harness into ``tmp / LIBRARY``."""
     (tmp / f"{TOP}.v").write_text(verilog_text)
     for name, text in sources.items():
@@ -170,6 +198,7 @@ def _compile(tmp, verilog_text, sources, env, *, data_bits, trace, events, jobs)
     cmd = ["g++", "-std=c++20", "-O2", "-shared", "-fPIC", f"-DTSIM_DATA_BITS={data_bits}",
            *([f"-D{TRACE_FORMATS[trace][1]}"] if trace else []),
            *(["-DTSIM_EVENTS"] if events else []),
+           *(["-DTSIM_ACTIVITY"] if activity else []),
            "-I.", f"-I{include}", f"-I{include / 'vltstd'}", "-Iobj", HARNESS.name,
            f"obj/V{TOP}__ALL.a", "obj/libverilated.a", "-o", LIBRARY, "-lpthread",
            "-latomic"]

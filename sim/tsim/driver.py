@@ -52,6 +52,12 @@ def _load(lib_path):
     lib.tsim_trace_end.argtypes = [ctypes.c_void_p]
     lib.tsim_cycle.restype = ctypes.c_uint64
     lib.tsim_cycle.argtypes = [ctypes.c_void_p]
+    if hasattr(lib, "tsim_activity_begin"):     # only in libraries with the activity recorder
+        lib.tsim_activity_begin.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32]
+        lib.tsim_activity_end.restype = ctypes.c_uint32
+        lib.tsim_activity_end.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
+                                          ctypes.POINTER(ctypes.c_uint64),
+                                          ctypes.POINTER(ctypes.c_uint64)]
     return lib
 
 
@@ -69,26 +75,31 @@ class Tsim:
         Generate the design with trace ports, so that :meth:`run` can write a trace
         (:mod:`avta.sim.trace.schema`). A separate build; without it the design has no
         tracing logic.
+    activity : bool
+        Generate the design with activity ports and compile the activity recorder in, so that
+        :meth:`run_activity` can record where the cycles go (:mod:`avta.sim.activity`). A
+        separate build; without it the design and the harness have neither.
     faults : set of str
         Planted bugs (:mod:`avta.hw.core.faults`), for testing the verification tools only.
     """
 
     def __init__(self, cfg, *, verilog=None, knobs=MemoryKnobs(), waves=None, trace=False,
-                 faults=()):
+                 activity=False, faults=()):
         if verilog is None:
             from avta.hw.top import top_verilog
-            verilog = top_verilog(cfg, trace=trace, faults=faults)
+            verilog = top_verilog(cfg, trace=trace, activity=activity, faults=faults)
         elif faults:
             raise ValueError("faults are planted by the generator: give them without verilog")
         self._cfg = cfg
         self._traced = bool(trace)
+        self._activity = bool(activity)
         trace = None
         if waves is not None:
             trace = str(waves).rsplit(".", 1)[-1].lower()
             if trace not in ("vcd", "fst"):
                 raise ValueError(f"waveform file {waves!s} must end in .vcd or .fst")
         self._lib = _load(build_library(verilog, data_bits=cfg.axi_data_bits, trace=trace,
-                                        events=self._traced))
+                                        events=self._traced, activity=self._activity))
         self._handle = self._lib.tsim_create(str(waves).encode() if waves else None)
         self.set_knobs(knobs)
         # True after a run that did not end (timeout): the core may still be working.
@@ -218,6 +229,35 @@ class Tsim:
         detail = self._deadlock_detail() if status == RunStatus.DEADLOCK else ""
         return run_result(_STATUS[RunStatus(status)], values, max_cycles=max_cycles,
                           detail=detail)
+
+    def run_activity(self, dram, insn_addr, insn_count, *, bases=None, bin_cycles=1,
+                     max_bins=None, **run_options):
+        """:meth:`run`, recording the run's activity: ``(RunResult, Activity)``.
+
+        The harness samples the activity ports every cycle of the run (the cycles CYCLES
+        counts) and bins them in C++ (``sim/tsim/activity.h``): bins start ``bin_cycles`` wide
+        and double whenever the run outgrows ``max_bins`` (default
+        :data:`avta.sim.activity.DEFAULT_MAX_BINS`); both are powers of two. Exact: a lane's
+        ``idle`` and ``wait`` cycles add up to its IDLE_x and STALL_x counters, and all bins to
+        the result's ``cycles``. The object must have been made with ``activity=True``.
+        """
+        from avta.sim.activity import COLUMNS, DEFAULT_MAX_BINS, bin_width, from_columns
+        if not self._activity:
+            raise ValueError("this Tsim has no activity ports: make it with "
+                             "Tsim(cfg, activity=True)")
+        max_bins = DEFAULT_MAX_BINS if max_bins is None else max_bins
+        bin_width(0, bin_cycles=bin_cycles, max_bins=max_bins)       # checks both
+        self._lib.tsim_activity_begin(self._live(), bin_cycles, max_bins)
+        counts = np.zeros((max_bins, len(COLUMNS)), dtype=np.uint64)
+        width, cycles = ctypes.c_uint64(), ctypes.c_uint64()
+        try:
+            result = self.run(dram, insn_addr, insn_count, bases=bases, **run_options)
+        finally:
+            bins = self._lib.tsim_activity_end(self._handle, counts.ctypes.data,
+                                               ctypes.byref(width), ctypes.byref(cycles))
+        activity = from_columns(counts[:bins].astype(np.int64), bin_cycles=width.value,
+                                cycles=cycles.value)
+        return result, activity
 
     def _deadlock_detail(self):
         """Which stages wait on a token and which have no instruction (docs/isa.md §3.5)."""

@@ -39,6 +39,9 @@ using TraceFile = VerilatedVcdC;
 #ifdef TSIM_EVENTS
 #include "events.h"
 #endif
+#ifdef TSIM_ACTIVITY
+#include "activity.h"
+#endif  // TSIM_ACTIVITY
 
 #ifndef TSIM_DATA_BITS
 #error "TSIM_DATA_BITS must be defined (the AXI data width)"
@@ -109,6 +112,9 @@ struct Tsim {
 #ifdef TSIM_EVENTS
     std::unique_ptr<tsim_events::Tracer> events;   // while a trace is being written
 #endif
+#ifdef TSIM_ACTIVITY
+    std::unique_ptr<tsim_activity::Recorder> activity;   // while a run's activity is recorded
+#endif  // TSIM_ACTIVITY
     uint8_t* dram = nullptr;
     uint64_t dram_size = 0;
     Knobs knobs{1, 1, 1, 8, 0, 0, 1};
@@ -173,6 +179,9 @@ struct Tsim {
 #ifdef TSIM_EVENTS
         if (events) events->sample(top.get(), cycle);
 #endif
+#ifdef TSIM_ACTIVITY
+        if (activity) activity->sample(top.get());
+#endif  // TSIM_ACTIVITY
 
         top->clk = 1;
         top->eval();
@@ -439,6 +448,31 @@ void tsim_pending(void* handle, uint32_t* reads, uint32_t* writes, uint32_t* res
 // After tsim_run returned kRunDeadlock: bit s is set when stage s waits on a token (clear: it has
 // no instruction).
 uint32_t tsim_waiting_stages(void* handle) { return static_cast<Tsim*>(handle)->waiting_stages; }
+#ifdef TSIM_ACTIVITY
+
+// Start recording activity (activity.h): the first bins are ``width`` cycles (a power of two),
+// at most ``max_bins`` bins (a power of two >= 2). Present only in libraries of designs with
+// activity ports.
+void tsim_activity_begin(void* handle, uint64_t width, uint32_t max_bins) {
+    static_cast<Tsim*>(handle)->activity =
+        std::make_unique<tsim_activity::Recorder>(width, max_bins);
+}
+
+// Stop recording: copy the bins (kColumns counts per bin, at most the max_bins given to
+// tsim_activity_begin) to ``counts``, the final bin width and the cycles recorded; returns
+// the number of bins.
+uint32_t tsim_activity_end(void* handle, uint64_t* counts, uint64_t* width, uint64_t* cycles) {
+    auto* sim = static_cast<Tsim*>(handle);
+    if (!sim->activity) return 0;
+    const tsim_activity::Recorder& rec = *sim->activity;
+    uint32_t bins = rec.bins();
+    std::memcpy(counts, rec.counts(), sizeof(uint64_t) * bins * tsim_activity::kColumns);
+    *width = rec.width();
+    *cycles = rec.cycles();
+    sim->activity.reset();
+    return bins;
+}
+#endif  // TSIM_ACTIVITY
 
 }  // extern "C"
 
