@@ -39,10 +39,11 @@ UOPS, WGT, INP, OUT = 0x1000, 0x2000, 0x3000, 0x6000
 STAGE_COUNTERS = {"load": "LD", "compute": "CP", "store": "ST"}
 
 
-def late_load_program(rows=128, reps=1):
+def late_load_program(rows=128, reps=1, size=1 << 16):
     """Per repetition: a long LOAD of ``rows`` INP rows that pushes a token the GEMM after it
-    pops (the compute stage waits for it), an ALU SHR with an immediate, a STORE."""
-    image = Image(CFG)
+    pops (the compute stage waits for it), an ALU SHR with an immediate, a STORE. The program
+    goes at 0x8000 of a ``size``-byte image."""
+    image = Image(CFG, size=size, insn_addr=0x8000)
     rng = np.random.default_rng(0)
     image.put(INP, rng.integers(-8, 8, rows * CFG.inp_elem_bytes, dtype=np.int8))
     image.put(WGT, rng.integers(-8, 8, CFG.wgt_elem_bytes, dtype=np.int8))
@@ -136,7 +137,8 @@ def test_check_rejects_bins_that_do_not_add_up():
 # -- fsim ----------------------------------------------------------------------------------------
 
 def fsim_activity(image, **options):
-    return Fsim(CFG).run_activity(bytearray(image.to_bytes()), 0, len(image.insns), **options)
+    return Fsim(CFG).run_activity(bytearray(image.to_bytes()), image.insn_addr,
+                                  len(image.insns), **options)
 
 
 def test_fsim_activity_follows_its_cycle_model():
@@ -180,7 +182,7 @@ def tsim():
 def tsim_activity(sim, image, knobs=MemoryKnobs(), **options):
     sim.set_knobs(knobs)
     dram = np.frombuffer(bytearray(image.to_bytes()), dtype=np.uint8).copy()
-    return sim.run_activity(dram, 0, len(image.insns), **options)
+    return sim.run_activity(dram, image.insn_addr, len(image.insns), **options)
 
 
 @pytest.mark.tsim
