@@ -55,7 +55,7 @@ def bin_width(cycles, *, bin_cycles=1, max_bins=DEFAULT_MAX_BINS):
     return width
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Activity:
     """Binned per-stage activity of one run (see the module docstring).
 
