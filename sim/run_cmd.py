@@ -7,18 +7,18 @@ seeded random one. The run (:func:`avta.runtime.net.executor.run_network`) keeps
 device DRAM; its output is compared bit for bit with the numpy reference of the same graph.
 
 Prints one row per layer and the totals, then ``output matches the numpy reference`` or the
-first difference. Exit status 0 when the output matched, 1 when it did not, 2 for bad input.
+first difference; a progress bar on stderr when it is a terminal. Exit status 0 when the output matched, 1 when it did not, 2 for bad input.
 docs/cli.md has the options and the ``--json`` schema.
 """
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 
 from avta.errors import UserError, check_output_file
 from avta.isa.config import load_config
+from avta.progress import progress
 
 __all__ = ["cmd_run", "load_network", "make_device"]
 
@@ -100,13 +100,15 @@ def cmd_run(args):
     graph = load_network(args.network, args.input_size, args.seed)
     x = _input(graph, args.input, args.seed)
     device = make_device(cfg, args.target, dram_bytes(cfg, graph))
-    nodes = len(graph.topological())
-    say = (lambda line: print(f"avta run: {line}", file=sys.stderr, flush=True)) \
-        if sys.stderr.isatty() else (lambda line: None)
-    say(f"{graph.name} on {cfg.name} ({args.target}): {nodes} layers")
-    run = run_network(device, graph, x, target=args.target,
-                      progress=lambda i, n, node: say(f"[{i + 1}/{n}] {node.name} ({node.op})"))
-    reference = run_reference(graph, x, keep=False)
+    with progress(len(graph.topological()) + 1, f"{graph.name} on {cfg.name} ({args.target})",
+                  unit="layer") as bar:
+        def step(i, n, node):
+            bar.update(i - bar.n)
+            bar.set_postfix_str(f"{node.name} ({node.op})")
+        run = run_network(device, graph, x, target=args.target, progress=step)
+        bar.update(len(run.layers) - bar.n)
+        bar.set_postfix_str("numpy reference")
+        reference = run_reference(graph, x, keep=False)
     (out_name,) = graph.outputs
     mine, want = run.outputs[out_name], reference[out_name]
     match = bool(np.array_equal(mine, want))

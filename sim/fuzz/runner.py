@@ -93,11 +93,12 @@ class FuzzSummary:
 
 
 def fuzz(cfg, count, *, seed=0, out_dir="fuzz-failures", memory="random", log=None,
-         config_arg=None, faults=(), shrink_failures=True, save=True):
+         config_arg=None, faults=(), shrink_failures=True, save=True, step=None):
     """Run ``count`` programs (seeds ``seed`` … ``seed + count - 1``); a :class:`FuzzSummary`.
 
     ``memory`` is ``"random"`` (shaken AXI memory) or ``"plain"``; ``log`` (a callable taking
-    one line) hears about progress and failures; ``config_arg`` is how the replay commands name
+    one line) hears about failures; ``step(summary)`` is called after each program (progress);
+    ``config_arg`` is how the replay commands name
     the configuration (default: its name); ``faults`` plants bugs in the design (tests of the
     fuzzer itself, :mod:`avta.hw.core.faults`). A failing program is shrunk
     (:func:`~.shrink.shrink`, unless ``shrink_failures`` is false) and saved in ``out_dir``
@@ -126,9 +127,9 @@ def fuzz(cfg, count, *, seed=0, out_dir="fuzz-failures", memory="random", log=No
             summary.instructions += prog.insn_count
             summary.events += sum(n for _, n in trial.report.compared.values())
             summary.cycles += trial.results[1].cycles or 0
+            if step:
+                step(summary)
             if not reasons:
-                if (s - seed + 1) % 50 == 0:
-                    log(f"{s - seed + 1} of {count} programs match")
                 continue
             folder = None
             if save:

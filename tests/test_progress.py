@@ -1,0 +1,20 @@
+"""Progress bars show on a terminal only (issue 14): logs and pipes get the results alone."""
+
+import io
+
+from avta.progress import progress
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_a_bar_on_a_terminal_and_nothing_in_a_pipe():
+    pipe, terminal = io.StringIO(), _Terminal()
+    for stream in (pipe, terminal):
+        with progress(3, "work", stream=stream) as bar:
+            for _ in range(3):
+                bar.update()
+    assert pipe.getvalue() == ""
+    assert "work:" in terminal.getvalue() and "/3 [" in terminal.getvalue()   # a bar was drawn
