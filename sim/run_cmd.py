@@ -7,7 +7,8 @@ seeded random one. The run (:func:`avta.runtime.net.executor.run_network`) keeps
 device DRAM; its output is compared bit for bit with the numpy reference of the same graph.
 
 Prints one row per layer and the totals, then ``output matches the numpy reference`` or the
-first difference; a progress bar on stderr when it is a terminal. Exit status 0 when the output matched, 1 when it did not, 2 for bad input.
+first difference; a progress bar goes to stderr when it is a terminal. Exit status 0 when the
+output matched, 1 when it did not, 2 for bad input.
 docs/cli.md has the options and the ``--json`` schema.
 """
 

@@ -15,8 +15,8 @@ Every kind gives one deterministic end:
   before it by tokens, so it always runs, and nothing else fails first;
 * fetch past the end of DRAM (code 9): the host asks for more instructions than DRAM holds, with
   the stream ending where DRAM ends; the index is the first instruction outside DRAM;
-* a dropped token push (``deadlock``): one L→C or S→C push of the program is cleared, so the last
-  pop of that counter, in the closing sequence before FINISH, waits forever.
+* a dropped token push (``deadlock``): one L→C or S→C push of the program is cleared, so the
+  last pop of that counter, in the closing sequence before FINISH, waits forever.
 """
 
 from avta.isa.encoding import codec
