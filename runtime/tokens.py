@@ -177,13 +177,11 @@ class TokenLedger:
         # completed before it (vector clock); the counter peaks at pushes minus those.
         done_pops = bisect.bisect_left(self._pop_pos[q], self._start[i][to])
         value = len(self._pushes[q]) - done_pops
-        if value <= self._limit:
+        if value > self._limit and not keep_overflow:
+            self._pushes[q].pop()
+        else:
             self._peak[q] = max(self._peak[q], value)
         if value > self._limit:
-            if not keep_overflow:
-                self._pushes[q].pop()
-            else:
-                self._peak[q] = max(self._peak[q], value)
             raise TokenError(
                 f"push #{len(self._pushes[q])} on {frm.name}→{to.name} could take the counter "
                 f"to {value}: {frm.name} can run that far ahead of {to.name}, and the "

@@ -115,7 +115,7 @@ class _Rows:
 
 
 class _Walker:
-    def __init__(self, cfg, insns, words, ledger, order, written, found):
+    def __init__(self, cfg, insns, words, ledger, order, written, found, *, wrap=False):
         self.cfg, self.insns, self.found = cfg, insns, found
         self.uop_fields = codec(cfg).decode_uop_array(words) if len(words) else None
         self.n_words = len(words)
@@ -129,7 +129,7 @@ class _Walker:
         self.stage = np.array([ledger.stage(k) for k in range(len(order))], dtype=np.int64)
         self.pos = np.array([ledger.position(k) for k in range(len(order))], dtype=np.int64)
         self.dram = []          # (lid, stage, is_write, starts, ends)
-        self.wrap = False       # scratchpad indices modulo the depth (check_wellformed)
+        self.wrap = wrap        # scratchpad indices modulo the depth (check_wellformed)
 
     def report(self, rule, i, message):
         if len(self.found) < 1000:
@@ -243,8 +243,7 @@ def check_stream(cfg, insns, uop_words, *, written=None, wrap=False):
     if not insns or insns[-1] != GemmInsn(opcode=Opcode.FINISH):
         found.append(Violation("c", len(insns) - 1, "the stream does not end with FINISH"))
     order, ledger = _schedule(cfg, insns, found)
-    walk = _Walker(cfg, insns, np.asarray(uop_words), ledger, order, written, found)
-    walk.wrap = wrap
+    walk = _Walker(cfg, insns, np.asarray(uop_words), ledger, order, written, found, wrap=wrap)
     if found and any(v.rule == "deadlock" for v in found):
         return found
     last = len(insns) - 1
