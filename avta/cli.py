@@ -242,6 +242,23 @@ def build_parser():
                    help="save failing programs as they are, without shrinking them first")
     p.set_defaults(run=_lazy("avta.sim.fuzz.cli", "cmd_fuzz"))
 
+    p = sub.add_parser("sweep", help="cycles and area of every configuration of a spec",
+                       description="Run a workload on every configuration of SPEC.yaml (Dask "
+                                   "tasks, cached per point), write DIR/results.{csv,json} and "
+                                   "DIR/sweep.{svg,png}, print the Pareto front of cycles and "
+                                   "area.")
+    p.add_argument("spec", metavar="SPEC.yaml", help="the sweep spec (docs/cli.md, avta sweep)")
+    p.add_argument("-o", "--output", required=True, metavar="DIR",
+                   help="results, chart and the per-point cache (DIR/cache/)")
+    p.add_argument("--exact", action="store_true",
+                   help="count cycles on tsim (Verilator builds, cached) instead of fsim's model")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="a running Dask scheduler (tcp://host:8786) instead of a LocalCluster")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="LocalCluster worker processes (default: the cores); 0 runs the points "
+                        "one by one in this process, without Dask")
+    p.set_defaults(run=_lazy("avta.sim.sweep.cli", "cmd_sweep"))
+
     p = sub.add_parser("bench", help="benchmarks that print figures",
                        description="Benchmarks: each prints its figures (cycles, rates, "
                                    "ratios).")

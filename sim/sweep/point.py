@@ -1,0 +1,98 @@
+"""One point of a sweep: the workload's cycles and the floorplan's area of one configuration.
+
+:func:`evaluate` takes a plain dict (a :func:`task`) so that it travels to a Dask worker as
+is, and returns a plain dict (a row of the results). :func:`point_key` is the cache key.
+"""
+
+import hashlib
+import json
+import time
+from pathlib import Path
+
+__all__ = ["task", "point_key", "evaluate", "area", "AREA_COLUMNS"]
+
+#: The area columns of a row: the die and what fills it (adding up to ``area_mm2``).
+AREA_COLUMNS = ("area_mm2", "sram_mm2", "logic_mm2", "other_mm2")
+
+
+def _version():
+    from avta.version import __version__
+    return __version__
+
+
+def _workload_id(workload):
+    """A builder's name, or a network file's content hash (the YAML and its ``.npz``)."""
+    path = Path(workload)
+    if path.suffix not in (".yaml", ".yml"):
+        return workload
+    digest = hashlib.sha256(path.read_bytes())
+    weights = path.with_suffix(".npz")
+    if weights.is_file():
+        digest.update(weights.read_bytes())
+    return f"{path.name}:{digest.hexdigest()[:16]}"
+
+
+def task(spec, point, *, exact=False):
+    """The work of ``point`` of ``spec``, as a picklable dict."""
+    return {"index": point.index, "values": dict(point.values), "name": point.config.name,
+            "config": point.config.to_dict(), "workload": spec.workload,
+            "workload_id": _workload_id(spec.workload), "input_size": spec.input_size,
+            "style": spec.style, "seed": spec.seed, "exact": bool(exact),
+            "version": _version()}
+
+
+def point_key(task):
+    """The cache key of a task: a hash of the canonical configuration, the workload (with its
+    content), the input size, the floorplan style, the seed, exact or not and avta's version."""
+    ident = {k: task[k] for k in ("config", "workload_id", "input_size", "style", "seed",
+                                  "exact", "version")}
+    text = json.dumps(ident, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def area(cfg, style="tiled"):
+    """The floorplan model's die area of ``cfg`` and its breakdown, in mm^2: ``sram_mm2`` (the
+    SRAM macros), ``sram_<memory>_mm2`` per scratchpad, ``logic_mm2`` (standard cells of GEMM,
+    ALU and control, by the gate-equivalent model) and ``other_mm2`` (the rest of the die:
+    spacing, halos, core margin, unused room), so that sram + logic + other = area."""
+    from avta.floorplan.vta import build_floorplan
+    plan = build_floorplan(cfg, style)
+    report, fp = plan.report(), plan.floorplan
+    row = {"area_mm2": report["die_area_mm2"], "sram_mm2": report["macro_area_mm2"],
+           "logic_mm2": report["logic_area_mm2"]}
+    row["other_mm2"] = row["area_mm2"] - row["sram_mm2"] - row["logic_mm2"]
+    for memory, p in plan.inventory.plans.items():
+        row[f"sram_{memory}_mm2"] = fp.um2(p.count * p.master.area) / 1e6
+    return row
+
+
+def evaluate(task):
+    """Run ``task``: a row with ``status`` ``ok`` and the figures, or ``error`` and its message.
+    Cycles are fsim's cycle model (tsim's count with ``exact``)."""
+    from avta.isa.config import Config
+    from avta.runtime.net import random_input
+    from avta.runtime.net.executor import dram_bytes, run_network
+    from avta.sim.run_cmd import load_network, make_device
+    start = time.perf_counter()
+    row = {"index": task["index"], **task["values"], "key": point_key(task)}
+    try:
+        cfg = Config.from_dict(task["config"], name=task["name"])
+        row["shape"] = f"{cfg.batch}x{cfg.block_in}x{cfg.block_out}"
+        graph = load_network(task["workload"], task["input_size"], task["seed"])
+        x = random_input(graph, seed=task["seed"])
+        target = "tsim" if task["exact"] else "fsim"
+        run = run_network(make_device(cfg, target, dram_bytes(cfg, graph)), graph, x,
+                          target=target)
+        total = run.total
+        host = [layer for layer in run.layers if layer.on == "host"]
+        row.update(status="ok", message="", cycles=total["cycles"],
+                   ideal_cycles=total["ideal_cycles"], utilization=total["utilization"],
+                   macs=total["macs"], host_layers=len(host),
+                   estimated=run.estimated)
+        if host:
+            row["message"] = f"{len(host)} layer(s) on the host: {host[0].name}: {host[0].why}"
+        row.update(area(cfg, task["style"]))
+    except Exception as error:          # a point's failure is its row, not the sweep's
+        row.update(status="error", message=f"{type(error).__name__}: {error}")
+    row["seconds"] = round(time.perf_counter() - start, 3)
+    return row

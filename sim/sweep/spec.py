@@ -1,0 +1,244 @@
+"""The sweep specification (docs/cli.md, avta sweep): a base configuration, the values each key
+takes, and the workload.
+
+```yaml
+base: default                 # a shipped configuration or a path (relative to this file)
+vary:                         # every combination of these values
+  LOG_BLOCK: {from: 3, to: 5} # both LOG_BLOCK_IN and LOG_BLOCK_OUT (square GEMM blocks)
+  AXI_DATA_BITS: {from: 64, to: 512, times: 2}
+  LOG_ACC_BUFF_SIZE: [15, 17]
+workload: resnet18            # a built-in network or a network YAML (relative to this file)
+input_size: 32                # built-in networks only (default 224)
+style: tiled                  # the floorplan style whose die area is the area (default tiled)
+seed: 0                       # the seeded weights and input (default 0)
+```
+
+A value list is a YAML list of integers, one integer, or a range ``{from: A, to: B}`` with an
+optional ``step: S`` (arithmetic, default 1) or ``times: F`` (geometric, F >= 2); ``to`` is
+included when the steps reach it. Any key of :data:`avta.isa.config.KEYS` may vary, plus
+``LOG_BLOCK``, which sets both block sizes. A mistake is a :class:`SpecError` naming the spec
+file's line.
+"""
+
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from avta.errors import UserError, read_input
+from avta.isa.config import KEYS, ConfigError, load_config
+
+__all__ = ["Spec", "SpecError", "Point", "load_spec", "parse_spec"]
+
+_TOP = ("base", "vary", "workload", "input_size", "style", "seed")
+
+
+class SpecError(UserError):
+    """A sweep specification that cannot be used; the message names the file and line."""
+
+
+@dataclass(frozen=True)
+class Point:
+    """One point of the sweep: its index, the varied values, and the configuration (a
+    :class:`~avta.isa.config.Config`) or the configuration error's message."""
+    index: int
+    values: dict
+    config: object = None
+    error: str = ""
+
+
+@dataclass
+class Spec:
+    base: object                     # the base Config
+    vary: dict                       # key -> list of values, in spec order
+    workload: str                    # a builder name or an absolute YAML path
+    input_size: int = None           # None for a network YAML
+    style: str = "tiled"
+    seed: int = 0
+    source: str = "<spec>"
+    lines: dict = field(default_factory=dict)
+
+    def points(self):
+        """Every combination of the varied values, in order (the last key varies fastest)."""
+        keys = list(self.vary)
+        base = self.base.to_dict()
+        out = []
+        for index, combo in enumerate(itertools.product(*(self.vary[k] for k in keys))):
+            values = dict(zip(keys, combo))
+            merged = dict(base)
+            for key, value in values.items():
+                if key == "LOG_BLOCK":
+                    merged["LOG_BLOCK_IN"] = merged["LOG_BLOCK_OUT"] = value
+                else:
+                    merged[key] = value
+            name = "-".join([self.base.name] + [f"{k}_{v}" for k, v in values.items()])
+            try:
+                from avta.isa.config import Config
+                cfg = Config.from_dict(merged, name=name)
+            except ConfigError as error:
+                out.append(Point(index, values, None, str(error)))
+                continue
+            out.append(Point(index, values, cfg))
+        return out
+
+
+def _where(source, node):
+    return f"{source}:{node.start_mark.line + 1}"
+
+
+def _scalar(node):
+    import yaml
+    return yaml.safe_load(yaml.serialize(node)) if node is not None else None
+
+
+def _int(source, node, what):
+    import yaml
+    if not isinstance(node, yaml.ScalarNode):
+        raise SpecError(f"{_where(source, node)}: {what} must be an integer")
+    value = _scalar(node)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SpecError(f"{_where(source, node)}: {what} = {value!r} must be an integer")
+    return value
+
+
+def _values(source, key, node):
+    """The list of values of ``vary: KEY: node``."""
+    import yaml
+    where = _where(source, node)
+    if isinstance(node, yaml.SequenceNode):
+        if not node.value:
+            raise SpecError(f"{where}: vary {key}: the list is empty; give at least one value")
+        values = [_int(source, item, f"vary {key} value") for item in node.value]
+    elif isinstance(node, yaml.MappingNode):
+        items = {}
+        for k, v in node.value:
+            name = _scalar(k)
+            if name not in ("from", "to", "step", "times"):
+                raise SpecError(f"{_where(source, k)}: vary {key}: unknown range key {name!r} "
+                                f"(a range is {{from: A, to: B}} with step: S or times: F)")
+            items[name] = _int(source, v, f"vary {key} {name}")
+        if "from" not in items or "to" not in items:
+            raise SpecError(f"{where}: vary {key}: a range needs both from and to")
+        start, stop = items["from"], items["to"]
+        if "step" in items and "times" in items:
+            raise SpecError(f"{where}: vary {key}: give step or times, not both")
+        if start > stop:
+            raise SpecError(f"{where}: vary {key}: impossible range from {start} to {stop} "
+                            f"(from must not exceed to)")
+        if "times" in items:
+            factor = items["times"]
+            if factor < 2 or start < 1:
+                raise SpecError(f"{where}: vary {key}: times {factor} from {start}: a geometric "
+                                f"range needs times >= 2 and from >= 1")
+            values, v = [], start
+            while v <= stop:
+                values.append(v)
+                v *= factor
+        else:
+            step = items.get("step", 1)
+            if step < 1:
+                raise SpecError(f"{where}: vary {key}: step {step} must be at least 1")
+            values = list(range(start, stop + 1, step))
+    else:
+        values = [_int(source, node, f"vary {key}")]
+    if len(set(values)) != len(values):
+        raise SpecError(f"{where}: vary {key}: a value is given twice ({values})")
+    return values
+
+
+def parse_spec(text, *, source="<spec>", folder=None):
+    """The :class:`Spec` of YAML ``text``; paths in it are relative to ``folder``."""
+    import yaml
+    folder = Path(folder or ".")
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError as error:
+        raise SpecError(f"{source}: not valid YAML: {error}") from None
+    if not isinstance(root, yaml.MappingNode):
+        raise SpecError(f"{source}: the top level must be a mapping with base, vary and workload")
+    top, lines = {}, {}
+    for k, v in root.value:
+        name = _scalar(k)
+        if name not in _TOP:
+            raise SpecError(f"{_where(source, k)}: unknown key {name!r} (a sweep spec has "
+                            f"{', '.join(_TOP)})")
+        if name in top:
+            raise SpecError(f"{_where(source, k)}: {name} is given twice; keep one")
+        top[name], lines[name] = v, k.start_mark.line + 1
+    for name in ("base", "vary", "workload"):
+        if name not in top:
+            raise SpecError(f"{source}: {name} is missing (a sweep spec needs base, vary and "
+                            f"workload)")
+
+    base_text = _scalar(top["base"])
+    if not isinstance(base_text, str):
+        raise SpecError(f"{_where(source, top['base'])}: base must be a configuration name or "
+                        f"path")
+    base_path = folder / base_text
+    try:
+        base = load_config(str(base_path) if Path(base_text).suffix and base_path.exists()
+                           else base_text)
+    except ConfigError as error:
+        raise SpecError(f"{_where(source, top['base'])}: base {base_text}: {error}") from None
+
+    vary_node = top["vary"]
+    if not isinstance(vary_node, yaml.MappingNode) or not vary_node.value:
+        raise SpecError(f"{_where(source, vary_node)}: vary must be a mapping of configuration "
+                        f"keys to their values")
+    vary = {}
+    known = list(KEYS) + ["LOG_BLOCK"]
+    for k, v in vary_node.value:
+        key = _scalar(k)
+        if key not in known:
+            raise SpecError(f"{_where(source, k)}: vary: unknown configuration key {key!r} "
+                            f"(known: {', '.join(known)})")
+        if key in vary:
+            raise SpecError(f"{_where(source, k)}: vary: {key} is given twice; keep one")
+        if key == "LOG_BLOCK" and ({"LOG_BLOCK_IN", "LOG_BLOCK_OUT"} & set(vary)) or \
+                key in ("LOG_BLOCK_IN", "LOG_BLOCK_OUT") and "LOG_BLOCK" in vary:
+            raise SpecError(f"{_where(source, k)}: vary: LOG_BLOCK sets both LOG_BLOCK_IN and "
+                            f"LOG_BLOCK_OUT; vary either LOG_BLOCK or the block sizes")
+        vary[key] = _values(source, key, v)
+        lines[f"vary.{key}"] = k.start_mark.line + 1
+
+    workload = _scalar(top["workload"])
+    from avta.runtime.net import BUILDERS
+    if not isinstance(workload, str):
+        raise SpecError(f"{_where(source, top['workload'])}: workload must be a network name "
+                        f"or a network YAML path")
+    input_size = None
+    if workload in BUILDERS:
+        input_size = 224
+        if "input_size" in top:
+            input_size = _int(source, top["input_size"], "input_size")
+            if input_size < 1:
+                raise SpecError(f"{_where(source, top['input_size'])}: input_size "
+                                f"{input_size} must be positive")
+    else:
+        path = (folder / workload).resolve()
+        if path.suffix not in (".yaml", ".yml"):
+            raise SpecError(f"{_where(source, top['workload'])}: workload {workload!r} is "
+                            f"neither a built-in network ({', '.join(BUILDERS)}) nor a network "
+                            f"file (.yaml)")
+        if not path.is_file():
+            raise SpecError(f"{_where(source, top['workload'])}: network file {path} does "
+                            f"not exist")
+        if "input_size" in top:
+            raise SpecError(f"{_where(source, top['input_size'])}: input_size is for the "
+                            f"built-in networks; a network file has its own input shape")
+        workload = str(path)
+    style = "tiled"
+    if "style" in top:
+        from avta.floorplan.vta import STYLES
+        style = _scalar(top["style"])
+        if style not in STYLES:
+            raise SpecError(f"{_where(source, top['style'])}: style {style!r}: use one of "
+                            f"{', '.join(STYLES)}")
+    seed = _int(source, top["seed"], "seed") if "seed" in top else 0
+    return Spec(base=base, vary=vary, workload=workload, input_size=input_size, style=style,
+                seed=seed, source=source, lines=lines)
+
+
+def load_spec(path):
+    """The :class:`Spec` in the YAML file ``path``."""
+    text = read_input(path, "sweep spec")
+    return parse_spec(text, source=str(path), folder=Path(path).parent)
