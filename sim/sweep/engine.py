@@ -82,7 +82,7 @@ def _client(workers, scheduler):
     if scheduler:
         return Client(scheduler), None
     cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
-                           processes=True, dashboard_address=None)
+                           processes=True, dashboard_address=":0")
     return Client(cluster), cluster
 
 

@@ -1,0 +1,246 @@
+"""``avta sweep``: the spec, a point's figures, Dask against one by one, resuming from the
+cache, invalid points, the Pareto front and the chart. Points are ``tiny`` variants running a
+four-layer network (a conv, a pool, a global pool and a dense), so a point takes well under a
+second."""
+
+import json
+import os
+import sys
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+from avta.cli import main
+from avta.isa.config import load_config
+from avta.sim.sweep.chart import write_chart
+from avta.sim.sweep.engine import pareto, run_sweep, write_results
+from avta.sim.sweep.point import area, evaluate, point_key, task
+from avta.sim.sweep.spec import SpecError, parse_spec
+
+_VOLATILE = ("seconds", "cached")
+
+
+@pytest.fixture(scope="module")
+def network(tmp_path_factory):
+    """A small network YAML (with its .npz) that every tiny variant runs in well under a
+    second."""
+    from avta.runtime.net import GraphBuilder, save
+    from avta.runtime.ops.requant import Requant
+    rng = np.random.default_rng(3)
+    b = GraphBuilder("small")
+    x = b.input("x", (1, 8, 8, 8))
+    y = b.conv2d("conv", x, rng.integers(-20, 20, (16, 8, 3, 3), dtype=np.int8), pad=1,
+                 requant=Requant(shift=3, clip=(0, 127)))
+    y = b.max_pool("pool", y, k=2, stride=2)
+    y = b.global_avg_pool("gap", y, requant=Requant(shift=2, clip=(-128, 127)))
+    y = b.dense("fc", y, rng.integers(-30, 30, (10, 16), dtype=np.int8),
+                requant=Requant(shift=4, clip=(-128, 127)))
+    path = tmp_path_factory.mktemp("net") / "small.yaml"
+    save(b.build([y]), path)
+    return path
+
+
+def _spec(network, vary, **extra):
+    lines = ["base: tiny", "vary:"] + [f"  {k}: {v}" for k, v in vary.items()]
+    lines += [f"workload: {network}"] + [f"{k}: {v}" for k, v in extra.items()]
+    return parse_spec("\n".join(lines) + "\n", source="spec.yaml")
+
+
+def _stable(row):
+    return {k: v for k, v in row.items() if k not in _VOLATILE + ("pareto",)}
+
+
+# -- the spec -------------------------------------------------------------------------------------
+
+def test_values_lists_ranges_and_the_block_shorthand(network):
+    spec = _spec(network, {"LOG_BLOCK": "{from: 2, to: 3}",
+                           "AXI_DATA_BITS": "{from: 64, to: 512, times: 2}",
+                           "TOKEN_BITS": "{from: 4, to: 9, step: 2}", "ACC_READ_PORTS": 1})
+    assert spec.vary == {"LOG_BLOCK": [2, 3], "AXI_DATA_BITS": [64, 128, 256, 512],
+                         "TOKEN_BITS": [4, 6, 8], "ACC_READ_PORTS": [1]}
+    points = spec.points()
+    assert len(points) == 24 and [p.index for p in points] == list(range(24))
+    cfg = points[-1].config
+    assert (cfg.log_block_in, cfg.log_block_out, cfg.axi_data_bits, cfg.token_bits) == \
+        (3, 3, 512, 8)
+    assert cfg.log_acc_buff_size == load_config("tiny").log_acc_buff_size
+
+
+def test_a_builtin_workload_has_an_input_size(network):
+    text = "base: default\nvary:\n  AXI_DATA_BITS: [64]\nworkload: resnet18\n"
+    assert parse_spec(text).input_size == 224
+    assert parse_spec(text + "input_size: 32\n").input_size == 32
+
+
+@pytest.mark.parametrize("text, message", [
+    ("base: tiny\nvary:\n  AXI_DATA_BITS: [64]\n  LOG_BLOK_IN: [2]\nworkload: resnet18\n",
+     "spec.yaml:4: vary: unknown configuration key 'LOG_BLOK_IN'"),
+    ("base: tiny\nvary:\n  LOG_BLOCK_IN: {from: 5, to: 3}\nworkload: resnet18\n",
+     "spec.yaml:3: vary LOG_BLOCK_IN: impossible range from 5 to 3"),
+    ("base: tiny\nvary:\n  LOG_BLOCK_IN: {from: 2, to: 3, step: 0}\nworkload: resnet18\n",
+     "spec.yaml:3: vary LOG_BLOCK_IN: step 0 must be at least 1"),
+    ("base: tiny\nvary:\n  LOG_BLOCK_IN: [2, x]\nworkload: resnet18\n",
+     "spec.yaml:3: vary LOG_BLOCK_IN value = 'x' must be an integer"),
+    ("base: tiny\nvary:\n  LOG_BLOCK: [2]\n  LOG_BLOCK_IN: [2]\nworkload: resnet18\n",
+     "spec.yaml:4: vary: LOG_BLOCK sets both"),
+    ("base: tiny\nvary:\n  LOG_BLOCK: [2]\nworkload: resnet18\nworkers: 3\n",
+     "spec.yaml:5: unknown key 'workers'"),
+    ("base: nosuch\nvary:\n  LOG_BLOCK: [2]\nworkload: resnet18\n",
+     "spec.yaml:1: base nosuch: "),
+    ("base: tiny\nvary:\n  LOG_BLOCK: [2]\nworkload: lenet\n",
+     "spec.yaml:4: workload 'lenet' is neither"),
+    ("base: tiny\nworkload: resnet18\n", "spec.yaml: vary is missing"),
+])
+def test_a_mistake_names_its_line(text, message):
+    with pytest.raises(SpecError) as error:
+        parse_spec(text, source="spec.yaml")
+    assert message in str(error.value)
+
+
+def test_input_size_is_refused_for_a_network_file(network):
+    with pytest.raises(SpecError, match="spec.yaml:5: input_size is for the built-in"):
+        _spec(network, {"LOG_BLOCK": "[2]"}, input_size=32)
+
+
+# -- points ---------------------------------------------------------------------------------------
+
+def test_the_area_breakdown_adds_up():
+    for name in ("tiny", "default"):
+        row = area(load_config(name))
+        assert row["sram_mm2"] + row["logic_mm2"] + row["other_mm2"] == \
+            pytest.approx(row["area_mm2"])
+        memories = [v for k, v in row.items() if k.startswith("sram_") and k != "sram_mm2"]
+        assert len(memories) == 5 and sum(memories) == pytest.approx(row["sram_mm2"])
+        assert row["other_mm2"] >= 0 and row["logic_mm2"] > 0
+
+
+def test_an_invalid_point_is_recorded_with_its_message(network, tmp_path):
+    spec = _spec(network, {"LOG_ACC_BUFF_SIZE": "[12, 20]"})
+    result = run_sweep(spec, tmp_path, workers=0)
+    ok, bad = result.rows
+    assert ok["status"] == "ok" and bad["status"] == "invalid"
+    assert bad["LOG_ACC_BUFF_SIZE"] == 20 and result.invalid == 1 and result.ran == 1
+    assert "invalid VTA configuration" in bad["message"]
+    assert "LOG_UOP_WIDTH" in bad["message"]           # the configuration error's own words
+
+
+def test_a_point_with_rectangular_blocks_counts_its_host_layers(network, tmp_path):
+    spec = _spec(network, {"LOG_BLOCK_OUT": "[2, 3]"})
+    square, rect = run_sweep(spec, tmp_path, workers=0).rows
+    assert square["host_layers"] == 0 and square["pareto"]
+    assert rect["status"] == "ok" and rect["host_layers"] > 0 and not rect["pareto"]
+    assert "on the host" in rect["message"]
+
+
+# -- the engine -----------------------------------------------------------------------------------
+
+def test_dask_gives_what_running_the_points_one_by_one_gives(network, tmp_path):
+    spec = _spec(network, {"LOG_BLOCK_OUT": "[2, 3]", "AXI_DATA_BITS": "[64, 128]"})
+    result = run_sweep(spec, tmp_path, workers=2)
+    assert result.ran == 4 and result.cached == 0
+    alone = [evaluate(task(spec, p)) for p in spec.points()]
+    assert [_stable(r) for r in result.rows] == [_stable(r) for r in alone]
+    assert all(r["status"] == "ok" and r["cycles"] > 0 for r in result.rows)
+
+
+class _Counter:
+    def __init__(self):
+        self.runs = []
+
+    def __call__(self, t):
+        self.runs.append(t["index"])
+        return evaluate(t)
+
+
+def test_a_rerun_runs_only_the_missing_points(network, tmp_path):
+    small = _spec(network, {"LOG_BLOCK": "[2]", "AXI_DATA_BITS": "[64, 128, 256]"})
+    spec = _spec(network, {"LOG_BLOCK": "[2, 3]", "AXI_DATA_BITS": "[64, 128, 256]"})
+    first = _Counter()
+    run_sweep(small, tmp_path, workers=0, evaluate_fn=first)      # a subset first
+    assert first.runs == [0, 1, 2]
+    second = _Counter()
+    result = run_sweep(spec, tmp_path, workers=0, evaluate_fn=second)
+    assert second.runs == [3, 4, 5] and result.cached == 3 and result.ran == 3
+    # an interrupted sweep: two points lost, one half-written
+    keys = [r["key"] for r in result.rows]
+    (tmp_path / "cache" / f"{keys[1]}.json").unlink()
+    (tmp_path / "cache" / f"{keys[4]}.json").unlink()
+    (tmp_path / "cache" / f"{keys[5]}.json").write_text('{"status": "o')
+    third = _Counter()
+    again = run_sweep(spec, tmp_path, workers=0, evaluate_fn=third)
+    assert third.runs == [1, 4, 5]
+    assert [_stable(r) for r in again.rows] == [_stable(r) for r in result.rows]
+    # a different avta version, workload or exactness is another key
+    t = task(spec, spec.points()[0])
+    assert point_key(t) != point_key(t | {"version": "0.0.0"})
+    assert point_key(t) != point_key(t | {"exact": True})
+    assert point_key(t) != point_key(t | {"input_size": 64})
+
+
+def _die_on_point_one(t):
+    if t["index"] == 1:
+        os._exit(3)
+    return evaluate(t)
+
+
+def test_a_worker_that_dies_loses_only_its_point(network, tmp_path):
+    import cloudpickle
+    import dask
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    spec = _spec(network, {"AXI_DATA_BITS": "[64, 128, 256]"})
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        result = run_sweep(spec, tmp_path, workers=2, evaluate_fn=_die_on_point_one)
+    statuses = [r["status"] for r in result.rows]
+    assert statuses == ["ok", "error", "ok"]
+    assert "KilledWorker" in result.rows[1]["message"]
+    cached = sorted(p.stem for p in (tmp_path / "cache").glob("*.json"))
+    assert cached == sorted([result.rows[0]["key"], result.rows[2]["key"]])
+
+
+# -- the front, the files, the command ------------------------------------------------------------
+
+def test_the_pareto_front_of_a_hand_made_table():
+    rows = [{"status": "ok", "cycles": c, "area_mm2": a, "host_layers": h}
+            for c, a, h in [(100, 1.0, 0), (80, 2.0, 0), (80, 2.5, 0), (120, 1.0, 0),
+                            (50, 4.0, 0), (50, 4.0, 0), (10, 0.5, 2), (200, 0.9, 0)]]
+    rows.append({"status": "invalid"})
+    rows.append({"status": "error"})
+    flags = [r["pareto"] for r in pareto(rows)]
+    #           100/1   80/2  80/2.5 120/1  50/4  50/4  host  200/0.9 invalid error
+    assert flags == [True, True, False, False, True, True, False, True, False, False]
+
+
+def test_results_and_chart_files(network, tmp_path):
+    spec = _spec(network, {"LOG_BLOCK": "[2, 3]", "AXI_DATA_BITS": "[64, 128]",
+                           "LOG_ACC_BUFF_SIZE": "[12, 20]"})
+    result = run_sweep(spec, tmp_path, workers=0)
+    files = write_results(result, tmp_path) | write_chart(result, tmp_path)
+    header = files["csv"].read_text().splitlines()[0].split(",")
+    for column in ("LOG_BLOCK", "AXI_DATA_BITS", "LOG_ACC_BUFF_SIZE", "status", "cycles",
+                   "utilization", "area_mm2", "sram_mm2", "logic_mm2", "other_mm2", "pareto",
+                   "host_layers"):
+        assert column in header
+    data = json.loads(files["json"].read_text())
+    assert len(data["rows"]) == 8 and data["varied"] == ["LOG_BLOCK", "AXI_DATA_BITS",
+                                                          "LOG_ACC_BUFF_SIZE"]
+    assert any(r["pareto"] for r in data["rows"])
+    assert files["png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert ET.parse(files["svg"]).getroot().tag.endswith("svg")
+
+
+def test_the_command(network, tmp_path, capsys):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(f"base: tiny\nvary:\n  LOG_BLOCK: [2, 3]\nworkload: {network}\n")
+    assert main(["sweep", str(spec), "-o", str(tmp_path / "out"), "--workers", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "2 points (2 run, 0 cached, 0 invalid, 0 failed)" in out
+    assert "Pareto front" in out
+    for name in ("results.csv", "results.json", "sweep.svg", "sweep.png"):
+        assert (tmp_path / "out" / name).is_file()
+    assert main(["sweep", str(spec), "-o", str(tmp_path / "out"), "--workers", "0"]) == 0
+    assert "(0 run, 2 cached" in capsys.readouterr().out
+    spec.write_text("base: tiny\nvary:\n  LOG_BLOCK: {from: 3, to: 2}\nworkload: resnet18\n")
+    assert main(["sweep", str(spec), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "spec.yaml:3: vary LOG_BLOCK: impossible range" in err
