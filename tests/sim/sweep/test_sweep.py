@@ -244,3 +244,16 @@ def test_the_command(network, tmp_path, capsys):
     assert main(["sweep", str(spec), "-o", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "spec.yaml:3: vary LOG_BLOCK: impossible range" in err
+
+
+@pytest.mark.tsim
+def test_exact_counts_cycles_on_tsim(network, tmp_path):
+    """``--exact``: the same point on tsim, its cycles a count (not fsim's estimate) in another
+    cache entry."""
+    spec = _spec(network, {"LOG_BLOCK": "[2]"})
+    fsim = run_sweep(spec, tmp_path, workers=0).rows[0]
+    tsim = run_sweep(spec, tmp_path, exact=True, workers=0).rows[0]
+    assert tsim["status"] == "ok", tsim["message"]
+    assert tsim["estimated"] is False and fsim["estimated"] is True
+    assert tsim["key"] != fsim["key"] and tsim["area_mm2"] == fsim["area_mm2"]
+    assert tsim["cycles"] > 0 and tsim["ideal_cycles"] == fsim["ideal_cycles"]
