@@ -37,10 +37,11 @@ def write_chart(result, out, *, title=None):
         ys = [r["cycles"] for r in front]
         ax.step(xs, ys, where="post", color="black", linewidth=1.2, label="Pareto front",
                 zorder=2)
-        for r in front:
-            text = ", ".join(f"{k}={r[k]}" for k in result.varied)
-            ax.annotate(text, (r["area_mm2"], r["cycles"]), textcoords="offset points",
-                        xytext=(4, 4), fontsize=6)
+        for r in front:          # compact labels, kept out of the layout so axes keep size
+            text = "/".join(str(r[k]) for k in result.varied)
+            note = ax.annotate(text, (r["area_mm2"], r["cycles"]), textcoords="offset points",
+                               xytext=(4, 4), fontsize=7)
+            note.set_in_layout(False)
     ax.set_xlabel("area (mm$^2$, floorplan model)")
     ax.set_ylabel("cycles")
     if ok and max(r["cycles"] for r in ok) > 10 * min(r["cycles"] for r in ok):
@@ -48,7 +49,8 @@ def write_chart(result, out, *, title=None):
     ax.grid(True, linewidth=0.4, alpha=0.5)
     ax.set_title(title or "cycles against area")
     if ok:
-        ax.legend(fontsize=7)
+        key = "front labels: " + "/".join(result.varied) if front else None
+        ax.legend(fontsize=7, title=key, title_fontsize=7)
     paths = {}
     for ext in ("svg", "png"):
         paths[ext] = out / f"sweep.{ext}"
