@@ -18,9 +18,14 @@ ALLOWED = {
     "avta.hw": ("avta.isa", "avta.version"),
     # The Amaranth-simulator harness is a simulator: it runs the core as a runtime backend.
     "avta.hw.sim": ("avta.hw", "avta.isa", "avta.runtime", "avta.sim.memory_knobs"),
-    "avta.sim": ("avta.isa", "avta.hw", "avta.runtime", "avta.errors", "avta.version"),
+    "avta.sim": ("avta.isa", "avta.hw", "avta.runtime", "avta.errors", "avta.version",
+                 "avta.progress"),
+    # Design-space exploration weighs the simulators' cycles against the floorplan's area.
+    "avta.sim.sweep": ("avta.isa", "avta.hw", "avta.runtime", "avta.sim", "avta.floorplan",
+                       "avta.errors", "avta.version", "avta.progress"),
     "avta.errors": (),
     "avta.version": (),
+    "avta.progress": (),
 }
 
 

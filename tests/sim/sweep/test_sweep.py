@@ -5,7 +5,6 @@ second."""
 
 import json
 import os
-import sys
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -178,19 +177,19 @@ def test_a_rerun_runs_only_the_missing_points(network, tmp_path):
     assert point_key(t) != point_key(t | {"input_size": 64})
 
 
-def _die_on_point_one(t):
-    if t["index"] == 1:
-        os._exit(3)
-    return evaluate(t)
-
-
 def test_a_worker_that_dies_loses_only_its_point(network, tmp_path):
-    import cloudpickle
     import dask
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+    def die_on_point_one(t):
+        # A local function: pickle cannot send it by reference (the workers cannot import this
+        # test module), so Dask sends it by value with cloudpickle.
+        if t["index"] == 1:
+            os._exit(3)
+        return evaluate(t)
+
     spec = _spec(network, {"AXI_DATA_BITS": "[64, 128, 256]"})
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
-        result = run_sweep(spec, tmp_path, workers=2, evaluate_fn=_die_on_point_one)
+        result = run_sweep(spec, tmp_path, workers=2, evaluate_fn=die_on_point_one)
     statuses = [r["status"] for r in result.rows]
     assert statuses == ["ok", "error", "ok"]
     assert "KilledWorker" in result.rows[1]["message"]
