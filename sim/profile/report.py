@@ -1,0 +1,89 @@
+"""The profile's files: the per-layer table (CSV, JSON), the charts (SVG, PNG) and one
+self-contained HTML report with the PNGs embedded as ``data:`` URIs."""
+
+import base64
+import csv
+import html
+import json
+from pathlib import Path
+
+from avta.sim.profile import layer_rows
+from avta.sim.profile.charts import roofline_chart, timeline_chart
+
+__all__ = ["write_profile"]
+
+
+def _config(cfg):
+    return {"name": cfg.name, "shape": cfg.shape_name, "batch": cfg.batch,
+            "block_in": cfg.block_in, "block_out": cfg.block_out,
+            "axi_data_bits": cfg.axi_data_bits}
+
+
+def write_profile(profile, out_dir):
+    """Write ``layers.csv``, ``profile.json``, ``timeline.{svg,png}``, ``roofline.{svg,png}`` and
+    ``report.html`` into ``out_dir``; returns ``{kind: Path}``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    run, cfg, timeline = profile.run, profile.cfg, profile.timeline
+    rows = layer_rows(profile)
+    estimate = " (fsim estimate)" if timeline.estimated else ""
+    title = f"{run.network} on {cfg.name} ({profile.target}){estimate}"
+    paths = {"csv": out / "layers.csv", "json": out / "profile.json",
+             "html": out / "report.html"}
+    sizes = {"timeline": timeline_chart(timeline, out / "timeline", title=title),
+             "roofline": roofline_chart(rows, cfg, out / "roofline", title=title,
+                                        estimated=timeline.estimated)}
+    for kind in sizes:
+        paths[f"{kind}_png"], paths[f"{kind}_svg"] = out / f"{kind}.png", out / f"{kind}.svg"
+
+    with open(paths["csv"], "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["name"])
+        writer.writeheader()
+        writer.writerows(rows)
+    totals = run.total | {"lanes": timeline.totals()}
+    record = {"network": run.network, "config": _config(cfg), "target": profile.target,
+              "estimated": timeline.estimated, "total": totals, "layers": rows,
+              "boundaries": [{"start": s, "cycles": c, "name": n}
+                             for s, c, n in timeline.boundaries]}
+    paths["json"].write_text(json.dumps(record, indent=2) + "\n")
+
+    def img(kind):
+        data = base64.b64encode(paths[f"{kind}_png"].read_bytes()).decode("ascii")
+        w, h = sizes[kind]
+        return (f'<img alt="{kind}" width="{w}" height="{h}" '
+                f'src="data:image/png;base64,{data}">')
+
+    e = html.escape
+    columns = list(rows[0]) if rows else []
+    table = "<tr>" + "".join(f"<th>{e(c)}</th>" for c in columns) + "</tr>\n" + "".join(
+        "<tr>" + "".join(f"<td>{e(_fmt(row[c]))}</td>" for c in columns) + "</tr>\n"
+        for row in rows)
+    lane_rows = "".join(
+        f"<tr><td>{e(lane)}</td>" + "".join(f"<td>{e(s)} {v:,}</td>" for s, v in states.items())
+        + "</tr>\n" for lane, states in totals["lanes"].items())
+    conf = "".join(f"<tr><td>{e(k)}</td><td>{e(str(v))}</td></tr>"
+                   for k, v in record["config"].items())
+    page = f"""<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>{e(title)}</title>
+<style>body{{font-family:sans-serif;margin:1em}}table{{border-collapse:collapse;font-size:12px}}
+td,th{{border:1px solid #ccc;padding:2px 5px;text-align:right}}</style></head>
+<body><h1>avta profile: {e(title)}</h1>
+<h2>Configuration</h2><table>{conf}</table>
+<h2>Totals</h2><p>{totals['macs']:,} MACs, {totals['cycles']:,} cycles{e(estimate)},
+MAC-bound {totals['ideal_cycles']:,}, utilization {totals['utilization']:.1%}</p>
+<table>{lane_rows}</table>
+<h2>Timeline</h2>{img("timeline")}
+<h2>Roofline</h2>{img("roofline")}
+<h2>Layers</h2><table>{table}</table>
+</body></html>
+"""
+    paths["html"].write_text(page)
+    return paths
+
+
+def _fmt(value):
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value)
