@@ -226,6 +226,23 @@ def build_parser():
     p.add_argument("--json", metavar="OUT", help="write the report as JSON here")
     p.set_defaults(run=_lazy("avta.sim.run_cmd", "cmd_run"))
 
+    p = sub.add_parser("profile", help="where a network's cycles go: timeline, roofline, report",
+                       description="Run NETWORK (as for avta run) with per-stage activity "
+                                   "recorded and write into DIR the timeline and roofline charts "
+                                   "(SVG, PNG), the per-layer table (CSV, JSON) and a "
+                                   "self-contained report.html. fsim's cycles are estimates.")
+    p.add_argument("network", metavar="NETWORK")
+    _config_arg(p)
+    p.add_argument("--target", choices=("fsim", "tsim"), default="fsim")
+    p.add_argument("--input-size", type=int, metavar="N",
+                   help="input height and width of a built-in network (a multiple of 32; "
+                        "default 224)")
+    p.add_argument("--seed", type=int, default=0, metavar="S",
+                   help="seed of the built-in network's weights and of the random input")
+    p.add_argument("-o", "--output", required=True, metavar="DIR",
+                   help="directory to write the report into (created if missing)")
+    p.set_defaults(run=_lazy("avta.sim.profile.cli", "cmd_profile"))
+
     p = sub.add_parser("fuzz", help="random well-formed programs on fsim and tsim",
                        description="Run N random well-formed programs on fsim and tsim, diff "
                                    "traces on a mismatch and save failing programs.")

@@ -47,14 +47,17 @@ def load_network(name, input_size, seed):
     return load(path)
 
 
-def make_device(cfg, target, dram_size):
-    """A device of ``cfg`` on ``target`` (``fsim`` or ``tsim``) with ``dram_size`` bytes."""
+def make_device(cfg, target, dram_size, *, activity=False):
+    """A device of ``cfg`` on ``target`` (``fsim`` or ``tsim``) with ``dram_size`` bytes;
+    ``activity`` (True or the options dict) makes its backend record each run's
+    :class:`~avta.sim.activity.Activity` in ``backend.last_activity``."""
     from avta.runtime.device import Device
     if target == "tsim":
         from avta.sim.tsim.backend import TsimBackend
-        return Device(cfg, TsimBackend(cfg, dram_size=dram_size, max_cycles=1 << 40))
+        return Device(cfg, TsimBackend(cfg, dram_size=dram_size, max_cycles=1 << 40,
+                                       activity=activity))
     from avta.sim.fsim.backend import FsimBackend
-    return Device(cfg, FsimBackend(cfg, dram_size=dram_size))
+    return Device(cfg, FsimBackend(cfg, dram_size=dram_size, activity=activity))
 
 
 def _input(graph, path, seed):
