@@ -27,7 +27,7 @@ def write_profile(profile, out_dir):
     run, cfg, timeline = profile.run, profile.cfg, profile.timeline
     rows = layer_rows(profile)
     estimate = " (fsim estimate)" if timeline.estimated else ""
-    title = f"{run.network} on {cfg.name} ({profile.target}){estimate}"
+    title = f"{run.network} on {cfg.name} ({profile.target or 'device'})"
     paths = {"csv": out / "layers.csv", "json": out / "profile.json",
              "html": out / "report.html"}
     sizes = {"timeline": timeline_chart(timeline, out / "timeline", title=title),
@@ -67,7 +67,7 @@ def write_profile(profile, out_dir):
 <html><head><meta charset="utf-8"><title>{e(title)}</title>
 <style>body{{font-family:sans-serif;margin:1em}}table{{border-collapse:collapse;font-size:12px}}
 td,th{{border:1px solid #ccc;padding:2px 5px;text-align:right}}</style></head>
-<body><h1>avta profile: {e(title)}</h1>
+<body><h1>avta profile: {e(title)}{e(estimate)}</h1>
 <h2>Configuration</h2><table>{conf}</table>
 <h2>Totals</h2><p>{totals['macs']:,} MACs, {totals['cycles']:,} cycles{e(estimate)},
 MAC-bound {totals['ideal_cycles']:,}, utilization {totals['utilization']:.1%}</p>
