@@ -106,3 +106,30 @@ def test_html_is_self_contained(written):
     assert sources and all(s.startswith("data:image/png;base64,") for s in sources)
     assert "http" not in page.replace("http-equiv", "")
     assert "<link" not in page and "<script" not in page and "url(" not in page
+
+
+@pytest.mark.tsim
+def test_tsim_on_tiny(tmp_path):
+    """tsim's exact activity, layer by layer, on a two-layer network on ``tiny``."""
+    from avta.runtime.net import GraphBuilder
+    from avta.runtime.ops.requant import Requant
+    from avta.sim.run_cmd import make_device
+    cfg = load_config("tiny")
+    rng = np.random.default_rng(1)
+    b = GraphBuilder("small")
+    x = b.input("x", (1, cfg.block_in, 4, 4))
+    y = b.conv2d("conv", x, rng.integers(-9, 9, (cfg.block_out, cfg.block_in, 3, 3),
+                                         dtype=np.int8), pad=1,
+                 requant=Requant(shift=3, clip=(0, 127)))
+    y = b.max_pool("pool", y, k=2, stride=2)
+    graph = b.build([y])
+    device = make_device(cfg, "tsim", dram_bytes(cfg, graph), activity=True)
+    result = profile_network(device, graph, random_input(graph, seed=0), target="tsim")
+    device_layers = [layer for layer in result.run.layers if layer.on == "device"]
+    assert device_layers and not result.timeline.estimated
+    assert result.timeline.cycles == sum(layer.cycles for layer in device_layers)
+    for lane, states in LANES.items():
+        assert np.array_equal(sum(result.timeline.lanes[lane][s] for s in states),
+                              result.timeline.bin_lengths())
+    paths = write_profile(result, tmp_path)
+    assert "fsim estimate" not in paths["html"].read_text()
