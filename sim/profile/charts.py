@@ -31,8 +31,13 @@ def timeline_chart(timeline, stem, *, title="", max_names=12, size=(12, 5), bins
     edges, lanes = timeline.resampled(bins)
     edges = np.asarray(edges, float)
     lengths = np.maximum(np.diff(edges), 1e-9)
-    longest = sorted(timeline.boundaries, key=lambda b: -b[1])[:max_names]
-    named = {(start, name) for start, _, name in longest}
+    # The longest layers are named, skipping one whose label would crowd a longer one's.
+    named, centers, gap = set(), [], timeline.cycles / (1.5 * max_names)
+    for start, cycles, name in sorted(timeline.boundaries, key=lambda b: -b[1]):
+        center = start + cycles / 2
+        if len(named) < max_names and all(abs(center - c) >= gap for c in centers):
+            named.add((start, name))
+            centers.append(center)
     for ax, (lane, states) in zip(axes, _STATES.items()):
         bottom = np.zeros(len(lengths))
         for state in states:
