@@ -231,7 +231,7 @@ def build_parser():
                                    "recorded and write into DIR the timeline and roofline charts "
                                    "(SVG, PNG), the per-layer table (CSV, JSON) and a "
                                    "self-contained report.html. fsim's cycles are estimates.")
-    p.add_argument("network", metavar="NETWORK")
+    p.add_argument("network", metavar="NETWORK", nargs="?")
     _config_arg(p)
     p.add_argument("--target", choices=("fsim", "tsim"), default="fsim")
     p.add_argument("--input-size", type=int, metavar="N",
@@ -239,6 +239,12 @@ def build_parser():
                         "default 224)")
     p.add_argument("--seed", type=int, default=0, metavar="S",
                    help="seed of the built-in network's weights and of the random input")
+    p.add_argument("--image", metavar="IMG",
+                   help="profile a raw DRAM image (as for avta exec) instead of a network")
+    p.add_argument("--insn-addr", type=lambda t: int(t, 0), metavar="A",
+                   help="byte address of the image's first instruction (default 0)")
+    p.add_argument("--insn-count", type=lambda t: int(t, 0), metavar="N",
+                   help="instructions of the image to run")
     p.add_argument("-o", "--output", required=True, metavar="DIR",
                    help="directory to write the report into (created if missing)")
     p.set_defaults(run=_lazy("avta.sim.profile.cli", "cmd_profile"))

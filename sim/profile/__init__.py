@@ -13,7 +13,8 @@ import numpy as np
 
 from avta.sim.activity import LANES, NOT_BUSY
 
-__all__ = ["Timeline", "Profile", "profile_network", "concatenate", "layer_rows"]
+__all__ = ["Timeline", "Profile", "profile_network", "profile_program", "concatenate",
+           "layer_rows"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -118,6 +119,30 @@ def profile_network(device, graph, x, *, target="", progress=None):
         for i, act in enumerate(activities.get(layer.name, ())):
             ordered.append((layer.name if i == 0 else f"{layer.name}#{i}", act))
     return Profile(net, activities, concatenate(ordered), device.cfg, target)
+
+
+def profile_program(device, insn_addr, insn_count, *, name="program", target="", bases=None):
+    """Run the ``insn_count`` instructions at ``insn_addr`` already in ``device``'s DRAM (a raw
+    program image) as one layer named ``name``; a :class:`Profile`. Its MACs are not known
+    (0), so it has no roofline point. Raises ValueError when the run does not end ``ok``."""
+    from avta.runtime.net.executor import LayerReport, NetworkRun
+    backend = device.backend
+    result = backend.run(insn_addr, insn_count, bases=bases)
+    if result.status != "ok":
+        raise ValueError(f"the program ended {result.status} ({result.summary()})")
+    act = backend.last_activity
+    if act is None:
+        raise ValueError(f"the {backend.name} backend records no activity (activity=True)")
+    counters = result.counters
+    cycles = int(result.cycles)
+    busy = {stage: cycles - counters[f"IDLE_{s}"] - counters[f"STALL_{s}"]
+            for stage, s in (("load", "LD"), ("compute", "CP"), ("store", "ST"))}
+    layer = LayerReport(name, "program", (), 0, cycles=cycles, insns=int(insn_count),
+                        bytes_loaded=sum(counters[c] for c in
+                                         ("INP_LD", "WGT_LD", "ACC_LD", "UOP_LD")),
+                        bytes_stored=counters["OUT_ST"], bound=max(busy, key=busy.get))
+    run = NetworkRun(name, device.cfg.name, {}, [layer], "cycles" in result.estimated)
+    return Profile(run, {name: [act]}, concatenate([(name, act)]), device.cfg, target)
 
 
 def layer_rows(profile):

@@ -4,7 +4,8 @@ Runs NETWORK (as in ``avta run``: a builder's name or a network YAML) on fsim or
 per-stage activity recorded (:mod:`avta.sim.activity`) and writes into DIR the timeline and
 roofline charts (SVG, PNG), the per-layer table (``layers.csv``, ``profile.json``) and
 ``report.html``, which embeds everything it shows. fsim's cycles and activity are estimates.
-Exit status 0, 2 for bad input. docs/cli.md has the options.
+``--image IMG --insn-addr A --insn-count N`` profiles a raw program image instead (loaded at
+DRAM address 0, as for ``avta exec``) as one layer without MACs. Exit status 0, 2 for bad input. docs/cli.md has the options.
 """
 
 from pathlib import Path
@@ -27,6 +28,10 @@ def cmd_profile(args):
     if out.exists() and not out.is_dir():
         raise UserError(f"-o {out}: exists and is not a directory")
     cfg = load_config(args.config)
+    if args.image is not None or args.network is None:
+        return _profile_image(cfg, args, out)
+    if args.insn_addr is not None or args.insn_count is not None:
+        raise UserError("--insn-addr and --insn-count go with --image")
     graph = load_network(args.network, args.input_size, args.seed)
     x = random_input(graph, seed=args.seed)
     device = make_device(cfg, args.target, dram_bytes(cfg, graph), activity=True)
@@ -41,9 +46,46 @@ def cmd_profile(args):
         paths = write_profile(result, out)
     except OSError as error:
         raise UserError(f"-o {out}: {error}") from None
+    return _summary(result, cfg, args, paths, out, graph.name)
+
+
+def _profile_image(cfg, args, out):
+    """A raw program image (as for ``avta exec``) profiled as one layer."""
+    from avta.sim.exec_cmd import load_image
+    from avta.sim.profile import profile_program
+    from avta.sim.profile.report import write_profile
+    from avta.sim.run_cmd import make_device
+    if args.network is not None:
+        raise UserError("give NETWORK or --image, not both")
+    if args.image is None:
+        raise UserError("give NETWORK or --image IMG")
+    if args.input_size is not None:
+        raise UserError("--input-size is for the built-in networks, not --image")
+    if args.insn_count is None:
+        raise UserError("--image needs --insn-count")
+    addr = args.insn_addr or 0
+    if addr < 0 or addr % 16 or not 0 <= args.insn_count < 1 << 32:
+        raise UserError(f"--insn-addr 0x{addr:x} must be a non-negative multiple of 16 and "
+                        f"--insn-count in 0..2^32-1")
+    dram = load_image(args.image)
+    device = make_device(cfg, args.target, len(dram), activity=True)
+    device.backend.write(0, bytes(dram))
+    name = Path(args.image).stem
+    try:
+        result = profile_program(device, addr, args.insn_count, name=name, target=args.target)
+    except ValueError as error:
+        raise UserError(f"--image {args.image}: {error}") from None
+    try:
+        paths = write_profile(result, out)
+    except OSError as error:
+        raise UserError(f"-o {out}: {error}") from None
+    return _summary(result, cfg, args, paths, out, name)
+
+
+def _summary(result, cfg, args, paths, out, name):
     total = result.run.total
     estimate = " (fsim estimates)" if result.timeline.estimated else ""
-    print(f"{graph.name} on {cfg.name} ({cfg.shape_name}, AXI {cfg.axi_data_bits}), "
+    print(f"{name} on {cfg.name} ({cfg.shape_name}, AXI {cfg.axi_data_bits}), "
           f"{args.target}: {total['cycles']:,} cycles{estimate}, "
           f"utilization {total['utilization']:.1%}")
     for lane, states in result.timeline.totals().items():

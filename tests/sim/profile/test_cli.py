@@ -28,3 +28,38 @@ def test_bad_input_exits_2(tmp_path, capsys):
     assert main(["profile", "resnet18", "--config", "default", "--input-size", "31",
                  "-o", str(tmp_path / "o")]) == 2
     assert "avta profile:" in capsys.readouterr().err
+
+
+def test_a_program_image(tmp_path, capsys):
+    """--image: a raw program (load ACC, ALU add, store) profiled as one layer."""
+    import numpy as np
+
+    from avta.isa.config import load_config
+    from avta.isa.enums import AluOp, MemType
+    from avta.isa.insn import Uop
+    from avta.sim.image import Image, alu, finish, load, store, sync
+    cfg = load_config("tiny")
+    image = Image(cfg, size=0x900, insn_addr=0x100)
+    image.put(0x400, np.arange(4 * cfg.batch * cfg.block_out, dtype=np.int32))
+    image.put_uops(0x40, [Uop(0, 0)])
+    image.add(load(MemType.UOP, dram=0x40 // cfg.uop_elem_bytes, x=1),
+              load(MemType.ACC, dram=0x400 // cfg.acc_elem_bytes, x=4),
+              alu(AluOp.ADD, iters=(1, 4), dst=(0, 1), src=(0, 1), imm=5, push_next=1),
+              store(dram=0x800 // cfg.out_elem_bytes, x=4, pop_prev=1, push_prev=1),
+              sync("pop_next"), finish())
+    path = tmp_path / "prog.bin"
+    path.write_bytes(image.to_bytes())
+    out = tmp_path / "out"
+    assert main(["profile", "--config", "tiny", "--image", str(path), "--insn-addr", "0x100",
+                 "--insn-count", str(len(image.insns)), "-o", str(out)]) == 0
+    record = json.loads((out / "profile.json").read_text())
+    (layer,) = record["layers"]
+    assert layer["name"] == "prog" and layer["cycles"] == record["total"]["cycles"] > 0
+    assert layer["load_busy"] + layer["load_wait"] + layer["load_idle"] == layer["cycles"]
+    assert (out / "report.html").is_file()
+    assert main(["profile", "resnet18", "--config", "tiny", "--image", str(path),
+                 "--insn-count", "1", "-o", str(out)]) == 2
+    assert main(["profile", "--config", "tiny", "--image", str(path), "-o", str(out)]) == 2
+    assert main(["profile", "--config", "tiny", "-o", str(out)]) == 2
+    assert main(["profile", "resnet18", "--config", "tiny", "--insn-count", "3",
+                 "-o", str(out)]) == 2
