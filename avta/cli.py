@@ -24,6 +24,18 @@ def _config_arg(parser, *, required=False):
                           f"to a YAML/JSON file (default: %(default)s)")
 
 
+def _network_args(parser, *, optional=False):
+    """NETWORK and the options that pick and build it (``avta run``, ``avta profile``)."""
+    parser.add_argument("network", metavar="NETWORK", nargs="?" if optional else None)
+    _config_arg(parser)
+    parser.add_argument("--target", choices=("fsim", "tsim"), default="fsim")
+    parser.add_argument("--input-size", type=int, metavar="N",
+                        help="input height and width of a built-in network (a multiple of 32; "
+                             "default 224)")
+    parser.add_argument("--seed", type=int, default=0, metavar="S",
+                        help="seed of the built-in network's weights and of the random input")
+
+
 # -- config -------------------------------------------------------------------------------------
 
 def cmd_config(args):
@@ -213,14 +225,7 @@ def build_parser():
                                    "network YAML) on the device, print one row per layer and the "
                                    "totals, and compare the output with the numpy reference; "
                                    "exit 0 only when it matches.")
-    p.add_argument("network", metavar="NETWORK")
-    _config_arg(p)
-    p.add_argument("--target", choices=("fsim", "tsim"), default="fsim")
-    p.add_argument("--input-size", type=int, metavar="N",
-                   help="input height and width of a built-in network (a multiple of 32; "
-                        "default 224)")
-    p.add_argument("--seed", type=int, default=0, metavar="S",
-                   help="seed of the built-in network's weights and of the random input")
+    _network_args(p)
     p.add_argument("--input", metavar="X.npy", help="int8 input of the network's input shape")
     p.add_argument("--output", metavar="Y.npy", help="write the network's int8 output here")
     p.add_argument("--json", metavar="OUT", help="write the report as JSON here")
@@ -231,14 +236,7 @@ def build_parser():
                                    "recorded and write into DIR the timeline and roofline charts "
                                    "(SVG, PNG), the per-layer table (CSV, JSON) and a "
                                    "self-contained report.html. fsim's cycles are estimates.")
-    p.add_argument("network", metavar="NETWORK", nargs="?")
-    _config_arg(p)
-    p.add_argument("--target", choices=("fsim", "tsim"), default="fsim")
-    p.add_argument("--input-size", type=int, metavar="N",
-                   help="input height and width of a built-in network (a multiple of 32; "
-                        "default 224)")
-    p.add_argument("--seed", type=int, default=0, metavar="S",
-                   help="seed of the built-in network's weights and of the random input")
+    _network_args(p, optional=True)
     p.add_argument("--image", metavar="IMG",
                    help="profile a raw DRAM image (as for avta exec) instead of a network")
     p.add_argument("--insn-addr", type=lambda t: int(t, 0), metavar="A",
