@@ -72,9 +72,14 @@ def tsim_gemm(cfg, *, shape=(64, 512, 256), with_cocotb=True):
           f"cycles/s (the run only)")
     if with_cocotb:
         from avta.sim.cocotb.backend import CocotbBackend
-        cocotb_dev = Device(cfg, CocotbBackend(cfg, dram_size=dram))
+        from avta.sim.verilator import cache_root
+        # cocotb's and Verilator's own lines go to a log, not between the figures.
+        log = cache_root() / "logs" / f"bench-tsim-gemm-{cfg.name}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.unlink(missing_ok=True)
+        cocotb_dev = Device(cfg, CocotbBackend(cfg, dram_size=dram, log_file=log))
         _gemm_program(cocotb_dev, m, k, n)       # first run: builds the cocotb model (untimed)
-        cocotb_dev = Device(cfg, CocotbBackend(cfg, dram_size=dram))
+        cocotb_dev = Device(cfg, CocotbBackend(cfg, dram_size=dram, log_file=log))
         _, cocotb_wall = _gemm_program(cocotb_dev, m, k, n)
         same = np.array_equal(tsim_dev.backend.dram, cocotb_dev.backend.dram)
         figures.update(cocotb_seconds=cocotb_wall,
@@ -84,6 +89,7 @@ def tsim_gemm(cfg, *, shape=(64, 512, 256), with_cocotb=True):
               f"{figures['cocotb_cycles_per_second']:,.0f} cycles/s (the run, including the "
               f"simulator's start)")
         print(f"  tsim / cocotb speed {figures['speedup']:.1f}x; final DRAM identical: {same}")
+        print(f"  (the simulator's own log: {log})")
     return figures
 
 

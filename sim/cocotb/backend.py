@@ -24,17 +24,21 @@ __all__ = ["CocotbBackend"]
 
 class CocotbBackend(ArrayDramBackend):
     """A device simulated through cocotb; ``max_cycles`` bounds each run (status timeout);
-    ``knobs`` (:class:`MemoryKnobs`) set the AXI RAM's backpressure (:mod:`.axi_ram`)."""
+    ``knobs`` (:class:`MemoryKnobs`) set the AXI RAM's backpressure (:mod:`.axi_ram`);
+    ``log_file``: where the simulator's output goes (appended, run after run) instead of
+    stdout."""
 
     name = "cocotb"
 
-    def __init__(self, cfg, *, dram_size=1 << 20, max_cycles=2_000_000, knobs=MemoryKnobs()):
+    def __init__(self, cfg, *, dram_size=1 << 20, max_cycles=2_000_000, knobs=MemoryKnobs(),
+                 log_file=None):
         from avta.hw.top import top_verilog
         check_knobs(knobs)
         super().__init__(dram_size)
         self._cfg = cfg
         self._max_cycles = max_cycles
         self._knobs = knobs
+        self._log_file = log_file
         self._verilog = top_verilog(cfg)
 
     @property
@@ -52,7 +56,8 @@ class CocotbBackend(ArrayDramBackend):
             (tmp / "job.json").write_text(json.dumps(job))
             run_cocotb(None, top="vta_top", test_module="avta.sim.cocotb.core",
                        verilog=self._verilog,
-                       extra_env={"AVTA_COCOTB_JOB": str(tmp / "job.json")})
+                       extra_env={"AVTA_COCOTB_JOB": str(tmp / "job.json")},
+                       log_file=self._log_file)
             result = json.loads((tmp / "result.json").read_text())
             self._dram[:] = np.frombuffer((tmp / "final.bin").read_bytes(), dtype=np.uint8)
         if result["config_id"] != self._cfg.config_id:

@@ -19,9 +19,13 @@ __all__ = ["run_cocotb"]
 
 
 def run_cocotb(component, *, top, test_module, test_dir=None, build_args=(), extra_env=None,
-               testcase=None, verilog=None):
+               testcase=None, verilog=None, log_file=None):
     """Convert ``component`` to Verilog (or take ``verilog`` text), build it with Verilator
     (cached) and run cocotb tests.
+
+    ``log_file``: append the build's and the simulator's output (cocotb's log, Verilator's
+    report) to this file instead of this process's stdout, so a command printing figures keeps
+    them apart from the simulator's lines.
 
     ``test_module`` is the module name of the cocotb tests, importable as is or found in
     ``test_dir``. Under pytest, a failing cocotb test makes this raise, so the calling pytest
@@ -45,12 +49,26 @@ def run_cocotb(component, *, top, test_module, test_dir=None, build_args=(), ext
         source.write_text(text)
     waves = os.environ.get("AVTA_WAVES") == "1"
     runner = get_runner("verilator")
+    logs = {}
+    if log_file is not None:
+        log_file = Path(log_file)
+        logs = {"build": log_file.with_name(log_file.name + ".build"),
+                "test": log_file.with_name(log_file.name + ".test")}
     runner.build(sources=[source], hdl_toplevel=top, build_dir=build_dir,
-                 timescale=("1ns", "1ps"), build_args=args, waves=waves, always=False)
+                 timescale=("1ns", "1ps"), build_args=args, waves=waves, always=False,
+                 log_file=logs.get("build"))
     if test_dir is not None:
         test_dir = str(Path(test_dir).resolve())
         if test_dir not in sys.path:
             sys.path.insert(0, test_dir)
-    return runner.test(hdl_toplevel=top, test_module=test_module, build_dir=build_dir,
-                       test_dir=build_dir, waves=waves, extra_env=extra_env or {},
-                       testcase=testcase)
+    try:
+        return runner.test(hdl_toplevel=top, test_module=test_module, build_dir=build_dir,
+                           test_dir=build_dir, waves=waves, extra_env=extra_env or {},
+                           testcase=testcase, log_file=logs.get("test"))
+    finally:
+        # cocotb's runner overwrites its log files: each run's are appended to log_file.
+        for part in logs.values():
+            if part.exists():
+                with open(log_file, "a") as out:
+                    out.write(part.read_text())
+                part.unlink()

@@ -22,6 +22,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from avta.progress import working
+
 from ..verilator import (VerilatorError, cache_root, run_verilator, verilator_env,
                          verilator_version)
 from .harness_header import HEADER_NAME, harness_header
@@ -101,8 +103,9 @@ def build_library(verilog_text, *, data_bits, trace=None, events=False, activity
         return out / LIBRARY
     tmp = _workspace(out)
     try:
-        _compile(tmp, verilog_text, sources, env, data_bits=data_bits, trace=trace,
-                 events=events, activity=activity, jobs=jobs)
+        with working(f"building tsim {digest} (Verilator; cached for next time)") as bar:
+            _compile(tmp, verilog_text, sources, env, data_bits=data_bits, trace=trace,
+                     events=events, activity=activity, jobs=jobs, bar=bar)
         (tmp / CHECKSUM).write_text(_sha256(tmp / LIBRARY))
         _publish(tmp, out)
     finally:
@@ -178,8 +181,9 @@ def _publish(tmp, out):
                                  f"a complete build; remove it and try again") from None
 
 
-def _compile(tmp, verilog_text, sources, env, *, data_bits, trace, events, activity, jobs):
-    """Verilate the design and compile it with the harness into ``tmp / LIBRARY``."""
+def _compile(tmp, verilog_text, sources, env, *, data_bits, trace, events, activity, jobs, bar):
+    """Verilate the design and compile it with the harness into ``tmp / LIBRARY``; ``bar`` (a
+    :func:`avta.progress.working` bar) names the step."""
     (tmp / f"{TOP}.v").write_text(verilog_text)
     for name, text in sources.items():
         (tmp / name).write_text(text)
@@ -191,6 +195,7 @@ def _compile(tmp, verilog_text, sources, env, *, data_bits, trace, events, activ
         _check_fst_headers()
     if trace:
         args.append(TRACE_FORMATS[trace][0])
+    bar.set_postfix_str("verilating and compiling the model")
     run_verilator(args, cwd=tmp)
     root = Path(env.get("VERILATOR_ROOT", ""))
     include = root / "include" if root.name else Path(shutil.which("verilator")).parent.parent \
@@ -204,6 +209,7 @@ def _compile(tmp, verilog_text, sources, env, *, data_bits, trace, events, activ
            "-latomic"]
     if trace == "fst":
         cmd.append("-lz")
+    bar.set_postfix_str("compiling the harness")
     proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True)
     if proc.returncode != 0:
         raise VerilatorError(f"compiling the tsim harness failed:\n{' '.join(cmd)}\n"

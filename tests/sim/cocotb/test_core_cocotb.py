@@ -44,3 +44,17 @@ def test_core_through_cocotb_matches_fsim(program):
     assert np.array_equal(results[0], results[1])
     assert np.array_equal(devices[0].backend.dram, devices[1].backend.dram)
     assert devices[1].last_result.status == "ok"
+
+
+def test_log_file_keeps_the_simulator_off_stdout(tmp_path, capfd):
+    """With ``log_file`` the simulator's own lines (cocotb's log, Verilator's report) go to the
+    file, run after run, so a benchmark's figures stay apart from them (``avta bench``)."""
+    cfg = load_config("tiny")
+    log = tmp_path / "sim.log"
+    dev = Device(cfg, CocotbBackend(cfg, dram_size=DRAM_BYTES, log_file=log))
+    for _ in range(2):
+        alu_program(dev, np.random.default_rng(3))
+    captured = capfd.readouterr()
+    assert "cocotb" not in captured.out and "cocotb" not in captured.err
+    text = log.read_text()
+    assert text.count("Initialized cocotb") == 2 and "run_job" in text
