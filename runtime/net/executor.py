@@ -32,7 +32,7 @@ import numpy as np
 
 from avta.isa.enums import MemType
 
-from ..ops.conv2d import Conv2dBuffers, build_conv2d, pack_bias
+from ..ops.conv2d import Conv2dBuffers, bias_bound, build_conv2d, pack_bias
 from ..ops.conv_plan import Conv2dShape, PlanError
 from ..ops.depthwise import build_depthwise_conv2d, pack_depthwise_weights
 from ..ops.elementwise import build_add
@@ -256,7 +256,8 @@ class _Executor:
         wgt, bias = self.weights[node.name]
         bufs = Conv2dBuffers(inp, wgt.elem(cfg, MemType.WGT), self._out(node),
                              None if bias is None else bias.elem(cfg, MemType.ACC))
-        return build_conv2d(cfg, shape, bufs, requant=node.requant)
+        return build_conv2d(cfg, shape, bufs, requant=node.requant,
+                            bias_bound=bias_bound(node.bias))
 
     def _build_dense(self, node):
         """A fully connected layer is the conv2d whose kernel covers the whole input map."""

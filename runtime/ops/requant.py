@@ -4,6 +4,11 @@ Upstream's conv2d and GEMM tests compute ``clip((acc >> shift) + bias, lo, hi)``
 8 bits (upstream-vta.md §6.2); on VTA that is ALU SHR with an immediate, ALU ADD of a bias row,
 then either MIN and MAX with immediates or the Intel Labs CLP (clip to [−b, b], docs/isa.md §3.4).
 STORE writes the low 8 bits of each lane (OUT mirrors ACC, docs/isa.md §3).
+
+When no sum can overflow, the bias costs nothing after the GEMM: ``(acc >> s) + bias`` equals
+``(acc + (bias << s)) >> s`` (``bias << s`` is a multiple of ``2^s``), so the accumulators can
+start at ``bias << s`` — one ALU MOV per row instead of the reset GEMM — and the tail drops the
+ADD (:meth:`Requant.bias_starts_acc` says when that is exact).
 """
 
 from dataclasses import dataclass
@@ -13,12 +18,14 @@ import numpy as np
 from avta.isa.enums import AluOp
 from avta.isa.formats import IMM_BITS
 
-__all__ = ["Requant", "IMM_MIN", "IMM_MAX", "SHIFT_MIN", "SHIFT_MAX"]
+__all__ = ["Requant", "IMM_MIN", "IMM_MAX", "SHIFT_MIN", "SHIFT_MAX", "PRODUCT_MAX"]
 
 #: The ALU immediate is a signed IMM_BITS-bit field (docs/isa.md §2).
 IMM_MIN, IMM_MAX = -(1 << (IMM_BITS - 1)), (1 << (IMM_BITS - 1)) - 1
 #: SHR takes B[5:0] as a signed 6-bit amount (docs/isa.md §3.4).
 SHIFT_MIN, SHIFT_MAX = -32, 31
+#: The largest magnitude of one int8 × int8 product, (−128)·(−128).
+PRODUCT_MAX = 1 << 14
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,19 @@ class Requant:
                                  f"MIN/MAX (use_clp=False)")
         elif self.use_clp:
             raise ValueError("use_clp needs clip bounds")
+
+    def bias_starts_acc(self, bias_bound, products):
+        """Whether accumulators that start at ``bias << shift`` and sum ``products`` int8 × int8
+        products give the same result as adding ``bias`` after the shift, for every input and
+        every bias of magnitude at most ``bias_bound`` (``None``: unknown, so no).
+
+        It is exact when no int32 sum wraps: ``products · 2^14 + bias_bound · 2^shift < 2^31``
+        (then the reference's ``acc >> shift`` and its sum with the bias do not wrap either). A
+        left shift (negative ``shift``) would lose the bias's low bits, so it never starts the
+        accumulators."""
+        if bias_bound is None or self.shift < 0:
+            return False
+        return products * PRODUCT_MAX + (int(bias_bound) << self.shift) < 1 << 31
 
     def emit(self, builder, same, bias=None):
         """Emit the tail on ``builder``: ``same`` is an ALU kernel whose micro-ops have

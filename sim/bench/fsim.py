@@ -37,7 +37,7 @@ def _best(fn, repeats=REPEATS):
 def bench_conv2d_layer(cfg, layer, *, repeats=REPEATS):
     """Figures of one ResNet-18 layer on fsim: a dict with times, ratio, counters, program."""
     from avta.sim.fsim.backend import fsim_device
-    from avta.runtime.ops.conv2d import Conv2dBuffers, build_conv2d, pack_bias
+    from avta.runtime.ops.conv2d import Conv2dBuffers, bias_bound, build_conv2d, pack_bias
     from avta.runtime.ops.conv_plan import Conv2dShape, describe, plan_conv2d
     from avta.runtime.ops.reference import conv2d_ref
     from avta.runtime.ops.requant import Requant
@@ -61,7 +61,8 @@ def bench_conv2d_layer(cfg, layer, *, repeats=REPEATS):
                          out.elem(cfg, MemType.OUT), bia.elem(cfg, MemType.ACC))
     start = time.perf_counter()
     tiling = plan_conv2d(cfg, shape, bias=True)
-    program = build_conv2d(cfg, shape, bufs, requant=requant, tiling=tiling)
+    program = build_conv2d(cfg, shape, bufs, requant=requant, tiling=tiling,
+                           bias_bound=bias_bound(bias))
     build = time.perf_counter() - start
 
     fsim_time, result = _best(lambda: dev.run(program), repeats)
