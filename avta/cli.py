@@ -247,6 +247,21 @@ def build_parser():
                    help="directory to write the report into (created if missing)")
     p.set_defaults(run=_lazy("avta.sim.profile.cli", "cmd_profile"))
 
+    p = sub.add_parser("profile-diff", help="how far two profiles of a network are apart",
+                       description="Compare two profiles of the same network (directories "
+                                   "written by avta profile), usually fsim's against tsim's: "
+                                   "per device layer the cycle error of A relative to B and the "
+                                   "largest difference of a lane's busy or waiting share; exit 1 "
+                                   "when a layer is outside the tolerances.")
+    p.add_argument("a", metavar="A", help="a profile directory (or its profile.json)")
+    p.add_argument("b", metavar="B", help="the profile A is measured against")
+    p.add_argument("--cycle-tolerance", type=float, metavar="F",
+                   help="largest |A - B| / B of a layer's cycles (default: docs/cli.md)")
+    p.add_argument("--share-tolerance", type=float, metavar="PT",
+                   help="largest difference of a lane's busy or waiting share, in percentage "
+                        "points (default: docs/cli.md)")
+    p.set_defaults(run=_lazy("avta.sim.profile.cli", "cmd_profile_diff"))
+
     p = sub.add_parser("fuzz", help="random well-formed programs on fsim and tsim",
                        description="Run N random well-formed programs on fsim and tsim, diff "
                                    "traces on a mismatch and save failing programs.")

@@ -187,7 +187,9 @@ class _Launch:
         # Each counter is a queue of the estimated cycles at which its tokens were pushed; its
         # length is the counter's value.
         self.tokens = [collections.deque() for _ in TOKEN_COUNTERS]
-        self.stage_free = [0, 0, 0]     # cycle at which each stage finished its last instruction
+        # The cycle at which each stage finished its last instruction: none before the first
+        # instruction is fetched.
+        self.stage_free = [timing.FETCH_LATENCY] * 3
         self.busy = [0, 0, 0]
         self.stall = [0, 0, 0]
         self.insns = []

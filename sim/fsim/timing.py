@@ -5,20 +5,30 @@ an estimate and :data:`ESTIMATED` names it so (docs/architecture.md, exact count
 follows the Intel Labs fork's fsim (reference/intel-extensions.md §5), adapted to this
 architecture:
 
-- LOAD/STORE: each data row of ``x_size`` elements is one burst sequence on the AXI data bus:
-  ``ceil(bytes / AXI bytes)`` beats plus :data:`BURST_OVERHEAD` cycles per burst of at most
-  :data:`BURST_BEATS` beats; each padding row costs one cycle; :data:`INSN_OVERHEAD` per
-  instruction. ``x_size`` 0 (tokens only) costs :data:`INSN_OVERHEAD`.
+- LOAD: :data:`INSN_OVERHEAD` + :data:`LOAD_LATENCY` + each data row's cycles + one cycle per
+  padding row. A data row of ``x_size`` elements takes ``ceil(bytes / AXI bytes)`` beats, or
+  ``x_size`` cycles when its elements are narrower than the bus (they are written one per
+  cycle). The memory engine keeps several bursts in flight, so only the first request's
+  latency shows; bursts cost no cycles of their own.
+- STORE: :data:`INSN_OVERHEAD` + per data row its beats (as a LOAD's) + :data:`STORE_ROW_OVERHEAD`.
+- ``x_size`` 0 (tokens only) costs :data:`INSN_OVERHEAD`.
 - GEMM: one micro-op step per cycle (II = 1) plus :data:`PIPELINE_DEPTH`.
 - ALU: II = 1 with an immediate, with two operands II = 2 when ``ACC_READ_PORTS`` is 1 and 1
   when it is 2 (docs/architecture.md, compute stage), plus :data:`PIPELINE_DEPTH`.
 - FINISH: one cycle.
 
 Stages run concurrently: an instruction starts when its stage is free and every token it pops
-has been pushed (at the end of the pushing instruction). Fetch is assumed to keep ahead.
+has been pushed (at the end of the pushing instruction). The first instruction reaches the stages
+:data:`FETCH_LATENCY` cycles after launch; from then on fetch is assumed to keep ahead, and the
+stages' reads do not slow each other (on the RTL the compute stage's micro-op and ACC loads share
+the read engine with the load stage and can wait behind its bursts: the largest error left).
 STALL_x counts cycles a stage waited on tokens, IDLE_x the cycles it was neither busy nor
 stalled (before launch is excluded; after its last instruction counts), ACC_WR one cycle per
 ACC row written.
+
+The constants were measured on tsim: per instruction, its busy cycles in a ``full`` trace of
+ResNet-18 on ``default`` and ``huge`` against these formulas (docs/cli.md, avta profile-diff,
+has the resulting per-layer agreement).
 """
 
 from avta.isa.enums import Opcode
@@ -26,12 +36,21 @@ from avta.isa.enums import Opcode
 from avta.isa.memories import scratchpad_of
 from avta.isa.registers import CYCLE_COUNTERS
 
-__all__ = ["cost", "acc_row_writes", "ESTIMATED", "BURST_BEATS", "BURST_OVERHEAD",
-           "INSN_OVERHEAD", "PIPELINE_DEPTH"]
+__all__ = ["cost", "acc_row_writes", "ESTIMATED", "FETCH_LATENCY", "INSN_OVERHEAD",
+           "LOAD_LATENCY", "STORE_ROW_OVERHEAD", "PIPELINE_DEPTH"]
 
-BURST_BEATS = 16
-BURST_OVERHEAD = 4
+#: Cycles from launch until the first instruction can start in its stage (fetching it from DRAM
+#: and decoding it; every layer's compute stage idles this long on tsim, default and huge).
+FETCH_LATENCY = 10
+
+#: Cycles of every LOAD and STORE besides its rows (decoding it, starting the walk).
 INSN_OVERHEAD = 2
+#: A LOAD's wait for its first beat (median of WGT loads on default and huge: 4).
+LOAD_LATENCY = 4
+#: A STORE's cycles per DRAM row besides the row's beats (the write burst's address and
+#: response; 6 on default and huge).
+STORE_ROW_OVERHEAD = 6
+#: GEMM and ALU: cycles from the first micro-op step's issue to the last one's write-back.
 PIPELINE_DEPTH = 5
 
 #: What a fsim RunResult marks as an estimate.
@@ -45,9 +64,12 @@ def _ceil_div(a, b):
 def _memory_cost(cfg, insn, elem_bytes):
     if insn.x_size == 0:
         return INSN_OVERHEAD
-    beats = _ceil_div(insn.x_size * elem_bytes, cfg.axi_data_bytes)
-    data = insn.y_size * (beats + BURST_OVERHEAD * _ceil_div(beats, BURST_BEATS))
-    return INSN_OVERHEAD + data + insn.rows - insn.x_size * insn.y_size
+    # Elements narrower than the bus are written one per cycle.
+    row = max(_ceil_div(insn.x_size * elem_bytes, cfg.axi_data_bytes), insn.x_size)
+    if insn.opcode == Opcode.STORE:
+        return INSN_OVERHEAD + insn.y_size * (row + STORE_ROW_OVERHEAD)
+    pads = insn.rows - insn.x_size * insn.y_size
+    return INSN_OVERHEAD + LOAD_LATENCY + insn.y_size * row + pads
 
 
 def cost(cfg, insn, elem_bytes=None):

@@ -93,3 +93,42 @@ def _summary(result, cfg, args, paths, out, name):
         print(f"  {lane:8s} " + ", ".join(f"{s} {v / cycles:.1%}" for s, v in states.items()))
     print(f"wrote {paths['html']} (and the charts, layers.csv, profile.json in {out})")
     return 0
+
+
+def cmd_profile_diff(args):
+    """Handler of ``avta profile-diff A B``: per device layer, how far profile A (usually fsim's
+    estimate) is from profile B (usually tsim's); exit 1 when a layer is outside the tolerances."""
+    from avta.sim.profile.compare import (DEFAULT_CYCLE_TOLERANCE, DEFAULT_SHARE_TOLERANCE,
+                                          compare_profiles, load_record)
+    if args.cycle_tolerance is None:
+        args.cycle_tolerance = DEFAULT_CYCLE_TOLERANCE
+    if args.share_tolerance is None:
+        args.share_tolerance = DEFAULT_SHARE_TOLERANCE
+    records = []
+    for path in (args.a, args.b):
+        try:
+            records.append(load_record(path))
+        except (OSError, ValueError) as error:
+            raise UserError(f"{path}: not a profile (a directory written by avta profile, or "
+                            f"its profile.json): {error}") from None
+    try:
+        comparison = compare_profiles(*records)
+    except (KeyError, ValueError) as error:
+        raise UserError(f"cannot compare {args.a} with {args.b}: {error}") from None
+    ta, tb = (t or "?" for t in comparison.targets)
+    print(f"{'layer':24s} {'cycles ' + ta:>14s} {'cycles ' + tb:>14s} {'error':>8s} "
+          f"{'worst share':>12s}")
+    outside = {d.name for d in comparison.outside(args.cycle_tolerance, args.share_tolerance)}
+    for d in comparison.layers:
+        lane, kind = max(((lane, kind) for lane, kinds in d.share_diff.items() for kind in kinds),
+                         key=lambda k: abs(d.share_diff[k[0]][k[1]]))
+        flag = "  OUTSIDE" if d.name in outside else ""
+        print(f"{d.name:24s} {d.cycles[0]:14,} {d.cycles[1]:14,} {d.cycle_error:+8.2%} "
+              f"{d.share_diff[lane][kind]:+6.1f} pt {lane} {kind}{flag}")
+    a, b = comparison.total_cycles
+    print(f"{'total':24s} {a:14,} {b:14,} {comparison.total_error:+8.2%}")
+    print(f"worst layer: cycles {comparison.worst_cycle_error():.2%} (tolerance "
+          f"{args.cycle_tolerance:.1%}), share {comparison.worst_share():.1f} pt (tolerance "
+          f"{args.share_tolerance:.1f} pt); {len(outside)} of {len(comparison.layers)} layers "
+          f"outside")
+    return 1 if outside else 0

@@ -157,7 +157,7 @@ def test_fsim_activity_follows_its_cycle_model():
     # Every instruction ran; the first INP LOAD (instruction 2) starts after the WGT LOAD.
     starts = activity.insn_start
     assert starts.shape == (len(image.insns),) and (starts >= 0).all()
-    assert starts[0] == starts[1] == 0 < starts[2]
+    assert starts[0] == starts[1] == timing.FETCH_LATENCY < starts[2]
 
 
 def test_fsim_coarse_bins_are_the_fine_bins_summed():

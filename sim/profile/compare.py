@@ -1,0 +1,111 @@
+"""Two profiles of the same network side by side: how far fsim's estimate is from tsim, per layer.
+
+:func:`compare_profiles` takes two ``profile.json`` records (:func:`avta.sim.profile.report.
+write_profile`; or :func:`load_record` of their directories), usually fsim's (the estimate) and
+tsim's (exact), and gives one :class:`LayerDiff` per device layer: the cycle error of the first
+relative to the second, and for each lane the difference of its busy and waiting shares (the
+lane's busy, or waiting, cycles over the layer's cycles), in percentage points. Those shares are
+what the timeline draws, so their differences say how far apart the two pictures are.
+
+``avta profile-diff A B`` prints the table and exits 1 when a layer is further apart than the
+tolerances (:data:`DEFAULT_CYCLE_TOLERANCE`, :data:`DEFAULT_SHARE_TOLERANCE`; docs/cli.md has the
+measured figures they come from).
+"""
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from avta.sim.activity import LANES
+
+__all__ = ["LayerDiff", "Comparison", "compare_profiles", "load_record",
+           "DEFAULT_CYCLE_TOLERANCE", "DEFAULT_SHARE_TOLERANCE"]
+
+#: A device layer's cycles on fsim may differ from tsim's by this fraction of tsim's.
+DEFAULT_CYCLE_TOLERANCE = 0.05
+#: A lane's busy or waiting share of a layer may differ by this many percentage points.
+DEFAULT_SHARE_TOLERANCE = 5.0
+
+
+@dataclass(frozen=True)
+class LayerDiff:
+    """One device layer of both profiles: ``cycles`` ``(a, b)``, ``cycle_error`` ``(a - b) / b``,
+    and ``share_diff[lane][kind]`` (``kind`` "busy" or "wait"): a's share minus b's, in points."""
+    name: str
+    cycles: tuple
+    cycle_error: float
+    share_diff: dict
+
+    @property
+    def worst_share(self):
+        """The largest absolute share difference over lanes and kinds, in points."""
+        return max(abs(v) for kinds in self.share_diff.values() for v in kinds.values())
+
+    def within(self, cycle_tolerance, share_tolerance):
+        return (abs(self.cycle_error) <= cycle_tolerance
+                and self.worst_share <= share_tolerance)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Every device layer's :class:`LayerDiff`, the whole run's cycles ``(a, b)`` and which
+    target each side ran on."""
+    layers: list
+    total_cycles: tuple
+    targets: tuple
+
+    @property
+    def total_error(self):
+        a, b = self.total_cycles
+        return (a - b) / b if b else 0.0
+
+    def worst_cycle_error(self):
+        return max((abs(d.cycle_error) for d in self.layers), default=0.0)
+
+    def worst_share(self):
+        return max((d.worst_share for d in self.layers), default=0.0)
+
+    def outside(self, cycle_tolerance=DEFAULT_CYCLE_TOLERANCE,
+                share_tolerance=DEFAULT_SHARE_TOLERANCE):
+        """The layers further apart than the tolerances."""
+        return [d for d in self.layers if not d.within(cycle_tolerance, share_tolerance)]
+
+
+def load_record(path):
+    """The ``profile.json`` record of a profile directory (or of the file itself)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "profile.json"
+    return json.loads(path.read_text())
+
+
+def _shares(row):
+    cycles = row["cycles"]
+    return {lane: {"busy": 100.0 * row[f"{lane}_busy"] / cycles,
+                   "wait": 100.0 * row[f"{lane}_wait"] / cycles} for lane in LANES}
+
+
+def compare_profiles(a, b):
+    """Compare two ``profile.json`` records of the same network (see the module docstring).
+
+    Only layers that ran on the device in both (cycles > 0) are compared. Raises ValueError when
+    the records are of different networks or their device layers differ."""
+    if a["network"] != b["network"]:
+        raise ValueError(f"the profiles are of different networks: {a['network']!r} and "
+                         f"{b['network']!r}")
+    rows_a = {r["name"]: r for r in a["layers"] if r["cycles"]}
+    rows_b = {r["name"]: r for r in b["layers"] if r["cycles"]}
+    if list(rows_a) != list(rows_b):
+        only = sorted(set(rows_a) ^ set(rows_b))
+        raise ValueError("the profiles' device layers differ"
+                         + (f": {', '.join(only[:5])} in one only" if only else " in order"))
+    diffs = []
+    for name, ra in rows_a.items():
+        rb = rows_b[name]
+        sa, sb = _shares(ra), _shares(rb)
+        share_diff = {lane: {k: sa[lane][k] - sb[lane][k] for k in ("busy", "wait")}
+                      for lane in LANES}
+        diffs.append(LayerDiff(name, (ra["cycles"], rb["cycles"]),
+                               (ra["cycles"] - rb["cycles"]) / rb["cycles"], share_diff))
+    return Comparison(diffs, (a["total"]["cycles"], b["total"]["cycles"]),
+                      (a.get("target", ""), b.get("target", "")))
