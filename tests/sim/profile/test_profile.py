@@ -108,21 +108,26 @@ def test_html_is_self_contained(written):
     assert "<link" not in page and "<script" not in page and "url(" not in page
 
 
+def _small_network(cfg, blocks=1, size=4):
+    """A conv (``blocks`` channel blocks in and out, ``size``×``size``) and a max pool."""
+    from avta.runtime.net import GraphBuilder
+    from avta.runtime.ops.requant import Requant
+    rng = np.random.default_rng(1)
+    b = GraphBuilder("small")
+    x = b.input("x", (1, blocks * cfg.block_in, size, size))
+    y = b.conv2d("conv", x, rng.integers(-9, 9, (blocks * cfg.block_out, blocks * cfg.block_in,
+                                                 3, 3), dtype=np.int8), pad=1,
+                 requant=Requant(shift=3, clip=(0, 127)))
+    y = b.max_pool("pool", y, k=2, stride=2)
+    return b.build([y])
+
+
 @pytest.mark.tsim
 def test_tsim_on_tiny(tmp_path):
     """tsim's exact activity, layer by layer, on a two-layer network on ``tiny``."""
-    from avta.runtime.net import GraphBuilder
-    from avta.runtime.ops.requant import Requant
     from avta.sim.run_cmd import make_device
     cfg = load_config("tiny")
-    rng = np.random.default_rng(1)
-    b = GraphBuilder("small")
-    x = b.input("x", (1, cfg.block_in, 4, 4))
-    y = b.conv2d("conv", x, rng.integers(-9, 9, (cfg.block_out, cfg.block_in, 3, 3),
-                                         dtype=np.int8), pad=1,
-                 requant=Requant(shift=3, clip=(0, 127)))
-    y = b.max_pool("pool", y, k=2, stride=2)
-    graph = b.build([y])
+    graph = _small_network(cfg)
     device = make_device(cfg, "tsim", dram_bytes(cfg, graph), activity=True)
     result = profile_network(device, graph, random_input(graph, seed=0), target="tsim")
     device_layers = [layer for layer in result.run.layers if layer.on == "device"]
@@ -133,3 +138,21 @@ def test_tsim_on_tiny(tmp_path):
                               result.timeline.bin_lengths())
     paths = write_profile(result, tmp_path)
     assert "fsim estimate" not in paths["html"].read_text()
+
+
+@pytest.mark.tsim
+def test_fsim_and_tsim_agree_per_layer(tmp_path):
+    """fsim's timeline is within the stated tolerances of tsim's, layer by layer
+    (avta.sim.profile.compare; docs/cli.md, avta profile-diff, has the ResNet-18 figures)."""
+    from avta.sim.profile.compare import compare_profiles, load_record
+    from avta.sim.run_cmd import make_device
+    cfg = load_config("tiny")
+    graph = _small_network(cfg, blocks=2, size=8)
+    for target in ("fsim", "tsim"):
+        device = make_device(cfg, target, dram_bytes(cfg, graph), activity=True)
+        result = profile_network(device, graph, random_input(graph, seed=0), target=target)
+        write_profile(result, tmp_path / target)
+    comparison = compare_profiles(load_record(tmp_path / "fsim"), load_record(tmp_path / "tsim"))
+    assert [d.name for d in comparison.layers] == ["conv", "pool"]
+    assert comparison.outside() == [], [(d.name, d.cycle_error, d.worst_share)
+                                        for d in comparison.layers]
