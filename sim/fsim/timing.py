@@ -13,8 +13,9 @@ architecture:
 - STORE: :data:`INSN_OVERHEAD` + per data row its beats (as a LOAD's) + :data:`STORE_ROW_OVERHEAD`.
 - ``x_size`` 0 (tokens only) costs :data:`INSN_OVERHEAD`.
 - GEMM: one micro-op step per cycle (II = 1) plus :data:`PIPELINE_DEPTH`.
-- ALU: II = 1 with an immediate, with two operands II = 2 when ``ACC_READ_PORTS`` is 1 and 1
-  when it is 2 (docs/architecture.md, compute stage), plus :data:`PIPELINE_DEPTH`.
+- ALU: II = 1 with an immediate and for MOV (it reads only ACC[src]), with two operands II = 2
+  when ``ACC_READ_PORTS`` is 1 and 1 when it is 2 (docs/architecture.md, compute stage), plus
+  :data:`PIPELINE_DEPTH`.
 - FINISH: one cycle.
 
 Stages run concurrently: an instruction starts when its stage is free and every token it pops
@@ -31,7 +32,7 @@ ResNet-18 on ``default`` and ``huge`` against these formulas (docs/cli.md, avta 
 has the resulting per-layer agreement).
 """
 
-from avta.isa.enums import Opcode
+from avta.isa.enums import AluOp, Opcode
 
 from avta.isa.memories import scratchpad_of
 from avta.isa.registers import CYCLE_COUNTERS
@@ -81,7 +82,8 @@ def cost(cfg, insn, elem_bytes=None):
     steps = insn.steps
     if steps == 0:
         return 1
-    if insn.opcode == Opcode.ALU and not insn.use_imm and cfg.acc_read_ports == 1:
+    if (insn.opcode == Opcode.ALU and not insn.use_imm and insn.alu_opcode != AluOp.MOV
+            and cfg.acc_read_ports == 1):
         return 2 * steps + PIPELINE_DEPTH
     return steps + PIPELINE_DEPTH
 

@@ -119,6 +119,7 @@ CYCLE_CASES = [
     ([gemm(iters=(3, 4))], 12 + timing.PIPELINE_DEPTH + 1),
     ([alu(AluOp.ADD, iters=(2, 5), imm=1)], 10 + timing.PIPELINE_DEPTH + 1),
     ([alu(AluOp.ADD, iters=(2, 5))], 20 + timing.PIPELINE_DEPTH + 1),
+    ([alu(AluOp.MOV, iters=(2, 5))], 10 + timing.PIPELINE_DEPTH + 1),    # reads only ACC[src]
     ([gemm(iters=(0, 4))], 1 + 1),
     # WGT: 3 rows of 5 elements, 80 bytes = 10 beats each.
     ([load(MemType.WGT, y=3, x=5, push_next=1), sync("pop_prev")], LOAD_FIXED + 30 + SYNC_FINISH),
