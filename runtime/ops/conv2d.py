@@ -75,7 +75,8 @@ class _Conv2dEmitter:
         self.pipe = Pipeline(builder, threads=tiling.threads)
         self.inp_held = [None] * tiling.threads      # what each INP buffer holds
         self.wgt_held = [None] * tiling.threads
-        self.resident_loaded = False
+        self.n_cit = -(-self.cib // tiling.tci)
+        self.resident_loaded = set()                    # (cot, cit) chunks in their WGT slots
         #: The accumulators start at the shifted bias (no reset GEMM, no ADD in the tail).
         self.bias_start = bufs.bias is not None and requant.bias_starts_acc(
             bias_bound, shape.cin * shape.kh * shape.kw)
@@ -103,17 +104,18 @@ class _Conv2dEmitter:
         ci0, nci = self._ci_range(cit)
         co0, nco = self._co_range(tile)
         sh, b = self.shape, self.b
+        chunk = (tile.cot, cit)
         if self.t.wgt_resident:
-            if not self.resident_loaded:
-                b.load(MemType.WGT, sram=0, dram=self.bufs.wgt, x_size=self.cob * self.cib *
-                       self.kk)
-                self.resident_loaded = True
-        elif self.wgt_held[v] != (co0, ci0):
+            load_wgt = chunk not in self.resident_loaded
+            self.resident_loaded.add(chunk)
+        else:
+            load_wgt = self.wgt_held[v] != (co0, ci0)
+            self.wgt_held[v] = (co0, ci0)
+        if load_wgt:
             # Rows [co][ci][kh][kw]: one DRAM row per output block, its input blocks contiguous.
-            b.load(MemType.WGT, sram=self.t.wgt_base(v, self.kk),
+            b.load(MemType.WGT, sram=self._wgt_base(v, *chunk),
                    dram=self.bufs.wgt + (co0 * self.cib + ci0) * self.kk, y_size=nco,
                    x_size=nci * self.kk, x_stride=self.cib * self.kk)
-            self.wgt_held[v] = (co0, ci0)
         key = (tile.nb, tile.oh0, tile.th, tile.ow0, tile.tw, ci0)
         if self.inp_held[v] != key:
             ih0, th_in, iw0, tw_in = self._window(tile)
@@ -127,6 +129,12 @@ class _Conv2dEmitter:
                        y_pad=(y0, y1), x_pad=(x0, x1))
             self.inp_held[v] = key
         self.pipe.end_load()
+
+    def _wgt_base(self, v, cot, cit):
+        """First WGT row of chunk ``(cot, cit)``: its resident slot, or buffer ``v``'s."""
+        if self.t.wgt_resident:
+            return (cot * self.n_cit + cit) * self.t.tco * self.t.tci * self.kk
+        return self.t.wgt_base(v, self.kk)
 
     # -- compute stage --------------------------------------------------------------------------
 
@@ -155,15 +163,13 @@ class _Conv2dEmitter:
         co0, nco = self._co_range(tile)
         _, th_in, _, tw_in = self._window(tile)
         acc, inp = t.acc_base(va), t.inp_base(vi)
+        wgt0 = self._wgt_base(vi, tile.cot, cit)
         uops = []
         for ci in range(nci):
             for kh in range(sh.kh):
                 for kw in range(sh.kw):
                     for co in range(nco):           # innermost: successive uops differ in dst
-                        if t.wgt_resident:
-                            wgt = ((co0 + co) * self.cib + ci0 + ci) * self.kk
-                        else:
-                            wgt = t.wgt_base(vi, self.kk) + (co * nci + ci) * self.kk
+                        wgt = wgt0 + (co * nci + ci) * self.kk
                         uops.append((acc + co * t.acc_pitch, inp + ci * t.inp_pitch +
                                      kh * tw_in + kw, wgt + kh * sh.kw + kw))
         s = sh.stride
@@ -212,7 +218,7 @@ class _Conv2dEmitter:
                 self.b.alu(rows, AluOp.SHR, imm=-self.requant.shift)     # bias << shift
         tasks = [(tile, cit) for tile in _tiles(self.cfg, self.shape, self.t)
                  for cit in range(-(-self.cib // self.t.tci))]
-        n_cit = -(-self.cib // self.t.tci)
+        n_cit = self.n_cit
         loaded = 0
         va = None
         for j, (tile, cit) in enumerate(tasks):

@@ -1,4 +1,5 @@
-"""Shapes and tilings of a conv2d on VTA, and the choice of a tiling that fits a configuration.
+"""Shapes and tilings of a conv2d on VTA, and the choice of a tiling that fits a configuration:
+the fastest by the cycle estimate of :mod:`avta.runtime.ops.conv_cycles`.
 
 A tile computes ``th × tw`` output pixels of ``tco`` output-channel blocks, summing over ``tci``
 input-channel blocks per load task (a layer with more input blocks accumulates over several
@@ -10,7 +11,9 @@ Scratchpad regions (rows):
 
 * INP buffer: ``tci`` blocks × ``inp_pitch`` rows, ``inp_pitch`` = rows × columns of the
   largest input window ``((th−1)·s + KH) × ((tw−1)·s + KW)``;
-* WGT: resident ``[ob][ib][kh][kw]`` from row 0, or per buffer ``[co][ci][kh][kw]``;
+* WGT: per buffer ``[co][ci][kh][kw]`` of one ``tco × tci`` chunk, or — when a slot for every
+  chunk fits — resident: chunk ``(cot, cit)`` in its own slot ``cot · n_ci + cit`` (each loaded
+  by the first task that needs it, so computing starts after one chunk, not all the weights);
 * ACC: bias rows ``[0, COB)`` when there is a bias, then per buffer ``tco`` blocks ×
   ``acc_pitch`` = ``th·tw`` rows.
 """
@@ -19,6 +22,8 @@ import math
 from dataclasses import dataclass
 
 from avta.isa.formats import PAD_BITS
+
+from .conv_cycles import TAIL_STEPS, estimate, lower_bound
 
 __all__ = ["Conv2dShape", "Conv2dTiling", "plan_conv2d", "tiling_for", "misfits", "PlanError",
            "MAX_PAD"]
@@ -107,6 +112,11 @@ def _window(t, stride, k):
     return (t - 1) * stride + k
 
 
+def _resident_rows(cob, cib, tco, tci, kk):
+    """WGT rows of resident weights: one slot of ``tco × tci`` blocks per chunk."""
+    return -(-cob // tco) * tco * -(-cib // tci) * tci * kk
+
+
 def _misfits(cfg, shape, th, tw, tco, tci, threads, bias):
     """The sentences of :func:`misfits`, lazily (planning asks only whether there is one)."""
     s, kk = shape.stride, shape.kh * shape.kw
@@ -114,8 +124,9 @@ def _misfits(cfg, shape, th, tw, tco, tci, threads, bias):
     th_in, tw_in = _window(th, s, shape.kh), _window(tw, s, shape.kw)
     inp_pitch, acc_pitch = th_in * tw_in, th * tw
     bias_rows = cob if bias else 0
-    resident = cob * cib * kk <= cfg.wgt_depth
-    wgt_rows = cob * cib * kk if resident else threads * tco * tci * kk
+    resident_rows = _resident_rows(cob, cib, tco, tci, kk)
+    resident = resident_rows <= cfg.wgt_depth
+    wgt_rows = resident_rows if resident else threads * tco * tci * kk
     if threads * tci * inp_pitch > cfg.inp_depth:
         yield (f"{threads} x {tci} input window(s) of {th_in}x{tw_in} pixels need "
                f"{threads * tci * inp_pitch} INP rows, the INP scratchpad has {cfg.inp_depth}")
@@ -152,7 +163,7 @@ def tiling_for(cfg, shape, th, tw, tco, tci, threads, *, bias):
     s, kk = shape.stride, shape.kh * shape.kw
     cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
     inp_pitch = _window(th, s, shape.kh) * _window(tw, s, shape.kw)
-    resident = cob * cib * kk <= cfg.wgt_depth
+    resident = _resident_rows(cob, cib, tco, tci, kk) <= cfg.wgt_depth
     return Conv2dTiling(th, tw, tco, tci, threads, resident, inp_pitch, th * tw,
                         cob if bias else 0)
 
@@ -182,22 +193,37 @@ def _cost(cfg, shape, t):
             + insns * INSN_COST_BYTES)
 
 
-def plan_conv2d(cfg, shape, *, threads=2, bias=False, pad_limit=MAX_PAD):
-    """The cheapest :class:`Conv2dTiling` of ``shape`` on ``cfg`` (bytes moved plus a cost per
-    instruction); raises :class:`PlanError` when none fits."""
-    shape.check(cfg, pad_limit)
+def _fitting(cfg, shape, threads, bias):
+    """Every tiling of ``shape`` that fits ``cfg``."""
     cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
-    best = None
     for tci in _sizes(cib):
         for tco in _sizes(cob):
             for tw in _sizes(shape.ow):
                 for th in _sizes(shape.oh):
                     t = tiling_for(cfg, shape, th, tw, tco, tci, threads, bias=bias)
-                    if t is None:
-                        continue
-                    cost = _cost(cfg, shape, t)
-                    if best is None or cost < best[0]:
-                        best = (cost, t)
+                    if t is not None:
+                        yield t
+
+
+def plan_conv2d(cfg, shape, *, threads=2, bias=False, pad_limit=MAX_PAD, tail_steps=TAIL_STEPS):
+    """The fastest :class:`Conv2dTiling` of ``shape`` on ``cfg`` by the planner's cycle
+    estimate (:func:`avta.runtime.ops.conv_cycles.estimate`; ``tail_steps`` ALU passes per
+    output tile), fewer bytes moved breaking ties; raises :class:`PlanError` when none fits.
+
+    Tilings are estimated in the order of a bound their estimate cannot beat
+    (:func:`~avta.runtime.ops.conv_cycles.lower_bound`): the search ends at the first bound
+    above the best estimate so far, and an estimate gives up once it passes that best."""
+    shape.check(cfg, pad_limit)
+    candidates = sorted((lower_bound(cfg, shape, t, tail_steps=tail_steps), _cost(cfg, shape, t),
+                         i, t) for i, t in enumerate(_fitting(cfg, shape, threads, bias)))
+    best = None
+    for bound, cost, _, t in candidates:
+        if best is not None and bound > best[0]:
+            break
+        cycles = estimate(cfg, shape, t, tail_steps=tail_steps,
+                          give_up=None if best is None else best[0])
+        if cycles is not None and (best is None or (cycles, cost) < best[:2]):
+            best = (cycles, cost, t)
     if best is None:
         why = "; ".join(misfits(cfg, shape, 1, 1, 1, 1, threads, bias=bias))
         hint = ""
@@ -206,7 +232,7 @@ def plan_conv2d(cfg, shape, *, threads=2, bias=False, pad_limit=MAX_PAD):
         raise PlanError(f"no tiling of {shape} fits configuration {cfg.name!r} with {threads} "
                         f"thread(s): even a 1x1 tile of one channel block is too large — {why}"
                         f"{hint}; run this layer on the host")
-    return best[1]
+    return best[2]
 
 
 def describe(cfg, shape, t):

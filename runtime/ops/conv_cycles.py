@@ -1,0 +1,165 @@
+"""The planner's cycle estimate of a conv2d tiling: which stage binds, not only bytes moved.
+
+:func:`estimate` walks the tasks of a tiling in the order :mod:`avta.runtime.ops.conv2d` emits
+them and schedules the three stages the way the token protocol of
+:mod:`avta.runtime.pipeline` lets them overlap (``threads`` input and accumulator buffers):
+
+- load task ``j`` starts when the load stage is free and the compute of task ``j − threads``
+  has released its input buffer;
+- its GEMM starts when the compute stage is free and task ``j`` is loaded; the first task of an
+  output tile first initializes the accumulators (reset GEMM or bias MOV) once the store of tile
+  ``t − threads`` has released that buffer; the last task ends with the requantization tail;
+- the store of tile ``t`` starts when the store stage is free and the tile is computed.
+
+Instruction costs are the RTL's as measured on tsim (docs/architecture.md, compute stage and
+memory engine): a GEMM or ALU instruction of N steps takes N + :data:`COMPUTE_FILL`; a LOAD
+:data:`LOAD_START` plus, per DRAM row, its bus beats (or one cycle per element when elements
+are narrower than the bus); a STORE :data:`INSN_START` plus, per DRAM row, its beats and
+:data:`STORE_ROW`. Border padding, micro-op loads and fetch are left out: the estimate ranks
+tilings, it does not predict a run to the cycle.
+"""
+
+__all__ = ["estimate", "lower_bound", "TAIL_STEPS"]
+
+#: Cycles of a GEMM/ALU instruction besides its micro-op steps (the pipeline's fill).
+COMPUTE_FILL = 4
+#: Cycles of any LOAD or STORE besides its rows (decoding, starting the walk).
+INSN_START = 2
+#: A LOAD's start and its wait for the first beat.
+LOAD_START = INSN_START + 4
+#: A STORE's cycles per DRAM row besides the row's beats (the write burst's address and response).
+STORE_ROW = 6
+#: ALU passes over an output tile after its GEMMs, by default: accumulator start (reset GEMM or
+#: bias MOV), SHR, MIN and MAX.
+TAIL_STEPS = 4
+
+
+def _ceil(a, b):
+    return -(-a // b)
+
+
+def _row_cycles(cfg, x_size, elem_bytes):
+    """Bus cycles of one DRAM row of ``x_size`` elements."""
+    return max(_ceil(x_size * elem_bytes, cfg.axi_data_bytes), x_size)
+
+
+def _load(cfg, y_size, x_size, elem_bytes):
+    return LOAD_START + y_size * _row_cycles(cfg, x_size, elem_bytes)
+
+
+def _store(cfg, y_size, x_size):
+    return INSN_START + y_size * (_row_cycles(cfg, x_size, cfg.out_elem_bytes) + STORE_ROW)
+
+
+class _Costs:
+    """Stage cycles of one layer's tasks and tiles, cached by their sizes."""
+
+    def __init__(self, cfg, shape, t, tail_steps):
+        self.cfg, self.shape, self.t, self.tail = cfg, shape, t, tail_steps
+        self.kk = shape.kh * shape.kw
+        self._cache = {}
+
+    def input_load(self, th, tw, nci):
+        s, sh = self.shape.stride, self.shape
+        th_in, tw_in = (th - 1) * s + sh.kh, (tw - 1) * s + sh.kw
+        return nci * _load(self.cfg, th_in, tw_in, self.cfg.inp_elem_bytes)
+
+    def weight_load(self, nco, nci):
+        return _load(self.cfg, nco, nci * self.kk, self.cfg.wgt_elem_bytes)
+
+    def gemm(self, th, tw, nco, nci):
+        return th * tw * nco * nci * self.kk + COMPUTE_FILL
+
+    def alu_pass(self, th, tw, nco):
+        return th * tw * nco + COMPUTE_FILL
+
+    def store(self, th, tw, nco):
+        key = ("store", th, tw, nco)
+        if key not in self._cache:
+            sh, t = self.shape, self.t
+            if tw == sh.ow and th * tw == t.acc_pitch:
+                cycles = _store(self.cfg, nco, th * sh.ow)
+            else:
+                cycles = nco * _store(self.cfg, th, tw)
+            self._cache[key] = cycles
+        return self._cache[key]
+
+
+def _tasks(cfg, shape, t):
+    """(tile index, th, tw, nco, cot, cit, nci, first, last) in the emitter's order."""
+    cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
+    n_ci = _ceil(cib, t.tci)
+    tile = 0
+    for _ in range(shape.n // cfg.batch):
+        for cot in range(_ceil(cob, t.tco)):
+            nco = min(t.tco, cob - cot * t.tco)
+            for oh0 in range(0, shape.oh, t.th):
+                th = min(t.th, shape.oh - oh0)
+                for ow0 in range(0, shape.ow, t.tw):
+                    tw = min(t.tw, shape.ow - ow0)
+                    for cit in range(n_ci):
+                        nci = min(t.tci, cib - cit * t.tci)
+                        yield tile, th, tw, nco, cot, cit, nci, cit == 0, cit == n_ci - 1
+                    tile += 1
+
+
+def lower_bound(cfg, shape, t, *, tail_steps=TAIL_STEPS):
+    """A bound :func:`estimate` never goes below, in constant time: the compute stage's work
+    (every GEMM and ALU instruction) after the first task's LOADs, then the last tile's STORE."""
+    cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
+    tiles = (shape.n // cfg.batch) * _ceil(cob, t.tco) * _ceil(shape.oh, t.th) * \
+        _ceil(shape.ow, t.tw)
+    tasks = tiles * _ceil(cib, t.tci)
+    rows = (shape.n // cfg.batch) * cob * shape.oh * shape.ow      # ACC rows of the whole layer
+    gemm = shape.macs // (cfg.batch * cfg.block_in * cfg.block_out)
+    costs = _Costs(cfg, shape, t, tail_steps)
+    th, tw = min(t.th, shape.oh), min(t.tw, shape.ow)
+    nco, nci = min(t.tco, cob), min(t.tci, cib)
+    first_load = costs.input_load(th, tw, nci) + costs.weight_load(nco, nci)
+    last_th, last_tw = shape.oh - (_ceil(shape.oh, t.th) - 1) * t.th, \
+        shape.ow - (_ceil(shape.ow, t.tw) - 1) * t.tw
+    last_store = costs.store(last_th, last_tw, cob - (_ceil(cob, t.tco) - 1) * t.tco)
+    compute = gemm + tasks * COMPUTE_FILL + tail_steps * (rows + tiles * COMPUTE_FILL)
+    return first_load + compute - costs.alu_pass(th, tw, nco) + last_store
+
+
+def estimate(cfg, shape, t, *, tail_steps=TAIL_STEPS, give_up=None):
+    """Estimated cycles of ``shape`` under tiling ``t`` (a :class:`Conv2dTiling`), or ``None``
+    as soon as the estimate passes ``give_up`` (the planner's best so far)."""
+    costs = _Costs(cfg, shape, t, tail_steps)
+    threads = t.threads
+    gemm_left = shape.macs // (cfg.batch * cfg.block_in * cfg.block_out)  # steps still to run
+    load_free = compute_free = store_free = 0
+    gemm_done = []            # per task: when its GEMM released the input buffer
+    store_done = []           # per tile: when its store released the accumulator buffer
+    held = [None] * threads   # the weight chunk each input buffer holds (weights per task)
+    resident = set()
+    for j, (tile, th, tw, nco, cot, cit, nci, first, last) in enumerate(_tasks(cfg, shape, t)):
+        # Load stage.
+        start = load_free if j < threads else max(load_free, gemm_done[j - threads])
+        cycles = costs.input_load(th, tw, nci)
+        v, chunk = j % threads, (cot, cit)
+        if t.wgt_resident:
+            if chunk not in resident:
+                resident.add(chunk)
+                cycles += costs.weight_load(nco, nci)
+        elif held[v] != chunk:
+            held[v] = chunk
+            cycles += costs.weight_load(nco, nci)
+        load_free = start + cycles
+        # Compute stage.
+        if first:
+            begin = compute_free if tile < threads else max(compute_free,
+                                                            store_done[tile - threads])
+            compute_free = begin + costs.alu_pass(th, tw, nco)
+        compute_free = max(compute_free, load_free) + costs.gemm(th, tw, nco, nci)
+        gemm_done.append(compute_free)
+        gemm_left -= th * tw * nco * nci * costs.kk
+        if last:
+            compute_free += (tail_steps - 1) * costs.alu_pass(th, tw, nco)
+            # Store stage.
+            store_free = max(store_free, compute_free) + costs.store(th, tw, nco)
+            store_done.append(store_free)
+        if give_up is not None and max(compute_free + gemm_left, store_free) > give_up:
+            return None
+    return store_free

@@ -1,0 +1,73 @@
+"""The planner's cycle estimate (issue 16): its values, its bound, and the tiling it picks."""
+
+import pytest
+
+from avta.isa.config import load_config
+from avta.isa.enums import MemType, Opcode
+from avta.runtime.ops.conv2d import Conv2dBuffers, build_conv2d
+from avta.runtime.ops.conv_cycles import estimate, lower_bound
+from avta.runtime.ops.conv_plan import Conv2dShape, _fitting, plan_conv2d, tiling_for
+from avta.runtime.ops.requant import Requant
+
+
+def test_one_task_by_hand():
+    """default (8-byte bus; INP/OUT rows 16 B, WGT rows 256 B), 4x4x16 → 4x4x16, 3x3 pad 1,
+    one tile: LOADs, accumulator start, GEMM, three ALU passes, one STORE, in a row."""
+    cfg = load_config("default")
+    shape = Conv2dShape(1, 16, 4, 4, 16, 3, 3, 1, 1)
+    t = tiling_for(cfg, shape, 4, 4, 1, 1, 2, bias=True)
+    inp = 6 + 6 * (6 * 16 // 8)             # 6 rows of a 6-pixel window, 12 beats each
+    wgt = 6 + 9 * 256 // 8                  # one row of 9 kernel blocks
+    start = 16 + 4                          # 16 ACC rows, pipeline fill
+    gemm = 16 * 9 + 4
+    store = 2 + (16 * 16 // 8 + 6)          # the tile is whole rows: one DRAM row
+    assert estimate(cfg, shape, t) == inp + wgt + gemm + 3 * start + store
+    assert estimate(cfg, shape, t, tail_steps=2) == inp + wgt + gemm + start + store
+    assert estimate(cfg, shape, t, give_up=100) is None
+
+
+@pytest.mark.parametrize("config", ["default", "huge", "tiny"])
+def test_bound_is_below_every_estimate(config):
+    cfg = load_config(config)
+    shape = Conv2dShape(1, 4 * cfg.block_in, 14, 14, 4 * cfg.block_out, 3, 3, 1, 2)
+    tilings = list(_fitting(cfg, shape, 2, True))
+    assert len(tilings) > 20
+    for t in tilings:
+        assert lower_bound(cfg, shape, t) <= estimate(cfg, shape, t), t
+
+
+@pytest.mark.parametrize("config", ["default", "huge"])
+def test_plan_is_the_best_estimate(config):
+    """The pruned search finds the minimum of an exhaustive one."""
+    cfg = load_config(config)
+    shape = Conv2dShape(1, 4 * cfg.block_in, 14, 14, 8 * cfg.block_out, 1, 1, 0, 2)
+    best = min(estimate(cfg, shape, t) for t in _fitting(cfg, shape, 2, True))
+    assert estimate(cfg, shape, plan_conv2d(cfg, shape, bias=True)) == best
+
+
+def test_narrow_store_rows_are_avoided():
+    """ResNet-18 C4 on huge: bytes alone chose 28x1-pixel tiles, 1568 one-beat STORE rows with
+    their per-row overhead; the estimate prefers tiles of whole output rows."""
+    cfg = load_config("huge")
+    shape = Conv2dShape(1, 64, 56, 56, 128, 1, 1, 0, 2)
+    narrow = tiling_for(cfg, shape, 28, 1, 2, 1, 2, bias=True)
+    t = plan_conv2d(cfg, shape, bias=True)
+    assert t.tw == shape.ow
+    assert estimate(cfg, shape, t) < estimate(cfg, shape, narrow) * 0.8
+
+
+def test_resident_weights_load_chunk_by_chunk():
+    """Resident weights: each (output, input) block chunk is loaded once, by the first task
+    that needs it, so the first GEMM waits for one chunk instead of every weight."""
+    cfg = load_config("default")
+    shape = Conv2dShape(1, 128, 28, 28, 128, 3, 3, 1, 1)         # ResNet-18 C5
+    t = tiling_for(cfg, shape, 14, 7, 4, 4, 2, bias=True)
+    assert t.wgt_resident
+    prog = build_conv2d(cfg, shape, Conv2dBuffers(0, 0, 0, 0), requant=Requant(8, (0, 127)),
+                        tiling=t)
+    wgt = [i for i in prog.insns if i.opcode == Opcode.LOAD and i.memory_type == MemType.WGT
+           and i.x_size]
+    assert len(wgt) == 2 * 2                                     # 2 output x 2 input chunks
+    assert {(i.y_size, i.x_size) for i in wgt} == {(4, 4 * 9)}
+    assert sorted(i.sram_base for i in wgt) == [k * 4 * 4 * 9 for k in range(4)]
+    assert prog.expected_counters()["WGT_LD"] == 128 * 128 * 9
