@@ -16,18 +16,33 @@ seed: 0                       # the seeded weights and input (default 0)
 A value list is a YAML list of integers, one integer, or a range ``{from: A, to: B}`` with an
 optional ``step: S`` (arithmetic, default 1) or ``times: F`` (geometric, F >= 2); ``to`` is
 included when the steps reach it. Any key of :data:`avta.isa.config.KEYS` may vary, plus
-``LOG_BLOCK``, which sets both block sizes. A mistake is a :class:`SpecError` naming the spec
-file's line.
+``LOG_BLOCK``, which sets both block sizes.
+
+A *group* varies several keys together: a lower-case name (not a configuration key) whose
+values are mappings of keys to integers, each one value of the group, with an optional
+``label`` (the group's column in the results; by default ``KEY=V,KEY=V``):
+
+```yaml
+vary:
+  scratchpads:                # halved, as is, doubled: three points, not 27
+    - {label: half, LOG_INP_BUFF_SIZE: 14, LOG_WGT_BUFF_SIZE: 17, LOG_ACC_BUFF_SIZE: 16}
+    - {label: "1x"}
+    - {label: 2x, LOG_INP_BUFF_SIZE: 16, LOG_WGT_BUFF_SIZE: 19, LOG_ACC_BUFF_SIZE: 18}
+```
+
+A key may be set by one group or varied on its own, not both. A mistake is a
+:class:`SpecError` naming the spec file's line.
 """
 
 import itertools
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from avta.errors import UserError, read_input
 from avta.isa.config import KEYS, ConfigError, load_config
 
-__all__ = ["Spec", "SpecError", "Point", "load_spec", "parse_spec"]
+__all__ = ["Spec", "SpecError", "Point", "Group", "load_spec", "parse_spec"]
 
 _TOP = ("base", "vary", "workload", "input_size", "style", "seed")
 
@@ -46,10 +61,20 @@ class Point:
     error: str = ""
 
 
+@dataclass(frozen=True)
+class Group:
+    """One value of a group: its ``label`` and the configuration ``keys`` it sets."""
+    label: str
+    keys: dict
+
+    def __str__(self):
+        return self.label
+
+
 @dataclass
 class Spec:
     base: object                     # the base Config
-    vary: dict                       # key -> list of values, in spec order
+    vary: dict                       # key -> list of values (ints, or Groups), in spec order
     workload: str                    # a builder name or an absolute YAML path
     input_size: int = None           # None for a network YAML
     style: str = "tiled"
@@ -63,14 +88,17 @@ class Spec:
         base = self.base.to_dict()
         out = []
         for index, combo in enumerate(itertools.product(*(self.vary[k] for k in keys))):
-            values = dict(zip(keys, combo))
             merged = dict(base)
-            for key, value in values.items():
-                if key == "LOG_BLOCK":
-                    merged["LOG_BLOCK_IN"] = merged["LOG_BLOCK_OUT"] = value
-                else:
-                    merged[key] = value
-            name = "-".join([self.base.name] + [f"{k}_{v}" for k, v in values.items()])
+            for key, value in zip(keys, combo):
+                for k, v in (value.keys if isinstance(value, Group) else {key: value}).items():
+                    if k == "LOG_BLOCK":
+                        merged["LOG_BLOCK_IN"] = merged["LOG_BLOCK_OUT"] = v
+                    else:
+                        merged[k] = v
+            values = {k: str(v) if isinstance(v, Group) else v for k, v in zip(keys, combo)}
+            # A group's label may hold any character; a configuration's name may not.
+            name = "-".join([self.base.name] + [re.sub(r"[^A-Za-z0-9_.]+", "_", f"{k}_{v}")
+                                                for k, v in values.items()])
             try:
                 from avta.isa.config import Config
                 cfg = Config.from_dict(merged, name=name)
@@ -145,6 +173,54 @@ def _values(source, key, node):
     return values
 
 
+def _is_group(name, node):
+    import yaml
+    return (isinstance(name, str) and name.isidentifier() and name.islower()
+            and isinstance(node, yaml.SequenceNode) and node.value
+            and all(isinstance(item, yaml.MappingNode) for item in node.value))
+
+
+def _group(source, name, node, known):
+    """The :class:`Group` values of ``vary: name: [mappings]``."""
+    groups = []
+    for item in node.value:
+        keys, label = {}, None
+        for k, v in item.value:
+            key = _scalar(k)
+            if key == "label":
+                label = _scalar(v)
+                if not isinstance(label, (str, int)) or isinstance(label, bool):
+                    raise SpecError(f"{_where(source, v)}: vary {name}: label must be a string")
+                label = str(label)
+            elif key not in known:
+                raise SpecError(f"{_where(source, k)}: vary {name}: unknown configuration key "
+                                f"{key!r} (known: {', '.join(known)})")
+            elif key in keys:
+                raise SpecError(f"{_where(source, k)}: vary {name}: {key} is given twice")
+            else:
+                keys[key] = _int(source, v, f"vary {name} {key}")
+        if "LOG_BLOCK" in keys and {"LOG_BLOCK_IN", "LOG_BLOCK_OUT"} & set(keys):
+            raise SpecError(f"{_where(source, item)}: vary {name}: LOG_BLOCK sets both block "
+                            f"sizes; give LOG_BLOCK or the block sizes")
+        if label is None:
+            label = ",".join(f"{k}={v}" for k, v in keys.items()) or "base"
+        groups.append(Group(label, keys))
+    labels = [g.label for g in groups]
+    if len(set(labels)) != len(labels):
+        raise SpecError(f"{_where(source, node)}: vary {name}: two values have the same label "
+                        f"({', '.join(labels)})")
+    return groups
+
+
+def _set_keys(key, values):
+    """The configuration keys a vary entry sets (LOG_BLOCK sets both block sizes)."""
+    keys = set()
+    for value in values if values and isinstance(values[0], Group) else [None]:
+        for k in (value.keys if value is not None else [key]):
+            keys |= {"LOG_BLOCK_IN", "LOG_BLOCK_OUT"} if k == "LOG_BLOCK" else {k}
+    return keys
+
+
 def parse_spec(text, *, source="<spec>", folder=None):
     """The :class:`Spec` of YAML ``text``; paths in it are relative to ``folder``."""
     import yaml
@@ -184,20 +260,27 @@ def parse_spec(text, *, source="<spec>", folder=None):
     if not isinstance(vary_node, yaml.MappingNode) or not vary_node.value:
         raise SpecError(f"{_where(source, vary_node)}: vary must be a mapping of configuration "
                         f"keys to their values")
-    vary = {}
+    vary, owners = {}, {}
     known = list(KEYS) + ["LOG_BLOCK"]
     for k, v in vary_node.value:
         key = _scalar(k)
-        if key not in known:
-            raise SpecError(f"{_where(source, k)}: vary: unknown configuration key {key!r} "
-                            f"(known: {', '.join(known)})")
         if key in vary:
             raise SpecError(f"{_where(source, k)}: vary: {key} is given twice; keep one")
-        if key == "LOG_BLOCK" and ({"LOG_BLOCK_IN", "LOG_BLOCK_OUT"} & set(vary)) or \
-                key in ("LOG_BLOCK_IN", "LOG_BLOCK_OUT") and "LOG_BLOCK" in vary:
-            raise SpecError(f"{_where(source, k)}: vary: LOG_BLOCK sets both LOG_BLOCK_IN and "
-                            f"LOG_BLOCK_OUT; vary either LOG_BLOCK or the block sizes")
-        vary[key] = _values(source, key, v)
+        if key in known:
+            values = _values(source, key, v)
+        elif _is_group(key, v):
+            values = _group(source, key, v, known)
+        else:
+            raise SpecError(f"{_where(source, k)}: vary: unknown configuration key {key!r} "
+                            f"(known: {', '.join(known)}; or a group: a lower-case name with "
+                            f"a list of mappings)")
+        for set_key in sorted(_set_keys(key, values)):
+            if set_key in owners:
+                what = f"{key}, which" if set_key == key else f"{key} sets {set_key}, which"
+                raise SpecError(f"{_where(source, k)}: vary: {what} {owners[set_key]} sets too "
+                                f"(LOG_BLOCK sets both block sizes); vary each key in one place")
+            owners[set_key] = key
+        vary[key] = values
         lines[f"vary.{key}"] = k.start_mark.line + 1
 
     workload = _scalar(top["workload"])

@@ -66,6 +66,47 @@ def test_values_lists_ranges_and_the_block_shorthand(network):
     assert cfg.log_acc_buff_size == load_config("tiny").log_acc_buff_size
 
 
+def test_a_group_varies_keys_together(network):
+    text = (f"base: tiny\nvary:\n  LOG_BLOCK: [2, 3]\n  scratchpads:\n"
+            f"    - {{label: half, LOG_INP_BUFF_SIZE: 9, LOG_ACC_BUFF_SIZE: 11}}\n"
+            f"    - {{}}\n"
+            f"    - {{LOG_INP_BUFF_SIZE: 11, LOG_ACC_BUFF_SIZE: 13}}\n"
+            f"workload: {network}\n")
+    spec = parse_spec(text, source="spec.yaml")
+    assert [str(g) for g in spec.vary["scratchpads"]] == \
+        ["half", "base", "LOG_INP_BUFF_SIZE=11,LOG_ACC_BUFF_SIZE=13"]
+    points = spec.points()
+    assert len(points) == 6                                       # 2 x 3, not 2 x 3 x 3
+    tiny = load_config("tiny")
+    half, base, double = points[3:]
+    assert half.values == {"LOG_BLOCK": 3, "scratchpads": "half"}
+    assert (half.config.log_inp_buff_size, half.config.log_acc_buff_size,
+            half.config.log_block_in) == (9, 11, 3)
+    assert (base.config.log_inp_buff_size, base.config.log_wgt_buff_size) == \
+        (tiny.log_inp_buff_size, tiny.log_wgt_buff_size)
+    assert (double.config.log_inp_buff_size, double.config.log_acc_buff_size) == (11, 13)
+    assert double.config.name == \
+        "tiny-LOG_BLOCK_3-scratchpads_LOG_INP_BUFF_SIZE_11_LOG_ACC_BUFF_SIZE_13"
+    assert double.config.log_wgt_buff_size == tiny.log_wgt_buff_size
+
+
+@pytest.mark.parametrize("vary, message", [
+    ("  LOG_INP_BUFF_SIZE: [13]\n  pads:\n    - {LOG_INP_BUFF_SIZE: 14}\n",
+     "spec.yaml:4: vary: pads sets LOG_INP_BUFF_SIZE, which LOG_INP_BUFF_SIZE sets too"),
+    ("  shape:\n    - {LOG_BLOCK: 3}\n  LOG_BLOCK_IN: [2]\n",
+     "spec.yaml:5: vary: LOG_BLOCK_IN, which shape sets too"),
+    ("  shape:\n    - {LOG_BLOK: 3}\n", "spec.yaml:4: vary shape: unknown configuration key"),
+    ("  shape:\n    - {label: a, LOG_BLOCK: 2}\n    - {label: a, LOG_BLOCK: 3}\n",
+     "spec.yaml:4: vary shape: two values have the same label"),
+    ("  shape:\n    - {LOG_BLOCK: x}\n", "spec.yaml:4: vary shape LOG_BLOCK = 'x' must be"),
+    ("  Shape:\n    - {LOG_BLOCK: 2}\n", "spec.yaml:3: vary: unknown configuration key 'Shape'"),
+])
+def test_a_group_mistake_names_its_line(vary, message):
+    with pytest.raises(SpecError) as error:
+        parse_spec(f"base: tiny\nvary:\n{vary}workload: resnet18\n", source="spec.yaml")
+    assert message in str(error.value)
+
+
 def test_a_builtin_workload_has_an_input_size(network):
     text = "base: default\nvary:\n  AXI_DATA_BITS: [64]\nworkload: resnet18\n"
     assert parse_spec(text).input_size == 224
@@ -82,7 +123,7 @@ def test_a_builtin_workload_has_an_input_size(network):
     ("base: tiny\nvary:\n  LOG_BLOCK_IN: [2, x]\nworkload: resnet18\n",
      "spec.yaml:3: vary LOG_BLOCK_IN value = 'x' must be an integer"),
     ("base: tiny\nvary:\n  LOG_BLOCK: [2]\n  LOG_BLOCK_IN: [2]\nworkload: resnet18\n",
-     "spec.yaml:4: vary: LOG_BLOCK sets both"),
+     "spec.yaml:4: vary: LOG_BLOCK_IN, which LOG_BLOCK sets too"),
     ("base: tiny\nvary:\n  LOG_BLOCK: [2]\nworkload: resnet18\nworkers: 3\n",
      "spec.yaml:5: unknown key 'workers'"),
     ("base: nosuch\nvary:\n  LOG_BLOCK: [2]\nworkload: resnet18\n",
