@@ -304,7 +304,7 @@ def build_parser():
 
     p = sub.add_parser("floorplan", help="floorplans for a configuration",
                        description="Build floorplans and write <config>-<style>.{svg,png,def,"
-                                   "tcl,yaml,json} into DIR.")
+                                   "lef,tcl,yaml,json} into DIR.")
     _config_arg(p)
     p.add_argument("--style", choices=("functional", "tiled", "all"), default="all")
     p.add_argument("-o", "--output", required=True, metavar="DIR")

@@ -1,6 +1,6 @@
 """``avta floorplan``: build a configuration's floorplans, check them and write every output.
 
-For each style asked for, writes ``<config>-<style>.{svg,png,def,tcl,yaml,json}`` directly in
+For each style asked for, writes ``<config>-<style>.{svg,png,def,lef,tcl,yaml,json}`` directly in
 the output directory, prints one summary line (die and macro area, utilization, wire estimate)
 and every violation. With ``--check`` the exit status is 1 when any floorplan has a violation.
 """

@@ -1,6 +1,8 @@
-"""Floorplan outputs: SVG and PNG drawings, DEF, OpenROAD Tcl, Hammer placement YAML and JSON.
+"""Floorplan outputs: SVG and PNG drawings, DEF with its LEF abstracts, OpenROAD Tcl, Hammer
+placement YAML and JSON.
 
-:func:`write_outputs` writes all six next to each other as ``<stem>.{svg,png,def,tcl,yaml,json}``.
+:func:`write_outputs` writes all seven next to each other as
+``<stem>.{svg,png,def,lef,tcl,yaml,json}``.
 """
 
 from pathlib import Path
@@ -9,14 +11,15 @@ from .def_ import floorplan_to_def
 from .drawing import scene_to_png, scene_to_svg
 from .hammer import floorplan_to_hammer
 from .json_ import floorplan_to_dict, floorplan_to_json
+from .lef_ import floorplan_to_lef
 from .scene import build_scene
 from .tcl import floorplan_to_tcl
 
-__all__ = ["write_outputs", "floorplan_to_def", "floorplan_to_tcl", "floorplan_to_hammer",
-           "floorplan_to_json", "floorplan_to_dict", "build_scene", "scene_to_svg",
+__all__ = ["write_outputs", "floorplan_to_def", "floorplan_to_lef", "floorplan_to_tcl",
+           "floorplan_to_hammer", "floorplan_to_json", "floorplan_to_dict", "build_scene", "scene_to_svg",
            "scene_to_png", "SUFFIXES"]
 
-SUFFIXES = ("svg", "png", "def", "tcl", "yaml", "json")
+SUFFIXES = ("svg", "png", "def", "lef", "tcl", "yaml", "json")
 
 
 def write_outputs(floorplan, directory, stem, *, title=None, caption=(), wires=None, extra=None):
@@ -28,6 +31,7 @@ def write_outputs(floorplan, directory, stem, *, title=None, caption=(), wires=N
     paths["svg"].write_text(scene_to_svg(scene))
     scene_to_png(scene, paths["png"])
     paths["def"].write_text(floorplan_to_def(floorplan))
+    paths["lef"].write_text(floorplan_to_lef(floorplan))
     paths["tcl"].write_text(floorplan_to_tcl(floorplan))
     paths["yaml"].write_text(floorplan_to_hammer(floorplan))
     paths["json"].write_text(floorplan_to_json(floorplan, extra=extra))
