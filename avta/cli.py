@@ -17,11 +17,13 @@ from avta.sim.trace.schema import MODES as TRACE_MODES
 __all__ = ["main", "build_parser"]
 
 
-def _config_arg(parser, *, required=False):
+def _config_arg(parser, *, required=False, default="default"):
+    """``--config``; ``default=None`` leaves the choice to the command (e.g. per benchmark)."""
+    chosen = "%(default)s" if default else "the command's own (docs/cli.md)"
     parser.add_argument(
-        "--config", "-c", default=None if required else "default", required=required,
+        "--config", "-c", default=None if required else default, required=required,
         metavar="C", help=f"shipped configuration ({', '.join(shipped_configs())}) or a path "
-                          f"to a YAML/JSON file (default: %(default)s)")
+                          f"to a YAML/JSON file (default: {chosen})")
 
 
 def _network_args(parser, *, optional=False):
@@ -299,7 +301,7 @@ def build_parser():
                        description="Benchmarks: each prints its figures (cycles, rates, "
                                    "ratios).")
     p.add_argument("name", nargs="?", help="which benchmark (omit to list them)")
-    _config_arg(p)
+    _config_arg(p, default=None)          # default, or the benchmark's own (tps: wide)
     p.set_defaults(run=_lazy("avta.sim.bench", "cmd_bench"))
 
     p = sub.add_parser("floorplan", help="floorplans for a configuration",

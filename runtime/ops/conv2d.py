@@ -109,7 +109,7 @@ class _Conv2dEmitter:
             load_wgt = chunk not in self.resident_loaded
             self.resident_loaded.add(chunk)
         else:
-            load_wgt = self.wgt_held[v] != (co0, ci0)
+            load_wgt = self.t.reload_weights or self.wgt_held[v] != (co0, ci0)
             self.wgt_held[v] = (co0, ci0)
         if load_wgt:
             # Rows [co][ci][kh][kw]: one DRAM row per output block, its input blocks contiguous.

@@ -143,7 +143,7 @@ def estimate(cfg, shape, t, *, tail_steps=TAIL_STEPS, give_up=None):
             if chunk not in resident:
                 resident.add(chunk)
                 cycles += costs.weight_load(nco, nci)
-        elif held[v] != chunk:
+        elif t.reload_weights or held[v] != chunk:
             held[v] = chunk
             cycles += costs.weight_load(nco, nci)
         load_free = start + cycles

@@ -19,14 +19,14 @@ Scratchpad regions (rows):
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from avta.isa.formats import PAD_BITS
 
 from .conv_cycles import TAIL_STEPS, estimate, lower_bound
 
-__all__ = ["Conv2dShape", "Conv2dTiling", "plan_conv2d", "tiling_for", "misfits", "PlanError",
-           "MAX_PAD"]
+__all__ = ["Conv2dShape", "Conv2dTiling", "plan_conv2d", "fallback_tiling", "tiling_for",
+           "misfits", "PlanError", "MAX_PAD"]
 
 #: The largest padding a LOAD adds on one side (its PAD_BITS-bit pad fields, docs/isa.md §2).
 MAX_PAD = (1 << PAD_BITS) - 1
@@ -82,7 +82,9 @@ class Conv2dShape:
 
 @dataclass(frozen=True)
 class Conv2dTiling:
-    """Tile sizes (``tco``, ``tci`` in channel blocks) and the resulting scratchpad regions."""
+    """Tile sizes (``tco``, ``tci`` in channel blocks) and the resulting scratchpad regions.
+    ``reload_weights``: every task loads its weights even when its buffer still holds them (the
+    schedule of TVM's fallback, :func:`fallback_tiling`; the planner never chooses it)."""
     th: int
     tw: int
     tco: int
@@ -92,6 +94,7 @@ class Conv2dTiling:
     inp_pitch: int
     acc_pitch: int
     bias_rows: int
+    reload_weights: bool = False
 
     def inp_base(self, v):
         return v * self.tci * self.inp_pitch
@@ -233,6 +236,15 @@ def plan_conv2d(cfg, shape, *, threads=2, bias=False, pad_limit=MAX_PAD, tail_st
                         f"thread(s): even a 1x1 tile of one channel block is too large — {why}"
                         f"{hint}; run this layer on the host")
     return best[2]
+
+
+def fallback_tiling(cfg, shape, *, threads=2, bias=False):
+    """The schedule TVM's fallback configuration gives a conv2d on VTA, for comparisons with
+    the planner (``avta bench tps``): every axis split to 1 — 1×1-pixel tiles of one output and
+    one input channel block — and the weights of every task loaded for that task (TVM's
+    schedule keeps no weights across output tiles). ``None`` if even that does not fit."""
+    t = tiling_for(cfg, shape, 1, 1, 1, 1, threads, bias=bias)
+    return None if t is None else replace(t, wgt_resident=False, reload_weights=True)
 
 
 def describe(cfg, shape, t):

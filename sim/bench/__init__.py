@@ -3,9 +3,10 @@
 ``avta bench`` lists them; ``avta bench NAME --config C`` runs one. Each entry of
 :data:`BENCHMARKS` is ``name → (one-line description, function(cfg) → exit status)``; the
 modules hold the benchmarks themselves: :mod:`.fsim` (the behavioral model against numpy),
-:mod:`.tsim` (Verilator speed and bus utilization), :mod:`.trace` (what a trace costs) and
-:mod:`.rtl_cycles` (instruction costs on the RTL core). Machines are noisy: these are figures to
-read, not timed tests.
+:mod:`.tsim` (Verilator speed and bus utilization), :mod:`.resnet18_cycles` (ResNet-18's
+cycles on tsim), :mod:`.tps` (the tiling search's DRAM traffic), :mod:`.trace` (what a trace
+costs) and :mod:`.rtl_cycles` (instruction costs on the RTL core). Machines are noisy: these
+are figures to read, not timed tests.
 """
 
 from avta.isa.config import load_config
@@ -41,6 +42,21 @@ def _trace_overhead(cfg):
     return 0
 
 
+def _tsim_resnet18(cfg):
+    from avta.runtime.device import Device
+    from avta.sim.tsim.backend import TsimBackend
+    from .resnet18_cycles import resnet18_cycles
+    *_, exact = resnet18_cycles(
+        cfg, lambda: Device(cfg, TsimBackend(cfg, dram_size=16 << 20, max_cycles=50_000_000)))
+    return 0 if exact else 1
+
+
+def _tps(cfg):
+    from .tps import tps
+    tps(cfg)
+    return 0
+
+
 def _rtl_cycles(cfg):
     from .rtl_cycles import print_table
     return print_table(cfg)
@@ -57,9 +73,17 @@ BENCHMARKS = {
                          "per cycle over bus width", _load_utilization),
     "trace-overhead": ("a GEMM-heavy program on fsim and tsim with and without an arch trace: "
                        "time, cycles/s, trace size", _trace_overhead),
+    "tsim-resnet18": ("every ResNet-18 layer C2..C11 on tsim: cycles, MAC-bound cycles, "
+                      "utilization, totals weighted by uses", _tsim_resnet18),
+    "tps": ("ResNet-18 C2..C11: DRAM bytes of the tiling search against TVM's fallback "
+            "schedule (the paper's Figure 10; default configuration: wide, 1x32x32)", _tps),
     "rtl-cycles": ("cycles of GEMM and ALU instructions of N micro-op steps on the RTL core "
                    "(Amaranth simulator)", _rtl_cycles),
 }
+
+
+#: The configuration of a benchmark run without --config, where it is not ``default``.
+DEFAULT_CONFIGS = {"tps": "wide"}
 
 
 def cmd_bench(args):
@@ -71,4 +95,5 @@ def cmd_bench(args):
     if args.name not in BENCHMARKS:
         print(f"avta bench: unknown benchmark {args.name!r}; known: {', '.join(BENCHMARKS)}")
         return 2
-    return BENCHMARKS[args.name][1](load_config(args.config or "default"))
+    config = args.config or DEFAULT_CONFIGS.get(args.name, "default")
+    return BENCHMARKS[args.name][1](load_config(config))
