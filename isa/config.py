@@ -21,7 +21,8 @@ from . import formats
 from .enums import MemType
 from .memories import SCRATCHPADS, Scratchpad, memory, row_layouts, scratchpads
 
-__all__ = ["Config", "ConfigError", "KEYS", "INSN_QUEUE_DEPTH", "Scratchpad", "load_config", "shipped_configs"]
+__all__ = ["Config", "ConfigError", "KEYS", "INSN_QUEUE_DEPTH", "Scratchpad", "load_config",
+           "shipped_configs", "fit_formats"]
 
 #: Every configuration key, its default, and a description of the values it allows.
 KEYS = {
@@ -75,11 +76,14 @@ CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 
 
 class ConfigError(UserError, ValueError):
-    """A configuration that cannot be built. ``violations`` lists one message per broken rule."""
+    """A configuration that cannot be built. ``violations`` lists one message per broken rule;
+    ``fix``, when the instruction or micro-op formats are the only problem and can be made to fit,
+    the keys and values that do it (what the messages suggest; :func:`fit_formats` applies it)."""
 
-    def __init__(self, violations, *, source=None):
+    def __init__(self, violations, *, source=None, fix=None):
         self.violations = list(violations)
         self.source = source
+        self.fix = dict(fix or {})
         where = f" in {source}" if source else ""
         lines = [f"invalid VTA configuration{where} ({len(self.violations)} problem"
                  f"{'s' if len(self.violations) != 1 else ''}):"]
@@ -118,9 +122,11 @@ class Config:
     token_bits: int = _field("TOKEN_BITS")
 
     def __post_init__(self):
-        violations = _check(self)
+        fix = {}
+        violations = _check(self, fix)
         if violations:
-            raise ConfigError(violations, source=self.name if self.name != "custom" else None)
+            raise ConfigError(violations, source=self.name if self.name != "custom" else None,
+                              fix=fix)
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -149,12 +155,15 @@ class Config:
                 violations.append(f"{key} = {value!r}: must be an integer ({KEYS[key][1]})")
                 continue
             kwargs[key.lower()] = value
+        fix = {}
         try:
             config = cls(name=str(name), **kwargs)
         except ConfigError as error:
+            fix = error.fix if not violations else {}
             violations += error.violations
         if violations:
-            raise ConfigError(violations, source=source or (name if name != "custom" else None))
+            raise ConfigError(violations, source=source or (name if name != "custom" else None),
+                              fix=fix)
         return config
 
     def replace(self, **changes):
@@ -269,7 +278,9 @@ class Config:
 
 # -- checking ----------------------------------------------------------------------------------
 
-def _check(cfg):
+def _check(cfg, fix):
+    """The violated rules of ``cfg``; ``fix`` (a dict) receives the keys that would make its
+    formats fit when those are the only problem."""
     violations = []
     if not isinstance(cfg.name, str) or not _NAME.fullmatch(cfg.name):
         # build/<name>/ and cache folders are made from it: it must not climb out of them.
@@ -324,30 +335,32 @@ def _check(cfg):
     if violations:
         return violations       # the formats need every width
 
-    violations += _check_formats(cfg)
-    violations += _check_uop(cfg)
+    violations += _check_formats(cfg, fix)
+    violations += _check_uop(cfg, fix)
     return violations
 
 
-def _check_formats(cfg):
+def _check_formats(cfg, fix):
     placements = formats.instruction_formats(cfg)
     overflowing = {name: p for name, p in placements.items() if p.overflow}
     if not overflowing:
         return []
     violations = [f"the {name} format needs {p.end} bits: word 1 overflows by {p.overflow} bits"
                   for name, p in overflowing.items()]
-    fix = _smallest_restrictions(cfg)
-    if fix is None:
+    restrictions = _smallest_restrictions(cfg)
+    if restrictions is None:
         violations.append(
             f"no *_FACTOR_RESTRICT values make every format fit, because the loop fields "
             f"(uop_bgn/uop_end are {cfg.log_uop_depth}/{cfg.log_uop_depth + 1} bits) leave too "
             f"little room: use a smaller micro-op buffer (LOG_UOP_BUFF_SIZE < "
             f"{cfg.log_uop_buff_size})")
     else:
-        r_inp, r_wgt, r_acc = fix
+        r_inp, r_wgt, r_acc = restrictions
         violations.append(
             f"the smallest restrictions that fit every format are LOG_INP_FACTOR_RESTRICT: "
             f"{r_inp}, LOG_WGT_FACTOR_RESTRICT: {r_wgt}, LOG_ACC_FACTOR_RESTRICT: {r_acc}")
+        fix.update(LOG_INP_FACTOR_RESTRICT=r_inp, LOG_WGT_FACTOR_RESTRICT=r_wgt,
+                   LOG_ACC_FACTOR_RESTRICT=r_acc)
     return violations
 
 
@@ -363,7 +376,7 @@ def _smallest_restrictions(cfg):
     return best
 
 
-def _check_uop(cfg):
+def _check_uop(cfg, fix):
     placement = formats.place(formats.uop_fields(cfg), unit=formats.UOP_UNIT, total=cfg.uop_bits)
     if not placement.overflow:
         return []
@@ -373,9 +386,28 @@ def _check_uop(cfg):
     wider = formats.place(formats.uop_fields(cfg), unit=formats.UOP_UNIT, total=64)
     if cfg.log_uop_width == 5 and not wider.overflow:
         message += ": use LOG_UOP_WIDTH: 6"
+        fix["LOG_UOP_WIDTH"] = 6
     else:
         message += ": use smaller scratchpads"
     return [message]
+
+
+def fit_formats(values, *, name="custom"):
+    """``(Config, changes)``: the configuration of ``values`` (as :meth:`Config.from_dict` takes
+    them) or, when only its instruction or micro-op formats do not fit, the configuration with the
+    changes its error suggests (the smallest ``*_FACTOR_RESTRICT`` values, 64-bit micro-ops),
+    which ``changes`` lists. Raises the :class:`ConfigError` when nothing fits."""
+    changes = {}
+    for _ in range(3):          # 64-bit micro-ops change the formats: at most three steps
+        try:
+            return Config.from_dict(dict(values) | changes, name=name), changes
+        except ConfigError as error:
+            fix = {k: v for k, v in error.fix.items()
+                   if values.get(k, KEYS[k][0]) != v or k in changes}
+            if not fix or all(changes.get(k) == v for k, v in fix.items()):
+                raise
+            changes |= fix
+    return Config.from_dict(dict(values) | changes, name=name), changes
 
 
 # -- files -------------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ def task(spec, point, *, exact=False):
             "config": point.config.to_dict(), "workload": spec.workload,
             "workload_id": _workload_id(spec.workload), "input_size": spec.input_size,
             "style": spec.style, "seed": spec.seed, "exact": bool(exact),
+            "fitted": ",".join(f"{k}={v}" for k, v in point.fitted.items()),
             "version": _version()}
 
 
@@ -74,7 +75,8 @@ def evaluate(task):
     from avta.runtime.net.executor import dram_bytes, run_network
     from avta.sim.run_cmd import load_network, make_device
     start = time.perf_counter()
-    row = {"index": task["index"], **task["values"], "key": point_key(task)}
+    row = {"index": task["index"], **task["values"], "key": point_key(task),
+           "fitted": task.get("fitted", "")}
     try:
         cfg = Config.from_dict(task["config"], name=task["name"])
         row["shape"] = f"{cfg.batch}x{cfg.block_in}x{cfg.block_out}"

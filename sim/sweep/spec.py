@@ -11,6 +11,7 @@ workload: resnet18            # a built-in network or a network YAML (relative t
 input_size: 32                # built-in networks only (default 224)
 style: tiled                  # the floorplan style whose die area is the area (default tiled)
 seed: 0                       # the seeded weights and input (default 0)
+fit_formats: false            # make points whose instructions overflow fit (default false)
 ```
 
 A value list is a YAML list of integers, one integer, or a range ``{from: A, to: B}`` with an
@@ -30,8 +31,12 @@ vary:
     - {label: 2x, LOG_INP_BUFF_SIZE: 16, LOG_WGT_BUFF_SIZE: 19, LOG_ACC_BUFF_SIZE: 18}
 ```
 
-A key may be set by one group or varied on its own, not both. A mistake is a
-:class:`SpecError` naming the spec file's line.
+A key may be set by one group or varied on its own, not both. Larger scratchpads need wider
+index fields, and a point whose 128-bit instructions (or 32-bit micro-ops) no longer hold them
+is invalid; with ``fit_formats: true`` it gets the changes its configuration error suggests
+instead (:func:`avta.isa.config.fit_formats`: the smallest ``*_FACTOR_RESTRICT`` values, 64-bit
+micro-ops), listed in its ``fitted`` column. A mistake is a :class:`SpecError` naming the spec
+file's line.
 """
 
 import itertools
@@ -44,7 +49,7 @@ from avta.isa.config import KEYS, ConfigError, load_config
 
 __all__ = ["Spec", "SpecError", "Point", "Group", "load_spec", "parse_spec"]
 
-_TOP = ("base", "vary", "workload", "input_size", "style", "seed")
+_TOP = ("base", "vary", "workload", "input_size", "style", "seed", "fit_formats")
 
 
 class SpecError(UserError):
@@ -54,11 +59,13 @@ class SpecError(UserError):
 @dataclass(frozen=True)
 class Point:
     """One point of the sweep: its index, the varied values, and the configuration (a
-    :class:`~avta.isa.config.Config`) or the configuration error's message."""
+    :class:`~avta.isa.config.Config`) or the configuration error's message; ``fitted`` the
+    keys ``fit_formats`` changed."""
     index: int
     values: dict
     config: object = None
     error: str = ""
+    fitted: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -79,6 +86,7 @@ class Spec:
     input_size: int = None           # None for a network YAML
     style: str = "tiled"
     seed: int = 0
+    fit_formats: bool = False
     source: str = "<spec>"
     lines: dict = field(default_factory=dict)
 
@@ -100,12 +108,15 @@ class Spec:
             name = "-".join([self.base.name] + [re.sub(r"[^A-Za-z0-9_.]+", "_", f"{k}_{v}")
                                                 for k, v in values.items()])
             try:
-                from avta.isa.config import Config
-                cfg = Config.from_dict(merged, name=name)
+                from avta.isa.config import Config, fit_formats
+                if self.fit_formats:
+                    cfg, fitted = fit_formats(merged, name=name)
+                else:
+                    cfg, fitted = Config.from_dict(merged, name=name), {}
             except ConfigError as error:
                 out.append(Point(index, values, None, str(error)))
                 continue
-            out.append(Point(index, values, cfg))
+            out.append(Point(index, values, cfg, fitted=fitted))
         return out
 
 
@@ -317,8 +328,14 @@ def parse_spec(text, *, source="<spec>", folder=None):
             raise SpecError(f"{_where(source, top['style'])}: style {style!r}: use one of "
                             f"{', '.join(STYLES)}")
     seed = _int(source, top["seed"], "seed") if "seed" in top else 0
+    fit = False
+    if "fit_formats" in top:
+        fit = _scalar(top["fit_formats"])
+        if not isinstance(fit, bool):
+            raise SpecError(f"{_where(source, top['fit_formats'])}: fit_formats must be true or "
+                            f"false, not {fit!r}")
     return Spec(base=base, vary=vary, workload=workload, input_size=input_size, style=style,
-                seed=seed, source=source, lines=lines)
+                seed=seed, fit_formats=fit, source=source, lines=lines)
 
 
 def load_spec(path):

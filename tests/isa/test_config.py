@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from avta.isa.config import Config, ConfigError, load_config, shipped_configs
+from avta.isa.config import Config, ConfigError, fit_formats, load_config, shipped_configs
 
 
 def test_shipped_configs_are_the_ones_issue_2_asks_for():
@@ -139,6 +139,29 @@ def test_format_overflow_reports_excess_and_smallest_restrictions():
 def test_the_suggested_restriction_fixes_the_config():
     cfg = Config(log_acc_buff_size=19, log_uop_width=6, log_acc_factor_restrict=2)
     assert cfg.acc_depth == 8192
+
+
+def test_the_error_carries_the_fix_and_fit_formats_applies_it():
+    with pytest.raises(ConfigError) as info:
+        Config(log_acc_buff_size=19)
+    assert info.value.fix == {"LOG_INP_FACTOR_RESTRICT": 0, "LOG_WGT_FACTOR_RESTRICT": 0,
+                              "LOG_ACC_FACTOR_RESTRICT": 2, "LOG_UOP_WIDTH": 6}
+    values = Config().to_dict() | {"LOG_ACC_BUFF_SIZE": 19}
+    cfg, changes = fit_formats(values, name="fitted")
+    assert changes == {"LOG_ACC_FACTOR_RESTRICT": 2, "LOG_UOP_WIDTH": 6}   # not the zeros
+    assert (cfg.name, cfg.log_acc_factor_restrict, cfg.log_uop_width) == ("fitted", 2, 6)
+    assert fit_formats(Config().to_dict()) == (Config(), {})            # nothing to fit
+
+
+def test_fit_formats_fixes_only_the_formats():
+    # Another problem besides the formats: no fix is offered, and fit_formats raises.
+    with pytest.raises(ConfigError) as info:
+        Config.from_dict(Config().to_dict() | {"LOG_ACC_BUFF_SIZE": 19, "NOT_A_KEY": 1})
+    assert info.value.fix == {}
+    with pytest.raises(ConfigError, match="NOT_A_KEY: unknown key"):
+        fit_formats(Config().to_dict() | {"LOG_ACC_BUFF_SIZE": 19, "NOT_A_KEY": 1})
+    with pytest.raises(ConfigError, match="LOG_INP_BUFF_SIZE = 3"):
+        fit_formats(Config().to_dict() | {"LOG_INP_BUFF_SIZE": 3})
 
 
 def test_restriction_must_leave_a_bit():

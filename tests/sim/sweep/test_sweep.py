@@ -165,6 +165,19 @@ def test_an_invalid_point_is_recorded_with_its_message(network, tmp_path):
     assert "LOG_UOP_WIDTH" in bad["message"]           # the configuration error's own words
 
 
+def test_fit_formats_makes_an_overflowing_point_valid(network, tmp_path):
+    spec = _spec(network, {"LOG_ACC_BUFF_SIZE": "[12, 16]"}, fit_formats="true")
+    plain, fitted = spec.points()
+    assert plain.fitted == {} and fitted.fitted == {"LOG_ACC_FACTOR_RESTRICT": 1}
+    assert fitted.config.log_acc_factor_restrict == 1 and fitted.config.log_acc_buff_size == 16
+    assert _spec(network, {"LOG_ACC_BUFF_SIZE": "[16]"}).points()[0].config is None
+    rows = run_sweep(spec, tmp_path, workers=0).rows
+    assert [r["status"] for r in rows] == ["ok", "ok"]
+    assert [r["fitted"] for r in rows] == ["", "LOG_ACC_FACTOR_RESTRICT=1"]
+    with pytest.raises(SpecError, match="spec.yaml:5: fit_formats must be true or false"):
+        _spec(network, {"LOG_ACC_BUFF_SIZE": "[12]"}, fit_formats="3")
+
+
 def test_a_point_with_rectangular_blocks_counts_its_host_layers(network, tmp_path):
     spec = _spec(network, {"LOG_BLOCK_OUT": "[2, 3]"})
     square, rect = run_sweep(spec, tmp_path, workers=0).rows
