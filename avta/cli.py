@@ -228,10 +228,35 @@ def build_parser():
                                    "totals, and compare the output with the numpy reference; "
                                    "exit 0 only when it matches.")
     _network_args(p)
-    p.add_argument("--input", metavar="X.npy", help="int8 input of the network's input shape")
-    p.add_argument("--output", metavar="Y.npy", help="write the network's int8 output here")
+    p.add_argument("--input", metavar="X.npy",
+                   help="the network's input: int8 of its input shape, or an imported model's "
+                        "own input (e.g. float32, quantized by the network's host step)")
+    p.add_argument("--output", metavar="Y.npy",
+                   help="write the network's output here (an imported model's own output, "
+                        "e.g. float32 when the model ends in DequantizeLinear)")
     p.add_argument("--json", metavar="OUT", help="write the report as JSON here")
     p.set_defaults(run=_lazy("avta.sim.run_cmd", "cmd_run"))
+
+    p = sub.add_parser("import", help="an int8-quantized ONNX model as a network YAML",
+                       description="Import MODEL.onnx (QDQ or QLinear operator form, int8 or "
+                                   "uint8) as a network for avta run (docs/onnx.md); print its "
+                                   "layers and each layer's scale error. Unsupported nodes are "
+                                   "listed by name and op type. Needs pip install "
+                                   "'avta[onnx]'.")
+    p.add_argument("model", metavar="MODEL.onnx")
+    p.add_argument("-o", "--output", required=True, metavar="NET.yaml",
+                   help="the network file to write (the weights go to NET.npz beside it)")
+    p.add_argument("--batch", type=int, metavar="N",
+                   help="the batch the network is built for (default: the model's own, 1 "
+                        "where it is not fixed)")
+    p.add_argument("--outputs", metavar="T1,T2",
+                   help="model tensors to produce instead of the model's outputs (e.g. the "
+                        "logits before an unsupported Softmax)")
+    p.add_argument("--host-requant", action="store_true",
+                   help="layers whose scale ratio is not a power of two keep onnxruntime's "
+                        "real-valued requantization and run on the host (default: the "
+                        "nearest power of two, on the device)")
+    p.set_defaults(run=_lazy("avta.runtime.net.onnx_import", "cmd_import"))
 
     p = sub.add_parser("profile", help="where a network's cycles go: timeline, roofline, report",
                        description="Run NETWORK (as for avta run) with per-stage activity "

@@ -3,8 +3,10 @@
 NETWORK is a builder's name (``resnet18``, ``resnet34``, ``resnet50``, ``mobilenet1.0``; built at
 ``--input-size`` with seeded weights, :mod:`avta.runtime.net.builders`) or a network YAML
 (docs/network-format.md). The input is ``--input X.npy`` (int8, the network's input shape) or a
-seeded random one. The run (:func:`avta.runtime.net.executor.run_network`) keeps activations in
-device DRAM; its output is compared bit for bit with the numpy reference of the same graph.
+seeded random one; a network with host steps (an imported model, docs/onnx.md) takes the
+model's own input there, e.g. float32, and ``--output Y.npy`` is then the model's own output.
+The run (:func:`avta.runtime.net.executor.run_network`) keeps activations in device DRAM; its
+output is compared bit for bit with the numpy reference of the same graph.
 
 Prints one row per layer and the totals, then ``output matches the numpy reference`` or the
 first difference; a progress bar goes to stderr when it is a terminal. Exit status 0 when the
@@ -61,7 +63,9 @@ def make_device(cfg, target, dram_size, *, activity=False):
 
 
 def _input(graph, path, seed):
-    from avta.runtime.net import random_input
+    """The device's int8 input: a seeded random one, or ``--input``'s array, which for an
+    imported model is the model's own input, converted by the network's host step."""
+    from avta.runtime.net import random_input, to_device
     (name, shape), = graph.inputs.items()
     if path is None:
         return random_input(graph, seed=seed)
@@ -69,6 +73,11 @@ def _input(graph, path, seed):
         x = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as error:
         raise UserError(f"--input {path}: not a readable .npy file ({error})") from None
+    if name in graph.host_inputs:
+        try:
+            return to_device(graph, x)
+        except UserError as error:
+            raise UserError(f"--input {path}: {error}") from None
     if x.dtype != np.int8 or tuple(x.shape) != tuple(shape):
         raise UserError(f"--input {path}: {x.dtype} {list(x.shape)}, but {graph.name}'s input "
                         f"{name!r} is int8 {list(shape)}")
@@ -134,7 +143,9 @@ def cmd_run(args):
         print(f"output DIFFERS from the numpy reference: {int((mine != want).sum())} of "
               f"{mine.size} values, first at {tuple(int(i) for i in where)}")
     if args.output:
-        np.save(args.output, mine)
+        from avta.runtime.net import from_device
+        (value,) = from_device(graph, {out_name: mine}).values()
+        np.save(args.output, value)
     if args.json:
         (shape,) = graph.inputs.values()
         record = run.to_dict() | {"target": args.target, "input_size": shape[-1],

@@ -165,7 +165,7 @@ class _Executor:
             for i, node in enumerate(nodes):
                 self.progress(i, len(nodes), node)
                 run.layers.append(self._run_node(node, run))
-                for t in node.inputs:
+                for t in dict.fromkeys(node.inputs):       # an add may read one tensor twice
                     if last_use[t] == i and t not in graph.outputs:
                         self.device.free(self.buffers.pop(t))
             for name in graph.outputs:
@@ -239,7 +239,7 @@ class _Executor:
         o, _, kh, kw = weights.shape
         po = _round_up(o, layout.block)
         shape = Conv2dShape(n, c, h, w, po, kh, kw, node.attrs.get("pad", 0),
-                            node.attrs.get("stride", 1))
+                            node.attrs.get("stride", 1), node.attrs.get("pad_value", 0))
         shape.check(cfg)
         inp = self._conv_input(node, node.inputs[0])
         if node.name not in self.weights:
@@ -309,7 +309,8 @@ class _Executor:
     def _build_add(self, node):
         shape = self.layout.padded(self.graph.input_shapes(node)[0])
         a, b = (self._elem(t, MemType.ACC_8BIT) for t in node.inputs)
-        return build_add(self.cfg, shape, a, b, self._out(node), requant=node.requant)
+        return build_add(self.cfg, shape, a, b, self._out(node), requant=node.requant,
+                         shift_a=node.attrs.get("shift_a", 0))
 
     # -- the host's part -------------------------------------------------------------------------
 

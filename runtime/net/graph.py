@@ -5,14 +5,15 @@ one or two tensors and writes one) and named outputs. The node kinds and their m
 numpy references of :mod:`avta.runtime.ops.reference`:
 
 * ``conv2d`` (1 input): weights int8 ``[O, C, KH, KW]``, bias int32 ``[O]`` (optional), stride,
-  pad, requant; writes ``[N, O, OH, OW]``;
+  pad, pad_value (what the padding holds: 0 or −128), requant; writes ``[N, O, OH, OW]``;
 * ``depthwise`` (1): weights int8 ``[C, 1, KH, KW]``, stride, pad, requant; ``[N, C, OH, OW]``;
 * ``dense`` (1): weights int8 ``[O, K]`` with ``K = C·H·W`` (the input flattened), bias int32
   ``[O]`` (optional), requant; ``[N, O, 1, 1]``;
 * ``max_pool`` (1): k, stride, pad; ``[N, C, OH, OW]``;
 * ``avg_pool`` (1): k, stride, pad, requant; ``[N, C, OH, OW]``;
 * ``global_avg_pool`` (1): requant; ``[N, C, 1, 1]``;
-* ``add`` (2 of one shape): requant (the residual add; its ReLU is the clip); the inputs' shape.
+* ``add`` (2 of one shape): shift_a, requant (the residual add of ``a << shift_a`` and ``b``; its
+  ReLU is the clip); the inputs' shape.
 
 ``OH = (H + 2·pad − KH) // stride + 1`` (``k`` for pools). A node's requantization
 (:class:`~avta.runtime.ops.requant.Requant`) is ``clip((acc >> shift) + bias, lo, hi)``, then the
@@ -57,14 +58,23 @@ class OpSpec:
 
 #: The node kinds (see the module's list).
 OPS = {
-    "conv2d": OpSpec(1, {"stride": 1, "pad": 0}, weights=True, bias=True, requant=True),
+    "conv2d": OpSpec(1, {"stride": 1, "pad": 0, "pad_value": 0}, weights=True, bias=True,
+                     requant=True),
     "depthwise": OpSpec(1, {"stride": 1, "pad": 0}, weights=True, requant=True),
     "dense": OpSpec(1, {}, weights=True, bias=True, requant=True),
     "max_pool": OpSpec(1, {"k": None, "stride": None, "pad": 0}),
     "avg_pool": OpSpec(1, {"k": None, "stride": None, "pad": 0}, requant=True),
     "global_avg_pool": OpSpec(1, {}, requant=True),
-    "add": OpSpec(2, {}, requant=True),
+    "add": OpSpec(2, {"shift_a": 0}, requant=True),
 }
+
+#: Attributes whose values are not ``>= 1``: their allowed values. ``pad_value`` is what a
+#: convolution's padding holds (0, or −128 for an input whose zero point is −128);
+#: ``shift_a`` is a left shift of an add's first input (inputs at scales 2^k apart).
+ATTR_VALUES = {"pad_value": (0, -128), "shift_a": range(0, 24)}
+#: Attributes that came later: a node's ``attrs`` holds them only when they differ from the
+#: default, so older files, and the writer's output for older networks, stay as they were.
+QUIET_ATTRS = ("pad_value", "shift_a")
 
 #: Names of nodes and tensors: they become keys of the weights file, so no spaces or slashes.
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:+-]*\Z")
@@ -127,9 +137,18 @@ class Node:
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
                 raise GraphError(f"{where}: attribute {key}={value!r} must be an integer")
             attrs[key] = int(value)
+            allowed = ATTR_VALUES.get(key)
+            if allowed is not None:
+                if attrs[key] not in allowed:
+                    raise GraphError(f"{where}: attribute {key}={value} must be one of "
+                                     f"{_describe(allowed)}")
+                continue
             low = 0 if key == "pad" else 1
             if attrs[key] < low:
                 raise GraphError(f"{where}: attribute {key}={value} must be >= {low}")
+        for key in QUIET_ATTRS:             # at their defaults they are not there at all
+            if key in attrs and attrs[key] == spec.attrs[key]:
+                del attrs[key]
         if "k" in attrs and attrs["pad"] > attrs["k"] // 2:
             raise GraphError(f"{where}: pad {attrs['pad']} is more than half the window "
                              f"k={attrs['k']}; a window could lie in the padding only")
@@ -199,6 +218,12 @@ class Node:
         if self.requant is not None:
             extra += f", requant={self.requant}"
         return f"Node({self.name!r}, {self.op}, {list(self.inputs)} -> {self.output!r}{extra})"
+
+
+def _describe(allowed):
+    if isinstance(allowed, range):
+        return f"{allowed.start}..{allowed.stop - 1}"
+    return ", ".join(map(str, allowed))
 
 
 def _same_array(a, b):
@@ -301,9 +326,11 @@ class Graph:
     (tensor names).
 
     Attributes: ``name``, ``inputs`` (dict), ``nodes`` (tuple, topological), ``outputs``
-    (tuple), ``shapes`` (every tensor's shape, inputs first)."""
+    (tuple), ``shapes`` (every tensor's shape, inputs first), ``host_inputs`` and
+    ``host_outputs`` (tensor name → :class:`~avta.runtime.net.host_io.HostInput` /
+    ``HostOutput``: what the host does before and after the device, for imported models)."""
 
-    def __init__(self, name, inputs, nodes, outputs):
+    def __init__(self, name, inputs, nodes, outputs, *, host_inputs=None, host_outputs=None):
         _check_name(name, "graph")
         self.name = name
         if not inputs:
@@ -330,8 +357,23 @@ class Graph:
         if len(set(outputs)) != len(outputs):
             raise GraphError(f"graph {name!r}: outputs {list(outputs)} name a tensor twice")
         self.outputs = outputs
+        self.host_inputs = self._host_steps(host_inputs, self.inputs, "input")
+        self.host_outputs = self._host_steps(host_outputs, outputs, "output")
         self._by_name = {node.name: node for node in self.nodes}
         self._producer = {node.output: node for node in self.nodes}
+
+    def _host_steps(self, steps, tensors, what):
+        steps = dict(steps or {})
+        for tensor, spec in steps.items():
+            if tensor not in tensors:
+                raise GraphError(f"graph {self.name!r}: host {what} step for {tensor!r}, which "
+                                 f"is not a graph {what}")
+            size = int(np.prod(self.shapes[tensor]))
+            if int(np.prod(spec.shape)) != size:
+                raise GraphError(f"graph {self.name!r}: host {what} {spec.name!r} "
+                                 f"{list(spec.shape)} has another number of values than "
+                                 f"tensor {tensor!r} {list(self.shapes[tensor])}")
+        return steps
 
     def _order(self, nodes):
         """Kahn's algorithm, taking the earliest ready node first; checks that names are unique,
@@ -437,13 +479,13 @@ class Graph:
         if unknown:
             raise GraphError(f"graph {self.name!r} has no node(s) {unknown}")
         return Graph(self.name, self.inputs, [nodes.get(n.name, n) for n in self.nodes],
-                     self.outputs)
+                     self.outputs, host_inputs=self.host_inputs, host_outputs=self.host_outputs)
 
     def __eq__(self, other):
         if not isinstance(other, Graph):
             return NotImplemented
-        return (self.name, self.inputs, self.outputs) == (other.name, other.inputs,
-                                                          other.outputs) \
+        return (self.name, self.inputs, self.outputs, self.host_inputs, self.host_outputs) == \
+            (other.name, other.inputs, other.outputs, other.host_inputs, other.host_outputs) \
             and len(self.nodes) == len(other.nodes) \
             and all(a == b for a, b in zip(self.nodes, other.nodes))
 

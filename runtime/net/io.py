@@ -16,18 +16,22 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from avta.errors import read_input
+from avta.errors import UserError, read_input
 
 from ..ops.requant import Requant
 from .graph import OPS, Graph, GraphError, Node
+from .host_io import HostInput, HostOutput
 
 __all__ = ["FORMAT", "save", "load", "to_yaml", "from_yaml"]
 
 #: The value of the ``format`` key; a later incompatible format changes the number.
 FORMAT = "avta-network/1"
-_TOP_KEYS = ("format", "name", "weights", "inputs", "outputs", "nodes")
+_TOP_KEYS = ("format", "name", "weights", "inputs", "outputs", "host", "nodes")
+_OPTIONAL_KEYS = ("weights", "host")
+_HOST_KEYS = ("name", "shape", "dtype", "scale", "zero_point")
 _NODE_KEYS = ("name", "op", "inputs", "output", "weights", "bias", "requant")
 _ARRAYS = {"weights": np.int8, "bias": np.int32}
+_REQUANT_KEYS = ("shift", "clip", "use_clp", "bias_first", "offset", "scale", "zero_point")
 
 
 def _requant_dict(q):
@@ -36,6 +40,14 @@ def _requant_dict(q):
         out["clip"] = list(q.clip)
     if q.use_clp:
         out["use_clp"] = True
+    if q.bias_first:
+        out["bias_first"] = True
+    if q.offset:
+        out["offset"] = q.offset
+    if q.scale is not None:
+        out["scale"] = float(q.scale)
+    if q.zero_point:
+        out["zero_point"] = q.zero_point
     return out
 
 
@@ -51,6 +63,33 @@ def _node_dict(node):
     if node.requant is not None:
         out["requant"] = _requant_dict(node.requant)
     return out
+
+
+def _host_dict(spec):
+    out = {"name": spec.name, "shape": list(spec.shape), "dtype": spec.dtype}
+    if spec.scale is not None:
+        out.update(scale=float(spec.scale), zero_point=int(spec.zero_point))
+    return out
+
+
+def _host(value, source):
+    """The ``host:`` mapping: ``{inputs: {tensor: step}, outputs: {tensor: step}}``."""
+    if not isinstance(value, dict) or set(value) - {"inputs", "outputs"}:
+        _fail(source, f"host must be a mapping with inputs and/or outputs, not {value!r}")
+    steps = {}
+    for key, kind in (("inputs", HostInput), ("outputs", HostOutput)):
+        steps[key] = {}
+        for tensor, item in (value.get(key) or {}).items():
+            where = f"host {key[:-1]} {tensor!r}"
+            if not isinstance(item, dict) or set(item) - set(_HOST_KEYS) or "name" not in item \
+                    or "shape" not in item:
+                _fail(source, f"{where} must be a mapping with the keys "
+                              f"{', '.join(_HOST_KEYS)} (name and shape required): {item!r}")
+            try:
+                steps[key][tensor] = kind(**item)
+            except (TypeError, ValueError, UserError) as error:
+                _fail(source, f"{where}: {error}")
+    return steps
 
 
 def _flow(value):
@@ -72,6 +111,13 @@ def to_yaml(graph, weights_file):
              "inputs:"]
     lines += [f"  {_flow(name)}: {_flow(list(shape))}" for name, shape in graph.inputs.items()]
     lines.append(f"outputs: {_flow(list(graph.outputs))}")
+    if graph.host_inputs or graph.host_outputs:
+        lines.append("host:")
+        for key, steps in (("inputs", graph.host_inputs), ("outputs", graph.host_outputs)):
+            if steps:
+                lines.append(f"  {key}:")
+                lines += [f"    {_flow(tensor)}: {_flow(_host_dict(spec))}"
+                          for tensor, spec in steps.items()]
     lines.append("nodes:")
     lines += [f"  - {_flow(_node_dict(node))}" for node in graph.nodes]
     return "\n".join(lines) + "\n"
@@ -105,17 +151,20 @@ def _requant(value, source, where):
     if not isinstance(value, dict):
         _fail(source, f"{where}: requant must be a mapping {{shift, clip, use_clp}}, not "
                       f"{value!r}")
-    unknown = sorted(set(value) - {"shift", "clip", "use_clp"})
+    unknown = sorted(set(value) - set(_REQUANT_KEYS))
     if unknown:
-        _fail(source, f"{where}: unknown requant key(s) {unknown}; the keys are shift, clip, "
-                      f"use_clp")
+        _fail(source, f"{where}: unknown requant key(s) {unknown}; the keys are "
+                      + ", ".join(_REQUANT_KEYS))
     clip = value.get("clip")
     if clip is not None:
         if not isinstance(clip, (list, tuple)) or len(clip) != 2:
             _fail(source, f"{where}: requant clip {clip!r} must be [lo, hi]")
         clip = tuple(clip)
     try:
-        return Requant(value.get("shift", 0), clip, bool(value.get("use_clp", False)))
+        scale = value.get("scale")
+        return Requant(value.get("shift", 0), clip, bool(value.get("use_clp", False)),
+                       bool(value.get("bias_first", False)), value.get("offset", 0),
+                       None if scale is None else float(scale), value.get("zero_point", 0))
     except (TypeError, ValueError) as error:
         _fail(source, f"{where}: {error}")
 
@@ -132,7 +181,7 @@ def from_yaml(text, arrays, source="network"):
     if doc.get("format") != FORMAT:
         _fail(source, f"format is {doc.get('format')!r}; this reader knows {FORMAT!r}")
     unknown = sorted(set(doc) - set(_TOP_KEYS))
-    missing = [k for k in _TOP_KEYS if k not in doc and k != "weights"]
+    missing = [k for k in _TOP_KEYS if k not in doc and k not in _OPTIONAL_KEYS]
     if unknown or missing:
         _fail(source, f"unknown key(s) {unknown} / missing key(s) {missing}; the keys are "
                       + ", ".join(_TOP_KEYS))
@@ -183,8 +232,10 @@ def from_yaml(text, arrays, source="network"):
     extra = sorted(set(arrays) - used)
     if extra:
         _fail(source, f"the weights file holds arrays no node names: {extra}")
+    host = _host(doc["host"], source) if doc.get("host") is not None else {}
     try:
-        return Graph(doc["name"], doc["inputs"], nodes, doc["outputs"])
+        return Graph(doc["name"], doc["inputs"], nodes, doc["outputs"],
+                     host_inputs=host.get("inputs"), host_outputs=host.get("outputs"))
     except GraphError as error:
         _fail(source, str(error))
 

@@ -22,7 +22,7 @@ def run_node(node, inputs):
     x = inputs[0]
     if node.op == "conv2d":
         return conv2d_ref(x, node.weights, node.bias, stride=a["stride"], pad=a["pad"],
-                          requant=q)
+                          pad_value=a.get("pad_value", 0), requant=q)
     if node.op == "depthwise":
         return depthwise_ref(x, node.weights, stride=a["stride"], pad=a["pad"], requant=q)
     if node.op == "dense":
@@ -35,7 +35,7 @@ def run_node(node, inputs):
     if node.op == "global_avg_pool":
         return global_avg_pool_ref(x, requant=q)
     if node.op == "add":
-        return add_ref(inputs[0], inputs[1], requant=q)
+        return add_ref(inputs[0], inputs[1], shift_a=a.get("shift_a", 0), requant=q)
     raise GraphError(f"node {node.name!r}: no reference for op {node.op!r}")  # pragma: no cover
 
 
@@ -46,7 +46,8 @@ def accumulate(node, inputs):
     a = node.attrs
     x = np.asarray(inputs[0], dtype=np.int64)
     if node.op == "conv2d":
-        return wrap32(conv2d_acc(x, node.weights, stride=a["stride"], pad=a["pad"]))
+        return wrap32(conv2d_acc(x, node.weights, stride=a["stride"], pad=a["pad"],
+                                 pad_value=a.get("pad_value", 0)))
     if node.op == "depthwise":
         w = node.weights.astype(np.int64)
         acc = 0
@@ -66,7 +67,7 @@ def accumulate(node, inputs):
     if node.op == "global_avg_pool":
         return wrap32(x.sum(axis=(2, 3), keepdims=True))
     if node.op == "add":
-        return wrap32(x + np.asarray(inputs[1], dtype=np.int64))
+        return wrap32((x << a.get("shift_a", 0)) + np.asarray(inputs[1], dtype=np.int64))
     raise GraphError(f"node {node.name!r}: no reference for op {node.op!r}")  # pragma: no cover
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from avta.isa.enums import AluOp, MemType
+from avta.isa.enums import AluOp, MemType, PadValue
 
 from ..packing import pack_nchw, pack_oihw, pad_channels
 from ..pipeline import Pipeline
@@ -28,6 +28,10 @@ from .conv_plan import Conv2dShape, plan_conv2d
 from .requant import Requant
 
 __all__ = ["Conv2dBuffers", "bias_bound", "build_conv2d", "conv2d", "pack_bias"]
+
+
+#: What the padding of a convolution may hold, and the LOAD pad value that makes it.
+_PAD_VALUES = {0: PadValue.ZERO, -128: PadValue.MIN}
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,7 @@ class _Conv2dEmitter:
         #: The accumulators start at the shifted bias (no reset GEMM, no ADD in the tail).
         self.bias_start = bufs.bias is not None and requant.bias_starts_acc(
             bias_bound, shape.cin * shape.kh * shape.kw)
+        self.pad_value = _PAD_VALUES[shape.pad_value]
 
     # -- geometry of one task -------------------------------------------------------------------
 
@@ -126,7 +131,7 @@ class _Conv2dEmitter:
                 b.load(MemType.INP, sram=self.t.inp_base(v) + ci * self.t.inp_pitch,
                        dram=self.bufs.inp + (plane + ih0 + y0) * sh.w + iw0 + x0,
                        y_size=th_in - y0 - y1, x_size=tw_in - x0 - x1, x_stride=sh.w,
-                       y_pad=(y0, y1), x_pad=(x0, x1))
+                       y_pad=(y0, y1), x_pad=(x0, x1), pad_value=self.pad_value)
             self.inp_held[v] = key
         self.pipe.end_load()
 
@@ -213,9 +218,9 @@ class _Conv2dEmitter:
         if self.bufs.bias is not None:
             # Bias rows stay resident at ACC [0, COB); only the compute stage touches them.
             self.b.load(MemType.ACC, sram=0, dram=self.bufs.bias, x_size=self.cob)
-            if self.bias_start and self.requant.shift:
+            if self.bias_start and self.requant.bias_shift:
                 rows = UopKernel([(0, 0)], [Loop(self.cob, 1, 1)])
-                self.b.alu(rows, AluOp.SHR, imm=-self.requant.shift)     # bias << shift
+                self.b.alu(rows, AluOp.SHR, imm=-self.requant.bias_shift)    # bias << shift
         tasks = [(tile, cit) for tile in _tiles(self.cfg, self.shape, self.t)
                  for cit in range(-(-self.cib // self.t.tci))]
         n_cit = self.n_cit
@@ -240,6 +245,8 @@ def build_conv2d(cfg, shape, bufs, *, requant=Requant(), threads=2, tiling=None,
     """The :class:`~avta.runtime.program.Program` of one conv2d layer. ``bias_bound``, the
     largest magnitude of the bias values, lets the accumulators start at the shifted bias when
     that is exact (:meth:`Requant.bias_starts_acc`); ``None`` adds the bias after the shift."""
+    if shape.pad_value not in _PAD_VALUES:
+        raise ValueError(f"conv2d pads with {sorted(_PAD_VALUES)}, not {shape.pad_value}")
     if tiling is None:
         tiling = plan_conv2d(cfg, shape, threads=threads, bias=bufs.bias is not None)
     builder = StreamBuilder(cfg)

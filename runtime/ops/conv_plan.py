@@ -39,7 +39,9 @@ class PlanError(ValueError):
 @dataclass(frozen=True)
 class Conv2dShape:
     """An NCHW convolution: batch ``n``, channels ``cin → cout``, ``h × w`` input, square
-    ``kh × kw`` kernel, symmetric zero padding ``pad`` and ``stride``."""
+    ``kh × kw`` kernel, symmetric padding ``pad`` and ``stride``. The padding holds
+    ``pad_value``: 0, or −128 (the LOAD's ``PadValue.MIN``), which an imported model whose input
+    zero point is −128 needs (docs/onnx.md)."""
     n: int
     cin: int
     h: int
@@ -49,6 +51,7 @@ class Conv2dShape:
     kw: int
     pad: int = 0
     stride: int = 1
+    pad_value: int = 0
 
     @property
     def oh(self):

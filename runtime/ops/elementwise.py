@@ -167,19 +167,22 @@ def _feature_rows(cfg, shape):
     return n * c * h * w // (cfg.batch * cfg.block_out)
 
 
-def build_add(cfg, shape, a, b, out, *, requant, threads=2, tile_rows=None):
+def build_add(cfg, shape, a, b, out, *, requant, shift_a=0, threads=2, tile_rows=None):
     """The program of one residual add of two int8 ``shape = (N, C, H, W)`` maps at ACC_8BIT
-    elements ``a`` and ``b`` (``(N/B, C/BO, H, W, B, BO)``, conv2d's output layout): ``requant(a
-    + b)`` (int32 sum) as int8 OUT elements at ``out``, in the same layout."""
+    elements ``a`` and ``b`` (``(N/B, C/BO, H, W, B, BO)``, conv2d's output layout): ``requant((a
+    << shift_a) + b)`` (int32 sum) as int8 OUT elements at ``out``, in the same layout. The left
+    shift is an SHR by ``−shift_a`` (inputs whose scales are 2^shift_a apart)."""
     rows = _feature_rows(cfg, shape)
-    return build_elementwise(cfg, rows, [(AluOp.ADD, "b"), requant], a, out, b=b,
+    steps = ([(AluOp.SHR, -shift_a)] if shift_a else []) + [(AluOp.ADD, "b"), requant]
+    return build_elementwise(cfg, rows, steps, a, out, b=b,
                              a_mem=MemType.ACC_8BIT, b_mem=MemType.ACC_8BIT, readback=False,
                              threads=threads, tile_rows=tile_rows)
 
 
-def add(device, a, b, *, requant, threads=2, tile_rows=None):
-    """int8 residual add of ``a[N, C, H, W]`` and ``b`` (same shape) on ``device``: ``requant`` of
-    the int32 sum; bit for bit :func:`~avta.runtime.ops.reference.add_ref`."""
+def add(device, a, b, *, requant, shift_a=0, threads=2, tile_rows=None):
+    """int8 residual add of ``a[N, C, H, W]`` and ``b`` (same shape) on ``device``: ``requant``
+    of the int32 sum ``(a << shift_a) + b``; bit for bit
+    :func:`~avta.runtime.ops.reference.add_ref`."""
     cfg = device.cfg
     a, b = np.asarray(a, np.int8), np.asarray(b, np.int8)
     if a.shape != b.shape:
@@ -191,5 +194,6 @@ def add(device, a, b, *, requant, threads=2, tile_rows=None):
         out = s.alloc(a.size, mem=MemType.OUT)
         device.run(build_add(cfg, a.shape, a_buf.elem(cfg, MemType.ACC_8BIT),
                              b_buf.elem(cfg, MemType.ACC_8BIT), out.elem(cfg, MemType.OUT),
-                             requant=requant, threads=threads, tile_rows=tile_rows))
+                             requant=requant, shift_a=shift_a, threads=threads,
+                             tile_rows=tile_rows))
         return device.read_nchw(out, *a.shape)

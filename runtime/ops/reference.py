@@ -32,19 +32,21 @@ def windows(x, kh, kw, *, stride, pad, fill=0):
                            j:j + stride * (ow - 1) + 1:stride]
 
 
-def conv2d_acc(x, w, *, stride=1, pad=0):
-    """The exact sums of ``x[N, C, H, W] ⊛ w[O, C, KH, KW]`` as int64 ``[N, O, OH, OW]``."""
+def conv2d_acc(x, w, *, stride=1, pad=0, pad_value=0):
+    """The exact sums of ``x[N, C, H, W] ⊛ w[O, C, KH, KW]`` as int64 ``[N, O, OH, OW]``, the
+    padding holding ``pad_value``."""
     w = np.asarray(w, dtype=np.int64)
     out = 0
-    for i, j, window in windows(x, *w.shape[2:], stride=stride, pad=pad):
+    for i, j, window in windows(x, *w.shape[2:], stride=stride, pad=pad, fill=pad_value):
         # [n, c, oh, ow] x [o, c] -> [n, o, oh, ow]
         out = out + np.einsum("nchw,oc->nohw", window, w[:, :, i, j], optimize=True)
     return out
 
 
-def conv2d_ref(x, w, bias=None, *, stride=1, pad=0, requant=Requant()):
-    """int8 ``[N, O, OH, OW]``: requantized convolution, bias ``[O]`` added after the shift."""
-    acc = wrap32(conv2d_acc(x, w, stride=stride, pad=pad))
+def conv2d_ref(x, w, bias=None, *, stride=1, pad=0, pad_value=0, requant=Requant()):
+    """int8 ``[N, O, OH, OW]``: requantized convolution, bias ``[O]`` added after the shift
+    (before it with ``requant.bias_first``); the padding holds ``pad_value``."""
+    acc = wrap32(conv2d_acc(x, w, stride=stride, pad=pad, pad_value=pad_value))
     b = None if bias is None else np.asarray(bias, np.int64).reshape(1, -1, 1, 1)
     return requant.reference(acc, b)
 
@@ -93,9 +95,10 @@ def global_avg_pool_ref(x, *, requant=Requant()):
     return requant.reference(wrap32(total))
 
 
-def add_ref(a, b, *, requant=Requant()):
-    """int8 residual add: the int32 sum of two int8 tensors of one shape, then ``requant``."""
+def add_ref(a, b, *, shift_a=0, requant=Requant()):
+    """int8 residual add: the int32 sum ``(a << shift_a) + b`` of two int8 tensors of one shape,
+    then ``requant``."""
     a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
     if a.shape != b.shape:
         raise ValueError(f"add of tensors of shapes {a.shape} and {b.shape}; they must be equal")
-    return requant.reference(wrap32(a + b))
+    return requant.reference(wrap32((a << shift_a) + b))

@@ -5,8 +5,8 @@
 modules hold the benchmarks themselves: :mod:`.fsim` (the behavioral model against numpy),
 :mod:`.tsim` (Verilator speed and bus utilization), :mod:`.resnet18_cycles` (ResNet-18's
 cycles on tsim), :mod:`.tps` (the tiling search's DRAM traffic), :mod:`.trace` (what a trace
-costs) and :mod:`.rtl_cycles` (instruction costs on the RTL core). Machines are noisy: these
-are figures to read, not timed tests.
+costs), :mod:`.rtl_cycles` (instruction costs on the RTL core) and :mod:`.onnx` (imported ONNX
+models against onnxruntime). Machines are noisy: these are figures to read, not timed tests.
 """
 
 from avta.isa.config import load_config
@@ -57,6 +57,13 @@ def _tps(cfg):
     return 0
 
 
+def _onnx_digits(cfg):
+    from avta.runtime.net.onnx_import import load_onnx
+    load_onnx()                             # says what to install without the onnx extra
+    from .onnx import onnx_digits
+    return onnx_digits(cfg)
+
+
 def _rtl_cycles(cfg):
     from .rtl_cycles import print_table
     return print_table(cfg)
@@ -79,6 +86,9 @@ BENCHMARKS = {
             "schedule (the paper's Figure 10; default configuration: wide, 1x32x32)", _tps),
     "rtl-cycles": ("cycles of GEMM and ALU instructions of N micro-op steps on the RTL core "
                    "(Amaranth simulator)", _rtl_cycles),
+    "onnx-digits": ("the digits MLP and a small CNN, trained, quantized by onnxruntime, "
+                    "imported: agreement, accuracy, scale errors, cycles on fsim",
+                    _onnx_digits),
 }
 
 

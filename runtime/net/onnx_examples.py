@@ -1,0 +1,135 @@
+"""Two real quantized models to import (docs/onnx.md): a classifier trained by scikit-learn on
+its bundled 8×8 digits (no download), converted by skl2onnx, and a small CNN written with
+onnx.helper; both quantized by onnxruntime's own ``quantize_static`` (QDQ, int8) on
+calibration images. The tests and ``avta bench onnx-digits`` use them.
+
+Everything here needs the optional extra: ``pip install 'avta[onnx]'``.
+"""
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from avta.errors import UserError
+
+from .onnx_import import INSTALL_HINT, load_onnx
+
+__all__ = ["digits", "quantize_qdq", "digits_mlp", "small_cnn", "logits_tensor"]
+
+
+def _need(module):
+    try:
+        return __import__(module, fromlist=["_"])
+    except ImportError:
+        raise UserError(f"the example models need {module.split('.')[0]}: {INSTALL_HINT}") \
+            from None
+
+
+class _Reader:
+    """quantize_static's calibration data: batches by the model's input name."""
+
+    def __init__(self, name, x, batch=64):
+        self.batches = iter([{name: x[i:i + batch]} for i in range(0, len(x), batch)])
+
+    def get_next(self):
+        return next(self.batches, None)
+
+
+def digits():
+    """scikit-learn's bundled digits: ``x`` float32 ``[1797, 64]`` in [0, 1], labels ``y``."""
+    datasets = _need("sklearn.datasets")
+    x, y = datasets.load_digits(return_X_y=True)
+    return (x / 16).astype(np.float32), y
+
+
+def quantize_qdq(model, folder, calibration, *, name="model", per_channel=False):
+    """``model`` after onnxruntime's ``quant_pre_process`` and ``quantize_static`` (QDQ, int8
+    activations and weights, calibrated on ``calibration``), saved in ``folder`` as
+    ``NAME.qdq.onnx``; returns that path."""
+    onnx = load_onnx()
+    quantization = _need("onnxruntime.quantization")
+    shape_inference = _need("onnxruntime.quantization.shape_inference")
+    folder = Path(folder)
+    raw, pre, out = (folder / f"{name}{suffix}.onnx" for suffix in ("", ".pre", ".qdq"))
+    onnx.save(model, raw)
+    shape_inference.quant_pre_process(str(raw), str(pre), skip_symbolic_shape=True)
+    quantization.quantize_static(
+        str(pre), str(out), _Reader(model.graph.input[0].name, calibration),
+        quant_format=quantization.QuantFormat.QDQ, activation_type=quantization.QuantType.QInt8,
+        weight_type=quantization.QuantType.QInt8, per_channel=per_channel)
+    return out
+
+
+def digits_mlp(folder, x, y, *, hidden=32, seed=0):
+    """An MLPClassifier (64-``hidden``-10) trained on ``x, y``, converted by skl2onnx (opset
+    17, no ZipMap) and quantized on every 7th image; the path of the quantized model. It ends
+    in Softmax and ArgMax, which the accelerator does not run: import it up to
+    :func:`logits_tensor`."""
+    neural_network = _need("sklearn.neural_network")
+    exceptions = _need("sklearn.exceptions")
+    skl2onnx = _need("skl2onnx")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", exceptions.ConvergenceWarning)
+        clf = neural_network.MLPClassifier(hidden_layer_sizes=(hidden,), max_iter=300,
+                                           random_state=seed).fit(x, y)
+    model = skl2onnx.to_onnx(clf, x[:1], options={id(clf): {"zipmap": False}},
+                             target_opset=17)
+    return quantize_qdq(model, folder, x[::7], name="digits_mlp")
+
+
+def logits_tensor(model):
+    """The float tensor a quantized classifier's Softmax reads, taken before its
+    QuantizeLinear: the logits (``--outputs`` of ``avta import``)."""
+    nodes = list(model.graph.node)
+    softmax = next(n for n in nodes if n.op_type == "Softmax")
+    dq = next(n for n in nodes if n.output[0] == softmax.input[0])
+    q = next(n for n in nodes if n.output[0] == dq.input[0])
+    return q.input[0]
+
+
+def _run(model, x):
+    ort = _need("onnxruntime")
+    session = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    return session.run(None, {session.get_inputs()[0].name: x})
+
+
+def small_cnn(folder, x, y, *, seed=0):
+    """A small CNN written with onnx.helper on the 8×8 digits (input ``[N, 1, 8, 8]``): Conv
+    1→8 3×3 pad 1 + Relu, MaxPool 2, Conv 8→16 3×3 pad 1 + Relu, GlobalAveragePool, Flatten,
+    Gemm 16→10. The convolutions are seeded random; the Gemm is a logistic regression fitted on
+    their features, so the model classifies (about 69 %). Quantized on every 7th image; the
+    path of the quantized model."""
+    onnx = load_onnx()
+    linear_model = _need("sklearn.linear_model")
+    helper, numpy_helper, tensor = onnx.helper, onnx.numpy_helper, onnx.TensorProto
+    rng = np.random.default_rng(seed)
+    arrays = {"w1": rng.normal(0, 0.5, (8, 1, 3, 3)), "b1": rng.normal(0, 0.1, 8),
+              "w2": rng.normal(0, 0.2, (16, 8, 3, 3)), "b2": rng.normal(0, 0.1, 16)}
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1] * 4,
+                              kernel_shape=[3, 3]),
+             helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+             helper.make_node("MaxPool", ["r1"], ["p1"], name="pool1", kernel_shape=[2, 2],
+                              strides=[2, 2]),
+             helper.make_node("Conv", ["p1", "w2", "b2"], ["c2"], name="conv2", pads=[1] * 4,
+                              kernel_shape=[3, 3]),
+             helper.make_node("Relu", ["c2"], ["r2"], name="relu2"),
+             helper.make_node("GlobalAveragePool", ["r2"], ["g"], name="gap"),
+             helper.make_node("Flatten", ["g"], ["features"], name="flatten")]
+
+    def model(output, width):
+        graph = helper.make_graph(
+            nodes, "small_cnn",
+            [helper.make_tensor_value_info("x", tensor.FLOAT, ["N", 1, 8, 8])],
+            [helper.make_tensor_value_info(output, tensor.FLOAT, ["N", width])],
+            [numpy_helper.from_array(np.asarray(a, np.float32), n) for n, a in arrays.items()])
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        m.ir_version = 8
+        return m
+    images = x.reshape(-1, 1, 8, 8)
+    (features,) = _run(model("features", 16), images)
+    head = linear_model.LogisticRegression(max_iter=2000).fit(features, y)
+    arrays.update(wf=head.coef_.T, bf=head.intercept_)
+    nodes.append(helper.make_node("Gemm", ["features", "wf", "bf"], ["logits"], name="fc"))
+    return quantize_qdq(model("logits", 10), folder, images[::7], name="small_cnn")
