@@ -59,12 +59,19 @@ def load_onnx():
 
 @dataclass
 class _QT:
-    """An int8 tensor on the device: its device tensor name, the model's shape of it, its real
-    scale and its (device, int8) zero point."""
+    """An int8 tensor on the device: its device tensor name, the model's shape of it, its scale
+    in the model, its (device, int8) zero point, and ``gain``: the device's values minus the
+    zero point are ``1/gain`` times the model's where a layer before approximated its scale
+    (docs/onnx.md, "Scales"), so their real scale is ``scale · gain`` (:attr:`real`)."""
     tensor: str
     shape: tuple
     scale: float
     zero: int
+    gain: float = 1.0
+
+    @property
+    def real(self):
+        return self.scale * self.gain
 
 
 @dataclass
@@ -389,7 +396,7 @@ class _Importer:
                 or len(shape) not in (2, 4) or (len(shape) == 4 and shape != qt.shape):
             raise UnsupportedNode(f"it reshapes {list(qt.shape)} to {list(shape)}; only "
                                   f"flattening to [N, C·H·W] maps onto the network")
-        table[node.output[0]] = _QT(qt.tensor, tuple(shape), qt.scale, qt.zero)
+        table[node.output[0]] = _QT(qt.tensor, tuple(shape), qt.scale, qt.zero, qt.gain)
 
     def _op_Flatten(self, node):
         axis = _attrs(self.onnx, node).get("axis", 1)
@@ -427,7 +434,7 @@ class _Importer:
             ints, sw, zw, axis = self.deq_const[inputs[1]]
             bias = None
             if len(inputs) > 2 and inputs[2]:
-                bias = self._bias(inputs[2], x.scale, sw)
+                bias = self._bias(inputs[2], x.real, sw)
             return self._conv_or_dense(node, x, ints, sw, zw, bias, sy, zy, pending.activation)
         if node.op_type == "Add":
             a, b = (self._tensor_input(node, i) for i in inputs[:2])
@@ -476,13 +483,13 @@ class _Importer:
             padded = self._conv_geometry(attrs, ints.shape)["pad"] > 0
         weights, total, requant, pad_value, scale = conv_like(
             name, "dense" if ints.ndim == 2 else "conv2d", weights=ints, w_zero=zw,
-            sx=x.scale, zx=x.zero, sw=sw, sy=sy, zy=zy, bias=bias, activation=activation,
+            sx=x.real, zx=x.zero, sw=sw, sy=sy, zy=zy, bias=bias, activation=activation,
             padded=padded, host_requant=self.host_requant)
         self.scales.append(scale)
         if weights.ndim == 2:
             out = self.builder.add_node(Node(name, "dense", (x.tensor,), weights=weights,
                                              bias=total, requant=requant))
-            return _QT(out, (x.shape[0], weights.shape[0]), sy, zy)
+            return _QT(out, (x.shape[0], weights.shape[0]), sy, zy, _gain(scale))
         geometry = self._conv_geometry(attrs, ints.shape)
         group = attrs.get("group", 1)
         if group != 1:
@@ -492,7 +499,7 @@ class _Importer:
             node_attrs["pad_value"] = pad_value
         out = self.builder.add_node(Node(name, "conv2d", (x.tensor,), attrs=node_attrs,
                                          weights=weights, bias=total, requant=requant))
-        return _QT(out, self.builder.shape(out), sy, zy)
+        return _QT(out, self.builder.shape(out), sy, zy, _gain(scale))
 
     def _conv_geometry(self, attrs, wshape):
         kernel = attrs.get("kernel_shape", list(wshape[2:]))
@@ -514,7 +521,7 @@ class _Importer:
         if a.shape != b.shape:
             raise UnsupportedNode(f"it adds shapes {list(a.shape)} and {list(b.shape)}; the "
                                   f"network's add takes one shape (no broadcasting)")
-        shift_a, swap, requant, scale = add_like(name, sa=a.scale, za=a.zero, sb=b.scale,
+        shift_a, swap, requant, scale = add_like(name, sa=a.real, za=a.zero, sb=b.real,
                                                  zb=b.zero, sy=sy, zy=zy,
                                                  activation=activation)
         if swap:
@@ -523,7 +530,8 @@ class _Importer:
         attrs = {"shift_a": shift_a} if shift_a else {}
         out = self.builder.add_node(Node(name, "add", (a.tensor, b.tensor), attrs=attrs,
                                          requant=requant))
-        return _QT(out, a.shape, sy, zy)
+        smaller = min(a.real, b.real)            # the input whose scale sets the shift
+        return _QT(out, a.shape, sy, zy, 1.0 / (2.0 ** -scale.shift / (smaller / sy)))
 
     def _pool(self, node, x, sy, zy, activation):
         name = self._name(node.name or node.output[0])
@@ -531,12 +539,12 @@ class _Importer:
         attrs = _attrs(self.onnx, node)
         n, c, h, w = self.builder.shape(x.tensor)
         if op == "GlobalAveragePool":
-            requant, scale = pool_like(name, "global_avg_pool", window=h * w, sx=x.scale,
+            requant, scale = pool_like(name, "global_avg_pool", window=h * w, sx=x.real,
                                        zx=x.zero, sy=sy, zy=zy, activation=activation,
                                        host_requant=self.host_requant)
             self.scales.append(scale)
             out = self.builder.global_avg_pool(name, x.tensor, requant=requant)
-            return _QT(out, (n, c, 1, 1), sy, zy)
+            return _QT(out, (n, c, 1, 1), sy, zy, _gain(scale))
         kernel = attrs.get("kernel_shape")
         geometry = self._conv_geometry(attrs, (0, 0) + tuple(kernel))
         k = geometry["k"]
@@ -551,18 +559,19 @@ class _Importer:
                 raise UnsupportedNode("an activation after a max pool maps onto no node")
             out = self.builder.max_pool(name, x.tensor, k=k[0], stride=geometry["stride"],
                                         pad=geometry["pad"])
+            return _QT(out, self.builder.shape(out), sy, zy, x.gain)
         else:
             if geometry["pad"]:
                 raise UnsupportedNode("an average pool with padding: the divisor changes at "
                                       "the borders (count_include_pad) and the padding is 0, "
                                       "not the zero point")
-            requant, scale = pool_like(name, "avg_pool", window=k[0] * k[0], sx=x.scale,
+            requant, scale = pool_like(name, "avg_pool", window=k[0] * k[0], sx=x.real,
                                        zx=x.zero, sy=sy, zy=zy, activation=activation,
                                        host_requant=self.host_requant)
             self.scales.append(scale)
             out = self.builder.avg_pool(name, x.tensor, k=k[0], stride=geometry["stride"],
                                         requant=requant)
-        return _QT(out, self.builder.shape(out), sy, zy)
+        return _QT(out, self.builder.shape(out), sy, zy, _gain(scale))
 
     # -- operator form -------------------------------------------------------------------------
 
@@ -573,7 +582,7 @@ class _Importer:
         scale, zero = float(self._scalar(scale, "scale")), self._zero(zero)
         if qt.scale is None:
             qt.scale, qt.zero = scale, zero
-        return _QT(qt.tensor, qt.shape, scale, zero)
+        return _QT(qt.tensor, qt.shape, scale, zero, qt.gain)
 
     def _op_QLinearConv(self, node):
         i = list(node.input) + [""] * 9
@@ -636,9 +645,17 @@ class _Importer:
         if qt.tensor in self.host_outputs:
             raise OnnxImportError(f"outputs {self.host_outputs[qt.tensor].name!r} and "
                                   f"{name!r} are the same tensor; ask for one")
-        self.host_outputs[qt.tensor] = HostOutput(name, qt.shape, dtype, qt.scale, qt.zero) \
+        self.host_outputs[qt.tensor] = HostOutput(name, qt.shape, dtype, qt.real, qt.zero) \
             if dtype == "float32" else HostOutput(name, qt.shape, dtype)
         return qt.tensor
+
+
+def _gain(scale):
+    """The ``gain`` of a layer's output (:class:`_QT`): ``1 / (1 + error)`` where the device
+    approximates the layer's one multiplier by a power of two, else 1."""
+    if scale.on_host or scale.exact or not scale.uniform:
+        return 1.0
+    return 1.0 / (1.0 + scale.error)
 
 
 def _ungroup(weights, group):

@@ -47,14 +47,16 @@ class UnsupportedNode(UserError):
 class Scale:
     """One layer's requantization: ``multiplier`` (the real ``M``, the largest over channels),
     ``shift`` (``2^−shift`` on the device), ``error`` (``2^−shift / M − 1``, the largest in
-    magnitude over channels and inputs), and ``on_host`` (the layer keeps onnxruntime's real
-    multiplier and runs on the host)."""
+    magnitude over channels and inputs), ``on_host`` (the layer keeps onnxruntime's real
+    multiplier and runs on the host) and ``uniform`` (false when the channels' multipliers
+    differ)."""
     node: str
     op: str
     multiplier: float
     shift: int
     error: float
     on_host: bool = False
+    uniform: bool = True
 
     @property
     def exact(self):
@@ -125,7 +127,8 @@ def conv_like(name, op, *, weights, w_zero, sx, zx, sw, sy, zy, bias, activation
     total = np.zeros(o, np.int64) if bias is None else np.asarray(bias, np.int64).reshape(o)
     total = total - zx * weights.astype(np.int64).reshape(o, -1).sum(axis=1)
     clip = clip_bounds(zy, sy, activation)
-    scale = Scale(name, op, float(multipliers.max()), shift, error)
+    scale = Scale(name, op, float(multipliers.max()), shift, error,
+                  uniform=bool(np.all(multipliers == multipliers[0])))
     if host_requant and error != 0.0:
         if multipliers.size > 1 and not np.all(multipliers == multipliers[0]):
             raise UnsupportedNode("its per-channel scales differ; the host's requantization "

@@ -88,11 +88,10 @@ def _cnn(onnx_kit, digits_cnn, count, config, target, host_requant=False):
 
 
 def test_small_cnn_fsim_whole_data_set(onnx_kit, digits_cnn):
-    """On the device every layer's scale is the nearest power of two; quantize_static's
-    scales are not, and four layers of errors up to ±25 % move many of this weak model's
-    predictions (the figures are printed); the device's output is its numpy reference's."""
-    agree, _, _ = _cnn(onnx_kit, digits_cnn, None, "default", "fsim")
-    assert agree >= 0.5
+    """On the device every layer's scale is the nearest power of two (quantize_static's are
+    not), and the layers after it take the scale it left (docs/onnx.md, "Scales")."""
+    agree, acc, ort_acc = _cnn(onnx_kit, digits_cnn, None, "default", "fsim")
+    assert agree >= 0.95 and abs(acc - ort_acc) <= 0.02
 
 
 def test_small_cnn_host_requant_is_onnxruntime(onnx_kit, digits_cnn):
@@ -104,4 +103,4 @@ def test_small_cnn_host_requant_is_onnxruntime(onnx_kit, digits_cnn):
 @pytest.mark.tsim
 def test_small_cnn_tsim(onnx_kit, digits_cnn):
     agree, _, _ = _cnn(onnx_kit, digits_cnn, TSIM_IMAGES, "tiny", "tsim")
-    assert agree >= 0.4
+    assert agree >= 0.9
