@@ -78,6 +78,7 @@ class _Conv2dEmitter:
         self.kk = shape.kh * shape.kw
         self.pipe = Pipeline(builder, threads=tiling.threads)
         self.inp_held = [None] * tiling.threads      # what each INP buffer holds
+        self.inp_loaded = set()                        # resident INP slots loaded
         self.wgt_held = [None] * tiling.threads
         self.n_cit = -(-self.cib // tiling.tci)
         self.resident_loaded = set()                    # (cot, cit) chunks in their WGT slots
@@ -121,19 +122,33 @@ class _Conv2dEmitter:
             b.load(MemType.WGT, sram=self._wgt_base(v, *chunk),
                    dram=self.bufs.wgt + (co0 * self.cib + ci0) * self.kk, y_size=nco,
                    x_size=nci * self.kk, x_stride=self.cib * self.kk)
-        key = (tile.nb, tile.oh0, tile.th, tile.ow0, tile.tw, ci0)
-        if self.inp_held[v] != key:
+        if self.t.inp_resident:
+            slot = self._inp_slot(tile, cit)
+            load_inp = slot not in self.inp_loaded
+            self.inp_loaded.add(slot)
+            base = self.t.inp_base(slot)
+        else:
+            key = (tile.nb, tile.oh0, tile.th, tile.ow0, tile.tw, ci0)
+            load_inp = self.inp_held[v] != key
+            self.inp_held[v] = key
+            base = self.t.inp_base(v)
+        if load_inp:
             ih0, th_in, iw0, tw_in = self._window(tile)
             y0, y1 = max(0, -ih0), max(0, ih0 + th_in - sh.h)
             x0, x1 = max(0, -iw0), max(0, iw0 + tw_in - sh.w)
             for ci in range(nci):
                 plane = (tile.nb * self.cib + ci0 + ci) * sh.h
-                b.load(MemType.INP, sram=self.t.inp_base(v) + ci * self.t.inp_pitch,
+                b.load(MemType.INP, sram=base + ci * self.t.inp_pitch,
                        dram=self.bufs.inp + (plane + ih0 + y0) * sh.w + iw0 + x0,
                        y_size=th_in - y0 - y1, x_size=tw_in - x0 - x1, x_stride=sh.w,
                        y_pad=(y0, y1), x_pad=(x0, x1), pad_value=self.pad_value)
-            self.inp_held[v] = key
         self.pipe.end_load()
+
+    def _inp_slot(self, tile, cit):
+        """The resident INP slot of the tile's input window, input chunk ``cit``."""
+        n_h, n_w = -(-self.shape.oh // self.t.th), -(-self.shape.ow // self.t.tw)
+        spatial = (tile.nb * n_h + tile.oh0 // self.t.th) * n_w + tile.ow0 // self.t.tw
+        return spatial * self.n_cit + cit
 
     def _wgt_base(self, v, cot, cit):
         """First WGT row of chunk ``(cot, cit)``: its resident slot, or buffer ``v``'s."""
@@ -167,7 +182,8 @@ class _Conv2dEmitter:
         ci0, nci = self._ci_range(cit)
         co0, nco = self._co_range(tile)
         _, th_in, _, tw_in = self._window(tile)
-        acc, inp = t.acc_base(va), t.inp_base(vi)
+        acc = t.acc_base(va)
+        inp = t.inp_base(self._inp_slot(tile, cit) if t.inp_resident else vi)
         wgt0 = self._wgt_base(vi, tile.cot, cit)
         uops = []
         for ci in range(nci):

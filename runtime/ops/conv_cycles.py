@@ -86,21 +86,26 @@ class _Costs:
 
 
 def _tasks(cfg, shape, t):
-    """(tile index, th, tw, nco, cot, cit, nci, first, last) in the emitter's order."""
+    """(tile index, spatial tile index, th, tw, nco, cot, cit, nci, first, last) in the
+    emitter's order."""
     cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
     n_ci = _ceil(cib, t.tci)
+    n_spatial = _ceil(shape.oh, t.th) * _ceil(shape.ow, t.tw)
     tile = 0
-    for _ in range(shape.n // cfg.batch):
+    for nb in range(shape.n // cfg.batch):
         for cot in range(_ceil(cob, t.tco)):
             nco = min(t.tco, cob - cot * t.tco)
+            spatial = nb * n_spatial
             for oh0 in range(0, shape.oh, t.th):
                 th = min(t.th, shape.oh - oh0)
                 for ow0 in range(0, shape.ow, t.tw):
                     tw = min(t.tw, shape.ow - ow0)
                     for cit in range(n_ci):
                         nci = min(t.tci, cib - cit * t.tci)
-                        yield tile, th, tw, nco, cot, cit, nci, cit == 0, cit == n_ci - 1
+                        yield (tile, spatial, th, tw, nco, cot, cit, nci, cit == 0,
+                               cit == n_ci - 1)
                     tile += 1
+                    spatial += 1
 
 
 def lower_bound(cfg, shape, t, *, tail_steps=TAIL_STEPS):
@@ -133,11 +138,15 @@ def estimate(cfg, shape, t, *, tail_steps=TAIL_STEPS, give_up=None):
     gemm_done = []            # per task: when its GEMM released the input buffer
     store_done = []           # per tile: when its store released the accumulator buffer
     held = [None] * threads   # the weight chunk each input buffer holds (weights per task)
-    resident = set()
-    for j, (tile, th, tw, nco, cot, cit, nci, first, last) in enumerate(_tasks(cfg, shape, t)):
+    resident, windows = set(), set()
+    for j, (tile, spatial, th, tw, nco, cot, cit, nci, first, last) in enumerate(
+            _tasks(cfg, shape, t)):
         # Load stage.
         start = load_free if j < threads else max(load_free, gemm_done[j - threads])
-        cycles = costs.input_load(th, tw, nci)
+        cycles = 0
+        if not t.inp_resident or (spatial, cit) not in windows:
+            windows.add((spatial, cit))
+            cycles += costs.input_load(th, tw, nci)
         v, chunk = j % threads, (cot, cit)
         if t.wgt_resident:
             if chunk not in resident:

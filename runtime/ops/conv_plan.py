@@ -9,7 +9,9 @@ the weights are loaded once and stay resident instead.
 
 Scratchpad regions (rows):
 
-* INP buffer: ``tci`` blocks × ``inp_pitch`` rows, ``inp_pitch`` = rows × columns of the
+* INP: per buffer, or — when a slot for every (spatial tile, input chunk) fits — resident in
+  slot ``spatial · n_ci + cit`` (loaded once, reused by every output-block tile), ``tci``
+  blocks × ``inp_pitch`` rows, ``inp_pitch`` = rows × columns of the
   largest input window ``((th−1)·s + KH) × ((tw−1)·s + KW)``;
 * WGT: per buffer ``[co][ci][kh][kw]`` of one ``tco × tci`` chunk, or — when a slot for every
   chunk fits — resident: chunk ``(cot, cit)`` in its own slot ``cot · n_ci + cit`` (each loaded
@@ -86,8 +88,9 @@ class Conv2dShape:
 @dataclass(frozen=True)
 class Conv2dTiling:
     """Tile sizes (``tco``, ``tci`` in channel blocks) and the resulting scratchpad regions.
-    ``reload_weights``: every task loads its weights even when its buffer still holds them (the
-    schedule of TVM's fallback, :func:`fallback_tiling`; the planner never chooses it)."""
+    ``inp_resident``: every input window has its own INP slot, loaded once. ``reload_weights``:
+    every task loads its weights even when its buffer still holds them (the schedule of TVM's
+    fallback, :func:`fallback_tiling`; the planner never chooses it)."""
     th: int
     tw: int
     tco: int
@@ -98,8 +101,10 @@ class Conv2dTiling:
     acc_pitch: int
     bias_rows: int
     reload_weights: bool = False
+    inp_resident: bool = False
 
     def inp_base(self, v):
+        """First INP row of buffer ``v`` (or, resident, of slot ``v``)."""
         return v * self.tci * self.inp_pitch
 
     def acc_base(self, v):
@@ -170,8 +175,10 @@ def tiling_for(cfg, shape, th, tw, tco, tci, threads, *, bias):
     cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
     inp_pitch = _window(th, s, shape.kh) * _window(tw, s, shape.kw)
     resident = _resident_rows(cob, cib, tco, tci, kk) <= cfg.wgt_depth
+    windows = (shape.n // cfg.batch) * -(-shape.oh // th) * -(-shape.ow // tw) * -(-cib // tci)
     return Conv2dTiling(th, tw, tco, tci, threads, resident, inp_pitch, th * tw,
-                        cob if bias else 0)
+                        cob if bias else 0,
+                        inp_resident=windows * tci * inp_pitch <= cfg.inp_depth)
 
 
 #: Cost of one instruction in the tiling score, in bytes moved: fetching and starting an
@@ -187,7 +194,8 @@ def _cost(cfg, shape, t):
     n_co, n_ci = -(-cob // t.tco), -(-cib // t.tci)
     tiles = nb * n_co * n_h * n_w
     tasks = tiles * n_ci
-    inp_rows = tasks * t.tci * _window(t.th, s, shape.kh) * _window(t.tw, s, shape.kw)
+    loads = tasks // n_co if t.inp_resident else tasks         # input windows loaded
+    inp_rows = loads * t.tci * _window(t.th, s, shape.kh) * _window(t.tw, s, shape.kw)
     if t.wgt_resident:
         wgt_rows = cob * cib * kk
     elif n_ci == 1:
@@ -247,12 +255,14 @@ def fallback_tiling(cfg, shape, *, threads=2, bias=False):
     one input channel block — and the weights of every task loaded for that task (TVM's
     schedule keeps no weights across output tiles). ``None`` if even that does not fit."""
     t = tiling_for(cfg, shape, 1, 1, 1, 1, threads, bias=bias)
-    return None if t is None else replace(t, wgt_resident=False, reload_weights=True)
+    return None if t is None else replace(t, wgt_resident=False, reload_weights=True,
+                                          inp_resident=False)
 
 
 def describe(cfg, shape, t):
     """One line for reports."""
     cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
     return (f"tile {t.th}x{t.tw} px, {t.tco}/{cob} out blocks, {t.tci}/{cib} in blocks, "
-            f"{t.threads} thread(s), weights {'resident' if t.wgt_resident else 'per task'}; "
+            f"{t.threads} thread(s), weights {'resident' if t.wgt_resident else 'per task'}"
+            f"{', inputs resident' if t.inp_resident else ''}; "
             f"{math.ceil(shape.oh / t.th) * math.ceil(shape.ow / t.tw)} spatial tiles")
