@@ -1,7 +1,7 @@
 """Two real quantized models to import (docs/onnx.md): a classifier trained by scikit-learn on
 its bundled 8×8 digits (no download), converted by skl2onnx, and a small CNN written with
-onnx.helper; both quantized by onnxruntime's own ``quantize_static`` (QDQ, int8) on
-calibration images. The tests and ``avta bench onnx-digits`` use them.
+onnx.helper; both quantized by onnxruntime's own ``quantize_static`` (int8, in QDQ form or in
+operator form) on calibration images. The tests and ``avta bench onnx-digits`` use them.
 
 Everything here needs the optional extra: ``pip install 'avta[onnx]'``.
 """
@@ -15,7 +15,11 @@ from avta.errors import UserError
 
 from .onnx_import import INSTALL_HINT, load_onnx
 
-__all__ = ["digits", "quantize_qdq", "digits_mlp", "small_cnn", "logits_tensor"]
+__all__ = ["digits", "quantize", "digits_mlp", "small_cnn", "logits_tensor", "FORMS"]
+
+#: quantize_static's two formats: QuantizeLinear/DequantizeLinear around float operators, or
+#: QLinearConv, QGemm, … operators.
+FORMS = ("QDQ", "QOperator")
 
 
 def _need(module):
@@ -43,25 +47,29 @@ def digits():
     return (x / 16).astype(np.float32), y
 
 
-def quantize_qdq(model, folder, calibration, *, name="model", per_channel=False):
-    """``model`` after onnxruntime's ``quant_pre_process`` and ``quantize_static`` (QDQ, int8
-    activations and weights, calibrated on ``calibration``), saved in ``folder`` as
-    ``NAME.qdq.onnx``; returns that path."""
+def quantize(model, folder, calibration, *, name="model", form="QDQ", per_channel=False):
+    """``model`` after onnxruntime's ``quant_pre_process`` and ``quantize_static`` (``form``
+    QDQ or QOperator, int8 activations and weights, calibrated on ``calibration``), saved in
+    ``folder`` as ``NAME.qdq.onnx`` or ``NAME.qoperator.onnx``; returns that path."""
+    if form not in FORMS:
+        raise UserError(f"form {form!r} is not one of {', '.join(FORMS)}")
     onnx = load_onnx()
     quantization = _need("onnxruntime.quantization")
     shape_inference = _need("onnxruntime.quantization.shape_inference")
     folder = Path(folder)
-    raw, pre, out = (folder / f"{name}{suffix}.onnx" for suffix in ("", ".pre", ".qdq"))
+    raw, pre, out = (folder / f"{name}{suffix}.onnx"
+                     for suffix in ("", ".pre", "." + form.lower()))
     onnx.save(model, raw)
     shape_inference.quant_pre_process(str(raw), str(pre), skip_symbolic_shape=True)
     quantization.quantize_static(
         str(pre), str(out), _Reader(model.graph.input[0].name, calibration),
-        quant_format=quantization.QuantFormat.QDQ, activation_type=quantization.QuantType.QInt8,
-        weight_type=quantization.QuantType.QInt8, per_channel=per_channel)
+        quant_format=getattr(quantization.QuantFormat, form),
+        activation_type=quantization.QuantType.QInt8, weight_type=quantization.QuantType.QInt8,
+        per_channel=per_channel)
     return out
 
 
-def digits_mlp(folder, x, y, *, hidden=32, seed=0):
+def digits_mlp(folder, x, y, *, hidden=32, seed=0, form="QDQ"):
     """An MLPClassifier (64-``hidden``-10) trained on ``x, y``, converted by skl2onnx (opset
     17, no ZipMap) and quantized on every 7th image; the path of the quantized model. It ends
     in Softmax and ArgMax, which the accelerator does not run: import it up to
@@ -75,14 +83,17 @@ def digits_mlp(folder, x, y, *, hidden=32, seed=0):
                                            random_state=seed).fit(x, y)
     model = skl2onnx.to_onnx(clf, x[:1], options={id(clf): {"zipmap": False}},
                              target_opset=17)
-    return quantize_qdq(model, folder, x[::7], name="digits_mlp")
+    return quantize(model, folder, x[::7], name="digits_mlp", form=form)
 
 
 def logits_tensor(model):
-    """The float tensor a quantized classifier's Softmax reads, taken before its
-    QuantizeLinear: the logits (``--outputs`` of ``avta import``)."""
+    """The logits of a quantized classifier, which its Softmax reads (``--outputs`` of ``avta
+    import``): in operator form the int8 input of QLinearSoftmax, in QDQ form the float tensor
+    before the QuantizeLinear whose DequantizeLinear the Softmax reads."""
     nodes = list(model.graph.node)
-    softmax = next(n for n in nodes if n.op_type == "Softmax")
+    softmax = next(n for n in nodes if n.op_type in ("Softmax", "QLinearSoftmax"))
+    if softmax.op_type == "QLinearSoftmax":
+        return softmax.input[0]
     dq = next(n for n in nodes if n.output[0] == softmax.input[0])
     q = next(n for n in nodes if n.output[0] == dq.input[0])
     return q.input[0]
@@ -95,7 +106,7 @@ def _run(model, x):
     return session.run(None, {session.get_inputs()[0].name: x})
 
 
-def small_cnn(folder, x, y, *, seed=0):
+def small_cnn(folder, x, y, *, seed=0, form="QDQ"):
     """A small CNN written with onnx.helper on the 8×8 digits (input ``[N, 1, 8, 8]``): Conv
     1→8 3×3 pad 1 + Relu, MaxPool 2, Conv 8→16 3×3 pad 1 + Relu, GlobalAveragePool, Flatten,
     Gemm 16→10. The convolutions are seeded random; the Gemm is a logistic regression fitted on
@@ -132,4 +143,4 @@ def small_cnn(folder, x, y, *, seed=0):
     head = linear_model.LogisticRegression(max_iter=2000).fit(features, y)
     arrays.update(wf=head.coef_.T, bf=head.intercept_)
     nodes.append(helper.make_node("Gemm", ["features", "wf", "bf"], ["logits"], name="fc"))
-    return quantize_qdq(model("logits", 10), folder, images[::7], name="small_cnn")
+    return quantize(model("logits", 10), folder, images[::7], name="small_cnn", form=form)

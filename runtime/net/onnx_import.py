@@ -3,7 +3,8 @@
 
 Two forms of quantized model are read: QDQ (QuantizeLinear/DequantizeLinear around float
 operators, what ``onnxruntime.quantization.quantize_static`` writes by default) and operator
-form (QLinearConv, QLinearMatMul, QLinearAdd, QLinearAveragePool, QLinearGlobalAveragePool).
+form (QLinearConv, QLinearMatMul, QGemm, QLinearAdd, QLinearAveragePool,
+QLinearGlobalAveragePool).
 Conv (grouped and depthwise too), Gemm/MatMul, Add, Relu/Clip (fused into the node before),
 MaxPool, AveragePool, GlobalAveragePool, Flatten/Reshape and Identity map onto the network
 format; every other node is reported by name and op type (:class:`OnnxImportError`), never
@@ -30,7 +31,7 @@ from .onnx_lower import UnsupportedNode, add_like, conv_like, pool_like
 __all__ = ["import_onnx", "Imported", "OnnxImportError", "cmd_import", "load_onnx"]
 
 INSTALL_HINT = "pip install 'avta[onnx]'"
-_OPERATOR_FORM = {"QLinearConv", "QLinearMatMul", "QLinearAdd", "QLinearAveragePool",
+_OPERATOR_FORM = {"QLinearConv", "QLinearMatMul", "QGemm", "QLinearAdd", "QLinearAveragePool",
                   "QLinearGlobalAveragePool"}
 _COMPUTE = {"Conv", "Gemm", "MatMul", "Add", "AveragePool", "GlobalAveragePool", "MaxPool"}
 #: The ops the importer maps, as the error message lists them.
@@ -434,7 +435,7 @@ class _Importer:
             ints, sw, zw, axis = self.deq_const[inputs[1]]
             bias = None
             if len(inputs) > 2 and inputs[2]:
-                bias = self._bias(inputs[2], x.real, sw)
+                bias = self._bias(inputs[2], x.scale, sw)
             return self._conv_or_dense(node, x, ints, sw, zw, bias, sy, zy, pending.activation)
         if node.op_type == "Add":
             a, b = (self._tensor_input(node, i) for i in inputs[:2])
@@ -468,8 +469,10 @@ class _Importer:
         attrs = _attrs(self.onnx, node)
         ints, moved = self._device_ints(ints)
         zw = np.asarray(zw).astype(np.int64) - moved
+        if bias is not None and x.gain != 1.0:   # the bias's unit is the model's sx·sw
+            bias = np.rint(np.asarray(bias, np.float64) / x.gain).astype(np.int64)
         sw = np.asarray(sw, np.float64).reshape(-1)
-        if op in ("Gemm", "MatMul", "QLinearMatMul"):
+        if op in ("Gemm", "MatMul", "QLinearMatMul", "QGemm"):
             if attrs.get("transA", 0) or attrs.get("alpha", 1.0) != 1.0 \
                     or attrs.get("beta", 1.0) != 1.0:
                 raise UnsupportedNode("a Gemm with transA, alpha or beta maps onto no node")
@@ -600,6 +603,20 @@ class _Importer:
         zw = np.asarray(self._const(i[5], "zero point"))
         sy, zy = float(self._scalar(i[6], "scale")), self._zero(i[7])
         self.q[node.output[0]] = self._conv_or_dense(node, x, ints, sw, zw, None, sy, zy, None)
+
+    def _op_QGemm(self, node):
+        """com.microsoft QGemm (what quantize_static's operator form makes of a Gemm): A, its
+        scale and zero point, B, its scale and zero point, the int32 bias C, then y's scale and
+        zero point (without them the output is float, which maps onto no node)."""
+        i = list(node.input) + [""] * 9
+        if not i[7]:
+            raise UnsupportedNode("a QGemm without y_scale has a float output")
+        x = self._qt(i[0], i[1], i[2])
+        ints, sw = self._const(i[3], "weights"), np.asarray(self._const(i[4], "scale"))
+        zw = np.asarray(self._const(i[5], "zero point"))
+        bias = None if not i[6] else np.asarray(self._const(i[6], "bias"), np.int64)
+        sy, zy = float(self._scalar(i[7], "scale")), self._zero(i[8])
+        self.q[node.output[0]] = self._conv_or_dense(node, x, ints, sw, zw, bias, sy, zy, None)
 
     def _op_QLinearAdd(self, node):
         i = list(node.input) + [""] * 8

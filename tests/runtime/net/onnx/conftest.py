@@ -250,24 +250,25 @@ def onnx_kit():
 
 # -- real models: scikit-learn's digits, trained, converted, quantized by onnxruntime ---------
 
-@pytest.fixture(scope="session")
-def digits_mlp(tmp_path_factory):
-    """The digits MLP of :mod:`avta.runtime.net.onnx_examples`, quantized by quantize_static:
-    ``(quantized model, x, y, logits tensor name)``."""
+@pytest.fixture(scope="session", params=["QDQ", "QOperator"])
+def digits_mlp(request, tmp_path_factory):
+    """The digits MLP of :mod:`avta.runtime.net.onnx_examples`, quantized by quantize_static in
+    each form: ``(quantized model, x, y, logits tensor name)``."""
     pytest.importorskip("sklearn")
     pytest.importorskip("skl2onnx")
     from avta.runtime.net import onnx_examples as ex
     x, y = ex.digits()
-    model = onnx.load(ex.digits_mlp(tmp_path_factory.mktemp("digits"), x, y))
+    path = ex.digits_mlp(tmp_path_factory.mktemp("digits"), x, y, form=request.param)
+    model = onnx.load(path)
     return model, x, y, ex.logits_tensor(model)
 
 
-@pytest.fixture(scope="session")
-def digits_cnn(tmp_path_factory):
-    """The small CNN of :mod:`avta.runtime.net.onnx_examples` quantized by quantize_static:
-    ``(quantized model, images [N, 1, 8, 8], y)``."""
+@pytest.fixture(scope="session", params=["QDQ", "QOperator"])
+def digits_cnn(request, tmp_path_factory):
+    """The small CNN of :mod:`avta.runtime.net.onnx_examples` quantized by quantize_static in
+    each form: ``(quantized model, images [N, 1, 8, 8], y)``."""
     pytest.importorskip("sklearn")
     from avta.runtime.net import onnx_examples as ex
     x, y = ex.digits()
-    model = onnx.load(ex.small_cnn(tmp_path_factory.mktemp("cnn"), x, y))
+    model = onnx.load(ex.small_cnn(tmp_path_factory.mktemp("cnn"), x, y, form=request.param))
     return model, x.reshape(-1, 1, 8, 8), y

@@ -19,6 +19,11 @@ def _predictions(onnx_kit, imported, x, config, target):
     return logits.reshape(len(x), -1).argmax(axis=1)
 
 
+def _form(model):
+    qop = any(n.op_type.startswith(("QLinear", "QGemm")) for n in model.graph.node)
+    return "operator form" if qop else "QDQ"
+
+
 def _compare(name, ours, theirs, y):
     agree = float(np.mean(ours == theirs))
     acc, ort_acc = float(np.mean(ours == y)), float(np.mean(theirs == y))
@@ -34,7 +39,7 @@ def _mlp(onnx_kit, digits_mlp, count, config, target):
     print("\n" + imported.report())
     label, _ = onnx_kit.run_ort(model, x)
     ours = _predictions(onnx_kit, imported, x, config, target)
-    return _compare(f"digits MLP on {config} ({target})", ours, label, y)
+    return _compare(f"digits MLP ({_form(model)}) on {config} ({target})", ours, label, y)
 
 
 def test_digits_mlp_fsim_whole_data_set(onnx_kit, digits_mlp):
@@ -48,15 +53,18 @@ def test_digits_mlp_host_requant_is_onnxruntime(onnx_kit, digits_mlp):
     imported = import_onnx(model, batch=len(x), outputs=[logits], host_requant=True)
     assert all(s.on_host for s in imported.scales if not s.exact)
     (ours,) = onnx_kit.run_device(imported.graph, x, "default")[0].values()
-    dq = next(n.output[0] for n in model.graph.node
-              if n.op_type == "DequantizeLinear" and n.input[0].startswith(logits))
-    model.graph.output.append(onnx.helper.make_tensor_value_info(dq, onnx.TensorProto.FLOAT,
-                                                                 None))
+    # QDQ: the DequantizeLinear of the logits' QuantizeLinear; operator form: the int8 logits
+    q = [n.output[0] for n in model.graph.node
+         if n.op_type == "QuantizeLinear" and n.input[0] == logits]
+    fetch = next((n.output[0] for n in model.graph.node if q and n.input[0] == q[0]
+                  and n.op_type == "DequantizeLinear"), logits)
+    kind = onnx.TensorProto.FLOAT if q else onnx.TensorProto.INT8
+    model.graph.output.append(onnx.helper.make_tensor_value_info(fetch, kind, None))
     try:
-        ort_logits = onnx_kit.run_ort(model, x)[-1]
+        theirs = onnx_kit.run_ort(model, x)[-1]
     finally:
         model.graph.output.pop()
-    assert np.mean(ours == ort_logits) > 0.999
+    assert ours.dtype == theirs.dtype and np.mean(ours == theirs) > 0.999
 
 
 @pytest.mark.tsim
@@ -83,8 +91,8 @@ def _cnn(onnx_kit, digits_cnn, count, config, target, host_requant=False):
     (theirs,) = onnx_kit.run_ort(model, images)
     ours = _predictions(onnx_kit, imported, images, config, target)
     where = "inexact layers on the host" if host_requant else "nearest powers of two"
-    return _compare(f"small CNN on {config} ({target}, {where})", ours, theirs.argmax(axis=1),
-                    y)
+    return _compare(f"small CNN ({_form(model)}) on {config} ({target}, {where})", ours,
+                    theirs.argmax(axis=1), y)
 
 
 def test_small_cnn_fsim_whole_data_set(onnx_kit, digits_cnn):

@@ -5,8 +5,10 @@ at rounding ties (the device rounds a half up, onnxruntime to even: docs/onnx.md
 import numpy as np
 import pytest
 
-from avta.errors import UserError
-from avta.runtime.net.onnx_import import OnnxImportError, import_onnx
+onnx = pytest.importorskip("onnx")
+
+from avta.errors import UserError  # noqa: E402
+from avta.runtime.net.onnx_import import OnnxImportError, import_onnx  # noqa: E402
 
 SX, SW, SY = 2.0 ** -4, 2.0 ** -6, 2.0 ** -3        # M = SX·SW/SY = 2^-7
 
@@ -196,3 +198,31 @@ def test_padding_with_another_zero_point_is_refused(onnx_kit):
 def test_missing_model_is_a_user_error(tmp_path):
     with pytest.raises(UserError, match="does not exist"):
         import_onnx(tmp_path / "none.onnx")
+
+
+def test_without_the_extra_the_command_says_what_to_install(monkeypatch, capsys, tmp_path):
+    import sys
+
+    from avta.cli import main
+    monkeypatch.setitem(sys.modules, "onnx", None)          # import onnx raises ImportError
+    assert main(["import", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "n.yaml")]) == 2
+    assert "pip install 'avta[onnx]'" in capsys.readouterr().err
+
+
+def test_the_command_writes_a_network_that_avta_run_takes(onnx_kit, tmp_path, capsys):
+    """avta import, then avta run with the model's float input and output (docs/onnx.md)."""
+    from avta.cli import main
+    rng = np.random.default_rng(10)
+    m = onnx_kit.QDQ((1, 2, 4, 4), SX, -128)
+    y = m.conv(m.x, _weights(rng, (3, 2, 3, 3)), SW, None, SY, 1, pad=1, act="relu")
+    onnx.save(m.build(y), tmp_path / "m.onnx")
+    x = _input(rng, (1, 2, 4, 4), -128)
+    np.save(tmp_path / "x.npy", x)
+    assert main(["import", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "n.yaml")]) == 0
+    assert "1 of 1 requantizations are powers of two" in capsys.readouterr().out
+    assert main(["run", str(tmp_path / "n.yaml"), "--config", "tiny", "--input",
+                 str(tmp_path / "x.npy"), "--output", str(tmp_path / "y.npy")]) == 0
+    ours = np.load(tmp_path / "y.npy")
+    (theirs,) = onnx_kit.run_ort(onnx.load(tmp_path / "m.onnx"), x)
+    assert ours.dtype == np.float32 and ours.shape == theirs.shape
+    assert np.abs(ours - theirs).max() <= SY                  # equal but for ties
