@@ -256,6 +256,27 @@ class _Conv2dEmitter:
                 self.emit_store(tile)
 
 
+class _AluCounter:
+    """Stands in for a StreamBuilder to count the ALU instructions a requantization emits."""
+
+    def __init__(self):
+        self.two_operand = []
+
+    def alu(self, kernel, op, *, imm=None):
+        self.two_operand.append(imm is None and op != AluOp.MOV)
+
+
+def _tail_steps(cfg, requant, bias_added):
+    """ALU passes over each output row for the planner's estimate: the accumulator start, then
+    every instruction of the requantization tail (a two-operand one twice on one ACC read
+    port, docs/architecture.md, compute stage)."""
+    if requant.on_host:
+        return 1
+    count = _AluCounter()
+    requant.emit(count, None, object() if bias_added else None)
+    return 1 + sum(2 if two and cfg.acc_read_ports == 1 else 1 for two in count.two_operand)
+
+
 def build_conv2d(cfg, shape, bufs, *, requant=Requant(), threads=2, tiling=None,
                  bias_bound=None):
     """The :class:`~avta.runtime.program.Program` of one conv2d layer. ``bias_bound``, the
@@ -264,7 +285,10 @@ def build_conv2d(cfg, shape, bufs, *, requant=Requant(), threads=2, tiling=None,
     if shape.pad_value not in _PAD_VALUES:
         raise ValueError(f"conv2d pads with {sorted(_PAD_VALUES)}, not {shape.pad_value}")
     if tiling is None:
-        tiling = plan_conv2d(cfg, shape, threads=threads, bias=bufs.bias is not None)
+        bias_added = bufs.bias is not None and not requant.bias_starts_acc(
+            bias_bound, shape.cin * shape.kh * shape.kw)
+        tiling = plan_conv2d(cfg, shape, threads=threads, bias=bufs.bias is not None,
+                             tail_steps=_tail_steps(cfg, requant, bias_added))
     builder = StreamBuilder(cfg)
     _Conv2dEmitter(builder, shape, tiling, bufs, requant, bias_bound).emit()
     return builder.finish()

@@ -92,3 +92,16 @@ def test_resident_inputs_load_once(default_cfg, rng, int8, device):
     np.testing.assert_array_equal(out, conv2d_ref(x, w, bias, pad=1, requant=rq))
     rows = (4 + 3) * 6        # input rows 0..3 and 2..4 of the two row tiles, all 6 columns
     assert dev.last_result.counters["INP_LD"] == rows * 3 * cfg.inp_elem_bytes
+
+
+def test_tail_steps_follow_the_requantization():
+    """The planner's ALU passes per output row: the accumulator start plus the tail's
+    instructions, a two-operand ADD twice on one ACC read port."""
+    from avta.runtime.ops.conv2d import _tail_steps
+    cfg = load_config("default")
+    relu = Requant(8, (0, 127))
+    assert _tail_steps(cfg, relu, bias_added=False) == 4           # MOV, SHR, MIN, MAX
+    assert _tail_steps(cfg, relu, bias_added=True) == 6            # reset, SHR, ADD x2, MIN, MAX
+    assert _tail_steps(cfg.replace(acc_read_ports=2), relu, bias_added=True) == 5
+    assert _tail_steps(cfg, Requant(8, (-127, 127), use_clp=True), bias_added=False) == 3
+    assert _tail_steps(cfg, Requant(), bias_added=False) == 1
