@@ -368,7 +368,8 @@ class Graph:
             if tensor not in tensors:
                 raise GraphError(f"graph {self.name!r}: host {what} step for {tensor!r}, which "
                                  f"is not a graph {what}")
-            size = int(np.prod(self.shapes[tensor]))
+            shape = self.shapes[tensor]
+            size = int(np.prod(spec.unpadded(shape) if hasattr(spec, "unpadded") else shape))
             if int(np.prod(spec.shape)) != size:
                 raise GraphError(f"graph {self.name!r}: host {what} {spec.name!r} "
                                  f"{list(spec.shape)} has another number of values than "

@@ -45,16 +45,28 @@ def _check(spec, what):
 @dataclass(frozen=True)
 class HostInput:
     """How the host makes the device tensor from the model's input ``name`` of ``shape`` and
-    ``dtype`` (float32: quantized with ``scale`` and the int8 ``zero_point``)."""
+    ``dtype`` (float32: quantized with ``scale`` and the int8 ``zero_point``); then ``pad``
+    rows and columns of ``pad_value`` on every side (the padding of a first convolution whose
+    input's zero point the accelerator cannot pad with, docs/onnx.md)."""
     name: str
     shape: tuple
     dtype: str = "int8"
     scale: float = None
     zero_point: int = None
+    pad: int = 0
+    pad_value: int = 0
 
     def __post_init__(self):
         object.__setattr__(self, "shape", tuple(int(v) for v in self.shape))
         _check(self, "host input")
+        if not 0 <= self.pad <= 15 or not -128 <= self.pad_value <= 127:
+            raise HostIOError(f"host input {self.name!r}: pad {self.pad} must be 0..15 and "
+                              f"pad_value {self.pad_value} int8")
+
+    def unpadded(self, device_shape):
+        """The device tensor's shape before the host's padding."""
+        n, c, h, w = device_shape
+        return n, c, h - 2 * self.pad, w - 2 * self.pad
 
     def apply(self, x, device_shape):
         """The int8 device tensor of ``device_shape`` for the model's input ``x``."""
@@ -67,7 +79,11 @@ class HostInput:
             x = np.clip(q, -128, 127).astype(np.int8)
         elif self.dtype == "uint8":
             x = (x.astype(np.int16) - 128).astype(np.int8)
-        return x.reshape(device_shape)
+        x = x.reshape(self.unpadded(device_shape))
+        if self.pad:
+            p = self.pad
+            x = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)), constant_values=self.pad_value)
+        return x
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ __all__ = ["FORMAT", "save", "load", "to_yaml", "from_yaml"]
 FORMAT = "avta-network/1"
 _TOP_KEYS = ("format", "name", "weights", "inputs", "outputs", "host", "nodes")
 _OPTIONAL_KEYS = ("weights", "host")
-_HOST_KEYS = ("name", "shape", "dtype", "scale", "zero_point")
+_HOST_KEYS = ("name", "shape", "dtype", "scale", "zero_point", "pad", "pad_value")
 _NODE_KEYS = ("name", "op", "inputs", "output", "weights", "bias", "requant")
 _ARRAYS = {"weights": np.int8, "bias": np.int32}
 _REQUANT_KEYS = ("shift", "clip", "use_clp", "bias_first", "offset", "scale", "zero_point")
@@ -69,6 +69,8 @@ def _host_dict(spec):
     out = {"name": spec.name, "shape": list(spec.shape), "dtype": spec.dtype}
     if spec.scale is not None:
         out.update(scale=float(spec.scale), zero_point=int(spec.zero_point))
+    if getattr(spec, "pad", 0):
+        out.update(pad=spec.pad, pad_value=spec.pad_value)
     return out
 
 
@@ -81,10 +83,11 @@ def _host(value, source):
         steps[key] = {}
         for tensor, item in (value.get(key) or {}).items():
             where = f"host {key[:-1]} {tensor!r}"
-            if not isinstance(item, dict) or set(item) - set(_HOST_KEYS) or "name" not in item \
+            keys = _HOST_KEYS if kind is HostInput else _HOST_KEYS[:5]
+            if not isinstance(item, dict) or set(item) - set(keys) or "name" not in item \
                     or "shape" not in item:
                 _fail(source, f"{where} must be a mapping with the keys "
-                              f"{', '.join(_HOST_KEYS)} (name and shape required): {item!r}")
+                              f"{', '.join(keys)} (name and shape required): {item!r}")
             try:
                 steps[key][tensor] = kind(**item)
             except (TypeError, ValueError, UserError) as error:

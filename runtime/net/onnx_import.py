@@ -126,6 +126,7 @@ class _Importer:
         self.float_inputs = {}  # float graph input name -> model shape
         self.scales, self.unsupported, self.failed = [], [], set()
         self.names = set()
+        self.lazy = {}          # device input tensor -> (model name, shape, dtype), not yet made
         self.host_inputs, self.host_outputs = {}, {}
         self.wanted = list(outputs) if outputs else [o.name for o in self.graph.output]
         self._inputs()
@@ -164,17 +165,30 @@ class _Importer:
                 continue
             shape = self._model_shape(value)
             elem = value.type.tensor_type.elem_type
-            device = shape + (1,) * (4 - len(shape))
             if elem == onnx.TensorProto.FLOAT:
                 self.float_inputs[value.name] = shape
             elif elem in (onnx.TensorProto.INT8, onnx.TensorProto.UINT8):
-                tensor = self.builder.input(self._name(value.name), device)
+                tensor = self._name(value.name)
                 dtype = "int8" if elem == onnx.TensorProto.INT8 else "uint8"
-                self.host_inputs[tensor] = HostInput(value.name, shape, dtype)
+                self.lazy[tensor] = (value.name, shape, dtype)
                 self.q[value.name] = _QT(tensor, shape, None, None)
             else:
                 raise OnnxImportError(f"input {value.name!r} is of ONNX type {elem}; the "
                                       f"importer takes float32, int8 or uint8 inputs")
+
+    def _use(self, qt, pad=0):
+        """``qt``'s device tensor, read by a node; a model input becomes a graph input at its
+        first reader, padded by the host with its zero point when that reader is a convolution
+        that pads it with another value than 0 or −128 (docs/onnx.md, "Arithmetic")."""
+        if qt.tensor not in self.lazy:
+            return qt.tensor
+        name, shape, dtype = self.lazy.pop(qt.tensor)
+        n, c, h, w = shape + (1,) * (4 - len(shape))
+        self.builder.input(qt.tensor, (n, c, h + 2 * pad, w + 2 * pad))
+        scale, zero = (qt.scale, qt.zero) if dtype == "float32" else (None, None)
+        self.host_inputs[qt.tensor] = HostInput(name, shape, dtype, scale, zero, pad=pad,
+                                                pad_value=qt.zero if pad else 0)
+        return qt.tensor
 
     # -- constants -----------------------------------------------------------------------------
 
@@ -324,10 +338,9 @@ class _Importer:
         out = node.output[0]
         scale, zero = float(self._scalar(s, "scale")), self._zero(z)
         if x in self.float_inputs:
-            shape = self.float_inputs[x]
-            tensor = self.builder.input(self._name(x), shape + (1,) * (4 - len(shape)))
-            self.host_inputs[tensor] = HostInput(x, shape, "float32", scale, zero)
-            self.q[out] = _QT(tensor, shape, scale, zero)
+            tensor = self._name(x)
+            self.lazy[tensor] = (x, self.float_inputs[x], "float32")
+            self.q[out] = _QT(tensor, self.float_inputs[x], scale, zero)
         elif x in self.pending:
             pending = self.pending.pop(x)
             try:
@@ -484,23 +497,28 @@ class _Importer:
             padded = False
         else:
             padded = self._conv_geometry(attrs, ints.shape)["pad"] > 0
+        host_pad = 0
+        if padded and x.zero not in (0, -128) and x.tensor in self.lazy:
+            host_pad = self._conv_geometry(attrs, ints.shape)["pad"]   # the host pads with zx
+            padded = False
+        tensor = self._use(x, host_pad)
         weights, total, requant, pad_value, scale = conv_like(
             name, "dense" if ints.ndim == 2 else "conv2d", weights=ints, w_zero=zw,
             sx=x.real, zx=x.zero, sw=sw, sy=sy, zy=zy, bias=bias, activation=activation,
             padded=padded, host_requant=self.host_requant)
         self.scales.append(scale)
         if weights.ndim == 2:
-            out = self.builder.add_node(Node(name, "dense", (x.tensor,), weights=weights,
+            out = self.builder.add_node(Node(name, "dense", (tensor,), weights=weights,
                                              bias=total, requant=requant))
             return _QT(out, (x.shape[0], weights.shape[0]), sy, zy, _gain(scale))
         geometry = self._conv_geometry(attrs, ints.shape)
         group = attrs.get("group", 1)
         if group != 1:
             weights = _ungroup(weights, group)
-        node_attrs = dict(stride=geometry["stride"], pad=geometry["pad"])
+        node_attrs = dict(stride=geometry["stride"], pad=geometry["pad"] - host_pad)
         if pad_value:
             node_attrs["pad_value"] = pad_value
-        out = self.builder.add_node(Node(name, "conv2d", (x.tensor,), attrs=node_attrs,
+        out = self.builder.add_node(Node(name, "conv2d", (tensor,), attrs=node_attrs,
                                          weights=weights, bias=total, requant=requant))
         return _QT(out, self.builder.shape(out), sy, zy, _gain(scale))
 
@@ -531,7 +549,7 @@ class _Importer:
             a, b = b, a
         self.scales.append(scale)
         attrs = {"shift_a": shift_a} if shift_a else {}
-        out = self.builder.add_node(Node(name, "add", (a.tensor, b.tensor), attrs=attrs,
+        out = self.builder.add_node(Node(name, "add", (self._use(a), self._use(b)), attrs=attrs,
                                          requant=requant))
         smaller = min(a.real, b.real)            # the input whose scale sets the shift
         return _QT(out, a.shape, sy, zy, 1.0 / (2.0 ** -scale.shift / (smaller / sy)))
@@ -540,7 +558,7 @@ class _Importer:
         name = self._name(node.name or node.output[0])
         op = node.op_type.replace("QLinear", "")
         attrs = _attrs(self.onnx, node)
-        n, c, h, w = self.builder.shape(x.tensor)
+        n, c, h, w = self.builder.shape(self._use(x))
         if op == "GlobalAveragePool":
             requant, scale = pool_like(name, "global_avg_pool", window=h * w, sx=x.real,
                                        zx=x.zero, sy=sy, zy=zy, activation=activation,
@@ -659,6 +677,7 @@ class _Importer:
                 self.unsupported.append((name, "output", "the output is not an imported int8 "
                                          "tensor nor its dequantized value"))
             return None
+        self._use(qt)
         if qt.tensor in self.host_outputs:
             raise OnnxImportError(f"outputs {self.host_outputs[qt.tensor].name!r} and "
                                   f"{name!r} are the same tensor; ask for one")

@@ -41,6 +41,9 @@ def test_quantize_and_dequantize_are_onnx_formulas():
     np.testing.assert_array_equal(HostOutput("u", (2,), "uint8").apply(u8), [0, 255])
     with pytest.raises(HostIOError, match="input 'x' is float32 \\[1, 6\\]; got float64"):
         spec.apply(x.astype(np.float64), (1, 6, 1, 1))
+    padded = HostInput("x", (1, 1, 1, 2), "float32", 0.5, 4, pad=1, pad_value=4)
+    np.testing.assert_array_equal(padded.apply(np.float32([[[[1.0, -1.0]]]]), (1, 1, 3, 4))[0, 0],
+                                  [[4, 4, 4, 4], [4, 6, 2, 4], [4, 4, 4, 4]])
     with pytest.raises(HostIOError, match="needs a positive scale"):
         HostInput("x", (1,), "float32")
 
@@ -86,3 +89,15 @@ def test_bad_host_steps_and_attributes():
         Node("a", "add", ("x", "y"), attrs={"shift_a": 24})
     assert Node("c", "conv2d", ("x",), attrs={"pad_value": 0},
                 weights=np.zeros((4, 3, 1, 1), np.int8)).attrs == {"stride": 1, "pad": 0}
+
+
+def test_a_padded_host_input_round_trips(tmp_path):
+    g = Graph("p", {"x": (1, 2, 6, 6)}, [Node("pool", "max_pool", ("x",), attrs={"k": 2})],
+              ["pool"], host_inputs={"x": HostInput("x", (1, 2, 4, 4), "float32", 0.25, 9,
+                                                    pad=1, pad_value=9)})
+    path, _ = save(g, tmp_path / "p.yaml")
+    assert "pad: 1, pad_value: 9" in path.read_text()
+    assert load(path) == g
+    with pytest.raises(GraphError, match="another number of values"):
+        Graph("p", {"x": (1, 2, 6, 6)}, g.nodes, ["pool"],
+              host_inputs={"x": HostInput("x", (1, 2, 6, 6), "int8", pad=1)})

@@ -187,9 +187,23 @@ def test_unsupported_ops_are_listed_by_name_and_type(onnx_kit):
     assert import_onnx(model, outputs=[y[0]]).graph.nodes[0].op == "dense"
 
 
-def test_padding_with_another_zero_point_is_refused(onnx_kit):
-    m = onnx_kit.QDQ((1, 4, 5, 5), SX, 7)
-    y = m.conv(m.x, np.ones((4, 4, 3, 3), np.int8), SW, None, SY, 0, pad=1)
+@pytest.mark.parametrize("form", FORMS)
+def test_the_host_pads_a_first_convolution_with_the_zero_point(onnx_kit, form):
+    """The model's input has zero point 7: the host quantizes and pads it with 7 (the real 0),
+    and the convolution runs unpadded."""
+    rng = np.random.default_rng(11)
+    m = getattr(onnx_kit, form)((2, 3, 5, 6), SX, 7)
+    y = m.conv(m.x, _weights(rng, (4, 3, 3, 3)), SW, None, SY, 0, pad=1)
+    graph, _, _ = _check(onnx_kit, m.build(y), _input(rng, (2, 3, 5, 6), 7), SY)
+    (tensor, step), = graph.host_inputs.items()
+    assert graph.inputs[tensor] == (2, 3, 7, 8) and (step.pad, step.pad_value) == (1, 7)
+    assert graph.nodes[0].attrs["pad"] == 0
+
+
+def test_padding_an_inner_tensor_with_another_zero_point_is_refused(onnx_kit):
+    m = onnx_kit.QDQ((1, 4, 5, 5), SX, 0)
+    c = m.conv(m.x, np.ones((4, 4, 1, 1), np.int8), SW, None, SY, 7)
+    y = m.conv(c, np.ones((4, 4, 3, 3), np.int8), SW, None, SY, 0, pad=1)
     with pytest.raises(OnnxImportError, match=r"\(Conv\): it pads an input whose zero point "
                                               r"is 7"):
         import_onnx(m.build(y))
