@@ -8,10 +8,12 @@ Relations measured on ``tiny`` and asserted here:
   pipeline it drains; the same for an ALU with an immediate: ALU_STEPS + 4 per instruction).
   fsim's model charges ``timing.PIPELINE_DEPTH`` (5) per instruction instead, so the two
   agree on GEMM and ALU busy cycles within one cycle per instruction.
-* The memory lanes agree much less: fsim's LOAD/STORE model underestimates tiny's 64-bit
-  memory path; tsim's busy cycles per lane were 1.01x-1.73x fsim's on a matmul and a conv2d
-  (store worst), and the run's cycles 1.05x-1.16x. :func:`test_fsim_and_tsim_agree` holds
-  them to [1, 2] and to within 25%.
+* The load lane agrees less: on ``tiny`` most LOADs are a few short rows, whose first-beat
+  latency fsim's model (measured on ResNet-18's long loads, sim/fsim/timing.py) undercharges.
+  On a matmul and a conv2d tsim's busy cycles were 1.54x and 1.25x fsim's on the load lane,
+  1.06x and 1.02x on compute, 0.97x and 1.00x on store, and the runs' cycles 1.07x and 1.02x.
+  :func:`test_fsim_and_tsim_agree` holds them to :data:`BUSY_RATIOS` and the cycles to within
+  10%.
 """
 
 import numpy as np
@@ -237,6 +239,10 @@ def test_builds_without_activity_keep_their_cache_key():
     assert stripped.count("\n") < harness.count("\n")
 
 
+#: tsim's busy cycles over fsim's, per lane: the bounds of test_fsim_and_tsim_agree.
+BUSY_RATIOS = {"load": (1.0, 1.7), "compute": (1.0, 1.1), "store": (0.9, 1.1)}
+
+
 def _operators(dev, which):
     rng = np.random.default_rng(1)
     cfg = dev.cfg
@@ -258,10 +264,10 @@ def test_fsim_and_tsim_agree(which):
     devices = [Device(CFG, backend) for backend in (fsim, tsim)]
     assert np.array_equal(*[_operators(dev, which) for dev in devices])
     f, t = fsim.last_activity.check(), tsim.last_activity.check()
-    assert 1 <= t.cycles / f.cycles <= 1.25
-    for lane in LANES:
+    assert 1 <= t.cycles / f.cycles <= 1.1
+    for lane, (low, high) in BUSY_RATIOS.items():
         ratio = t.busy(lane).sum() / f.busy(lane).sum()
-        assert 1 <= ratio <= 2, (lane, ratio)
+        assert low <= ratio <= high, (lane, ratio)
     # Beyond the micro-op steps, fsim charges PIPELINE_DEPTH (5) cycles per GEMM instruction,
     # tsim TSIM_FILL (4).
     program = devices[1].last_program
