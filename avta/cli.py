@@ -337,6 +337,24 @@ def build_parser():
     p.add_argument("-o", "--output", required=True, metavar="DIR")
     p.add_argument("--check", action="store_true", help="exit non-zero on any violation")
     p.set_defaults(run=_lazy("avta.floorplan.cli", "cmd_floorplan"))
+
+    p = sub.add_parser("area", help="a configuration's area: floorplan model or synthesized",
+                       description="Print the area of a configuration: the floorplan model's "
+                                   "(SRAM macros, logic per block) or, with --synth, the design "
+                                   "synthesized by Yosys (logic cells and area per unit, cached "
+                                   "by design hash).")
+    _config_arg(p)
+    p.add_argument("--synth", action="store_true",
+                   help="synthesize the design with Yosys (minutes the first time)")
+    p.add_argument("--style", choices=("functional", "tiled"), default="tiled",
+                   help="the floorplan whose die is the model's area (default: %(default)s)")
+    p.add_argument("--json", metavar="FILE", help="also write the report as JSON")
+    p.add_argument("--no-cache", action="store_true",
+                   help="synthesize again even when the result is cached")
+    p.add_argument("--calibrate", action="store_true",
+                   help="fit the floorplan's logic model to the synthesis of the calibration "
+                        "configurations and print its error there and on held-out ones")
+    p.set_defaults(run=_lazy("avta.synth.cli", "cmd_area"))
     return parser
 
 

@@ -23,15 +23,22 @@ import yaml
 from .geometry import Halo
 from .layout import Macro
 
-__all__ = ["Technology", "TechnologyError", "load_technology", "shipped_technologies", "TECH_DIR"]
+__all__ = ["Technology", "TechnologyError", "load_technology", "shipped_technologies", "TECH_DIR",
+           "LOGIC_CELLS"]
 
 TECH_DIR = Path(__file__).resolve().parent / "tech"
+
+#: Keys of the optional ``logic_cells`` section: the area of each gate of a Yosys netlist
+#: (Yosys's internal cell ``$_NAME_``) and of a flip-flop with its enable and reset logic.
+LOGIC_CELLS = ("NOT", "BUF", "AND", "NAND", "OR", "NOR", "XOR", "XNOR", "ANDNOT", "ORNOT", "MUX",
+               "NMUX", "AOI3", "OAI3", "AOI4", "OAI4", "dff", "enable", "sync_reset",
+               "async_reset")
 
 # key: (type, required); numbers must be positive unless listed in _MAY_BE_ZERO.
 _SCHEMA = {
     "name": (str, True), "description": (str, False), "dbu_per_micron": (int, True),
     "site": (dict, True), "standard_cells": (dict, True), "sram": (dict, True),
-    "spacing": (dict, True),
+    "spacing": (dict, True), "logic_cells": (dict, False),
 }
 _SECTIONS = {
     "site": {"name": str, "width": float, "row_height": float},
@@ -41,6 +48,7 @@ _SECTIONS = {
              "min_rows": int, "min_words": int, "max_words": int, "max_bits": int,
              "max_aspect": float, "halo": float},
     "spacing": {"macro": float, "core_margin": float},
+    "logic_cells": {key: float for key in LOGIC_CELLS},
 }
 _MAY_BE_ZERO = {"periphery_width", "periphery_height", "halo", "macro", "core_margin"}
 
@@ -103,6 +111,13 @@ class Technology:
                            doc="DBU, rounded up to a whole number of both sites and rows, so the "
                                "core starts on the placement grid")
     macro_halo = property(lambda self: Halo.uniform(self.dbu(self._data["sram"]["halo"])))
+
+    @property
+    def logic_cells(self):
+        """Square microns of each gate of a synthesized netlist (the ``logic_cells`` section,
+        keys :data:`LOGIC_CELLS`), or None when the description has none."""
+        cells = self._data.get("logic_cells")
+        return dict(cells) if cells is not None else None
 
     # -- units ----------------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 #: Source folder → the package it installs as (pyproject.toml's package-dir).
 FOLDERS = {"avta": "avta", "isa": "avta.isa", "hw": "avta.hw", "sim": "avta.sim",
-           "runtime": "avta.runtime", "floorplan": "avta.floorplan"}
+           "runtime": "avta.runtime", "floorplan": "avta.floorplan", "synth": "avta.synth"}
 
 #: Package prefix → the prefixes it may import (besides itself); the most specific prefix wins.
 ALLOWED = {
@@ -23,6 +23,10 @@ ALLOWED = {
     # Design-space exploration weighs the simulators' cycles against the floorplan's area.
     "avta.sim.sweep": ("avta.isa", "avta.hw", "avta.runtime", "avta.sim", "avta.floorplan",
                        "avta.errors", "avta.version", "avta.progress"),
+    # Area from synthesis: the RTL through Yosys, memories as the floorplan's macros; the
+    # synthesis cache sits with the Verilator builds (avta.sim.verilator.cache_root).
+    "avta.synth": ("avta.isa", "avta.hw", "avta.floorplan", "avta.errors", "avta.version",
+                   "avta.sim.verilator"),
     "avta.errors": (),
     "avta.version": (),
     "avta.progress": (),

@@ -18,11 +18,11 @@ from ..layout import Floorplan
 from ..tech import load_technology
 from ..wires import Bus, estimate_wires
 from .inventory import TILED, Inventory, MemoryPlan, plan_inventory
-from .logic import LogicModel
+from .logic import TERMS as LOGIC_TERMS, LogicModel
 from .styles import STYLES
 
-__all__ = ["build_floorplan", "vta_buses", "VtaFloorplan", "LogicModel", "plan_inventory",
-           "Inventory", "MemoryPlan", "STYLES", "TILED"]
+__all__ = ["build_floorplan", "vta_buses", "VtaFloorplan", "LogicModel", "LOGIC_TERMS",
+           "plan_inventory", "Inventory", "MemoryPlan", "STYLES", "TILED"]
 
 #: Buses whose slices carry one tile's lanes: the wide, timing-critical WGT and ACC paths.
 LANE_BUSES = ("wgt->gemm", "acc<->gemm", "acc<->alu")

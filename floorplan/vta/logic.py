@@ -1,43 +1,78 @@
-"""Standard-cell area of VTA's logic, from a gate-equivalent (GE) model.
+"""Standard-cell area of VTA's logic: a gate-equivalent (GE) model calibrated by synthesis.
 
-The floorplan needs room for the logic next to the macros. Without a synthesized netlist the
-area is estimated in NAND2 gate equivalents, multiplied by the technology's NAND2 area. The
-counts below are our assumptions, of the order that textbook datapath estimates give; they
-decide the soft blocks' sizes and nothing else, and a synthesis report can replace them (pass
-your own :class:`LogicModel`).
+The floorplan needs room for the logic next to the macros. The area of each logic block is
+estimated in NAND2 gate equivalents, multiplied by the technology's NAND2 area. Each block is a
+sum of terms, a coefficient (a field of :class:`LogicModel`) times a quantity of the
+configuration (:func:`quantities`):
+
+======  =================================================================================
+block   terms
+======  =================================================================================
+gemm    fixed (micro-op loop, pipeline control) + per MAC (batch x block_in x block_out:
+        multiplier, adder tree) + per output lane (batch x block_out: accumulate, forwarding)
+alu     fixed (micro-op loop, operand sequencing) + per lane (one 32-bit ALU per
+        accumulator of a row)
+ctrl    fixed (fetch, queues, decode, stage control, control registers) + per output lane
+        (row-wide load, store and compute-load paths) + per AXI data bit (memory engine)
+======  =================================================================================
+
+The default coefficients were fitted to Yosys synthesis of the RTL (``avta area --calibrate``,
+:mod:`avta.synth.calibrate`; docs/cli.md has the configurations and the model's error on them
+and on held-out ones). Pass your own :class:`LogicModel` to use other numbers.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
-__all__ = ["LogicModel"]
+__all__ = ["LogicModel", "TERMS", "quantities"]
+
+#: block -> the (coefficient field, quantity) terms whose sum is its GE.
+TERMS = {
+    "gemm": (("ge_gemm_fixed", "one"), ("ge_per_mac", "macs"), ("ge_gemm_per_lane", "lanes")),
+    "alu": (("ge_alu_fixed", "one"), ("ge_per_alu_lane", "lanes")),
+    "ctrl": (("ge_control", "one"), ("ge_control_per_lane", "lanes"),
+             ("ge_per_axi_bit", "axi_bits")),
+}
+
+
+def quantities(cfg):
+    """The configuration quantities the terms multiply."""
+    return {"one": 1, "macs": cfg.batch * cfg.block_in * cfg.block_out,
+            "lanes": cfg.batch * cfg.block_out, "axi_bits": cfg.axi_data_bits}
 
 
 @dataclass(frozen=True)
 class LogicModel:
-    """Gate equivalents per unit of VTA logic (all [ASSUMED])."""
-    #: An int8 x int8 multiplier, its share of the block_in-wide adder tree and pipeline flops.
-    ge_per_mac: int = 400
-    #: One 32-bit ALU lane: add, min/max, shift, multiply by an immediate, clip, operand muxes.
-    ge_per_alu_lane: int = 2500
-    #: Fetch, the three instruction queues, decode, load/store control, token counters, VCR.
-    ge_control: int = 60_000
-    #: The memory engine per AXI data bit: read tag buffer, write buffers, width conversion.
-    ge_per_axi_bit: int = 60
+    """Gate equivalents of each term of :data:`TERMS` (non-negative integers)."""
+    ge_gemm_fixed: int = 6_000
+    ge_per_mac: int = 600
+    ge_gemm_per_lane: int = 300
+    ge_alu_fixed: int = 3_000
+    ge_per_alu_lane: int = 3_500
+    ge_control: int = 40_000
+    ge_control_per_lane: int = 1_000
+    ge_per_axi_bit: int = 100
 
     def __post_init__(self):
-        for key in ("ge_per_mac", "ge_per_alu_lane", "ge_control", "ge_per_axi_bit"):
-            value = getattr(self, key)
+        for f in fields(self):
+            value = getattr(self, f.name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"LogicModel {key} = {value!r}: must be a non-negative integer")
+                raise ValueError(f"LogicModel {f.name} = {value!r}: must be a non-negative integer")
+
+    def block(self, cfg, name):
+        """GE of logic block ``name`` (gemm, alu or ctrl) of configuration ``cfg``."""
+        if name not in TERMS:
+            raise ValueError(f"logic block {name!r}: use one of {', '.join(TERMS)}")
+        q = quantities(cfg)
+        return sum(getattr(self, field) * q[quantity] for field, quantity in TERMS[name])
 
     def gemm(self, cfg):
-        """GE of the GEMM core: batch x block_in x block_out MACs."""
-        return cfg.batch * cfg.block_in * cfg.block_out * self.ge_per_mac
+        """GE of the GEMM core."""
+        return self.block(cfg, "gemm")
 
     def alu(self, cfg):
-        """GE of the ALU: one lane per accumulator of a row (batch x block_out)."""
-        return cfg.batch * cfg.block_out * self.ge_per_alu_lane
+        """GE of the ALU."""
+        return self.block(cfg, "alu")
 
     def control(self, cfg):
-        """GE of fetch, decode, the load/store stages and the memory engine."""
-        return self.ge_control + self.ge_per_axi_bit * cfg.axi_data_bits
+        """GE of fetch, queues, decode, the load/store stages, the memory engine and VCR."""
+        return self.block(cfg, "ctrl")
