@@ -38,9 +38,9 @@ class AreaReport:
     def table(self):
         """Lines for a person."""
         out = [f"{self.config}: area ({'synthesized logic' if self.kind == 'synth' else 'floorplan model'})",
-               "", f"  {'SRAM macros':<34}{'count':>6}{'master':>20}{'um^2':>14}"]
+               "", f"  {'SRAM macros':<36}{'count':>6}{'master':>18}{'um^2':>12}"]
         for m in self.macros:
-            out.append(f"  {m['memory']:<34}{m['count']:>6}{m['master']:>20}{m['area_um2']:>14,.0f}")
+            out.append(f"  {m['memory']:<36}{m['count']:>6}{m['master']:>18}{m['area_um2']:>12,.0f}")
         if self.kind == "synth":
             out += ["", f"  {'logic unit':<20}{'block':>6}{'cells':>10}{'flops':>9}"
                         f"{'GE':>11}{'um^2':>12}"]
@@ -56,8 +56,12 @@ class AreaReport:
             for b in self.logic:
                 out.append(f"  {b['block']:<20}{b['ge']:>12,.0f}{b['area_um2']:>14,.0f}")
         out.append("")
-        out += [f"  {k}: {v:,.4f}" if isinstance(v, float) else f"  {k}: {v}"
-                for k, v in self.totals.items()]
+        for key, value in self.totals.items():
+            if key.endswith("_mm2"):
+                value = f"{value:.4f}"
+            elif key.endswith("_seconds"):
+                value = f"{value:.0f}"
+            out.append(f"  {key}: {value}")
         return out
 
 
@@ -117,7 +121,9 @@ def synth_report(cfg, technology, result, *, logic=None):
     macros, flop_memories = [], []
     for m in result.memories:
         if m["macro"]:
-            macros.append({"memory": m["scratchpad"] or f"{m['module']}/{m['name']}",
+            # Scratchpads by name, other memories by path (vta_top.core.run.ld_insn_q.fifo/...).
+            path = f"{m['module'].removeprefix('vta_top.core.run.')}/{m['name']}"
+            macros.append({"memory": m["scratchpad"] or path,
                            "count": m["count"], "master": m["macro"],
                            "area_um2": m["macro_um2"], "scratchpad": m["scratchpad"] is not None})
         else:

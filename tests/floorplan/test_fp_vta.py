@@ -103,7 +103,7 @@ def test_tiled_floorplan_reuses_one_tile_with_flipped_rows():
 def test_logic_model_scales_the_soft_blocks():
     cfg = load_config("default")
     small = build_floorplan(cfg, "functional", technology=TECH)
-    big = build_floorplan(cfg, "functional", technology=TECH, logic=LogicModel(ge_per_mac=4000))
+    big = build_floorplan(cfg, "functional", technology=TECH, logic=LogicModel(ge_per_mac=8000))
     assert big.report()["logic_area_mm2"] > 5 * small.report()["logic_area_mm2"]
     assert big.floorplan.check() == []
     with pytest.raises(ValueError, match="ge_per_mac = -1"):
