@@ -12,6 +12,7 @@ Results are cached in ``<avta cache>/synth/<key>.json`` (the cache of the Verila
 version: synthesis takes minutes, a cached result milliseconds.
 """
 
+import functools
 import hashlib
 import json
 import os
@@ -72,6 +73,7 @@ def yosys_script(macros):
     return "\n".join(lines) + "\n"
 
 
+@functools.lru_cache(maxsize=None)
 def _yosys_version():
     return _run_yosys(["-V"], cwd=None).strip()
 
