@@ -29,8 +29,13 @@ from .memories import plan_memories
 __all__ = ["SynthResult", "synthesize", "design_rtlil", "yosys_script", "YosysError",
            "SCRIPT_VERSION"]
 
+#: ABC's script: synth's default for gates without its SAT sweeping (``&fraig -x``, ``scorr``),
+#: which spends most of its time proving equivalences in the GEMM's multipliers. On tiny it
+#: runs 3x faster (45 s instead of 153 s) for 0.4 % more cell area.
+ABC_SCRIPT = "+strash;dc2;dretime;strash;&get,-n;&dch,-f;&nf;&put"
+
 #: Bumped when the flow changes in a way the hash of the script does not show.
-SCRIPT_VERSION = 1
+SCRIPT_VERSION = 2
 
 
 class YosysError(RuntimeError):
@@ -68,7 +73,7 @@ def yosys_script(macros):
     for module, name in macros:
         lines.append(f"setattr -set avta_macro 1 {module}/{name}")
     lines += ["opt -fast -full", "memory_map t:$mem_v2 a:avta_macro %d", "opt -full", "techmap",
-              "opt -fast", "abc", "opt -fast", "hierarchy -check",
+              "opt -fast", f"abc -script {ABC_SCRIPT}", "opt -fast", "hierarchy -check",
               "tee -q -o stat.json stat -json"]
     return "\n".join(lines) + "\n"
 
