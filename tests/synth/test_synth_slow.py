@@ -1,5 +1,5 @@
-"""Slow: synthesis of the calibration points (default alone takes about ten minutes on two
-cores; every result is cached afterwards) and the calibrated model's error on them and on the
+"""Slow: synthesis of the calibration and held-out points (default takes about 5 minutes on
+two cores, wide about 25; every result is cached afterwards) and the calibrated model's error on them and on the
 held-out point. ``pytest -m slow tests/synth``."""
 
 from dataclasses import asdict
