@@ -11,24 +11,17 @@ them and schedules the three stages the way the token protocol of
   ``t − threads`` has released that buffer; the last task ends with the requantization tail;
 - the store of tile ``t`` starts when the store stage is free and the tile is computed.
 
-Instruction costs are the RTL's as measured on tsim (docs/architecture.md, compute stage and
-memory engine): a GEMM or ALU instruction of N steps takes N + :data:`COMPUTE_FILL`; a LOAD
-:data:`LOAD_START` plus, per DRAM row, its bus beats (or one cycle per element when elements
-are narrower than the bus); a STORE :data:`INSN_START` plus, per DRAM row, its beats and
-:data:`STORE_ROW`. Border padding, micro-op loads and fetch are left out: the estimate ranks
+Instruction costs are the RTL's as measured on tsim, the figures fsim's cycle model uses too
+(:mod:`avta.isa.costs`): a GEMM or ALU instruction of N steps takes N + ``COMPUTE_FILL``; a LOAD
+its start and first-beat latency plus, per DRAM row, its bus beats (or one cycle per element
+when elements are narrower than the bus); a STORE its start plus, per DRAM row, its beats and
+the row overhead. Border padding, micro-op loads and fetch are left out: the estimate ranks
 tilings, it does not predict a run to the cycle.
 """
 
-__all__ = ["estimate", "lower_bound", "TAIL_STEPS"]
+from avta.isa.costs import COMPUTE_FILL, load_cycles, store_cycles
 
-#: Cycles of a GEMM/ALU instruction besides its micro-op steps (the pipeline's fill).
-COMPUTE_FILL = 4
-#: Cycles of any LOAD or STORE besides its rows (decoding, starting the walk).
-INSN_START = 2
-#: A LOAD's start and its wait for the first beat.
-LOAD_START = INSN_START + 4
-#: A STORE's cycles per DRAM row besides the row's beats (the write burst's address and response).
-STORE_ROW = 6
+__all__ = ["estimate", "lower_bound", "TAIL_STEPS"]
 #: ALU passes over an output tile after its GEMMs, by default: accumulator start (reset GEMM or
 #: bias MOV), SHR, MIN and MAX.
 TAIL_STEPS = 4
@@ -36,19 +29,6 @@ TAIL_STEPS = 4
 
 def _ceil(a, b):
     return -(-a // b)
-
-
-def _row_cycles(cfg, x_size, elem_bytes):
-    """Bus cycles of one DRAM row of ``x_size`` elements."""
-    return max(_ceil(x_size * elem_bytes, cfg.axi_data_bytes), x_size)
-
-
-def _load(cfg, y_size, x_size, elem_bytes):
-    return LOAD_START + y_size * _row_cycles(cfg, x_size, elem_bytes)
-
-
-def _store(cfg, y_size, x_size):
-    return INSN_START + y_size * (_row_cycles(cfg, x_size, cfg.out_elem_bytes) + STORE_ROW)
 
 
 class _Costs:
@@ -62,10 +42,10 @@ class _Costs:
     def input_load(self, th, tw, nci):
         s, sh = self.shape.stride, self.shape
         th_in, tw_in = (th - 1) * s + sh.kh, (tw - 1) * s + sh.kw
-        return nci * _load(self.cfg, th_in, tw_in, self.cfg.inp_elem_bytes)
+        return nci * load_cycles(self.cfg, th_in, tw_in, self.cfg.inp_elem_bytes)
 
     def weight_load(self, nco, nci):
-        return _load(self.cfg, nco, nci * self.kk, self.cfg.wgt_elem_bytes)
+        return load_cycles(self.cfg, nco, nci * self.kk, self.cfg.wgt_elem_bytes)
 
     def gemm(self, th, tw, nco, nci):
         return th * tw * nco * nci * self.kk + COMPUTE_FILL
@@ -78,9 +58,9 @@ class _Costs:
         if key not in self._cache:
             sh, t = self.shape, self.t
             if tw == sh.ow and th * tw == t.acc_pitch:
-                cycles = _store(self.cfg, nco, th * sh.ow)
+                cycles = store_cycles(self.cfg, nco, th * sh.ow)
             else:
-                cycles = nco * _store(self.cfg, th, tw)
+                cycles = nco * store_cycles(self.cfg, th, tw)
             self._cache[key] = cycles
         return self._cache[key]
 

@@ -13,6 +13,7 @@ import random
 
 import numpy as np
 
+from avta.isa import costs
 from avta.isa.asm import format_insn
 from avta.isa.encoding import INSN_BYTES, codec
 from avta.isa.enums import ErrorCode, MemType, Opcode, Stage
@@ -189,7 +190,7 @@ class _Launch:
         self.tokens = [collections.deque() for _ in TOKEN_COUNTERS]
         # The cycle at which each stage finished its last instruction: none before the first
         # instruction is fetched.
-        self.stage_free = [timing.FETCH_LATENCY] * 3
+        self.stage_free = [costs.FETCH_LATENCY] * 3
         self.busy = [0, 0, 0]
         self.stall = [0, 0, 0]
         self.insns = []

@@ -4,10 +4,9 @@ Relations measured on ``tiny`` and asserted here:
 
 * tsim is exact: a lane's ``idle`` and ``wait`` cycles are its IDLE_x and STALL_x counters, all
   bins add up to CYCLES, and the compute stage's ``gemm`` cycles are GEMM_STEPS plus
-  :data:`TSIM_FILL` per GEMM instruction (the cycle it starts and the three stages of the
-  pipeline it drains; the same for an ALU with an immediate: ALU_STEPS + 4 per instruction).
-  fsim's model charges ``timing.PIPELINE_DEPTH`` (5) per instruction instead, so the two
-  agree on GEMM and ALU busy cycles within one cycle per instruction.
+  ``avta.isa.costs.COMPUTE_FILL`` (4) per GEMM instruction (the cycle it starts and the three
+  stages of the pipeline it drains; the same for an ALU with an immediate). fsim's model
+  charges the same, so the two agree exactly on GEMM and ALU busy cycles.
 * The load lane agrees less: on ``tiny`` most LOADs are a few short rows, whose first-beat
   latency fsim's model (measured on ResNet-18's long loads, sim/fsim/timing.py) undercharges.
   On a matmul and a conv2d tsim's busy cycles were 1.54x and 1.25x fsim's on the load lane,
@@ -19,6 +18,7 @@ Relations measured on ``tiny`` and asserted here:
 import numpy as np
 import pytest
 
+from avta.isa import costs
 from avta.isa.config import load_config
 from avta.isa.enums import AluOp, MemType, Opcode
 from avta.isa.insn import Uop
@@ -29,14 +29,11 @@ from avta.runtime.ops.requant import Requant
 from avta.sim.activity import (COLUMNS, LANES, Activity, bin_width, from_columns,
                                from_intervals)
 from avta.sim.fsim import Fsim
-from avta.sim.fsim import timing
 from avta.sim.fsim.backend import FsimBackend
 from avta.sim.image import Image, alu, finish, gemm, load, store, sync
 from avta.sim.memory_knobs import MemoryKnobs
 
 CFG = load_config("tiny")
-#: tsim's cycles per GEMM (or immediate ALU) instruction beyond its micro-op steps, on tiny.
-TSIM_FILL = 4
 UOPS, WGT, INP, OUT = 0x1000, 0x2000, 0x3000, 0x6000
 STAGE_COUNTERS = {"load": "LD", "compute": "CP", "store": "ST"}
 
@@ -153,13 +150,13 @@ def test_fsim_activity_follows_its_cycle_model():
     for lane, short in STAGE_COUNTERS.items():
         assert totals[lane]["wait"] == result.counters[f"STALL_{short}"]
         assert totals[lane]["idle"] == result.counters[f"IDLE_{short}"]
-    assert totals["compute"]["gemm"] == result.counters["GEMM_STEPS"] + 3 * timing.PIPELINE_DEPTH
-    assert totals["compute"]["alu"] == result.counters["ALU_STEPS"] + 3 * timing.PIPELINE_DEPTH
+    assert totals["compute"]["gemm"] == result.counters["GEMM_STEPS"] + 3 * costs.COMPUTE_FILL
+    assert totals["compute"]["alu"] == result.counters["ALU_STEPS"] + 3 * costs.COMPUTE_FILL
     assert totals["compute"]["wait"] > 0                # the GEMMs wait for the long LOADs
     # Every instruction ran; the first INP LOAD (instruction 2) starts after the WGT LOAD.
     starts = activity.insn_start
     assert starts.shape == (len(image.insns),) and (starts >= 0).all()
-    assert starts[0] == starts[1] == timing.FETCH_LATENCY < starts[2]
+    assert starts[0] == starts[1] == costs.FETCH_LATENCY < starts[2]
 
 
 def test_fsim_coarse_bins_are_the_fine_bins_summed():
@@ -201,8 +198,8 @@ def test_tsim_activity_is_exact(tsim, reps):
         assert totals[lane]["wait"] == result.counters[f"STALL_{short}"]
         assert totals[lane]["idle"] == result.counters[f"IDLE_{short}"]
     gemms = alus = reps
-    assert totals["compute"]["gemm"] == result.counters["GEMM_STEPS"] + TSIM_FILL * gemms
-    assert totals["compute"]["alu"] == result.counters["ALU_STEPS"] + TSIM_FILL * alus
+    assert totals["compute"]["gemm"] == result.counters["GEMM_STEPS"] + costs.COMPUTE_FILL * gemms
+    assert totals["compute"]["alu"] == result.counters["ALU_STEPS"] + costs.COMPUTE_FILL * alus
     assert totals["compute"]["wait"] > 100 * reps
     assert totals["compute"]["other"] > 0              # LOAD UOP, sync, FINISH
 
@@ -268,11 +265,10 @@ def test_fsim_and_tsim_agree(which):
     for lane, (low, high) in BUSY_RATIOS.items():
         ratio = t.busy(lane).sum() / f.busy(lane).sum()
         assert low <= ratio <= high, (lane, ratio)
-    # Beyond the micro-op steps, fsim charges PIPELINE_DEPTH (5) cycles per GEMM instruction,
-    # tsim TSIM_FILL (4).
+    # Beyond the micro-op steps, both charge the pipeline fill per GEMM instruction.
     program = devices[1].last_program
     gemms = sum(insn.opcode == Opcode.GEMM for insn in program.insns)
     steps = devices[1].last_result.counters["GEMM_STEPS"]
     assert gemms > 0
-    assert f.totals()["compute"]["gemm"] == steps + gemms * timing.PIPELINE_DEPTH
-    assert t.totals()["compute"]["gemm"] == steps + gemms * TSIM_FILL
+    assert f.totals()["compute"]["gemm"] == steps + gemms * costs.COMPUTE_FILL
+    assert t.totals()["compute"]["gemm"] == steps + gemms * costs.COMPUTE_FILL

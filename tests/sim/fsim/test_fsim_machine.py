@@ -4,12 +4,12 @@ across launches, counters, the cycle estimate and trace events."""
 import numpy as np
 import pytest
 
+from avta.isa import costs
 from avta.isa.asm import format_insn
 from avta.isa.enums import AluOp, ErrorCode, MemType
 from avta.isa.insn import Uop
 from avta.isa.registers import COUNTER_NAMES, CYCLE_COUNTERS
 from avta.sim.fsim import Fsim
-from avta.sim.fsim import timing
 from avta.sim.image import Image, alu, finish, gemm, load, store, sync
 
 UOPS, INP, WGT, OUT = 0x800, 0x1000, 0x4000, 0x8000
@@ -110,16 +110,16 @@ def test_counters_are_exact(tiny_cfg, pipelined_matmul):
 
 
 # (instructions, expected cycles after the fetch latency): the documented estimate of
-# sim/fsim/timing.py. On tiny an INP element is 4 bytes, a WGT element 16, an OUT element 4 and a
+# sim/fsim/timing.py (avta.isa.costs). On tiny an INP element is 4 bytes, a WGT element 16, an OUT element 4 and a
 # micro-op 4, on an 8-byte bus.
-LOAD_FIXED = timing.INSN_OVERHEAD + timing.LOAD_LATENCY
+LOAD_FIXED = costs.INSN_OVERHEAD + costs.LOAD_LATENCY
 #: A token-only compute instruction (a LOAD UOP of x_size 0) and FINISH.
-SYNC_FINISH = timing.INSN_OVERHEAD + 1
+SYNC_FINISH = costs.INSN_OVERHEAD + 1
 CYCLE_CASES = [
-    ([gemm(iters=(3, 4))], 12 + timing.PIPELINE_DEPTH + 1),
-    ([alu(AluOp.ADD, iters=(2, 5), imm=1)], 10 + timing.PIPELINE_DEPTH + 1),
-    ([alu(AluOp.ADD, iters=(2, 5))], 20 + timing.PIPELINE_DEPTH + 1),
-    ([alu(AluOp.MOV, iters=(2, 5))], 10 + timing.PIPELINE_DEPTH + 1),    # reads only ACC[src]
+    ([gemm(iters=(3, 4))], 12 + costs.COMPUTE_FILL + 1),
+    ([alu(AluOp.ADD, iters=(2, 5), imm=1)], 10 + costs.COMPUTE_FILL + 1),
+    ([alu(AluOp.ADD, iters=(2, 5))], 20 + costs.COMPUTE_FILL + 1),
+    ([alu(AluOp.MOV, iters=(2, 5))], 10 + costs.COMPUTE_FILL + 1),    # reads only ACC[src]
     ([gemm(iters=(0, 4))], 1 + 1),
     # WGT: 3 rows of 5 elements, 80 bytes = 10 beats each.
     ([load(MemType.WGT, y=3, x=5, push_next=1), sync("pop_prev")], LOAD_FIXED + 30 + SYNC_FINISH),
@@ -128,7 +128,7 @@ CYCLE_CASES = [
      LOAD_FIXED + 2 * 6 + (3 * 8 - 12) + SYNC_FINISH),
     # STORE: per row its cycles and the row overhead.
     ([store(y=4, x=3, push_prev=1), sync("pop_next")],
-     timing.INSN_OVERHEAD + 4 * (3 + timing.STORE_ROW_OVERHEAD) + SYNC_FINISH),
+     costs.INSN_OVERHEAD + 4 * (3 + costs.STORE_ROW_OVERHEAD) + SYNC_FINISH),
 ]
 
 
@@ -137,13 +137,13 @@ def test_cycle_estimate(tiny_cfg, insns, cycles):
     image = Image(tiny_cfg)
     image.add(*insns, finish())
     result, _ = image.run()
-    assert result.cycles == timing.FETCH_LATENCY + cycles
+    assert result.cycles == costs.FETCH_LATENCY + cycles
 
 
 def test_two_read_ports_halve_two_operand_alu(tiny_cfg):
     image = Image(tiny_cfg.replace(acc_read_ports=2))
     image.add(alu(AluOp.ADD, iters=(2, 5)), finish())
-    assert image.run()[0].cycles == timing.FETCH_LATENCY + 10 + timing.PIPELINE_DEPTH + 1
+    assert image.run()[0].cycles == costs.FETCH_LATENCY + 10 + costs.COMPUTE_FILL + 1
 
 
 # -- tokens and deadlock ---------------------------------------------------------------------

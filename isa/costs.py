@@ -1,0 +1,64 @@
+"""What an instruction costs on the RTL, in cycles: the one set of figures that fsim's cycle model
+(:mod:`avta.sim.fsim.timing`) and the runtime's tiling planner (:mod:`avta.runtime.ops.conv_cycles`)
+both use.
+
+Measured on tsim (docs/cli.md, avta profile-diff): every instruction's busy cycles in ``full``
+traces of ResNet-18 on ``default`` and ``huge``, and the compute stage's busy cycles from the
+activity port (``tests/sim/test_activity.py``). The memory engine keeps several bursts in flight,
+so a LOAD pays one latency and then its beats back to back; bursts cost no cycles of their own.
+What these figures leave out: the three readers (fetch, the load stage, the compute stage's
+micro-op and ACC loads) share one read engine, and a short read can queue behind the load
+stage's long weight bursts.
+"""
+
+__all__ = ["FETCH_LATENCY", "INSN_OVERHEAD", "LOAD_LATENCY", "STORE_ROW_OVERHEAD",
+           "COMPUTE_FILL", "row_cycles", "load_cycles", "store_cycles", "compute_cycles"]
+
+#: Cycles from launch until the first instruction can start in its stage (fetching it from DRAM
+#: and decoding it; every layer's compute stage idles 9-10 cycles on tsim, default and huge).
+FETCH_LATENCY = 10
+#: Cycles of every LOAD and STORE besides its rows (decoding it, starting the walk); a LOAD or
+#: STORE of no rows (tokens only) costs just this.
+INSN_OVERHEAD = 2
+#: A LOAD's wait for its first beat (the median of the weight loads on default and huge).
+LOAD_LATENCY = 4
+#: A STORE's cycles per DRAM row besides the row's beats (its write burst's address and
+#: response; 6 on default and huge).
+STORE_ROW_OVERHEAD = 6
+#: Cycles of a GEMM or ALU instruction besides its micro-op steps: the cycle it starts and the
+#: pipeline it drains (consecutive compute instructions do not overlap).
+COMPUTE_FILL = 4
+
+
+def _ceil_div(a, b):
+    return -(-a // b)
+
+
+def row_cycles(cfg, x_size, elem_bytes):
+    """Cycles of one DRAM row of ``x_size`` elements of ``elem_bytes``: its bus beats, or one
+    cycle per element when the elements are narrower than the bus (they are written one a
+    cycle)."""
+    return max(_ceil_div(x_size * elem_bytes, cfg.axi_data_bytes), x_size)
+
+
+def load_cycles(cfg, y_size, x_size, elem_bytes, pad_rows=0):
+    """A LOAD of ``y_size`` DRAM rows of ``x_size`` elements and ``pad_rows`` padding rows (one
+    cycle each)."""
+    if x_size == 0:
+        return INSN_OVERHEAD
+    return INSN_OVERHEAD + LOAD_LATENCY + y_size * row_cycles(cfg, x_size, elem_bytes) + pad_rows
+
+
+def store_cycles(cfg, y_size, x_size):
+    """A STORE of ``y_size`` DRAM rows of ``x_size`` OUT elements."""
+    if x_size == 0:
+        return INSN_OVERHEAD
+    return INSN_OVERHEAD + y_size * (row_cycles(cfg, x_size, cfg.out_elem_bytes)
+                                     + STORE_ROW_OVERHEAD)
+
+
+def compute_cycles(steps, *, step_cycles=1):
+    """A GEMM or ALU instruction of ``steps`` micro-op steps issued every ``step_cycles`` cycles
+    (2 for an ALU instruction reading two ACC operands through one read port); one cycle when
+    it has no steps."""
+    return step_cycles * steps + COMPUTE_FILL if steps else 1
