@@ -329,6 +329,31 @@ def build_parser():
     _config_arg(p, default=None)          # default, or the benchmark's own (tps: wide)
     p.set_defaults(run=_lazy("avta.sim.bench", "cmd_bench"))
 
+    p = sub.add_parser("formal", help="prove the hardware blocks' properties (SymbiYosys)",
+                       description="Prove each block's properties (docs/formal.md) for the "
+                                   "configuration with SymbiYosys: k-induction where it "
+                                   "closes, else bounded to a stated depth, and every cover "
+                                   "reached. Prints a table and exits 1 on any failure, "
+                                   "writing the counterexample as a VCD and a replay test.")
+    _config_arg(p)
+    p.add_argument("--block", action="append", metavar="NAME",
+                   help="only this block (repeat for several; default: every block)")
+    p.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
+                   help="checks run at once (default 1)")
+    p.add_argument("-o", "--output", metavar="DIR",
+                   help="work files and counterexamples (default build/formal/<config>)")
+    p.add_argument("--json", metavar="FILE", help="write the results as JSON here")
+    p.add_argument("--timeout", type=float, default=600.0, metavar="S",
+                   help="seconds each check may run (default 600); past it, TIMEOUT")
+    p.add_argument("--solver", choices=("yices", "z3"), default="yices",
+                   help="the SMT solver smtbmc drives (default yices)")
+    p.add_argument("--plant", action="append", metavar="FAULT",
+                   help="run on a design with this planted fault (repeatable); see "
+                        "--list-faults")
+    p.add_argument("--list-faults", action="store_true",
+                   help="print the planted faults' names, one a line, and exit")
+    p.set_defaults(run=_lazy("avta.formal.cli", "cmd_formal"))
+
     p = sub.add_parser("floorplan", help="floorplans for a configuration",
                        description="Build floorplans and write <config>-<style>.{svg,png,def,"
                                    "lef,tcl,yaml,json} into DIR.")

@@ -29,15 +29,16 @@ MAX_BURST_BEATS = 256
 CACHE_NORMAL = 0b0011
 
 
-def burst_beats(m, *, addr, left, beat_bytes):
+def burst_beats(m, *, addr, left, beat_bytes, page_limit=True):
     """Beats of the next burst from beat-aligned ``addr`` with ``left`` beats to go: at most
-    256 (AXI4 INCR) and never past the next 4 KiB boundary (AMBA AXI A3.4.1)."""
+    256 (AXI4 INCR) and never past the next 4 KiB boundary (AMBA AXI A3.4.1). ``page_limit``
+    off is the planted ``axi-burst-4k`` bug (tests only)."""
     log_beat, page_beats = exact_log2(beat_bytes), PAGE_BYTES // beat_bytes
     to_page = Signal(range(page_beats + 1))
     m.d.comb += to_page.eq(page_beats - addr[log_beat:exact_log2(PAGE_BYTES)])
     limit = Signal(range(MAX_BURST_BEATS + 1))
     m.d.comb += limit.eq(MAX_BURST_BEATS)
-    with m.If(to_page < MAX_BURST_BEATS):
+    with m.If((to_page < MAX_BURST_BEATS) & page_limit):
         m.d.comb += limit.eq(to_page)
     burst = Signal(range(MAX_BURST_BEATS + 1))
     m.d.comb += burst.eq(limit)
@@ -54,6 +55,7 @@ class ReadEngine(wiring.Component):
     data_bits : AXI data width.
     tag_shape : the client's tag shape.
     slots : commands in flight at once (a power of two); the AXI ID width is its log2.
+    faults : a set of :data:`avta.hw.core.faults.ALL_FAULTS` names (tests only).
 
     Ports
     -----
@@ -62,10 +64,11 @@ class ReadEngine(wiring.Component):
     idle : nothing accepted is still waiting for data.
     """
 
-    def __init__(self, *, data_bits, tag_shape, slots=8):
+    def __init__(self, *, data_bits, tag_shape, slots=8, faults=frozenset()):
         if slots < 1 or slots & (slots - 1):
             raise ValueError(f"slots must be a power of two, not {slots!r}")
         self._data_bits, self._slots = data_bits, slots
+        self._faults = faults
         super().__init__({
             "client": In(ReadClientSignature(data_bits=data_bits, tag_shape=tag_shape)),
             "m_axi": Out(AxiSignature(data_width=data_bits, id_width=id_bits(slots))),
@@ -104,7 +107,9 @@ class ReadEngine(wiring.Component):
                          addr.eq(cmd.p.addr & ~(beat_bytes - 1)), left.eq(cmd.p.beats),
                          slot_tag[free_slot].eq(cmd.p.tag), slot_beat[free_slot].eq(0),
                          slot_due[free_slot].eq(cmd.p.beats)]
-        burst = burst_beats(m, addr=addr, left=left, beat_bytes=beat_bytes)
+        # Planted bug (avta.hw.core.faults), for testing the verification tools only.
+        burst = burst_beats(m, addr=addr, left=left, beat_bytes=beat_bytes,
+                            page_limit="axi-burst-4k" not in self._faults)
 
         # The AR channel is a register loaded from the splitter, so its payload stays put while
         # ARVALID waits (AXI A3.2.1); it reloads on a handshake, so bursts go out one per cycle.
@@ -115,7 +120,9 @@ class ReadEngine(wiring.Component):
             axi.arvalid.eq(ar_valid), axi.arsize.eq(log_beat), axi.arburst.eq(Burst.INCR),
             axi.arcache.eq(CACHE_NORMAL),
         ]
-        with m.If(ar_fire):
+        # Planted bug (avta.hw.core.faults), for testing the verification tools only.
+        dropped = ar_valid if "axi-valid-drop" in self._faults else ar_fire
+        with m.If(dropped):
             m.d.sync += ar_valid.eq(0)
         with m.If(load_ar):
             m.d.sync += [ar_valid.eq(1), axi.arid.eq(slot), axi.araddr.eq(addr),

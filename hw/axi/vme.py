@@ -60,7 +60,8 @@ class MemoryEngine(wiring.Component):
                                                      tag_shapes=shapes)
         m.submodules.reader = reader = ReadEngine(data_bits=self._data_bits,
                                                   tag_shape=shared_tag_layout(shapes),
-                                                  slots=self._read_slots)
+                                                  slots=self._read_slots,
+                                                  faults=self._faults)
         m.submodules.writer = writer = WriteEngine(data_bits=self._data_bits,
                                                    id_width=self._id_width,
                                                    faults=self._faults)

@@ -89,8 +89,11 @@ class WriteEngine(wiring.Component):
         # -- W: the same split, recomputed, marks the last beat of each burst -----------------
         w_burst = burst_beats(m, addr=w_addr, left=w_left, beat_bytes=beat_bytes)
         last = Signal()
+        m.d.comb += last.eq(w_in_burst + 1 == w_burst)
+        if "axi-wlast-early" in self._faults:
+            # Planted bug (avta.hw.core.faults), for testing the verification tools only.
+            m.d.comb += last.eq((w_in_burst + 2 == w_burst) | (w_burst == 1))
         m.d.comb += [
-            last.eq(w_in_burst + 1 == w_burst),
             axi.wvalid.eq(busy & (w_left != 0) & beats_in.valid),
             axi.wdata.eq(beats_in.p.data), axi.wstrb.eq(beats_in.p.strb), axi.wlast.eq(last),
             beats_in.ready.eq(busy & (w_left != 0) & axi.wready),

@@ -40,7 +40,12 @@ class AluLanes(wiring.Component):
                  for r in range(cfg.batch) for o in range(cfg.block_out)]
         with m.Switch(self.op):
             with m.Case(AluOp.MIN):
-                m.d.comb += [y.eq(Mux(a < b, a, b)) for a, b, y in lanes]
+                if "alu-op" in self._faults:
+                    # Planted bug (avta.hw.core.faults), for testing the verification tools only.
+                    m.d.comb += [y.eq(Mux(a.as_unsigned() < b.as_unsigned(), a, b))
+                                 for a, b, y in lanes]
+                else:
+                    m.d.comb += [y.eq(Mux(a < b, a, b)) for a, b, y in lanes]
             with m.Case(AluOp.MAX):
                 m.d.comb += [y.eq(Mux(a > b, a, b)) for a, b, y in lanes]
             with m.Case(AluOp.ADD):

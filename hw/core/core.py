@@ -179,7 +179,7 @@ class Core(wiring.Component):
         queues, stages = {}, {}
         for name, port in (("ld", fetch.ld_insn), ("cp", fetch.cp_insn), ("st", fetch.st_insn)):
             run.submodules[f"{name}_insn_q"] = queues[name] = q = InsnQueue(
-                cfg=cfg, depth=self._queue_depth)
+                cfg=cfg, depth=self._queue_depth, faults=self._faults)
             run.submodules[f"{name}_ctrl"] = stages[name] = StageControl(cfg=cfg)
             connect(run, fetch=port, queue=q.w)
             connect(run, queue=q.r, stage=stages[name].insn)

@@ -1,9 +1,11 @@
 """Planted bugs, for testing the verification tools only (``avta.sim.trace.diff``, the fuzzer).
 
 A test asks the generator for a design with one of these bugs (``top_verilog(cfg,
-faults={"alu-lane"})``) and checks that the trace diff or the differential fuzzer finds it. No
-command-line option reaches them: a generated design never has one unless a test asks, and the
-design without faults is exactly the design a build without this module would give.
+faults={"alu-lane"})``) and checks that the trace diff or the differential fuzzer finds it. The
+protocol faults (:data:`PROTOCOL_FAULTS`) are for the formal proofs, and ``avta formal --plant``
+is the only command-line option that reaches any of them: a generated design never has one
+unless a test or that option asks, and the design without faults is exactly the design a build
+without this module would give.
 
 Each bug is a few lines in its unit, guarded by its name. Most hide in a *corner*: a program
 that stays out of it runs correctly even on the faulty design, so a tool only finds the bug if
@@ -13,7 +15,7 @@ the table.
 
 from dataclasses import dataclass
 
-__all__ = ["Fault", "FAULTS", "check_faults", "fault_table", "FAULT_UOP_ROW", "FAULT_LOOP_BITS",
+__all__ = ["Fault", "FAULTS", "PROTOCOL_FAULTS", "ALL_FAULTS", "check_faults", "fault_table", "FAULT_UOP_ROW", "FAULT_LOOP_BITS",
            "FAULT_PAGE_BYTES", "FAULT_STORE_ROWS", "FAULT_STRIDE_BITS", "FAULT_TOKEN_BITS"]
 
 #: The micro-op row whose GEMM steps the ``gemm-acc-index`` fault sends to the wrong ACC row.
@@ -109,20 +111,53 @@ FAULTS = {
 }
 
 
+#: Name → a planted protocol bug, for the formal proofs (``avta formal --plant``, docs/formal.md).
+#: Each breaks a promise of one block's interface that a proof states as a property; a program
+#: on the whole core may or may not notice, so the simulators' detection table leaves them out.
+PROTOCOL_FAULTS = {
+    "axi-valid-drop": Fault(
+        "memory engine, read side (axi/read_engine.py)",
+        "ARVALID falls one cycle after it rose even when ARREADY was low, so a burst the "
+        "subordinate was not ready for is withdrawn (AMBA AXI A3.2.1: VALID stays until READY)",
+        "a read burst that meets ARREADY low"),
+    "axi-burst-4k": Fault(
+        "memory engine, read side (axi/read_engine.py)",
+        "the burst splitter ignores the 4 KiB boundary (only the 256-beat limit), so a burst "
+        "may cross it (AMBA AXI A3.4.1)",
+        "a read command whose bytes cross a 4 KiB boundary"),
+    "axi-wlast-early": Fault(
+        "memory engine, write side (axi/write_engine.py)",
+        "WLAST is raised one beat early in every burst of two or more beats",
+        "a write burst of two or more beats"),
+    "queue-accept-full": Fault(
+        "instruction queue (core/queue.py)",
+        "the queue says ready even when full, so a write into a full queue is lost",
+        "fetch writing into a full instruction queue"),
+    "alu-op": Fault(
+        "ALU lanes (core/alu_lanes.py)",
+        "MIN compares the lanes unsigned, so a negative lane loses to a positive one",
+        "an ALU MIN with operands of different signs"),
+}
+
+#: Every planted bug a design can be asked for.
+ALL_FAULTS = {**FAULTS, **PROTOCOL_FAULTS}
+
+
 def check_faults(faults):
     """``faults`` as a frozenset, refusing unknown names."""
     faults = frozenset(faults or ())
-    unknown = sorted(faults - set(FAULTS))
+    unknown = sorted(faults - set(ALL_FAULTS))
     if unknown:
-        raise ValueError(f"unknown fault(s) {', '.join(unknown)}; known: {', '.join(FAULTS)}")
+        raise ValueError(f"unknown fault(s) {', '.join(unknown)}; known: {', '.join(ALL_FAULTS)}")
     return faults
 
 
-def fault_table():
-    """The planted bugs as a Markdown table (name, unit, corner, what the bug does)."""
+def fault_table(faults=None):
+    """The planted bugs (``faults``, default :data:`FAULTS`) as a Markdown table (name, unit,
+    corner, what the bug does)."""
     lines = ["| fault | unit | triggered by | what it does |", "| --- | --- | --- | --- |"]
     lines += [f"| `{name}` | {f.unit} | {f.corner} | {f.description} |"
-              for name, f in FAULTS.items()]
+              for name, f in (faults or FAULTS).items()]
     return "\n".join(lines)
 
 

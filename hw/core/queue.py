@@ -24,6 +24,8 @@ def entry_layout(cfg):
 class InsnQueue(wiring.Component):
     """A first-word-fall-through queue of :func:`entry_layout` entries in block RAM.
 
+    ``faults``: a set of :data:`avta.hw.core.faults.ALL_FAULTS` names (tests only).
+
     Ports
     -----
     w : In(stream.Signature(entry_layout(cfg)))
@@ -33,10 +35,11 @@ class InsnQueue(wiring.Component):
         stable until the stage retires it.
     """
 
-    def __init__(self, *, cfg, depth):
+    def __init__(self, *, cfg, depth, faults=frozenset()):
         if not isinstance(depth, int) or depth < 2:
             raise ValueError(f"queue depth must be an integer >= 2, not {depth!r}")
         self._cfg = cfg
+        self._faults = faults
         self._depth = depth
         layout = entry_layout(cfg)
         super().__init__({"w": In(stream.Signature(layout)), "r": Out(stream.Signature(layout))})
@@ -53,4 +56,7 @@ class InsnQueue(wiring.Component):
             q.w_data.eq(self.w.payload), q.w_en.eq(self.w.valid), self.w.ready.eq(q.w_rdy),
             self.r.payload.eq(q.r_data), self.r.valid.eq(q.r_rdy), q.r_en.eq(self.r.ready),
         ]
+        if "queue-accept-full" in self._faults:
+            # Planted bug (avta.hw.core.faults), for testing the verification tools only.
+            m.d.comb += self.w.ready.eq(1)
         return m

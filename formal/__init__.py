@@ -1,0 +1,1 @@
+"""Formal verification of the hardware blocks with SymbiYosys (docs/formal.md, ``avta formal``)."""

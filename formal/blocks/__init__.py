@@ -1,0 +1,30 @@
+"""The blocks with properties: name → a function ``checks(cfg, faults)`` giving its
+:class:`~avta.formal.harness.Check` list (one module per block of :mod:`avta.hw`)."""
+
+import importlib
+
+from avta.errors import UserError
+
+__all__ = ["BLOCKS", "block_checks", "find_check"]
+
+#: Block name → (module under avta.formal.blocks, what it is).
+BLOCKS = {
+    "tokens": ("tokens", "dependency-token counters (hw/core/tokens.py)"),
+}
+
+
+def block_checks(name, cfg, faults=frozenset()):
+    """The checks of block ``name`` for ``cfg``, on the design with ``faults`` planted."""
+    if name not in BLOCKS:
+        raise UserError(f"unknown block {name!r}; known: {', '.join(BLOCKS)}")
+    module = importlib.import_module(f"{__name__}.{BLOCKS[name][0]}")
+    return module.checks(cfg, frozenset(faults))
+
+
+def find_check(block, name, cfg, faults=frozenset()):
+    """The check ``block``.``name`` (a counterexample replay rebuilds its harness with this)."""
+    for check in block_checks(block, cfg, faults):
+        if check.name == name:
+            return check
+    raise UserError(f"block {block!r} has no property {name!r}; it has: "
+                    f"{', '.join(c.name for c in block_checks(block, cfg, faults))}")

@@ -1,0 +1,126 @@
+"""What a property is: a harness around one real block, and the check that runs it.
+
+A :class:`Harness` instantiates a block of :mod:`avta.hw` unchanged and adds Amaranth
+``Assume``/``Assert``/``Cover`` statements: the environment's rules are assumptions, the block's
+promises assertions, and covers show that the interesting states are reachable under the
+assumptions (so no assertion holds vacuously). Every input of the block is driven from a *free
+input* of the harness, a top-level port that the solver may set to any value in every cycle;
+an *arbitrary constant* is a free input assumed never to change (the tracked entry of a queue,
+the operands of a lane).
+
+A :class:`Check` names one property of one block and says how deep to look. Its harness is
+built afresh by ``build()``, so the counterexample replay (:mod:`avta.formal.replay`) drives the
+very design the solver saw.
+"""
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from amaranth.hdl import (Assert, Assume, Cover, Elaboratable, Fragment, Module, ResetSignal,
+                          Signal)
+
+__all__ = ["Harness", "Check"]
+
+
+class Harness(Elaboratable):
+    """A block with its properties. Subclasses implement :meth:`properties` with
+    :meth:`promise` (an assertion), :meth:`assume` and :meth:`cover`.
+
+    ``replay``: build for the simulator instead of the solver. Each promise is then a signal
+    that :func:`avta.formal.replay.replay` reads once per cycle after the logic has settled (the
+    simulator would otherwise check an ``Assert`` at every delta and trip on glitches).
+    """
+
+    def __init__(self):
+        self.inputs = []        # the free inputs, in port order (the solver drives them)
+        self.promises = []      # replay: (signal, where) for every promise
+        self.replay = False
+        self._module = None
+
+    def promise(self, m, cond):
+        """Assert ``cond`` in every cycle (a promise of the block)."""
+        if self.replay:
+            import inspect
+            caller = inspect.stack()[1]
+            ok = Signal(name=f"promise{len(self.promises)}")
+            m.d.comb += ok.eq(cond)
+            self.promises.append((ok, f"{caller.filename}:{caller.lineno}"))
+        else:
+            m.d.comb += Assert(cond, src_loc_at=1)
+
+    def assume(self, m, cond):
+        """Assume ``cond`` in every cycle (a rule of the environment); a replay trusts the
+        solver's trace to keep it."""
+        if not self.replay:
+            m.d.comb += Assume(cond, src_loc_at=1)
+
+    def cover(self, m, cond):
+        """``cond`` must be reachable (checked by the cover task)."""
+        if not self.replay:
+            m.d.comb += Cover(cond, src_loc_at=1)
+
+    def design(self):
+        """The elaborated harness (built once); :attr:`inputs` is complete after this."""
+        if self._module is None:
+            self._module = Fragment.get(self, None)
+        return self._module
+
+    def input(self, name, shape=1):
+        """A free input: any value in any cycle, unless an assumption says otherwise."""
+        sig = Signal(shape, name=name)
+        self.inputs.append(sig)
+        return sig
+
+    def constant(self, m, name, shape=1):
+        """A free input the solver picks once: assumed equal to its value in the cycle before."""
+        sig = self.input(name, shape)
+        before, started = Signal.like(sig, name=f"{name}_before"), Signal(name=f"{name}_started")
+        m.d.sync += [before.eq(sig), started.eq(1)]
+        self.assume(m, ~started | (sig == before))
+        return sig
+
+    def properties(self, m):
+        raise NotImplementedError
+
+    def elaborate(self, platform):
+        m = Module()
+        # The proofs are about a running block: reset is the power-on state (every register at
+        # its init value), not an input that may strike mid-trace.
+        self.assume(m, ~ResetSignal())
+        self.properties(m)
+        return m
+
+
+@dataclass(frozen=True)
+class Check:
+    """One property of one block, with its depths.
+
+    Attributes
+    ----------
+    block, name : the table's row (``tokens``, ``count``).
+    description : what is proven, in a sentence (docs/formal.md).
+    build : returns a fresh :class:`Harness`.
+    depth : the induction length k of ``mode prove``, or the BMC depth when ``prove`` is off or
+        the induction does not converge ("bounded to depth N").
+    prove : try k-induction (``False``: bounded model checking only).
+    cover_depth : steps the covers may take (default ``depth``); a cover that needs more is
+        reported unreached, which is a failure.
+    cover_skip : first step at which covers are checked (deep covers of counters: the solver
+        skips the cheap early steps where they cannot be reached yet).
+    """
+    block: str
+    name: str
+    description: str
+    build: Callable[[], Harness] = field(repr=False, compare=False)
+    depth: int = 20
+    prove: bool = True
+    cover_depth: int | None = None
+    cover_skip: int = 0
+
+    @property
+    def key(self):
+        return f"{self.block}.{self.name}"
+
+    @property
+    def covers_depth(self):
+        return self.depth if self.cover_depth is None else self.cover_depth

@@ -1,0 +1,184 @@
+"""Runs one :class:`~avta.formal.harness.Check` with SymbiYosys and reads back its status.
+
+Each check gets a folder holding ``design.il`` (the harness in RTLIL, from Amaranth) and
+``check.sby`` with two tasks, run one after the other:
+
+``proof``
+    ``mode prove`` (k-induction with ``smtbmc``) when the check asks for a proof, else
+    ``mode bmc``. PASS of a proof is **proven** (for every input sequence, at any depth); a
+    proof whose base case passes but whose induction does not close is UNKNOWN, reported as
+    **bounded** to the depth, never as proven; a BMC PASS is **bounded** as well.
+``cover``
+    ``mode cover``: every ``Cover`` must be reached within the cover depth. An unreached cover
+    makes the check **failed** (a property that holds vacuously proves nothing).
+
+A failed assertion leaves a counterexample trace (VCD) from the power-on state, which
+:mod:`avta.formal.replay` turns into a simulation test.
+"""
+
+import os
+import re
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from amaranth.back import rtlil
+
+from .tools import find_tool, tool_env
+
+__all__ = ["Result", "run_check", "STATUSES"]
+
+#: What a check can end as (``--json``'s ``status``).
+STATUSES = ("proven", "bounded", "failed", "timeout")
+
+
+@dataclass
+class Result:
+    """The outcome of one check (one row of the table, one element of ``--json``)."""
+    block: str
+    name: str
+    status: str
+    depth: int
+    covers_reached: int = 0
+    covers_total: int = 0
+    seconds: float = 0.0
+    #: Why it failed, in one line ("assertion formal/blocks/tokens.py:40 `...` fails at cycle 3").
+    message: str = ""
+    #: The failed assertion's source (``path:line``) and the cycle it fails in.
+    assertion: str = ""
+    cycle: int | None = None
+    #: Counterexample files written on failure (VCD, replay test).
+    vcd: str = ""
+    replay: str = ""
+    #: The harness's free inputs (the names a counterexample trace gives values to).
+    inputs: list = field(default_factory=list)
+
+    @property
+    def ok(self):
+        return self.status in ("proven", "bounded")
+
+    def to_dict(self):
+        return {"block": self.block, "name": self.name, "status": self.status,
+                "depth": self.depth, "covers_reached": self.covers_reached,
+                "covers_total": self.covers_total, "seconds": round(self.seconds, 2),
+                "message": self.message, "assertion": self.assertion, "cycle": self.cycle,
+                "vcd": self.vcd, "replay": self.replay}
+
+
+def _sby_text(check):
+    proof_mode = "prove" if check.prove else "bmc"
+    lines = ["[tasks]", "proof", "cover", "",
+             "[options]", f"proof: mode {proof_mode}", f"proof: depth {check.depth}",
+             "cover: mode cover", f"cover: depth {check.covers_depth}"]
+    if check.cover_skip:
+        lines.append(f"cover: skip {check.cover_skip}")
+    lines += ["", "[engines]", "smtbmc {solver}", "",
+              "[script]", "read_rtlil design.il", "prep -top top", "",
+              "[files]", "design.il", ""]
+    return "\n".join(lines)
+
+
+def _run_task(sby, folder, task, env, deadline):
+    """Run one task; its log text, or None when the deadline passed."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        return None
+    proc = subprocess.Popen([sby, "-f", "check.sby", task], cwd=folder, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=remaining)
+    except subprocess.TimeoutExpired:
+        # sby starts yosys, smtbmc and the solver: end the whole process group we started.
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return None
+    return out
+
+
+_DONE = re.compile(r"DONE \((\w+), rc=\d+\)")
+_REACHED = re.compile(r"engine_\d+: .*Reached cover statement in step \d+ at \S+ (\S+)")
+_UNREACHED = re.compile(r"engine_\d+: .*Unreached cover statement at \S+ (\S+)")
+_ASSERT_FAILED = re.compile(r"engine_\d+(?:\.basecase)?: .*Assert failed in \S+ (\S+)")
+_CHECKING = re.compile(r"engine_\d+(?:\.basecase)?: .*Checking assertions in step (\d+)")
+_TRACE = re.compile(r"counterexample trace(?: \[.*?\])?: (\S+\.vcd)")
+
+
+def _status(log):
+    found = _DONE.findall(log or "")
+    return found[-1] if found else "ERROR"
+
+
+def _source_line(location):
+    """The statement at ``path:line`` (the Assert a failure names), or ''."""
+    path, _, line = location.rpartition(":")
+    try:
+        return Path(path).read_text().splitlines()[int(line) - 1].strip()
+    except (OSError, ValueError, IndexError):
+        return ""
+
+
+def run_check(check, folder, *, solver="yices", timeout=600.0):
+    """Run ``check`` in ``folder`` (created); a :class:`Result`."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    deadline = start + timeout
+    harness = check.build()
+    design = harness.design()
+    (folder / "design.il").write_text(rtlil.convert(design, ports=harness.inputs))
+    (folder / "check.sby").write_text(_sby_text(check).replace("{solver}", solver))
+    env, sby = tool_env(solver), find_tool("yowasp-sby")
+    result = Result(check.block, check.name, "failed", check.depth,
+                    inputs=[sig.name for sig in harness.inputs])
+
+    proof_log = _run_task(sby, folder, "proof", env, deadline)
+    (folder / "proof.log").write_text(proof_log or "")
+    proof = _status(proof_log) if proof_log is not None else "TIMEOUT"
+    if proof == "TIMEOUT":
+        result.status, result.message = "timeout", f"the proof ran past {timeout:g} s"
+    elif proof == "FAIL":
+        _read_failure(result, proof_log, folder)
+    elif proof == "PASS":
+        result.status = "proven" if check.prove else "bounded"
+    elif proof == "UNKNOWN":
+        result.status = "bounded"
+        result.message = f"k-induction did not close at k = {check.depth}"
+    else:
+        result.message = f"SymbiYosys stopped with {proof}; see {folder / 'proof.log'}"
+
+    if result.ok:
+        cover_log = _run_task(sby, folder, "cover", env, deadline)
+        (folder / "cover.log").write_text(cover_log or "")
+        reached = _REACHED.findall(cover_log or "")
+        unreached = _UNREACHED.findall(cover_log or "")
+        result.covers_reached, result.covers_total = len(reached), len(reached) + len(unreached)
+        cover = _status(cover_log) if cover_log is not None else "TIMEOUT"
+        if cover == "TIMEOUT":
+            result.status, result.message = "timeout", f"the covers ran past {timeout:g} s"
+        elif unreached:
+            result.status = "failed"
+            result.message = (f"{len(unreached)} cover(s) not reached within "
+                              f"{check.covers_depth} cycles: " +
+                              ", ".join(f"{loc} `{_source_line(loc)}`" for loc in unreached))
+        elif cover != "PASS":
+            result.status = "failed"
+            result.message = f"the cover task stopped with {cover}; see {folder / 'cover.log'}"
+    result.seconds = time.monotonic() - start
+    return result
+
+
+def _read_failure(result, log, folder):
+    """The failed assertion, its cycle (the last step the base case checked) and the trace."""
+    failed = _ASSERT_FAILED.findall(log)
+    steps = _CHECKING.findall(log[:log.find("Assert failed")] if failed else log)
+    location = failed[0] if failed else ""
+    result.assertion = location
+    result.cycle = int(steps[-1]) if steps else None
+    result.message = (f"assertion {location} `{_source_line(location)}` fails at cycle "
+                      f"{result.cycle}")
+    trace = _TRACE.search(log)
+    if trace:
+        result.vcd = str(folder / trace.group(1))
