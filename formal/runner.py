@@ -75,7 +75,9 @@ def _sby_text(check):
     if check.cover_skip:
         lines.append(f"cover: skip {check.cover_skip}")
     lines += ["", "[engines]", "smtbmc {solver}", "",
-              "[script]", "read_rtlil design.il", "prep -top top", "",
+              "[script]", "read_rtlil design.il", "prep -top top",
+              # Small memories (the queues) as flip-flops, so equal bits merge.
+              "memory_map", "opt -fast", "",
               "[files]", "design.il", ""]
     return "\n".join(lines)
 

@@ -10,6 +10,8 @@ __all__ = ["BLOCKS", "block_checks", "find_check"]
 #: Block name → (module under avta.formal.blocks, what it is).
 BLOCKS = {
     "tokens": ("tokens", "dependency-token counters (hw/core/tokens.py)"),
+    "queue": ("queue", "instruction queues (hw/core/queue.py)"),
+    "alu": ("alu", "ALU lanes (hw/core/alu_lanes.py)"),
 }
 
 
