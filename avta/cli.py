@@ -345,8 +345,9 @@ def build_parser():
     p.add_argument("--json", metavar="FILE", help="write the results as JSON here")
     p.add_argument("--timeout", type=float, default=600.0, metavar="S",
                    help="seconds each check may run (default 600); past it, TIMEOUT")
-    p.add_argument("--solver", choices=("yices", "z3"), default="yices",
-                   help="the SMT solver smtbmc drives (default yices)")
+    p.add_argument("--solver", choices=("yices", "z3"),
+                   help="the SMT solver smtbmc drives for every check (default: each "
+                        "check's own, yices except z3 for the ALU lanes)")
     p.add_argument("--plant", action="append", metavar="FAULT",
                    help="run on a design with this planted fault (repeatable); see "
                         "--list-faults")

@@ -53,7 +53,7 @@ def _check_plant(names):
                         f"--list-faults): {', '.join(ALL_FAULTS)}") from None
 
 
-def run_formal(cfg, *, blocks=None, faults=(), jobs=1, output, solver="yices", timeout=600.0,
+def run_formal(cfg, *, blocks=None, faults=(), jobs=1, output, solver=None, timeout=600.0,
                log=None):
     """Run every check of ``blocks`` (all by default) for ``cfg``; the :class:`Result` list in
     table order. A failed check leaves its counterexample in ``output/counterexamples/`` as a
@@ -116,7 +116,7 @@ def cmd_formal(args):
             if result.vcd:
                 print(f"  counterexample: {result.vcd}\n  replay test:    {result.replay}")
     if args.json:
-        report = {"config": cfg.name, "faults": sorted(faults), "solver": args.solver,
+        report = {"config": cfg.name, "faults": sorted(faults), "solver": args.solver or "per check",
                   "properties": [r.to_dict() for r in results]}
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
     failed = sum(not r.ok for r in results)

@@ -107,6 +107,8 @@ class Check:
         reported unreached, which is a failure.
     cover_skip : first step at which covers are checked (deep covers of counters: the solver
         skips the cheap early steps where they cannot be reached yet).
+    solver : the SMT solver this check runs fastest on (``yices``, or ``z3`` where yices
+        stalls: the ALU's shifter equivalence); ``avta formal --solver`` overrides it.
     """
     block: str
     name: str
@@ -116,6 +118,7 @@ class Check:
     prove: bool = True
     cover_depth: int | None = None
     cover_skip: int = 0
+    solver: str = "yices"
 
     @property
     def key(self):

@@ -122,8 +122,10 @@ def _source_line(location):
         return ""
 
 
-def run_check(check, folder, *, solver="yices", timeout=600.0):
-    """Run ``check`` in ``folder`` (created); a :class:`Result`."""
+def run_check(check, folder, *, solver=None, timeout=600.0):
+    """Run ``check`` in ``folder`` (created) with ``solver`` (default: the check's own); a
+    :class:`Result`."""
+    solver = solver or check.solver
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
