@@ -12,6 +12,7 @@ BLOCKS = {
     "tokens": ("tokens", "dependency-token counters (hw/core/tokens.py)"),
     "queue": ("queue", "instruction queues (hw/core/queue.py)"),
     "alu": ("alu", "ALU lanes (hw/core/alu_lanes.py)"),
+    "read_engine": ("read_engine", "AXI4 read engine (hw/axi/read_engine.py)"),
 }
 
 
