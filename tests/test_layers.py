@@ -8,7 +8,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 #: Source folder → the package it installs as (pyproject.toml's package-dir).
 FOLDERS = {"avta": "avta", "isa": "avta.isa", "hw": "avta.hw", "sim": "avta.sim",
-           "runtime": "avta.runtime", "floorplan": "avta.floorplan", "synth": "avta.synth"}
+           "runtime": "avta.runtime", "floorplan": "avta.floorplan", "synth": "avta.synth",
+           "formal": "avta.formal"}
 
 #: Package prefix → the prefixes it may import (besides itself); the most specific prefix wins.
 ALLOWED = {
@@ -27,6 +28,8 @@ ALLOWED = {
     # synthesis cache sits with the Verilator builds (avta.sim.verilator.cache_root).
     "avta.synth": ("avta.isa", "avta.hw", "avta.floorplan", "avta.errors", "avta.version",
                    "avta.sim.verilator"),
+    # The proofs wrap the RTL blocks; they need no simulator, runtime or floorplan.
+    "avta.formal": ("avta.hw", "avta.isa", "avta.errors", "avta.version", "avta.progress"),
     "avta.errors": (),
     "avta.version": (),
     "avta.progress": (),

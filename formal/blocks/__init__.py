@@ -5,7 +5,7 @@ import importlib
 
 from avta.errors import UserError
 
-__all__ = ["BLOCKS", "block_checks", "find_check"]
+__all__ = ["BLOCKS", "CAUGHT_BY", "block_checks", "find_check"]
 
 #: Block name → (module under avta.formal.blocks, what it is).
 BLOCKS = {
@@ -13,6 +13,18 @@ BLOCKS = {
     "queue": ("queue", "instruction queues (hw/core/queue.py)"),
     "alu": ("alu", "ALU lanes (hw/core/alu_lanes.py)"),
     "read_engine": ("read_engine", "AXI4 read engine (hw/axi/read_engine.py)"),
+    "write_engine": ("write_engine", "AXI4 write engine (hw/axi/write_engine.py)"),
+}
+
+#: Planted fault (avta.hw.core.faults) → the (block, property) whose proof fails on it.
+CAUGHT_BY = {
+    "axi-valid-drop": ("read_engine", "ar"),
+    "axi-burst-4k": ("read_engine", "ar"),
+    "axi-wlast-early": ("write_engine", "w"),
+    "queue-accept-full": ("queue", "occupancy"),
+    "alu-op": ("alu", "ops"),
+    "alu-lane": ("alu", "ops"),
+    "token-wrap": ("tokens", "count"),
 }
 
 
