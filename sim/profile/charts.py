@@ -83,9 +83,16 @@ def roofline_chart(rows, cfg, stem, *, title="", estimated=False, size=(8, 6)):
     if points:
         ax.scatter([r["intensity"] for r in points], [r["macs_per_cycle"] for r in points],
                    c=[np.log10(r["cycles"]) for r in points], cmap="viridis", zorder=3, s=20)
-        biggest = sorted(points, key=lambda r: -r["cycles"])[:10]
-        for r in biggest:
-            ax.annotate(r["name"], (r["intensity"], r["macs_per_cycle"]), fontsize=6,
+        # Layers of the same shape sit on one point (within 1 % on both axes): one label for
+        # each point, naming the longest layer there and how many more share it.
+        at = {}
+        for r in sorted(points, key=lambda r: -r["cycles"]):
+            spot = tuple(round(np.log10(r[k]) * 200) for k in ("intensity", "macs_per_cycle"))
+            at.setdefault(spot, []).append(r)
+        for same in sorted(at.values(), key=lambda rs: -sum(r["cycles"] for r in rs))[:10]:
+            r = same[0]
+            more = f" (+{len(same) - 1})" if len(same) > 1 else ""
+            ax.annotate(r["name"] + more, (r["intensity"], r["macs_per_cycle"]), fontsize=6,
                         xytext=(3, 3), textcoords="offset points")
     ax.set_xscale("log")
     ax.set_yscale("log")
