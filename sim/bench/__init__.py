@@ -64,6 +64,12 @@ def _onnx_digits(cfg):
     return onnx_digits(cfg)
 
 
+def _profile_overhead(cfg):
+    from .profile import profile_overhead
+    profile_overhead(cfg)
+    return 0
+
+
 def _rtl_cycles(cfg):
     from .rtl_cycles import print_table
     return print_table(cfg)
@@ -84,6 +90,9 @@ BENCHMARKS = {
                       "utilization, totals weighted by uses", _tsim_resnet18),
     "tps": ("ResNet-18 C2..C11: DRAM bytes of the tiling search against TVM's fallback "
             "schedule (the paper's Figure 10; default configuration: wide, 1x32x32)", _tps),
+    "profile-overhead": ("whole ResNet-18 on tsim with and without activity recording "
+                         "(avta profile): seconds of the runs and the overhead",
+                         _profile_overhead),
     "rtl-cycles": ("cycles of GEMM and ALU instructions of N micro-op steps on the RTL core "
                    "(Amaranth simulator)", _rtl_cycles),
     "onnx-digits": ("the digits MLP and a small CNN, trained, quantized by onnxruntime, "

@@ -1,5 +1,7 @@
 """``avta bench``: the list, the errors and the fsim conv2d figures."""
 
+import pytest
+
 from avta.cli import main
 from avta.isa.config import load_config
 from avta.sim.bench import BENCHMARKS
@@ -33,3 +35,13 @@ def test_fsim_conv2d_prints_ratio_and_counters(capsys):
     out = capsys.readouterr().out
     assert "ratio fsim/numpy" in out and "bit-exact: yes" in out
     assert "GEMM_STEPS" in out and "(estimate)" in out
+
+
+@pytest.mark.slow
+@pytest.mark.tsim
+def test_profile_overhead_prints_both_runs(capsys):
+    from avta.sim.bench.profile import profile_overhead
+    figures = profile_overhead(load_config("tiny"), input_size=32, rounds=1)
+    out = capsys.readouterr().out
+    assert "plain" in out and "recording costs" in out
+    assert figures["cycles"] > 0 and len(figures["plain"]) == len(figures["recording"]) == 1
