@@ -14,6 +14,7 @@ BLOCKS = {
     "alu": ("alu", "ALU lanes (hw/core/alu_lanes.py)"),
     "read_engine": ("read_engine", "AXI4 read engine (hw/axi/read_engine.py)"),
     "write_engine": ("write_engine", "AXI4 write engine (hw/axi/write_engine.py)"),
+    "read_arbiter": ("read_arbiter", "read arbiter (hw/axi/read_arbiter.py)"),
 }
 
 #: Planted fault (avta.hw.core.faults) → the (block, property) whose proof fails on it.
