@@ -1,4 +1,4 @@
-"""Reference semantics written once from the ISA (docs/isa.md §3.3, §3.4), as Amaranth values.
+"""Reference semantics written once from the ISA (docs/isa.md §3.4), as Amaranth values.
 
 The properties compare the hardware's lanes with these. They are written differently from the
 RTL on purpose (a case per constant shift amount, explicit sign handling), so a shared mistake
@@ -10,7 +10,7 @@ from amaranth.hdl import Module, Mux, Signal
 
 from avta.isa.enums import AluOp
 
-__all__ = ["alu_lane", "dot_lane", "SHIFT_BITS", "MUL_BITS"]
+__all__ = ["alu_lane", "SHIFT_BITS", "MUL_BITS"]
 
 #: SHR reads B[5:0] as a signed shift amount (docs/isa.md §3.4).
 SHIFT_BITS = 6
@@ -50,13 +50,3 @@ def alu_lane(m: Module, cfg, op, a, b, *, name):
             m.d.comb += out.eq(b)
     return out
 
-
-def dot_lane(m: Module, cfg, inp_row, wgt_row, *, name):
-    """Σ_k inp[k] · wgt[k] over ``cfg.block_in`` signed elements, wrapping to ACC's width."""
-    width = cfg.acc_width
-    total = 0
-    for k in range(cfg.block_in):
-        total = total + inp_row[k].as_signed() * wgt_row[k].as_signed()
-    out = Signal(width, name=name)
-    m.d.comb += out.eq(total[:width])
-    return out
