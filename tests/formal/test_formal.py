@@ -33,6 +33,12 @@ def test_token_counter_proven_for_every_width_with_covers(tmp_path):
     assert result.covers_total == 6 and result.covers_reached == 6
 
 
+def test_read_arbiter_routes_beats_proven(tmp_path):
+    _, result = _run(TINY, "read_arbiter", "route", tmp_path)
+    assert result.status == "proven", result.message
+    assert result.covers_reached == result.covers_total == 3
+
+
 def test_planted_token_wrap_fails_with_a_replayable_counterexample(tmp_path):
     from avta.formal.replay import write_replay_test
     check, result = _run(load_config("tight"), "tokens", "count", tmp_path, {"token-wrap"})
