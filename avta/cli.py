@@ -388,11 +388,15 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
+    except BrokenPipeError:
+        # The reader went away (avta ... | head): not an error. Point stdout at /dev/null so the
+        # interpreter's final flush does not fail again.
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (UserError, OSError) as error:      # OSError: a file the checks above did not foresee
         print(f"avta {args.command}: {error}", file=sys.stderr)
         return 2
-    except BrokenPipeError:
-        return 0
 
 
 if __name__ == "__main__":

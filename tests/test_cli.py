@@ -175,3 +175,15 @@ def test_bad_input_is_one_message_and_exit_2(tmp_path, monkeypatch, capsys, args
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
     assert not (tmp_path / "x.bin").exists()
+
+
+def test_a_reader_that_goes_away_is_not_an_error():
+    """``avta ... | head``: the command stops quietly, exit 0, no traceback or 'Broken pipe'."""
+    import subprocess
+    import sys
+    proc = subprocess.Popen([sys.executable, "-m", "avta.cli", "config", "--config", "default"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()             # before the command has written anything (it is starting)
+    err = proc.stderr.read().decode()
+    assert proc.wait() == 0, err
+    assert "Broken pipe" not in err and "Traceback" not in err
