@@ -50,6 +50,11 @@ from avta.isa.config import KEYS, ConfigError, load_config
 __all__ = ["Spec", "SpecError", "Point", "Group", "load_spec", "parse_spec"]
 
 _TOP = ("base", "vary", "workload", "input_size", "style", "seed", "fit_formats")
+#: The columns a point's row has besides its varied keys (a group may not take their names).
+RESULT_COLUMNS = frozenset({
+    "index", "status", "message", "shape", "cycles", "ideal_cycles", "utilization", "macs",
+    "host_layers", "fitted", "estimated", "area_mm2", "sram_mm2", "logic_mm2", "other_mm2",
+    "pareto", "cached", "seconds", "key"})
 
 
 class SpecError(UserError):
@@ -280,6 +285,9 @@ def parse_spec(text, *, source="<spec>", folder=None):
         if key in known:
             values = _values(source, key, v)
         elif _is_group(key, v):
+            if key in RESULT_COLUMNS or key.startswith("sram_"):
+                raise SpecError(f"{_where(source, k)}: vary: a group cannot be named {key!r}: "
+                                f"the results have a column of that name (pick another name)")
             values = _group(source, key, v, known)
         else:
             raise SpecError(f"{_where(source, k)}: vary: unknown configuration key {key!r} "

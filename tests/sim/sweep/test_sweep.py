@@ -93,13 +93,14 @@ def test_a_group_varies_keys_together(network):
 @pytest.mark.parametrize("vary, message", [
     ("  LOG_INP_BUFF_SIZE: [13]\n  pads:\n    - {LOG_INP_BUFF_SIZE: 14}\n",
      "spec.yaml:4: vary: pads sets LOG_INP_BUFF_SIZE, which LOG_INP_BUFF_SIZE sets too"),
-    ("  shape:\n    - {LOG_BLOCK: 3}\n  LOG_BLOCK_IN: [2]\n",
-     "spec.yaml:5: vary: LOG_BLOCK_IN, which shape sets too"),
-    ("  shape:\n    - {LOG_BLOK: 3}\n", "spec.yaml:4: vary shape: unknown configuration key"),
-    ("  shape:\n    - {label: a, LOG_BLOCK: 2}\n    - {label: a, LOG_BLOCK: 3}\n",
-     "spec.yaml:4: vary shape: two values have the same label"),
-    ("  shape:\n    - {LOG_BLOCK: x}\n", "spec.yaml:4: vary shape LOG_BLOCK = 'x' must be"),
+    ("  gemm:\n    - {LOG_BLOCK: 3}\n  LOG_BLOCK_IN: [2]\n",
+     "spec.yaml:5: vary: LOG_BLOCK_IN, which gemm sets too"),
+    ("  gemm:\n    - {LOG_BLOK: 3}\n", "spec.yaml:4: vary gemm: unknown configuration key"),
+    ("  gemm:\n    - {label: a, LOG_BLOCK: 2}\n    - {label: a, LOG_BLOCK: 3}\n",
+     "spec.yaml:4: vary gemm: two values have the same label"),
+    ("  gemm:\n    - {LOG_BLOCK: x}\n", "spec.yaml:4: vary gemm LOG_BLOCK = 'x' must be"),
     ("  Shape:\n    - {LOG_BLOCK: 2}\n", "spec.yaml:3: vary: unknown configuration key 'Shape'"),
+    ("  shape:\n    - {LOG_BLOCK: 2}\n", "spec.yaml:3: vary: a group cannot be named 'shape'"),
 ])
 def test_a_group_mistake_names_its_line(vary, message):
     with pytest.raises(SpecError) as error:
