@@ -6,7 +6,7 @@ Only the tsim runs are timed (building the programs, the numpy reference and Ver
 are not), and both runs must give the same cycles.
 """
 
-import time
+from .timed import run_seconds
 
 __all__ = ["profile_overhead"]
 
@@ -16,19 +16,9 @@ def _timed_network(cfg, graph, x, *, activity):
     from avta.runtime.net.executor import dram_bytes, run_network
     from avta.sim.run_cmd import make_device
     device = make_device(cfg, "tsim", dram_bytes(cfg, graph), activity=activity)
-    backend, spent = device.backend, [0.0]
-    inner = backend.run
-
-    def run(*args, **kwargs):
-        start = time.perf_counter()
-        try:
-            return inner(*args, **kwargs)
-        finally:
-            spent[0] += time.perf_counter() - start
-
-    backend.run = run
-    net = run_network(device, graph, x, target="tsim")
-    return net.total["cycles"], spent[0]
+    with run_seconds(device.backend) as spent:
+        net = run_network(device, graph, x, target="tsim")
+    return net.total["cycles"], sum(spent)
 
 
 def profile_overhead(cfg, *, network="resnet18", input_size=224, rounds=2):

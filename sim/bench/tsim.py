@@ -8,14 +8,14 @@ final DRAM images must be identical.
 bytes per cycle over the bus width (1.0 = one full beat every cycle).
 """
 
-import time
-
 import numpy as np
 
 from avta.isa.config import load_config
 from avta.isa.encoding import codec, finish
 from avta.isa.enums import MemType, Opcode
 from avta.isa.insn import MemoryInsn
+
+from .timed import run_seconds
 
 __all__ = ["tsim_gemm", "load_utilization"]
 
@@ -30,21 +30,8 @@ def _gemm_program(dev, m, k, n):
     rng = np.random.default_rng(SEED)
     a = rng.integers(-128, 128, (m, k), dtype=np.int8)
     w = rng.integers(-128, 128, (n, k), dtype=np.int8)
-    backend, spent = dev.backend, []
-    run = backend.run
-
-    def timed_run(*args, **kwargs):
-        start = time.perf_counter()
-        try:
-            return run(*args, **kwargs)
-        finally:
-            spent.append(time.perf_counter() - start)
-
-    backend.run = timed_run
-    try:
+    with run_seconds(dev.backend) as spent:
         out = matmul(dev, a, w, requant=Requant(shift=8, clip=(-127, 127)))
-    finally:
-        del backend.run
     return out, sum(spent)
 
 
