@@ -54,19 +54,20 @@ def run_cocotb(component, *, top, test_module, test_dir=None, build_args=(), ext
         log_file = Path(log_file)
         logs = {"build": log_file.with_name(log_file.name + ".build"),
                 "test": log_file.with_name(log_file.name + ".test")}
-    runner.build(sources=[source], hdl_toplevel=top, build_dir=build_dir,
-                 timescale=("1ns", "1ps"), build_args=args, waves=waves, always=False,
-                 log_file=logs.get("build"))
     if test_dir is not None:
         test_dir = str(Path(test_dir).resolve())
         if test_dir not in sys.path:
             sys.path.insert(0, test_dir)
     try:
+        runner.build(sources=[source], hdl_toplevel=top, build_dir=build_dir,
+                     timescale=("1ns", "1ps"), build_args=args, waves=waves, always=False,
+                     log_file=logs.get("build"))
         return runner.test(hdl_toplevel=top, test_module=test_module, build_dir=build_dir,
                            test_dir=build_dir, waves=waves, extra_env=extra_env or {},
                            testcase=testcase, log_file=logs.get("test"))
     finally:
-        # cocotb's runner overwrites its log files: each run's are appended to log_file.
+        # cocotb's runner overwrites its log files: each run's are appended to log_file, a
+        # failed build's too.
         for part in logs.values():
             if part.exists():
                 with open(log_file, "a") as out:

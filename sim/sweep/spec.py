@@ -230,11 +230,9 @@ def _group(source, name, node, known):
 
 def _set_keys(key, values):
     """The configuration keys a vary entry sets (LOG_BLOCK sets both block sizes)."""
-    keys = set()
-    for value in values if values and isinstance(values[0], Group) else [None]:
-        for k in (value.keys if value is not None else [key]):
-            keys |= {"LOG_BLOCK_IN", "LOG_BLOCK_OUT"} if k == "LOG_BLOCK" else {k}
-    return keys
+    named = {k for g in values for k in g.keys} if isinstance(values[0], Group) else {key}
+    return {k for n in named for k in (("LOG_BLOCK_IN", "LOG_BLOCK_OUT") if n == "LOG_BLOCK"
+                                        else (n,))}
 
 
 def parse_spec(text, *, source="<spec>", folder=None):
