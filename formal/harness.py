@@ -19,7 +19,28 @@ from typing import Callable
 from amaranth.hdl import (Assert, Assume, Cover, Elaboratable, Fragment, Module, ResetSignal,
                           Signal)
 
-__all__ = ["Harness", "Check"]
+__all__ = ["Harness", "Check", "elaborated", "internal"]
+
+
+def elaborated(block):
+    """``block`` elaborated into a fragment, to put in a harness (``m.submodules.dut =``) so
+    that :func:`internal` can find the signals it keeps inside."""
+    return Fragment.get(block, None)
+
+
+def internal(fragment, name):
+    """The signal called ``name`` that the block of ``fragment`` (from :func:`elaborated`)
+    keeps inside its own module: the state a strengthening invariant is stated over, so that
+    k-induction can close. Refuses a name that is missing or not unique."""
+    found = {}
+    for statements in fragment.statements.values():
+        for statement in statements:
+            for sig in (*statement._lhs_signals(), *statement._rhs_signals()):
+                if sig.name == name:
+                    found[id(sig)] = sig
+    if len(found) != 1:
+        raise LookupError(f"the block has {len(found)} signals named {name!r}, not one")
+    return next(iter(found.values()))
 
 
 class Harness(Elaboratable):

@@ -60,7 +60,7 @@ class VtaTop(wiring.Component):
         vme = m.submodules.vme = MemoryEngine(data_bits=self._cfg.axi_data_bits,
                                               read_clients=tags, read_slots=READ_SLOTS,
                                               faults=self._faults)
-        vcr = m.submodules.vcr = ControlRegisters(cfg=self._cfg)
+        vcr = m.submodules.vcr = ControlRegisters(cfg=self._cfg, faults=self._faults)
 
         wiring.connect(m, flipped(self.s_axil), vcr.s_axil)
         wiring.connect(m, flipped(self.m_axi), vme.m_axi)

@@ -15,6 +15,7 @@ BLOCKS = {
     "read_engine": ("read_engine", "AXI4 read engine (hw/axi/read_engine.py)"),
     "write_engine": ("write_engine", "AXI4 write engine (hw/axi/write_engine.py)"),
     "read_arbiter": ("read_arbiter", "read arbiter (hw/axi/read_arbiter.py)"),
+    "vcr": ("vcr", "AXI4-Lite control registers (hw/axi/vcr.py)"),
 }
 
 #: Planted fault (avta.hw.core.faults) → the (block, property) whose proof fails on it.
@@ -26,6 +27,9 @@ CAUGHT_BY = {
     "alu-op": ("alu", "ops"),
     "alu-lane": ("alu", "ops"),
     "token-wrap": ("tokens", "count"),
+    "vcr-b-early": ("vcr", "write"),
+    "vcr-r-drop": ("vcr", "read"),
+    "vcr-launch-busy": ("vcr", "regs"),
 }
 
 

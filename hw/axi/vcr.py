@@ -51,10 +51,13 @@ class ControlRegisters(wiring.Component):
     insn_count, insn_addr, uop_base … out_base : the host-written registers, held for the core.
     busy, finished, error : core status, shown in CTRL.
     cycles, counters, err_code, err_insn : core values shown read-only.
+
+    ``faults``: a set of :data:`avta.hw.core.faults.ALL_FAULTS` names (tests only).
     """
 
-    def __init__(self, *, cfg):
+    def __init__(self, *, cfg, faults=frozenset()):
         self._cfg = cfg
+        self._faults = faults
         members = {
             "s_axil": In(AxiLiteSignature(data_width=WORD)),
             "launch": Out(1),
@@ -88,9 +91,11 @@ class ControlRegisters(wiring.Component):
         writable = {REGISTERS[name]: getattr(self, name.lower()) for name in _RW}
 
         # -- writes: take AW and W in either order, then answer on B -------------------------
-        aw_full, w_full = Signal(), Signal()
-        aw_addr = Signal(_DECODED_BITS)
-        w_data, w_strb = Signal(WORD), Signal(WORD // 8)
+        # Named explicitly: the proofs read them (avta.formal.harness.internal), and tuple
+        # assignments would leave them unnamed.
+        aw_full, w_full = Signal(name="aw_full"), Signal(name="w_full")
+        aw_addr = Signal(_DECODED_BITS, name="aw_addr")
+        w_data, w_strb = Signal(WORD, name="w_data"), Signal(WORD // 8, name="w_strb")
         m.d.comb += [bus.awready.eq(~aw_full & ~bus.bvalid),
                      bus.wready.eq(~w_full & ~bus.bvalid)]
         with m.If(bus.awvalid & bus.awready):
@@ -101,13 +106,21 @@ class ControlRegisters(wiring.Component):
             m.d.sync += bus.bvalid.eq(0)
 
         m.d.sync += self.launch.eq(0)
-        with m.If(aw_full & w_full & ~bus.bvalid):
+        write_ready = aw_full & w_full
+        if "vcr-b-early" in self._faults:
+            # Planted bug (avta.hw.core.faults), for testing the verification tools only.
+            write_ready = aw_full
+        with m.If(write_ready & ~bus.bvalid):
             m.d.sync += [aw_full.eq(0), w_full.eq(0), bus.bvalid.eq(1), bus.bresp.eq(Resp.OKAY)]
             word_addr = aw_addr & ~0b11
             with m.Switch(word_addr):
                 with m.Case(REGISTERS["CTRL"]):
                     launch = Ctrl.LAUNCH.position
-                    m.d.sync += self.launch.eq(w_strb[launch // 8] & w_data[launch] & ~self.busy)
+                    idle = ~self.busy
+                    if "vcr-launch-busy" in self._faults:
+                        # Planted bug (avta.hw.core.faults), for testing the verification tools only.
+                        idle = 1
+                    m.d.sync += self.launch.eq(w_strb[launch // 8] & w_data[launch] & idle)
                 for offset, reg in writable.items():
                     with m.Case(offset):
                         for byte in range(WORD // 8):
@@ -121,6 +134,10 @@ class ControlRegisters(wiring.Component):
         m.d.comb += bus.arready.eq(~bus.rvalid)
         with m.If(bus.rvalid & bus.rready):
             m.d.sync += bus.rvalid.eq(0)
+        if "vcr-r-drop" in self._faults:
+            # Planted bug (avta.hw.core.faults), for testing the verification tools only.
+            with m.If(bus.rvalid):
+                m.d.sync += bus.rvalid.eq(0)
         with m.If(bus.arvalid & bus.arready):
             m.d.sync += [bus.rvalid.eq(1), bus.rresp.eq(Resp.OKAY), bus.rdata.eq(0)]
             with m.Switch(bus.araddr[:_DECODED_BITS] & ~0b11):

@@ -137,6 +137,22 @@ PROTOCOL_FAULTS = {
         "ALU lanes (core/alu_lanes.py)",
         "MIN compares the lanes unsigned, so a negative lane loses to a positive one",
         "an ALU MIN with operands of different signs"),
+    "vcr-b-early": Fault(
+        "control registers (axi/vcr.py)",
+        "the write response (B) is given as soon as the address (AW) is taken, without "
+        "waiting for the data (W), so the register is written with stale data",
+        "a host that sends AW before W"),
+    "vcr-r-drop": Fault(
+        "control registers (axi/vcr.py)",
+        "RVALID falls after one cycle even when RREADY was low, so a host that is slow to "
+        "take a read loses it (AMBA AXI A3.2.1: VALID stays until READY)",
+        "a register read that meets RREADY low"),
+    "vcr-launch-busy": Fault(
+        "control registers (axi/vcr.py)",
+        "a CTRL write with bit 0 set launches even while the core is busy (docs: ignored "
+        "while busy)",
+        "a CTRL launch written during a run (the core itself also ignores a launch while busy, "
+        "so only the control registers' own property tells)"),
 }
 
 #: Every planted bug a design can be asked for.
