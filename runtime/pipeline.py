@@ -39,7 +39,8 @@ class Pipeline:
         self._threads = threads
         self._loads = 0          # load tasks begun by the load stage
         self._computes = 0       # load tasks consumed by the compute stage
-        self._tiles = 0          # output tiles begun by the compute stage
+        self._begun = 0          # output tiles begun by the compute stage
+        self._tiles = 0          # output tiles ended by the compute stage
         self._stores = 0         # output tiles stored
 
     @property
@@ -61,6 +62,10 @@ class Pipeline:
 
     # -- compute stage --------------------------------------------------------------------------
 
+    def compute_buffer(self):
+        """The input buffer :meth:`begin_compute` will return, without taking its token."""
+        return self._computes % self._threads
+
     def begin_compute(self):
         """Compute on load task j (already ended): the index of its input buffer."""
         j = self._computes
@@ -74,13 +79,22 @@ class Pipeline:
         self._computes += 1
 
     def begin_tile(self):
-        """Start output tile t: the index of the accumulator buffer it writes."""
-        t = self._tiles
+        """Start output tile t: the index of the accumulator buffer it writes. Tile t may begin
+        before tile t − 1 ends (its requantization can run beside tile t's GEMMs), never before
+        tile t − threads ends: the two would share a buffer."""
+        t = self._begun
+        if t - self._tiles >= self._threads:
+            raise RuntimeError(f"output tile {t} begun while tile {t - self._threads}, which "
+                               f"uses the same accumulator buffer, has not ended")
         if t >= self._threads:
             self._b.dep_pop(S, C)
+        self._begun += 1
         return t % self._threads
 
     def end_tile(self):
+        """End the oldest output tile not yet ended."""
+        if self._tiles >= self._begun:
+            raise RuntimeError(f"end of output tile {self._tiles}, which has not begun")
         self._b.dep_push(C, S)
         self._tiles += 1
 

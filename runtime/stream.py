@@ -226,9 +226,19 @@ class StreamBuilder:
 
     # -- compute --------------------------------------------------------------------------------
 
-    def gemm(self, kernel, *, reset=False, wrap=False):
+    def preload(self, kernel):
+        """Make ``kernel`` resident now (a micro-op LOAD if it is not), so that a GEMM or ALU
+        instruction running it later needs no LOAD of its own: a LOAD between an ALU and a GEMM
+        instruction would keep them from running side by side (docs/architecture.md, compute
+        stage)."""
+        self._place(kernel)
+
+    def gemm(self, kernel, *, reset=False, wrap=False, part=None):
         """A GEMM running ``kernel`` (docs/isa.md §3.3); ``reset`` zeroes the destination rows;
-        ``wrap`` lets indices pass the scratchpads' ends and wrap (docs/isa.md §3)."""
+        ``wrap`` lets indices pass the scratchpads' ends and wrap (docs/isa.md §3). ``part`` =
+        ``(start, stop)`` runs only those of the kernel's micro-ops (through every loop
+        iteration): the parts of a kernel accumulate, in any order, what the whole kernel
+        does."""
         dst, src, wgt = kernel.max_indices()
         self._check_index("GEMM", "dst (ACC)", dst, self._cfg.acc_depth, wrap)
         if not reset and not wrap:
@@ -236,6 +246,12 @@ class StreamBuilder:
             self._check_index("GEMM", "wgt (WGT)", wgt, self._cfg.wgt_depth)
         outer, inner = kernel.padded_loops(single_inner=False)
         begin, end = self._place(kernel)
+        if part is not None:
+            start, stop = part
+            if not 0 <= start < stop <= end - begin:
+                raise StreamError(f"GEMM part {part} is not a range of the kernel's "
+                                  f"{end - begin} micro-ops")
+            begin, end = begin + start, begin + stop
         return self._emit(GemmInsn(
             reset=int(bool(reset)), uop_bgn=begin, uop_end=end, iter_out=outer.extent,
             iter_in=inner.extent, dst_factor_out=outer.dst_factor,

@@ -11,8 +11,10 @@ core has anyway:
   exactly when its STALL_x counter counts, BUSY while an instruction executes and HALT
   otherwise (the cycle an instruction starts, or a stage holding an instruction the ending run
   will not start);
-* ``compute_kind``: what the compute stage's head instruction is (:class:`ComputeKind`), so
-  that compute busy cycles split into GEMM, ALU and the rest (LOAD UOP/ACC, FINISH).
+* ``compute_kind``: what the compute stage runs (:class:`ComputeKind`), so that compute busy
+  cycles split into GEMM, ALU and the rest (LOAD UOP/ACC, FINISH): the head instruction's kind
+  while it executes, else ALU while a detached ALU instruction runs (hw/core/compute.py), else
+  the head's kind. A cycle in which the ALU runs beside a GEMM counts as GEMM.
 """
 
 from amaranth.hdl import Mux
@@ -54,10 +56,11 @@ def drive_activity(m, activity, stages, running):
     controls (by short name) and its ``running`` signal, in module ``m``."""
     for stage, short in TRACE_STAGES.items():
         m.d.comb += getattr(activity, f"{stage}_state").eq(stage_state(stages[short]))
-    opcode = stages["cp"].insn.payload.insn.head.opcode
+    cp = stages["cp"]
+    opcode = cp.insn.payload.insn.head.opcode
+    head_kind = Mux(opcode == Opcode.GEMM, ComputeKind.GEMM,
+                    Mux(opcode == Opcode.ALU, ComputeKind.ALU, ComputeKind.OTHER))
     m.d.comb += [
         activity.running.eq(running),
-        activity.compute_kind.eq(Mux(opcode == Opcode.GEMM, ComputeKind.GEMM,
-                                     Mux(opcode == Opcode.ALU, ComputeKind.ALU,
-                                         ComputeKind.OTHER))),
+        activity.compute_kind.eq(Mux(~cp.executing & cp.detached, ComputeKind.ALU, head_kind)),
     ]

@@ -1,14 +1,29 @@
 """The compute stage's execution units behind one start/done interface (docs/isa.md §3).
 
 The compute stage executes LOAD UOP/ACC/ACC_8BIT (:class:`TensorLoad`), GEMM (:class:`Gemm`),
-ALU (:class:`Alu`) and FINISH, one at a time; the instruction's opcode picks the unit. They share
-the scratchpad ports: one micro-op read port, the ACC read port(s) and the ACC write port, whose
-writes are mirrored into OUT (docs/isa.md §3: every ACC row write also writes the low 8 bits of each
-lane into the OUT row of the same index).
+ALU (:class:`Alu`) and FINISH; the instruction's opcode picks the unit. Every ACC row write also
+writes the low 8 bits of each lane into the OUT row of the same index (docs/isa.md §3).
+
+**GEMM beside ALU** (docs/architecture.md, "Compute stage"). An ALU instruction is *detached*: it
+leaves the queue as it starts (its copy is latched here) and runs on its own ports while the
+stage starts the next instruction, if that is a GEMM; anything else waits for the ALU
+(:class:`~.stage_control.StageControl`). The result must be the one of running the two one after
+the other (docs/isa.md §3.3, §3.4), and the ALU is the older, so the GEMM must not touch an ACC
+row the ALU still reads or writes. When the ALU starts, its micro-op is read and the rows it uses
+are bounded: with one micro-op ``u`` (the common case: a pass over a tile), dst rows lie in
+``u.dst + [0, (iter_out − 1)·dst_factor_out + (iter_in − 1)·dst_factor_in]`` and src rows
+likewise. A GEMM step whose ACC row falls in either range, or any step while the ranges are not
+known (several micro-ops, indices that wrap, the cycle after the ALU starts), is held in the
+GEMM's s1 until the ALU completes. So the GEMM runs at full speed on other rows (a virtual
+thread's next tile while the previous one is requantized) and waits otherwise.
+
+Ports per unit: the GEMM and the loads share ``uop_rd``/``acc_rd``/``acc_wr``/``out_wr`` (a load
+runs only when no unit does); the ALU has its own (``alu_*``), so the scratchpads UOP and ACC have
+a second read port, ACC a third when ``ACC_READ_PORTS`` is 2, and ACC and OUT a second write port.
 """
 
-from amaranth.hdl import Cat, Module, Signal
-from amaranth.lib import wiring
+from amaranth.hdl import Cat, Module, Signal, unsigned
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 
 from avta.isa.enums import Opcode
@@ -29,13 +44,17 @@ class Compute(wiring.Component):
     Ports
     -----
     start : In(1)
-        Begin ``insn`` (stable until ``done``).
+        Begin ``insn`` (stable until ``done``; an ALU instruction only in the cycle of ``start``).
+    detaching, joins : Out(1)
+        ``insn`` is an ALU instruction (it runs detached) / a GEMM (it may start beside one).
+    detached_done : Out(1)
+        One-cycle pulse when the ALU instruction has completed.
     abort : In(1)
         The run has failed (docs/isa.md §3.5): abandon the remaining steps; ``done`` follows as
         soon as the steps already issued have written.
     insn : In(layouts(cfg).insn)
     done : Out(1)
-        One-cycle pulse when the instruction has completed.
+        One-cycle pulse when the (not detached) instruction has completed.
     err : Out(1)
         With ``done``: a LOAD met a DRAM error.
     finish : Out(1)
@@ -43,8 +62,10 @@ class Compute(wiring.Component):
     uop_base, acc_base : In(32)
     mem : Out(ReadClientSignature)
         The loads' memory-engine read client.
-    uop_wr, uop_rd, inp_rd, wgt_rd, acc_rd, acc_rd_b (ACC_READ_PORTS = 2), acc_wr, out_wr
-        Scratchpad ports; ACC read ports are transparent to ``acc_wr``.
+    uop_wr, uop_rd, inp_rd, wgt_rd, acc_rd, acc_wr, out_wr
+        Scratchpad ports of the loads and the GEMM.
+    alu_uop_rd, alu_acc_rd, alu_acc_rd_b (ACC_READ_PORTS = 2), alu_acc_wr, alu_out_wr
+        The ALU's. Every ACC read port is transparent to both ACC write ports.
     gemm_step, alu_step, acc_write : Out(1)
         Counter events: a GEMM / ALU micro-op step issued, an ACC row written this cycle.
     count, count_valid : Out
@@ -59,17 +80,22 @@ class Compute(wiring.Component):
         members = {
             "start": In(1), "abort": In(1), "insn": In(layouts(cfg).insn),
             "done": Out(1), "err": Out(1), "finish": Out(1),
+            "detaching": Out(1), "joins": Out(1), "detached_done": Out(1),
             "uop_base": In(ADDR_BITS), "acc_base": In(ADDR_BITS),
             "mem": Out(self._loader.signature.members["mem"].signature),
             "uop_wr": In(write_signature(geo["uop"])), "uop_rd": In(read_signature(geo["uop"])),
             "inp_rd": In(read_signature(geo["inp"])), "wgt_rd": In(read_signature(geo["wgt"])),
             "acc_rd": In(read_signature(geo["acc"])), "acc_wr": In(write_signature(geo["acc"])),
             "out_wr": In(write_signature(geo["out"])),
+            "alu_uop_rd": In(read_signature(geo["uop"])),
+            "alu_acc_rd": In(read_signature(geo["acc"])),
+            "alu_acc_wr": In(write_signature(geo["acc"])),
+            "alu_out_wr": In(write_signature(geo["out"])),
             "gemm_step": Out(1), "alu_step": Out(1), "acc_write": Out(1),
             "count": Out(count_layout()), "count_valid": Out(1),
         }
         if cfg.acc_read_ports == 2:
-            members["acc_rd_b"] = In(read_signature(geo["acc"]))
+            members["alu_acc_rd_b"] = In(read_signature(geo["acc"]))
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -79,16 +105,18 @@ class Compute(wiring.Component):
         m.submodules.loader = loader = self._loader
         m.submodules.gemm = gemm = Gemm(cfg=cfg, faults=self._faults)
         m.submodules.alu = alu = Alu(cfg=cfg, faults=self._faults)
+        starting_alu = self.start & (opcode == Opcode.ALU)
 
         m.d.comb += [
-            loader.insn.eq(insn.memory), gemm.insn.eq(insn.gemm), alu.insn.eq(insn.alu),
+            loader.insn.eq(insn.memory), gemm.insn.eq(insn.gemm),
             loader.start.eq(self.start & (opcode == Opcode.LOAD)),
             gemm.start.eq(self.start & (opcode == Opcode.GEMM)),
-            alu.start.eq(self.start & (opcode == Opcode.ALU)),
             gemm.abort.eq(self.abort), alu.abort.eq(self.abort), loader.abort.eq(self.abort),
             loader.uop_base.eq(self.uop_base), loader.acc_base.eq(self.acc_base),
             self.gemm_step.eq(gemm.step), self.alu_step.eq(alu.step),
             self.count.eq(loader.count), self.count_valid.eq(loader.count_valid),
+            self.detaching.eq(opcode == Opcode.ALU), self.joins.eq(opcode == Opcode.GEMM),
+            self.detached_done.eq(alu.done),
         ]
         connect(m, flipped(self.mem), loader.mem)
         connect(m, flipped(self.uop_wr), loader.uop_wr)
@@ -96,42 +124,93 @@ class Compute(wiring.Component):
         finishing = Signal()
         m.d.sync += finishing.eq(self.start & (opcode == Opcode.FINISH))
         m.d.comb += [
-            self.done.eq(loader.done | gemm.done | alu.done | finishing),
+            self.done.eq(loader.done | gemm.done | finishing),
             self.err.eq(loader.done & loader.err),
             self.finish.eq(finishing),
         ]
 
-        # Shared read ports: GEMM and ALU never run at once; the opcode says whose they are.
-        is_gemm = opcode == Opcode.GEMM
-        for port in ("uop_rd", "acc_rd"):
-            ours, g, a = getattr(self, port), getattr(gemm, port), getattr(alu, port)
-            with m.If(is_gemm):
-                m.d.comb += [ours.addr.eq(g.addr), ours.en.eq(g.en)]
-            with m.Else():
-                m.d.comb += [ours.addr.eq(a.addr), ours.en.eq(a.en)]
-            m.d.comb += [g.data.eq(ours.data), a.data.eq(ours.data)]
+        # -- the detached ALU: its own copy of the instruction, started a cycle later -------------
+        alu_insn = Signal.like(insn.alu)
+        alu_go = Signal()
+        m.d.sync += alu_go.eq(starting_alu)
+        with m.If(starting_alu):
+            m.d.sync += alu_insn.eq(insn.alu)
+        m.d.comb += [alu.insn.eq(alu_insn), alu.start.eq(alu_go)]
+        connect(m, flipped(self.alu_acc_wr), alu.acc_wr)
+        connect(m, flipped(self.alu_acc_rd), alu.acc_rd)
+        if cfg.acc_read_ports == 2:
+            connect(m, flipped(self.alu_acc_rd_b), alu.acc_rd_b)
+        # The ALU's micro-op port reads the first micro-op in the cycle it starts (for the rows it
+        # uses), when its loop nest does not read yet.
+        uop_port = self.alu_uop_rd
+        m.d.comb += alu.uop_rd.data.eq(uop_port.data)
+        with m.If(starting_alu):
+            m.d.comb += [uop_port.addr.eq(insn.alu.uop_bgn), uop_port.en.eq(1)]
+        with m.Else():
+            m.d.comb += [uop_port.addr.eq(alu.uop_rd.addr), uop_port.en.eq(alu.uop_rd.en)]
+
+        # -- hazards: a GEMM step waits while its ACC row is one the ALU uses ---------------------
+        alu_running = Signal()       # from the ALU's start until the cycle after its last write
+        with m.If(starting_alu):
+            m.d.sync += alu_running.eq(1)
+        with m.Elif(alu.done):
+            m.d.sync += alu_running.eq(0)
+        bounded, known = Signal(), Signal()
+        ranges = {op: (Signal(geometry(cfg, "acc").addr_bits, name=f"{op}_lo"),
+                       Signal(geometry(cfg, "acc").addr_bits, name=f"{op}_hi"))
+                  for op in ("dst", "src")}
+        self._bound_rows(m, alu_insn, data.View(layouts(cfg).uop, uop_port.data), alu_go,
+                         starting_alu, ranges, bounded, known)
+        row = gemm.acc_index
+        clash = ~known | ~bounded
+        for lo, hi in ranges.values():
+            clash |= (row >= lo) & (row <= hi)
+        m.d.comb += gemm.hold.eq(alu_running & gemm.probing & clash)
+
+        # -- the GEMM's ports ---------------------------------------------------------------------
+        connect(m, flipped(self.uop_rd), gemm.uop_rd)
+        connect(m, flipped(self.acc_rd), gemm.acc_rd)
         connect(m, flipped(self.inp_rd), gemm.inp_rd)
         connect(m, flipped(self.wgt_rd), gemm.wgt_rd)
-        if cfg.acc_read_ports == 2:
-            connect(m, flipped(self.acc_rd_b), alu.acc_rd_b)
 
-        # One ACC write port; each unit drives its enables only while it writes.
+        # ACC write port A: the GEMM, or a LOAD ACC (they never run at once).
         acc = self.acc_wr
-        for unit in (gemm, alu):
-            with m.If(unit.acc_wr.en.any()):
-                m.d.comb += [acc.addr.eq(unit.acc_wr.addr), acc.data.eq(unit.acc_wr.data),
-                             acc.en.eq(unit.acc_wr.en)]
-        with m.If(~gemm.acc_wr.en.any() & ~alu.acc_wr.en.any()):
+        with m.If(gemm.acc_wr.en.any()):
+            m.d.comb += [acc.addr.eq(gemm.acc_wr.addr), acc.data.eq(gemm.acc_wr.data),
+                         acc.en.eq(gemm.acc_wr.en)]
+        with m.Else():
             m.d.comb += [acc.addr.eq(loader.acc_wr.addr), acc.data.eq(loader.acc_wr.data),
                          acc.en.eq(loader.acc_wr.en)]
-        m.d.comb += self.acc_write.eq(acc.en.any())
+        m.d.comb += self.acc_write.eq(acc.en.any() | self.alu_acc_wr.en.any())
 
         # OUT mirrors ACC: the low byte of each 32-bit lane, under the same enables.
         lanes = geometry(cfg, "acc").row_bits // cfg.acc_width
-        m.d.comb += [
-            self.out_wr.addr.eq(acc.addr),
-            self.out_wr.data.eq(Cat(acc.data.word_select(i, cfg.acc_width)[:cfg.out_width]
-                                    for i in range(lanes))),
-            self.out_wr.en.eq(acc.en),
-        ]
+        for acc_port, out_port in ((acc, self.out_wr), (self.alu_acc_wr, self.alu_out_wr)):
+            m.d.comb += [
+                out_port.addr.eq(acc_port.addr),
+                out_port.data.eq(Cat(acc_port.data.word_select(i, cfg.acc_width)[:cfg.out_width]
+                                     for i in range(lanes))),
+                out_port.en.eq(acc_port.en),
+            ]
         return m
+
+    def _bound_rows(self, m, alu_insn, uop, go, starting, ranges, bounded, known):
+        """Bound the ACC rows of the ALU instruction ``alu_insn``: ``ranges`` dst and src
+        ``(lo, hi)``, ``bounded`` when they hold every row (one micro-op, no index wraps),
+        ``known`` from the cycle after ``go`` (when ``uop``, its first micro-op, arrives)."""
+        depth = geometry(self._cfg, "acc").depth
+        with m.If(starting):
+            m.d.sync += known.eq(0)
+        with m.Elif(go):
+            m.d.sync += known.eq(1)
+        ok = (alu_insn.uop_end == alu_insn.uop_bgn + 1)
+        with m.If(go):
+            for op, (lo, hi) in ranges.items():
+                first = getattr(uop, f"{op}_idx")
+                span = ((alu_insn.iter_out - 1) * getattr(alu_insn, f"{op}_factor_out")
+                        + (alu_insn.iter_in - 1) * getattr(alu_insn, f"{op}_factor_in"))
+                last = Signal(unsigned(len(first) + len(span) + 1), name=f"{op}_last")
+                m.d.comb += last.eq(first + span)
+                ok &= last < depth
+                m.d.sync += [lo.eq(first), hi.eq(last)]
+            m.d.sync += bounded.eq(ok & (alu_insn.iter_out != 0) & (alu_insn.iter_in != 0))

@@ -146,11 +146,18 @@ class Core(wiring.Component):
             m.submodules[f"{name}_mem"] = mem
         wr = {name: mems[name].write_port(granularity=geometry(cfg, name).granularity)
               for name in SCRATCHPADS}
-        # ACC reads see the write of the same cycle (GEMM and ALU forward through it).
-        rd = {name: mems[name].read_port(transparent_for=(wr[name],) if name == "acc" else ())
+        # The ALU runs beside the GEMM on ports of its own (hw/core/compute.py): a second write
+        # port on ACC and OUT, a second read port on UOP and ACC (a third with ACC_READ_PORTS 2).
+        for name in ("acc", "out"):
+            wr[f"alu_{name}"] = mems[name].write_port(granularity=geometry(cfg, name).granularity)
+        # ACC reads see the writes of the same cycle (GEMM and ALU forward through them).
+        acc_writes = (wr["acc"], wr["alu_acc"])
+        rd = {name: mems[name].read_port(transparent_for=acc_writes if name == "acc" else ())
               for name in SCRATCHPADS}
+        rd["alu_uop"] = mems["uop"].read_port()
+        rd["alu_acc"] = mems["acc"].read_port(transparent_for=acc_writes)
         if cfg.acc_read_ports == 2:
-            rd["acc_b"] = mems["acc"].read_port(transparent_for=(wr["acc"],))
+            rd["alu_acc_b"] = mems["acc"].read_port(transparent_for=acc_writes)
 
         # -- everything else restarts at launch ---------------------------------------------------
         clear = Signal()
@@ -206,6 +213,9 @@ class Core(wiring.Component):
         for ctrl, unit in ((stages["ld"], load), (stages["cp"], compute), (stages["st"], store)):
             run.d.comb += [unit.start.eq(ctrl.start), ctrl.done.eq(unit.done),
                            ctrl.err.eq(unit.err)]
+        cp = stages["cp"]
+        run.d.comb += [cp.detaching.eq(compute.detaching), cp.joins.eq(compute.joins),
+                       cp.detached_done.eq(compute.detached_done)]
         run.d.comb += [
             load.insn.eq(stages["ld"].insn.payload.insn.memory),
             compute.insn.eq(stages["cp"].insn.payload.insn),
@@ -222,12 +232,12 @@ class Core(wiring.Component):
         connect(run, flipped(self.st_mem), store.mem)
         connect(run, load.inp_wr, wr["inp"])
         connect(run, load.wgt_wr, wr["wgt"])
-        for port in ("uop_wr", "acc_wr", "out_wr"):
-            connect(run, getattr(compute, port), wr[port[:3]])
-        for port in ("uop_rd", "inp_rd", "wgt_rd", "acc_rd"):
-            connect(run, getattr(compute, port), rd[port[:3]])
+        for port in ("uop_wr", "acc_wr", "out_wr", "alu_acc_wr", "alu_out_wr"):
+            connect(run, getattr(compute, port), wr[port[:-3]])
+        for port in ("uop_rd", "inp_rd", "wgt_rd", "acc_rd", "alu_uop_rd", "alu_acc_rd"):
+            connect(run, getattr(compute, port), rd[port[:-3]])
         if cfg.acc_read_ports == 2:
-            connect(run, compute.acc_rd_b, rd["acc_b"])
+            connect(run, compute.alu_acc_rd_b, rd["alu_acc_b"])
         connect(run, store.out_rd, rd["out"])
         if self._trace:
             drive_trace(run, self.trace, stages, wr)

@@ -1,6 +1,7 @@
 """The GEMM unit (docs/isa.md §3.3): one micro-op step per cycle (II = 1).
 
-Pipeline, one step per stage per cycle, never stalling (all operands are on chip):
+Pipeline, one step per stage per cycle; it stalls only on ``hold`` (the compute stage's hazard
+check against a detached ALU instruction, :mod:`.compute`), which keeps the step in s1:
 
 ====  ===================================================================================
 s0    :class:`LoopGen` offers the step; the micro-op buffer is read.
@@ -54,6 +55,12 @@ class Gemm(wiring.Component):
         loop); a following instruction that reads ACC is issued later and sees it.
     step : Out(1)
         A micro-op step was issued (GEMM_STEPS counter).
+    acc_index, probing : Out
+        The ACC row of the step in s1, and whether s1 holds a step: what the compute stage
+        checks for a hazard with a detached ALU instruction.
+    hold : In(1)
+        Keep the step in s1 this cycle (its ACC row is one a running ALU instruction uses); the
+        steps ahead of it go on and the loop nest waits.
     uop_rd, inp_rd, wgt_rd, acc_rd : In(ReadPort.Signature)
         Synchronous read ports; ``acc_rd`` must be transparent to the ACC write port.
     acc_wr : In(WritePort.Signature)
@@ -66,7 +73,8 @@ class Gemm(wiring.Component):
         self._geo = {p: geometry(cfg, p) for p in ("uop", "inp", "wgt", "acc")}
         super().__init__({
             "start": In(1), "abort": In(1), "insn": In(layouts(cfg).gemm), "done": Out(1),
-            "step": Out(1),
+            "step": Out(1), "hold": In(1), "probing": Out(1),
+            "acc_index": Out(self._geo["acc"].addr_bits),
             "uop_rd": In(read_signature(self._geo["uop"])),
             "inp_rd": In(read_signature(self._geo["inp"])),
             "wgt_rd": In(read_signature(self._geo["wgt"])),
@@ -87,26 +95,32 @@ class Gemm(wiring.Component):
                      "dst_factor_in", "src_factor_out", "src_factor_in", "wgt_factor_out",
                      "wgt_factor_in"):
             m.d.comb += getattr(loop, name).eq(getattr(insn, name))
-        m.d.comb += [loop.start.eq(self.start), loop.abort.eq(self.abort), loop.advance.eq(1),
-                     self.step.eq(loop.valid),
-                     self.uop_rd.addr.eq(loop.uop), self.uop_rd.en.eq(loop.valid)]
+        # A held step stays in s1: the loop waits, and the micro-op port keeps its data (a read
+        # port without ``en`` holds its output).
+        v1 = Signal()
+        stall = v1 & self.hold
+        m.d.comb += [loop.start.eq(self.start), loop.abort.eq(self.abort),
+                     loop.advance.eq(~stall), self.step.eq(loop.valid & ~stall),
+                     self.uop_rd.addr.eq(loop.uop), self.uop_rd.en.eq(loop.valid & ~stall)]
 
         # -- s1: indices, operand reads ---------------------------------------------------------
-        v1, last1 = Signal(), Signal()
+        last1 = Signal()
         off1 = {op: Signal.like(getattr(loop, op), name=f"{op}_off1")
                 for op in ("dst", "src", "wgt")}
-        m.d.sync += [v1.eq(loop.valid), last1.eq(loop.last)]
-        m.d.sync += [off1[op].eq(getattr(loop, op)) for op in off1]
+        with m.If(~stall):
+            m.d.sync += [v1.eq(loop.valid), last1.eq(loop.last)]
+            m.d.sync += [off1[op].eq(getattr(loop, op)) for op in off1]
         uop = data.View(layouts(cfg).uop, self.uop_rd.data)
         acc_idx1 = Signal(geo["acc"].addr_bits)
         acc_index = uop.dst_idx + off1["dst"]
         if "gemm-acc-index" in self._faults:
             # Planted bug (avta.hw.core.faults), for testing the verification tools only.
             uop1 = Signal.like(loop.uop)
-            m.d.sync += uop1.eq(loop.uop)
+            with m.If(~stall):
+                m.d.sync += uop1.eq(loop.uop)
             acc_index = acc_index + (uop1 == FAULT_UOP_ROW)
         m.d.comb += [
-            acc_idx1.eq(acc_index),
+            acc_idx1.eq(acc_index), self.acc_index.eq(acc_idx1), self.probing.eq(v1),
             self.inp_rd.addr.eq(uop.src_idx + off1["src"]),
             self.wgt_rd.addr.eq(uop.wgt_idx + off1["wgt"]),
             self.acc_rd.addr.eq(acc_idx1),
@@ -116,7 +130,7 @@ class Gemm(wiring.Component):
         # -- s2: dot products and ACC forwarding --------------------------------------------------
         v2, last2 = Signal(), Signal()
         acc_idx2 = Signal.like(acc_idx1)
-        m.d.sync += [v2.eq(v1), last2.eq(last1), acc_idx2.eq(acc_idx1)]
+        m.d.sync += [v2.eq(v1 & ~stall), last2.eq(last1), acc_idx2.eq(acc_idx1)]
         inp = data.View(row_layout(cfg, "inp"), self.inp_rd.data)
         wgt = data.View(row_layout(cfg, "wgt"), self.wgt_rd.data)
         acc_now = Signal(row_layout(cfg, "acc"))

@@ -6,10 +6,14 @@ extra logic and no extra ports. They are plain taps of signals the core has anyw
 
 * per stage (``load``, ``compute``, ``store``): the index of the instruction at the head of the
   stage's queue (``<stage>_insn``, the one executing while ``busy``), a one-cycle ``retire``
-  pulse when it completes without error, and its ``state`` (:class:`StageState`);
+  pulse when an instruction completes without error with its index (``<stage>_retire_insn``:
+  the head's, or the detached ALU instruction's, hw/core/compute.py), and the stage's ``state``
+  (:class:`StageState`);
 * per scratchpad a stage writes (``uop``, ``inp``, ``wgt``, ``acc``): the write port's enables,
   row address and data, exactly as the memory sees them. A row wider than the bus arrives in
-  pieces under per-piece enables; the harness re-assembles whole rows.
+  pieces under per-piece enables; the harness re-assembles whole rows;
+* the detached ALU instruction's ACC write port (``alu_acc_*``, whole rows) and its index
+  (``alu_insn``): its rows belong to it, not to the head instruction.
 
 DRAM writes need no port: the harness is the AXI memory and sees every beat.
 """
@@ -56,12 +60,16 @@ def TraceSignature(cfg):
     for stage in TRACE_STAGES:
         members[f"{stage}_insn"] = Out(INDEX_BITS)
         members[f"{stage}_retire"] = Out(1)
+        members[f"{stage}_retire_insn"] = Out(INDEX_BITS)
         members[f"{stage}_state"] = Out(StageState)
     for name in TRACED_MEMORIES:
         geo = geometry(cfg, name)
         members[f"{name}_en"] = Out(geo.en_bits)
         members[f"{name}_addr"] = Out(geo.addr_bits)
         members[f"{name}_data"] = Out(geo.row_bits)
+    acc = geometry(cfg, "acc")
+    members.update({"alu_insn": Out(INDEX_BITS), "alu_acc_en": Out(acc.en_bits),
+                    "alu_acc_addr": Out(acc.addr_bits), "alu_acc_data": Out(acc.row_bits)})
     return wiring.Signature(members)
 
 
@@ -75,9 +83,14 @@ def drive_trace(m, trace, stages, write_ports):
                         Mux(ctrl.stall_event, StageState.WAIT, StageState.HALT)))
         m.d.comb += [
             getattr(trace, f"{stage}_insn").eq(ctrl.insn.payload.index),
-            getattr(trace, f"{stage}_retire").eq(ctrl.insn.ready & ~ctrl.error),
+            getattr(trace, f"{stage}_retire").eq(ctrl.retire),
+            getattr(trace, f"{stage}_retire_insn").eq(ctrl.retire_index),
             getattr(trace, f"{stage}_state").eq(state),
         ]
+    m.d.comb += [trace.alu_insn.eq(stages["cp"].detached_index),
+                 trace.alu_acc_en.eq(write_ports["alu_acc"].en),
+                 trace.alu_acc_addr.eq(write_ports["alu_acc"].addr),
+                 trace.alu_acc_data.eq(write_ports["alu_acc"].data)]
     for name in TRACED_MEMORIES:
         port = write_ports[name]
         m.d.comb += [

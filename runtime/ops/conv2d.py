@@ -23,7 +23,7 @@ from avta.isa.enums import AluOp, MemType, PadValue
 from ..packing import pack_nchw, pack_oihw, pad_channels
 from ..pipeline import Pipeline
 from ..stream import StreamBuilder
-from ..uop_kernel import Loop, UopKernel
+from ..uop_kernel import ITER_BITS, Loop, UopKernel
 from .conv_plan import Conv2dShape, plan_conv2d
 from .requant import Requant
 
@@ -86,6 +86,9 @@ class _Conv2dEmitter:
         self.bias_start = bufs.bias is not None and requant.bias_starts_acc(
             bias_bound, shape.cin * shape.kh * shape.kw)
         self.pad_value = _PAD_VALUES[shape.pad_value]
+        #: The requantization of the last tile ended, waiting to run beside the next GEMMs:
+        #: ``(tile, [(kernel, op, imm), ...])`` (see :meth:`emit`).
+        self.tail = None
 
     # -- geometry of one task -------------------------------------------------------------------
 
@@ -161,15 +164,30 @@ class _Conv2dEmitter:
     def _tile_loops(self, tile, src_row=0, src_col=0):
         return (Loop(tile.th, tile.tw, src_row), Loop(tile.tw, 1, src_col))
 
+    def _tile_rows(self, tile, va, *, bias):
+        """An ALU kernel over every ACC row of ``tile``: src = dst, or (``bias``) src = the
+        row's bias row. One micro-op, output blocks outer and pixels inner, when the loop
+        extents allow: the compute stage bounds such an instruction's rows and runs the next
+        GEMM beside it (docs/architecture.md, compute stage)."""
+        co0, nco = self._co_range(tile)
+        acc, pitch, pixels = self.t.acc_base(va), self.t.acc_pitch, tile.th * tile.tw
+        if max(nco, pixels) < 1 << ITER_BITS:
+            if bias:
+                return UopKernel([(acc, co0)], (Loop(nco, pitch, 1), Loop(pixels, 1, 0)))
+            return UopKernel([(acc, acc)], (Loop(nco, pitch, pitch), Loop(pixels, 1, 1)))
+        rows = [acc + co * pitch for co in range(nco)]
+        if bias:
+            return UopKernel([(r, co0 + co) for co, r in enumerate(rows)], self._tile_loops(tile))
+        return UopKernel([(r, r) for r in rows], self._tile_loops(tile, tile.tw, 1))
+
     def begin_tile(self, tile):
+        if self.pipe.threads == 1:
+            self._flush_tail()              # one accumulator buffer: the tail goes first
         va = self.pipe.begin_tile()
         _, nco = self._co_range(tile)
         acc = self.t.acc_base(va)
         if self.bias_start:
-            co0, _ = self._co_range(tile)
-            start = UopKernel([(acc + co * self.t.acc_pitch, co0 + co) for co in range(nco)],
-                              self._tile_loops(tile))
-            self.b.alu(start, AluOp.MOV)
+            self.b.alu(self._tile_rows(tile, va, bias=True), AluOp.MOV)
             return va
         reset = UopKernel([(acc + co * self.t.acc_pitch, 0, 0) for co in range(nco)],
                           self._tile_loops(tile))
@@ -177,7 +195,7 @@ class _Conv2dEmitter:
         return va
 
     def emit_gemm(self, tile, cit, va):
-        vi = self.pipe.begin_compute()
+        vi = self.pipe.compute_buffer()
         sh, t = self.shape, self.t
         ci0, nci = self._ci_range(cit)
         co0, nco = self._co_range(tile)
@@ -194,20 +212,55 @@ class _Conv2dEmitter:
                         uops.append((acc + co * t.acc_pitch, inp + ci * t.inp_pitch +
                                      kh * tw_in + kw, wgt + kh * sh.kw + kw))
         s = sh.stride
-        self.b.gemm(UopKernel(uops, self._tile_loops(tile, s * tw_in, s)))
+        kernel = UopKernel(uops, self._tile_loops(tile, s * tw_in, s))
+        # The previous tile's requantization runs beside this GEMM: split into as many parts as
+        # it has passes left (their sums add up to the whole), one pass before each part. The
+        # kernels are made resident first: a micro-op LOAD after an ALU pass would wait for it.
+        n = len(uops)
+        parts = max(1, min(len(self.tail[1]), n)) if self.tail else 1
+        if self.tail:
+            self.b.preload(kernel)
+            for alu_kernel, _, _ in self.tail[1]:
+                self.b.preload(alu_kernel)
+        for k in range(parts):
+            self._tail_pass()
+            if k == 0:
+                self.pipe.begin_compute()
+            part = (k * n // parts, (k + 1) * n // parts) if parts > 1 else None
+            self.b.gemm(kernel, part=part)
         self.pipe.end_compute()
 
     def end_tile(self, tile, va):
-        _, nco = self._co_range(tile)
-        co0, _ = self._co_range(tile)
-        rows = [self.t.acc_base(va) + co * self.t.acc_pitch for co in range(nco)]
-        same = UopKernel([(r, r) for r in rows], self._tile_loops(tile, tile.tw, 1))
+        """Requantize ``tile``: its passes wait in :attr:`tail` for the next tile's GEMMs."""
+        self._flush_tail()
         bias = None
         if self.bufs.bias is not None and not self.bias_start:
-            bias = UopKernel([(r, co0 + co) for co, r in enumerate(rows)],
-                             self._tile_loops(tile))
-        self.requant.emit(self.b, same, bias)
+            bias = self._tile_rows(tile, va, bias=True)
+        passes = _AluRecorder()
+        self.requant.emit(passes, self._tile_rows(tile, va, bias=False), bias)
+        self.tail = (tile, passes.insns)
+        if not passes.insns:
+            self._store_tail()
+
+    def _tail_pass(self):
+        """Emit the next pass of the pending requantization, and after its last, store."""
+        if not self.tail:
+            return
+        kernel, op, imm = self.tail[1].pop(0)
+        self.b.alu(kernel, op, imm=imm)
+        if not self.tail[1]:
+            self._store_tail()
+
+    def _store_tail(self):
+        """End the requantized tile (its last instruction pushes C→S) and store it."""
+        tile, _ = self.tail
+        self.tail = None
         self.pipe.end_tile()
+        self.emit_store(tile)
+
+    def _flush_tail(self):
+        while self.tail:
+            self._tail_pass()
 
     # -- store stage ----------------------------------------------------------------------------
 
@@ -253,17 +306,17 @@ class _Conv2dEmitter:
             self.emit_gemm(tile, cit, va)
             if cit == n_cit - 1:
                 self.end_tile(tile, va)
-                self.emit_store(tile)
+        self._flush_tail()
 
 
-class _AluCounter:
-    """Stands in for a StreamBuilder to count the ALU instructions a requantization emits."""
+class _AluRecorder:
+    """Stands in for a StreamBuilder to record the ALU instructions a requantization emits."""
 
     def __init__(self):
-        self.two_operand = []
+        self.insns = []
 
     def alu(self, kernel, op, *, imm=None):
-        self.two_operand.append(imm is None and op != AluOp.MOV)
+        self.insns.append((kernel, op, imm))
 
 
 def _tail_steps(cfg, requant, bias_added):
@@ -272,9 +325,10 @@ def _tail_steps(cfg, requant, bias_added):
     port, docs/architecture.md, compute stage)."""
     if requant.on_host:
         return 1
-    count = _AluCounter()
-    requant.emit(count, None, object() if bias_added else None)
-    return 1 + sum(2 if two and cfg.acc_read_ports == 1 else 1 for two in count.two_operand)
+    passes = _AluRecorder()
+    requant.emit(passes, None, object() if bias_added else None)
+    return 1 + sum(2 if imm is None and op != AluOp.MOV and cfg.acc_read_ports == 1 else 1
+                   for _, op, imm in passes.insns)
 
 
 def build_conv2d(cfg, shape, bufs, *, requant=Requant(), threads=2, tiling=None,

@@ -9,7 +9,11 @@ them and schedules the three stages the way the token protocol of
 - its GEMM starts when the compute stage is free and task ``j`` is loaded; the first task of an
   output tile first initializes the accumulators (reset GEMM or bias MOV) once the store of tile
   ``t − threads`` has released that buffer; the last task ends with the requantization tail;
-- the store of tile ``t`` starts when the store stage is free and the tile is computed.
+- with two threads the tail's passes run beside the next task's GEMM, one pass per part of it
+  (as many parts as it has micro-ops at most): the compute stage runs a GEMM beside an ALU
+  instruction (docs/architecture.md, compute stage), so the GEMM and the passes take the longer
+  of the two; passes left over wait for the next GEMM, or run alone after the last;
+- the store of tile ``t`` starts when the store stage is free and its last pass is done.
 
 Instruction costs are the RTL's as measured on tsim, the figures fsim's cycle model uses too
 (:mod:`avta.isa.costs`): a GEMM or ALU instruction of N steps takes N + ``COMPUTE_FILL``; a LOAD
@@ -104,7 +108,9 @@ def lower_bound(cfg, shape, t, *, tail_steps=TAIL_STEPS):
     last_th, last_tw = shape.oh - (_ceil(shape.oh, t.th) - 1) * t.th, \
         shape.ow - (_ceil(shape.ow, t.tw) - 1) * t.tw
     last_store = costs.store(last_th, last_tw, cob - (_ceil(cob, t.tco) - 1) * t.tco)
-    compute = gemm + tasks * COMPUTE_FILL + tail_steps * (rows + tiles * COMPUTE_FILL)
+    # With two threads the tail after the accumulator start may run beside the GEMMs.
+    passes = 1 if t.threads > 1 else tail_steps
+    compute = gemm + tasks * COMPUTE_FILL + passes * (rows + tiles * COMPUTE_FILL)
     return first_load + compute - costs.alu_pass(th, tw, nco) + last_store
 
 
@@ -119,6 +125,13 @@ def estimate(cfg, shape, t, *, tail_steps=TAIL_STEPS, give_up=None):
     store_done = []           # per tile: when its store released the accumulator buffer
     held = [None] * threads   # the weight chunk each input buffer holds (weights per task)
     resident, windows = set(), set()
+    pending = None            # the tail waiting for GEMMs: [passes left, pass cycles, store]
+
+    def finish_tail(done):
+        nonlocal store_free
+        store_free = max(store_free, done) + pending[2]
+        store_done.append(store_free)
+
     for j, (tile, spatial, th, tw, nco, cot, cit, nci, first, last) in enumerate(
             _tasks(cfg, shape, t)):
         # Load stage.
@@ -141,14 +154,30 @@ def estimate(cfg, shape, t, *, tail_steps=TAIL_STEPS, give_up=None):
             begin = compute_free if tile < threads else max(compute_free,
                                                             store_done[tile - threads])
             compute_free = begin + costs.alu_pass(th, tw, nco)
-        compute_free = max(compute_free, load_free) + costs.gemm(th, tw, nco, nci)
+        begin = max(compute_free, load_free)
+        compute_free = begin + costs.gemm(th, tw, nco, nci)
+        if pending:
+            parts = min(pending[0], nco * nci * costs.kk)
+            beside = parts * pending[1]
+            compute_free = max(compute_free, begin + beside)
+            pending[0] -= parts
+            if not pending[0]:
+                finish_tail(begin + beside)
+                pending = None
         gemm_done.append(compute_free)
         gemm_left -= th * tw * nco * nci * costs.kk
         if last:
-            compute_free += (tail_steps - 1) * costs.alu_pass(th, tw, nco)
-            # Store stage.
-            store_free = max(store_free, compute_free) + costs.store(th, tw, nco)
-            store_done.append(store_free)
+            if pending:             # passes of the previous tile no GEMM took run alone
+                compute_free += pending[0] * pending[1]
+                finish_tail(compute_free)
+            pending = [tail_steps - 1, costs.alu_pass(th, tw, nco), costs.store(th, tw, nco)]
+            if threads == 1:
+                compute_free += pending[0] * pending[1]
+                finish_tail(compute_free)
+                pending = None
         if give_up is not None and max(compute_free + gemm_left, store_free) > give_up:
             return None
+    if pending:
+        compute_free += pending[0] * pending[1]
+        finish_tail(compute_free)
     return store_free

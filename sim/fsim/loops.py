@@ -61,6 +61,10 @@ class LoopNest:
         i_o, i_i = np.divmod(outer, self.insn.iter_in)
         return self._uops[field][u] + i_o * factor_out + i_i * factor_in
 
+    def uop_field(self, field):
+        """Field ``field`` (0 dst, 1 src, 2 wgt) of each of the kernel's micro-ops."""
+        return self._uops[field]
+
     def check_index(self, field, factor_out, factor_in, depth, strict, what):
         """In strict mode, error 10 for the first step whose index is ``depth`` or more, found
         before anything changes (factors are never negative, so the largest index is known

@@ -28,6 +28,7 @@ from .dram import Dram
 from .errors import MachineError
 from .events import STAGE_NAMES, Tracer
 from .gemm import execute_gemm
+from .loops import LoopNest
 from .memops import bytes_moved, execute_load, execute_store
 from .state import Scratchpads
 
@@ -158,7 +159,7 @@ class Fsim:
                 chosen = mine & (kind == k) if lane == "compute" else mine
                 intervals[(lane, state)] = (ready[chosen], end[chosen])
         insn_start = np.full(int(insn_count), -1, dtype=np.int64)
-        insn_start[index] = ready
+        insn_start[index[::-1]] = ready[::-1]     # an instruction's first record counts
         return result, from_intervals(
             result.cycles, intervals, bin_cycles=bin_cycles,
             max_bins=DEFAULT_MAX_BINS if max_bins is None else max_bins, insn_start=insn_start)
@@ -192,6 +193,12 @@ class _Launch:
         # instruction is fetched.
         self.stage_free = [costs.FETCH_LATENCY] * 3
         self.busy = [0, 0, 0]
+        self.busy_until = [0, 0, 0]     # busy cycles are the union of the busy intervals
+        # The compute stage's detached ALU instruction (timing.py): when it completes, the ACC
+        # rows it may touch, and its activity record (a GEMM beside it takes a share).
+        self.alu_free = 0
+        self.alu_bounds = None
+        self.alu_record = None
         self.stall = [0, 0, 0]
         self.insns = []
 
@@ -302,6 +309,10 @@ class _Launch:
         for c in self._pops(stage, insn):
             ready = max(ready, self.tokens[c].popleft())
         elem_bytes = None
+        bounds = None
+        if insn.opcode in (Opcode.GEMM, Opcode.ALU) and insn.steps:
+            nest = LoopNest(insn, self.sim._pads, self.sim._codec, strict=False)
+            bounds = timing.acc_row_bounds(insn, nest, self.sim._pads.depth("acc"))
         try:
             if insn.opcode in (Opcode.LOAD, Opcode.STORE):
                 elem_bytes = self._memory(stage, index, insn, tracer)
@@ -319,13 +330,15 @@ class _Launch:
             return self._error(error.code, index, str(error))
 
         cycles = timing.cost(self.cfg, insn, elem_bytes)
-        end = ready + cycles
         self.stall[stage] += ready - start
-        self.busy[stage] += cycles
-        if self.sim._record is not None:
-            self.sim._record.append((index, stage, start, ready, end,
-                                     _ACTIVITY_KIND.get(insn.opcode, 2)))
-        self.stage_free[stage] = end
+        if stage == Stage.COMPUTE:
+            ready, end, free = self._compute_times(index, insn, start, ready, cycles, bounds)
+        else:
+            end = free = ready + cycles
+            self._note_activity(index, stage, start, ready, end, _ACTIVITY_KIND.get(insn.opcode, 2))
+        self.busy[stage] += max(0, end - max(ready, self.busy_until[stage]))
+        self.busy_until[stage] = max(self.busy_until[stage], end)
+        self.stage_free[stage] = free
         self.counters["ACC_WR"] += timing.acc_row_writes(insn)
 
         for c in self._pushes(stage, insn):
@@ -340,6 +353,40 @@ class _Launch:
         if insn.opcode == Opcode.FINISH:
             return self._result("ok", end=end)
         return None
+
+    def _compute_times(self, index, insn, start, ready, cycles, bounds):
+        """``(ready, end, free)`` of a compute instruction whose tokens are there at ``ready``:
+        when it executes, completes (and pushes) and frees the stage (timing.py: a GEMM runs
+        beside the detached ALU instruction before it)."""
+        stage = Stage.COMPUTE
+        if insn.opcode == Opcode.ALU:
+            ready = max(ready, self.alu_free)
+            end = ready + timing.ALU_LATCH + cycles
+            self.alu_free, self.alu_bounds = end, bounds
+            self.alu_record = self._note_activity(index, stage, start, ready, end,
+                                                   _ACTIVITY_KIND[insn.opcode])
+            return ready, end, ready + timing.ALU_DISPATCH
+        alu_running = self.alu_free > ready
+        if insn.opcode != Opcode.GEMM or timing.rows_meet(bounds, self.alu_bounds):
+            ready = max(ready, self.alu_free)
+            alu_running = False
+        done = ready + cycles
+        self._note_activity(index, stage, start, ready, done, _ACTIVITY_KIND.get(insn.opcode, 2))
+        if alu_running and self.alu_record is not None:
+            # Cycles the ALU runs beside the GEMM count as GEMM (as tsim's activity port).
+            alu_index, _, alu_start, alu_ready, alu_end, kind = self.sim._record[self.alu_record]
+            self.sim._record[self.alu_record] = (alu_index, stage, alu_start, alu_ready,
+                                                 max(alu_ready, min(alu_end, ready)), kind)
+            if alu_end > done:
+                self._note_activity(alu_index, stage, done, done, alu_end, kind)
+        return ready, max(done, self.alu_free), max(done, self.alu_free)
+
+    def _note_activity(self, index, stage, start, ready, end, kind):
+        """Append an activity record (when recording); its position."""
+        if self.sim._record is None:
+            return None
+        self.sim._record.append((index, stage, start, ready, end, kind))
+        return len(self.sim._record) - 1
 
     def _memory(self, stage, index, insn, tracer):
         """Run a LOAD or STORE and count its bytes; returns its DRAM element size."""

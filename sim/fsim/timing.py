@@ -15,6 +15,15 @@ runtime's planner uses the same figures):
   the pipeline fill;
 - FINISH, and a GEMM or ALU of no steps: one cycle.
 
+The compute stage runs a GEMM beside the ALU instruction before it (hw/core/compute.py): an ALU
+instruction leaves the stage :data:`ALU_DISPATCH` cycle after it starts, runs
+:data:`ALU_LATCH` cycle later than it would alone, and pushes its tokens when it completes; a GEMM
+may start while it runs, unless their ACC rows may meet (:func:`acc_row_bounds`: the ALU's
+bounds as the RTL computes them, the GEMM's smallest and largest dst row), in which case the
+GEMM starts when the ALU has completed (the RTL holds the first step that meets a row; the model
+holds the whole GEMM). The GEMM retires, and pushes, only after the ALU. Anything else waits for
+the ALU.
+
 Stages run concurrently: an instruction starts when its stage is free and every token it pops
 has been pushed (at the end of the pushing instruction). The first instruction reaches the stages
 :data:`~avta.isa.costs.FETCH_LATENCY` cycles after launch; from then on fetch is assumed to keep
@@ -30,7 +39,13 @@ from avta.isa.enums import AluOp, Opcode
 from avta.isa.memories import scratchpad_of
 from avta.isa.registers import CYCLE_COUNTERS
 
-__all__ = ["cost", "acc_row_writes", "ESTIMATED"]
+__all__ = ["cost", "acc_row_writes", "acc_row_bounds", "rows_meet", "ESTIMATED",
+           "ALU_DISPATCH", "ALU_LATCH"]
+
+#: Cycles an ALU instruction holds the compute stage before the next instruction may start.
+ALU_DISPATCH = 1
+#: Cycles an ALU instruction starts later than its stage start (its copy is latched first).
+ALU_LATCH = 1
 
 #: What a fsim RunResult marks as an estimate.
 ESTIMATED = frozenset(CYCLE_COUNTERS) | {"cycles"}
@@ -57,3 +72,32 @@ def acc_row_writes(insn):
     if insn.opcode in (Opcode.GEMM, Opcode.ALU):
         return insn.steps
     return 0
+
+
+def acc_row_bounds(insn, nest, depth):
+    """Bounds ``[(lo, hi), ...]`` of the ACC rows a GEMM or ALU instruction touches (``nest``,
+    its :class:`~.loops.LoopNest` with steps), or ``None`` when the RTL cannot bound them.
+
+    An ALU instruction is bounded as hw/core/compute.py bounds it: one micro-op, dst and src
+    ranges that do not wrap past ``depth``. A GEMM by its smallest and largest dst row."""
+    io, ii = insn.iter_out - 1, insn.iter_in - 1
+    fields = [(0, insn.dst_factor_out, insn.dst_factor_in)]
+    if insn.opcode == Opcode.ALU:
+        if insn.uop_end - insn.uop_bgn != 1:
+            return None
+        fields.append((1, insn.src_factor_out, insn.src_factor_in))
+    bounds = []
+    for field, f_out, f_in in fields:
+        first = nest.uop_field(field)
+        lo, hi = int(first.min()), int(first.max()) + io * f_out + ii * f_in
+        if hi >= depth:
+            return None
+        bounds.append((lo, hi))
+    return bounds
+
+
+def rows_meet(a, b):
+    """Whether two :func:`acc_row_bounds` may share a row (``None`` meets everything)."""
+    if a is None or b is None:
+        return True
+    return any(lo_a <= hi_b and lo_b <= hi_a for lo_a, hi_a in a for lo_b, hi_b in b)

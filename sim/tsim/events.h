@@ -70,6 +70,9 @@ class Tracer {
     row(mem, top->TRACE(name##_en), top->TRACE(name##_addr), top->TRACE(name##_data), cycle);
             AVTA_TRACED_MEMORIES(SAMPLE_ROW)
 #undef SAMPLE_ROW
+            // The detached ALU instruction's ACC rows carry its own index (trace_port.py).
+            row(kMemoryAcc, top->TRACE(alu_acc_en), top->TRACE(alu_acc_addr),
+                top->TRACE(alu_acc_data), cycle, uint32_t(top->TRACE(alu_insn)));
         }
         if (mode_ >= kModeFull) {
 #define SAMPLE_STATE(stage, name) activity(stage, top->TRACE(name##_state), cycle);
@@ -77,7 +80,8 @@ class Tracer {
 #undef SAMPLE_STATE
         }
         // Retire last: a stage's final row write and its retire can share a cycle.
-#define SAMPLE_RETIRE(stage, name) if (top->TRACE(name##_retire)) retire(stage, cycle);
+#define SAMPLE_RETIRE(stage, name) \
+    if (top->TRACE(name##_retire)) retire(stage, uint32_t(top->TRACE(name##_retire_insn)), cycle);
         AVTA_TRACE_STAGES(SAMPLE_RETIRE)
 #undef SAMPLE_RETIRE
     }
@@ -103,6 +107,13 @@ class Tracer {
     template <typename En, typename Addr, typename Data>
     void row(int mem, const En& en_sig, const Addr& addr_sig, const Data& data_sig,
              uint64_t cycle) {
+        row(mem, en_sig, addr_sig, data_sig, cycle, insn_[kMemoryStage[mem]]);
+    }
+
+    // A row written for instruction ``insn``.
+    template <typename En, typename Addr, typename Data>
+    void row(int mem, const En& en_sig, const Addr& addr_sig, const Data& data_sig,
+             uint64_t cycle, uint32_t insn) {
         uint64_t en = value(en_sig);
         if (!en) return;
         const Geometry& g = geo_[mem];
@@ -112,7 +123,7 @@ class Tracer {
         uint64_t all = g.pieces >= 64 ? ~uint64_t(0) : (uint64_t(1) << g.pieces) - 1;
         auto found = partial_[mem].find(index);
         if (en == all && found == partial_[mem].end()) {
-            emit_row(mem, index, buffer_.data(), cycle);
+            emit_row(mem, index, buffer_.data(), cycle, insn);
             return;
         }
         Partial& p = partial_[mem][index];
@@ -124,25 +135,25 @@ class Tracer {
         }
         p.landed |= en;
         if (p.landed == all) {
-            emit_row(mem, index, p.data.data(), cycle);
+            emit_row(mem, index, p.data.data(), cycle, insn);
             partial_[mem].erase(index);
         }
     }
 
-    void emit_row(int mem, uint32_t index, const uint8_t* data, uint64_t cycle) {
+    void emit_row(int mem, uint32_t index, const uint8_t* data, uint64_t cycle, uint32_t insn) {
         int stage = kMemoryStage[mem];
         std::fprintf(out_, "{\"kind\": \"%s\", \"stage\": \"%s\", \"insn\": %u, "
                            "\"memory\": \"%s\", \"index\": %u, \"data\": \"",
-                     kKindName[kKindSram], kStageName[stage], insn_[stage], kMemoryName[mem],
+                     kKindName[kKindSram], kStageName[stage], insn, kMemoryName[mem],
                      index);
         hex(data, geo_[mem].row_bytes);
         std::fprintf(out_, "\", \"cycle\": %llu}\n", static_cast<unsigned long long>(cycle));
     }
 
-    void retire(int stage, uint64_t cycle) {
+    void retire(int stage, uint32_t insn, uint64_t cycle) {
         std::fprintf(out_, "{\"kind\": \"%s\", \"stage\": \"%s\", \"insn\": %u, "
                            "\"cycle\": %llu}\n",
-                     kKindName[kKindRetire], kStageName[stage], insn_[stage],
+                     kKindName[kKindRetire], kStageName[stage], insn,
                      static_cast<unsigned long long>(cycle));
     }
 

@@ -128,14 +128,14 @@ def test_trace_port_encodes_states_as_the_enum(tiny_cfg):
         assert signature.members[f"{stage}_state"].shape is StageState
     trace = signature.flip().create()
     stages = {short: SimpleNamespace(busy=Signal(), idle_event=Signal(), stall_event=Signal(),
-                                     error=Signal(),
-                                     insn=SimpleNamespace(ready=Signal(),
-                                                          payload=SimpleNamespace(index=Signal(8))))
+                                     retire=Signal(), retire_index=Signal(8),
+                                     detached_index=Signal(8),
+                                     insn=SimpleNamespace(payload=SimpleNamespace(index=Signal(8))))
               for short in TRACE_STAGES.values()}
-    ports = {name: SimpleNamespace(en=Signal(len(getattr(trace, f"{name}_en"))),
-                                   addr=Signal(len(getattr(trace, f"{name}_addr"))),
-                                   data=Signal(len(getattr(trace, f"{name}_data"))))
-             for name in TRACED_MEMORIES}
+    ports = {name: SimpleNamespace(en=Signal(len(getattr(trace, f"{prefix}_en"))),
+                                   addr=Signal(len(getattr(trace, f"{prefix}_addr"))),
+                                   data=Signal(len(getattr(trace, f"{prefix}_data"))))
+             for name, prefix in [(n, n) for n in TRACED_MEMORIES] + [("alu_acc", "alu_acc")]}
     m = Module()
     drive_trace(m, trace, stages, ports)
     cases = [((1, 0, 0), StageState.BUSY), ((1, 1, 1), StageState.BUSY),
