@@ -78,6 +78,10 @@ class Pipeline:
         self._b.dep_push(C, L)
         self._computes += 1
 
+    def tile_buffer(self):
+        """The accumulator buffer :meth:`begin_tile` will return, without taking its token."""
+        return self._begun % self._threads
+
     def begin_tile(self):
         """Start output tile t: the index of the accumulator buffer it writes. Tile t may begin
         before tile t − 1 ends (its requantization can run beside tile t's GEMMs), never before

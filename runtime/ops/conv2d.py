@@ -194,7 +194,10 @@ class _Conv2dEmitter:
         self.b.gemm(reset, reset=True)
         return va
 
-    def emit_gemm(self, tile, cit, va):
+    def emit_gemm(self, tile, cit, va, ahead=None):
+        """The GEMM of task ``(tile, cit)``, in parts, with the pending requantization's passes
+        beside them; with ``ahead``, the next tile, whose accumulator start (a bias MOV) runs
+        beside the last part: then returns that tile's accumulator buffer."""
         vi = self.pipe.compute_buffer()
         sh, t = self.shape, self.t
         ci0, nci = self._ci_range(cit)
@@ -217,18 +220,27 @@ class _Conv2dEmitter:
         # it has passes left (their sums add up to the whole), one pass before each part. The
         # kernels are made resident first: a micro-op LOAD after an ALU pass would wait for it.
         n = len(uops)
-        parts = max(1, min(len(self.tail[1]), n)) if self.tail else 1
-        if self.tail:
+        beside = [alu_kernel for alu_kernel, _, _ in self.tail[1]] if self.tail else []
+        if ahead is not None:
+            beside.append(self._tile_rows(ahead, self.pipe.tile_buffer(), bias=True))
+        parts = max(1, min(len(beside), n))
+        if beside:
             self.b.preload(kernel)
-            for alu_kernel, _, _ in self.tail[1]:
+            for alu_kernel in beside:
                 self.b.preload(alu_kernel)
+        begun = None
         for k in range(parts):
-            self._tail_pass()
+            if ahead is not None and k == parts - 1:
+                self._flush_tail()          # the next tile's buffer is the one stored last
+                begun = self.begin_tile(ahead)
+            else:
+                self._tail_pass()
             if k == 0:
                 self.pipe.begin_compute()
             part = (k * n // parts, (k + 1) * n // parts) if parts > 1 else None
             self.b.gemm(kernel, part=part)
         self.pipe.end_compute()
+        return begun
 
     def end_tile(self, tile, va):
         """Requantize ``tile``: its passes wait in :attr:`tail` for the next tile's GEMMs."""
@@ -294,7 +306,7 @@ class _Conv2dEmitter:
                  for cit in range(-(-self.cib // self.t.tci))]
         n_cit = self.n_cit
         loaded = 0
-        va = None
+        va = early = None
         for j, (tile, cit) in enumerate(tasks):
             # Up to threads - 1 tasks ahead load while this one computes (their buffers were
             # released by computes already emitted, so their C→L pops have tokens to take).
@@ -302,9 +314,14 @@ class _Conv2dEmitter:
                 self.emit_load(*tasks[loaded])
                 loaded += 1
             if cit == 0:
-                va = self.begin_tile(tile)
-            self.emit_gemm(tile, cit, va)
-            if cit == n_cit - 1:
+                va = early if early is not None else self.begin_tile(tile)
+            # With two buffers and a bias MOV to start the accumulators, the next tile starts
+            # beside this tile's last GEMM part (hw/core/compute.py runs GEMM beside ALU).
+            last = cit == n_cit - 1
+            ahead = (tasks[j + 1][0] if last and j + 1 < len(tasks) and self.bias_start
+                     and self.t.threads > 1 else None)
+            early = self.emit_gemm(tile, cit, va, ahead)
+            if last:
                 self.end_tile(tile, va)
         self._flush_tail()
 

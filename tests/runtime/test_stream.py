@@ -188,3 +188,30 @@ def test_a_refused_push_leaves_the_builder_consistent():
     b.dep_push(Stage.COMPUTE, Stage.LOAD)       # the load stage waits for those pops
     b.dep_pop(Stage.COMPUTE, Stage.LOAD)
     assert check_wellformed(b.finish()) == []
+
+
+def test_gemm_part_runs_a_range_of_the_kernels_micro_ops(tiny_cfg):
+    b = StreamBuilder(tiny_cfg)
+    kernel = UopKernel([(0, 0, 0), (1, 1, 1), (2, 2, 2), (3, 3, 3)], [Loop(2, 4, 4, 4)])
+    b.preload(kernel)                       # the one micro-op LOAD
+    b.gemm(kernel, part=(0, 1))
+    b.gemm(kernel, part=(1, 4))
+    insns = [i for i in b.finish().insns if i.opcode == Opcode.GEMM]
+    assert [(i.uop_bgn, i.uop_end) for i in insns[:2]] == [(0, 1), (1, 4)]
+    assert all(i.iter_out == 2 for i in insns[:2])
+    with pytest.raises(StreamError, match="not a range"):
+        StreamBuilder(tiny_cfg).gemm(kernel, part=(2, 5))
+
+
+def test_a_tile_may_begin_before_the_previous_one_ends_but_not_on_its_buffer(tiny_cfg):
+    from avta.runtime.pipeline import Pipeline
+    pipe = Pipeline(StreamBuilder(tiny_cfg), threads=2)
+    assert pipe.tile_buffer() == 0
+    assert (pipe.begin_tile(), pipe.begin_tile()) == (0, 1)
+    with pytest.raises(RuntimeError, match="same accumulator buffer"):
+        pipe.begin_tile()
+    pipe.end_tile()
+    assert pipe.tile_buffer() == 0
+    pipe.end_tile()
+    with pytest.raises(RuntimeError, match="has not begun"):
+        pipe.end_tile()
