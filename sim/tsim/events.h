@@ -5,8 +5,9 @@
 // Scratchpad rows: a write port may write a row in pieces (one enable per piece); the row is one
 // event when every piece has landed. DRAM elements: bytes written by W beats are counted per
 // element of the OUT type; an element is one event when all its bytes have arrived. Both carry
-// the index of the instruction the owning stage is executing at that cycle (a stage runs one
-// instruction at a time and completes it only after its last write, docs/isa.md §3).
+// the index of the instruction the owning stage is executing at that cycle (its head, which
+// completes only after its last write, docs/isa.md §3), except the rows of the compute stage's
+// detached ALU instruction, which carry its own index (alu_insn; hw/core/compute.py).
 //
 // Modes, stages, states, memories and event kinds, and their names, come from the generated
 // avta_harness.h (avta/sim/tsim/harness_header.py).
