@@ -1,16 +1,21 @@
-"""Reference semantics written once from the ISA (docs/isa.md §3.4), as Amaranth values.
+"""Reference semantics written once from the ISA (docs/isa.md §3.4 and §3.5), as Amaranth values.
 
-The properties compare the hardware's lanes with these. They are written differently from the
+The properties compare the hardware's lanes and its instruction decode with these. They are written differently from the
 RTL on purpose (a case per constant shift amount, explicit sign handling), so a shared mistake
 in a clever formulation does not cancel out; widths come from the configuration
 (:class:`avta.isa.config.Config`) and the operations from :class:`avta.isa.enums.AluOp`.
 """
 
+import functools
+import operator
+
 from amaranth.hdl import Module, Mux, Signal
 
-from avta.isa.enums import AluOp
+from avta.isa.enums import AluOp, ErrorCode, MemType, Opcode, PadValue, Stage
+from avta.isa.legality import LOADABLE_MEMORY_TYPES
+from avta.isa.memories import stage_of
 
-__all__ = ["alu_lane", "SHIFT_BITS", "MUL_BITS"]
+__all__ = ["alu_lane", "insn_stage", "insn_error", "SHIFT_BITS", "MUL_BITS"]
 
 #: SHR reads B[5:0] as a signed shift amount (docs/isa.md §3.4).
 SHIFT_BITS = 6
@@ -50,3 +55,60 @@ def alu_lane(m: Module, cfg, op, a, b, *, name):
             m.d.comb += out.eq(b)
     return out
 
+
+
+def _among(value, members):
+    """``value`` equals one of ``members`` (a value no member names is outside)."""
+    return functools.reduce(operator.or_, (value == int(member) for member in members))
+
+
+def insn_stage(m: Module, insn, *, name):
+    """The stage that runs ``insn`` (a :func:`avta.isa.layout.layouts` ``insn`` view), as a new
+    signal (docs/isa.md §3): a LOAD goes to the stage of its memory type, a STORE to store,
+    GEMM, ALU and FINISH to compute. Meaningful for a legal instruction only."""
+    out = Signal(Stage, name=name)
+    mem = insn.memory
+    with m.Switch(insn.head.opcode):
+        with m.Case(Opcode.LOAD):
+            m.d.comb += out.eq(Stage.COMPUTE)
+            for mtype in LOADABLE_MEMORY_TYPES:
+                with m.If(mem.memory_type == mtype):
+                    m.d.comb += out.eq(stage_of(mtype))
+        with m.Case(Opcode.STORE):
+            m.d.comb += out.eq(Stage.STORE)
+        with m.Default():
+            m.d.comb += out.eq(Stage.COMPUTE)
+    return out
+
+
+def insn_error(m: Module, insn, *, name):
+    """The decode-time error of ``insn`` (docs/isa.md §3.5, codes 1–6 and 8: the lowest code of
+    the rules it breaks) or NONE, as a new signal."""
+    head, mem, alu = insn.head, insn.memory, insn.alu
+    opcode = head.opcode
+    stage = insn_stage(m, insn, name=f"{name}_stage")
+    pads = [mem.y_pad_0, mem.y_pad_1, mem.x_pad_0, mem.x_pad_1]
+    broken = {
+        ErrorCode.ILLEGAL_OPCODE: ~_among(opcode, Opcode),
+        ErrorCode.ILLEGAL_ALU_OPCODE: (opcode == Opcode.ALU) & ~_among(alu.alu_opcode, AluOp),
+        ErrorCode.ILLEGAL_MEMORY_TYPE:
+            (opcode == Opcode.LOAD) & ~_among(mem.memory_type, LOADABLE_MEMORY_TYPES),
+        ErrorCode.ILLEGAL_PAD_VALUE: (opcode == Opcode.LOAD) & ~_among(mem.pad_value, PadValue),
+        ErrorCode.ILLEGAL_STORE:
+            (opcode == Opcode.STORE) & (mem.x_size > 0)
+            & ((mem.memory_type != MemType.OUT) | functools.reduce(operator.or_,
+                                                                   (p != 0 for p in pads))
+               | (mem.pad_value != 0)),
+        ErrorCode.TOKEN_WRONG_STAGE:
+            ((opcode == Opcode.LOAD) & (stage == Stage.LOAD) & (head.pop_prev | head.push_prev))
+            | ((opcode == Opcode.STORE) & (head.pop_next | head.push_next)),
+        ErrorCode.FINISH_WITH_TOKEN:
+            (opcode == Opcode.FINISH)
+            & (head.pop_prev | head.pop_next | head.push_prev | head.push_next),
+    }
+    out = Signal(ErrorCode, name=name)
+    result = ErrorCode.NONE.value
+    for code in sorted(broken, reverse=True):       # the lowest code wins: it is applied last
+        result = Mux(broken[code], code, result)
+    m.d.comb += out.eq(result)
+    return out

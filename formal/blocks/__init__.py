@@ -16,6 +16,9 @@ BLOCKS = {
     "write_engine": ("write_engine", "AXI4 write engine (hw/axi/write_engine.py)"),
     "read_arbiter": ("read_arbiter", "read arbiter (hw/axi/read_arbiter.py)"),
     "vcr": ("vcr", "AXI4-Lite control registers (hw/axi/vcr.py)"),
+    "fetch": ("fetch", "instruction fetch and decode (hw/core/fetch.py, hw/core/decode.py)"),
+    "stage_control": ("stage_control", "stage control and error propagation "
+                                       "(hw/core/stage_control.py, hw/core/core.py)"),
 }
 
 #: Planted fault (avta.hw.core.faults) → the (block, property) whose proof fails on it.
@@ -30,6 +33,9 @@ CAUGHT_BY = {
     "vcr-b-early": ("vcr", "write"),
     "vcr-r-drop": ("vcr", "read"),
     "vcr-launch-busy": ("vcr", "regs"),
+    "decode-wrong-queue": ("fetch", "decode"),
+    "fetch-dup-store": ("fetch", "dispatch"),
+    "stage-ignore-halt": ("stage_control", "halt"),
 }
 
 

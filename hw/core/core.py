@@ -82,6 +82,11 @@ class Core(wiring.Component):
         Add the ``activity`` port (:mod:`.activity_port`); off, the design is unchanged.
     faults : set of str
         Planted bugs (:mod:`.faults`), for testing the verification tools only.
+    units : dict, optional
+        ``{"load": ..., "compute": ..., "store": ...}``: units with the signatures of
+        :class:`TensorLoad`, :class:`Compute` and :class:`TensorStore` to use in their place.
+        Only the formal proof of stage control (``avta.formal.blocks.stage_control``) passes
+        it, with models of the units' contract (docs/formal.md); default: the real units.
 
     Ports
     -----
@@ -106,15 +111,18 @@ class Core(wiring.Component):
     """
 
     def __init__(self, *, cfg, queue_depth=INSN_QUEUE_DEPTH, fetch_ring=32, fetch_burst=8,
-                 trace=False, activity=False, faults=()):
+                 trace=False, activity=False, faults=(), units=None):
         self._cfg = cfg
         self._queue_depth = queue_depth
         self._trace = trace
         self._activity = activity
         self._faults = faults = check_faults(faults)
         self._fetch = Fetch(cfg=cfg, ring=fetch_ring, burst=fetch_burst, faults=faults)
-        self._load = TensorLoad(cfg=cfg, types=LOAD_STAGE_TYPES, faults=faults)
-        self._compute = Compute(cfg=cfg, faults=faults)
+        units = units or {
+            "load": TensorLoad(cfg=cfg, types=LOAD_STAGE_TYPES, faults=faults),
+            "compute": Compute(cfg=cfg, faults=faults),
+            "store": TensorStore(cfg=cfg, faults=faults)}
+        self._load, self._compute, self._store = units["load"], units["compute"], units["store"]
         members = {
             "launch": In(1), "insn_addr": In(ADDR_BITS), "insn_count": In(INDEX_BITS),
             **{f"{key.lower()}_base": In(ADDR_BITS) for key in BASE_KEYS},
@@ -182,12 +190,12 @@ class Core(wiring.Component):
         run.submodules.fetch = fetch = self._fetch
         run.submodules.load = load = self._load
         run.submodules.compute = compute = self._compute
-        run.submodules.store = store = TensorStore(cfg=cfg, faults=self._faults)
+        run.submodules.store = store = self._store
         queues, stages = {}, {}
         for name, port in (("ld", fetch.ld_insn), ("cp", fetch.cp_insn), ("st", fetch.st_insn)):
             run.submodules[f"{name}_insn_q"] = queues[name] = q = InsnQueue(
                 cfg=cfg, depth=self._queue_depth, faults=self._faults)
-            run.submodules[f"{name}_ctrl"] = stages[name] = StageControl(cfg=cfg)
+            run.submodules[f"{name}_ctrl"] = stages[name] = StageControl(cfg=cfg, faults=self._faults)
             connect(run, fetch=port, queue=q.w)
             connect(run, queue=q.r, stage=stages[name].insn)
         tokens = {}

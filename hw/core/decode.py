@@ -35,10 +35,13 @@ class InsnDecode(wiring.Component):
         meaningful when ``error`` is NONE.
     error : Out(ErrorCode)
         The lowest decode-time error code the instruction breaks (1–6, 8), or NONE.
+
+    ``faults``: a set of :data:`avta.hw.core.faults.ALL_FAULTS` names (tests only).
     """
 
-    def __init__(self, *, cfg):
+    def __init__(self, *, cfg, faults=frozenset()):
         self._cfg = cfg
+        self._faults = faults
         super().__init__({
             "insn": In(layouts(cfg).insn),
             "stage": Out(Stage),
@@ -56,6 +59,9 @@ class InsnDecode(wiring.Component):
         is_alu = opcode == Opcode.ALU
         is_finish = opcode == Opcode.FINISH
         load_stage = is_load & _one_of(mtype, stage_types(Stage.LOAD))
+        if "decode-wrong-queue" in self._faults:
+            # Planted bug (avta.hw.core.faults), for testing the verification tools only.
+            load_stage = is_load & _one_of(mtype, stage_types(Stage.LOAD) + (MemType.UOP,))
 
         # One condition per code of docs/isa.md §3.5, in the order that makes the lowest code win.
         loadable = _one_of(mtype, LOADABLE)

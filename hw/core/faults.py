@@ -142,6 +142,19 @@ PROTOCOL_FAULTS = {
         "the write response (B) is given as soon as the address (AW) is taken, without "
         "waiting for the data (W), so the register is written with stale data",
         "a host that sends AW before W"),
+    "decode-wrong-queue": Fault(
+        "instruction decode (core/decode.py)",
+        "a LOAD UOP is sent to the load stage's queue instead of compute's",
+        "a LOAD of memory type UOP"),
+    "fetch-dup-store": Fault(
+        "fetch (core/fetch.py)",
+        "taking an instruction into the store queue does not retire it from dispatch, so "
+        "each STORE is dispatched again and again",
+        "any STORE"),
+    "stage-ignore-halt": Fault(
+        "stage control (core/stage_control.py)",
+        "a stage ignores halt: after an error it still starts the instructions in its queue",
+        "an error while a stage has an instruction waiting"),
     "vcr-r-drop": Fault(
         "control registers (axi/vcr.py)",
         "RVALID falls after one cycle even when RREADY was low, so a host that is slow to "

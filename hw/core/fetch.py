@@ -162,7 +162,7 @@ class Fetch(wiring.Component):
         set_err = Mux((writer.wr_en != 0) & beat.err, 1 << writer.wr_addr, 0)
 
         # -- dispatch -----------------------------------------------------------------------------
-        m.submodules.decode = decode = InsnDecode(cfg=cfg)
+        m.submodules.decode = decode = InsnDecode(cfg=cfg, faults=self._faults)
         d_valid = Signal()
         d_err = Signal()
         d_index = Signal(INDEX_BITS)
@@ -178,7 +178,11 @@ class Fetch(wiring.Component):
             m.d.comb += [port.payload.eq(entry),
                          port.valid.eq(d_valid & ~bad & ~self.scan & ~stopped
                                        & (decode.stage == stage))]
-            with m.If(port.valid & port.ready):
+            taken = port.valid & port.ready
+            if stage == Stage.STORE and "fetch-dup-store" in self._faults:
+                # Planted bug (avta.hw.core.faults), for testing the verification tools only.
+                taken = 0
+            with m.If(taken):
                 m.d.comb += consumed.eq(1)
         with m.If(d_valid & ~bad & self.scan & ~stopped):
             m.d.comb += consumed.eq(1)

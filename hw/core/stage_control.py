@@ -14,7 +14,7 @@ it retires only after it, so tokens are pushed in program order (docs/isa.md §3
 instruction is detached at a time.
 """
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -62,9 +62,12 @@ class StageControl(wiring.Component):
     idle_event, stall_event : Out(1)
         This cycle the stage had no instruction / held one but waited on a token
         (IDLE_x, STALL_x counters).
+
+    ``faults``: a set of :data:`avta.hw.core.faults.ALL_FAULTS` names (tests only).
     """
 
-    def __init__(self, *, cfg):
+    def __init__(self, *, cfg, faults=frozenset()):
+        self._faults = faults
         super().__init__({
             "insn": In(stream.Signature(entry_layout(cfg))), "halt": In(1),
             "start": Out(1), "done": In(1), "err": In(1),
@@ -110,12 +113,16 @@ class StageControl(wiring.Component):
         with m.Else():
             m.d.comb += self.retire_index.eq(index)
 
+        halt = self.halt
+        if "stage-ignore-halt" in self._faults:
+            # Planted bug (avta.hw.core.faults), for testing the verification tools only.
+            halt = Const(0, 1)
         with m.FSM(name="stage"):
             with m.State("WAIT"):
                 m.d.comb += self.busy.eq(detached)
                 with m.If(~self.insn.valid):
                     m.d.comb += self.idle_event.eq(~detached)
-                with m.Elif(~self.halt & (~detached | self.joins)):
+                with m.Elif(~halt & (~detached | self.joins)):
                     with m.If(tokens_ready):
                         m.d.comb += [self.start.eq(1), self.pop_prev.eq(head.pop_prev),
                                      self.pop_next.eq(head.pop_next)]

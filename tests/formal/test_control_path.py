@@ -1,6 +1,7 @@
 """The control path's proofs (docs/formal.md): the AXI4-Lite control registers, fetch and decode,
-stage control's error propagation. The planted protocol faults of these blocks are checked by
-``test_each_protocol_fault_fails_its_property`` in test_formal.py (it runs every fault)."""
+stage control's error propagation. The planted protocol faults of these blocks (vcr-*,
+decode-wrong-queue, fetch-dup-store, stage-ignore-halt) are checked by
+``test_each_protocol_fault_fails_its_property`` in test_formal.py, which runs every fault."""
 
 import pytest
 
@@ -13,7 +14,8 @@ TINY = load_config("tiny")
 
 def _run(block, name, tmp_path, cfg=TINY, faults=(), **kw):
     check = find_check(block, name, cfg, frozenset(faults))
-    return run_check(check, tmp_path / f"{block}-{name}", timeout=300, **kw)
+    kw.setdefault("timeout", 300)
+    return run_check(check, tmp_path / f"{block}-{name}", **kw)
 
 
 @pytest.mark.parametrize("name", ["write", "read", "regs"])
@@ -23,8 +25,32 @@ def test_control_registers_proven_with_every_cover(tmp_path, name):
     assert result.covers_total >= 2 and result.covers_reached == result.covers_total
 
 
-def test_launch_while_busy_fails_the_register_property_at_the_launch(tmp_path):
-    # The launch pulse is the promise that breaks, in the cycle after the CTRL write completes.
-    result = _run("vcr", "regs", tmp_path, faults={"vcr-launch-busy"})
+def test_decode_equals_the_isa_rules_for_every_instruction(tmp_path):
+    result = _run("fetch", "decode", tmp_path)
+    assert result.status == "proven", result.message
+    assert result.covers_total == 10 and result.covers_reached == 10     # 7 codes, 3 stages
+
+
+@pytest.mark.slow
+def test_fetch_dispatch_holds_with_every_cover(tmp_path):
+    result = _run("fetch", "dispatch", tmp_path, timeout=900)
+    assert result.status == "bounded" and result.depth == 11, result.message
+    assert result.covers_reached == result.covers_total == 8
+
+
+@pytest.mark.slow
+def test_an_error_stops_every_stage_and_raises_the_error_bit(tmp_path):
+    # About 35 s on tiny: the whole core's control with models of the three units.
+    result = _run("stage_control", "halt", tmp_path, timeout=900)
+    assert result.status == "bounded" and result.depth == 24, result.message
+    assert result.covers_reached == result.covers_total == 10
+
+
+@pytest.mark.slow
+def test_the_error_bound_is_tight(tmp_path, monkeypatch):
+    # One cycle less than BOUND fails: the bound is the smallest that holds.
+    from avta.formal.blocks import stage_control
+    monkeypatch.setattr(stage_control, "BOUND", stage_control.BOUND - 1)
+    result = _run("stage_control", "halt", tmp_path, timeout=900)
     assert result.status == "failed"
-    assert "launch" in result.message and result.cycle == 2
+    assert "since != BOUND" in result.message
