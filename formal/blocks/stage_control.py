@@ -11,8 +11,12 @@ can carry, and what the control relies on is only this contract:
 * a unit reports ``done`` only while it executes an instruction it was started on, ``err``
   (a DRAM error, docs/isa.md §3.5 error 9) only with ``done``, and compute ``finish`` only
   with the ``done`` of a FINISH;
-* once ``abort`` is up, a unit ends its instruction within :data:`ABORT_CYCLES` cycles (the
-  real units stop requesting and end when the beats already requested have arrived);
+* compute says ``detaching`` exactly for an ALU instruction and ``joins`` exactly for a GEMM
+  (hw/core/compute.py: an ALU runs detached, a GEMM may start beside it); a detached ALU
+  reports ``detached_done`` once, only after it started, and its ``done`` is not the unit's;
+* once ``abort`` is up, a unit (and a detached ALU) ends its instruction within
+  :data:`ABORT_CYCLES` cycles (the real units stop requesting and end when the beats already
+  requested have arrived, the ALU and GEMM when the steps already issued have written);
 * otherwise an instruction may take any time.
 
 Environment: one run from power-on (a launch in the first cycle) of at most
@@ -26,7 +30,8 @@ beat every cycle a read is open, in any order, any beat may carry an error).
     DRAM error is latched in the next cycle; and within :data:`BOUND` cycles the run has
     ended with CTRL's error bit set (``busy`` low, ``error`` high). Covers: the error bit
     raised by a DRAM error of each of the three stages, by a decode error, by an unaligned
-    base; a unit aborted mid-instruction; a run that finishes.
+    base; each unit and a detached ALU aborted mid-instruction; a run that finishes; a run
+    still busy :data:`BOUND` − 1 cycles after its error (the bound is tight).
 """
 
 from amaranth.hdl import Elaboratable, Module, Signal
@@ -53,10 +58,11 @@ ABORT_CYCLES = 2
 #: Instructions in the run (enough for an error in one stage while others hold instructions).
 MAX_INSNS = 3
 #: Cycles from the error's latching to CTRL's error bit, at most (the promise): the units'
-#: abort latency, a cycle for the stage to retire the instruction, a cycle for the core's
-#: end-of-run register. It is tight: the cover ``since == BOUND - 1 & busy`` is reached, and
-#: BOUND - 1 fails with a counterexample.
-BOUND = ABORT_CYCLES + 2
+#: abort latency, then on the longest path (a GEMM beside a detached ALU, both aborted) a
+#: cycle for the stage to see the ALU's completion, a cycle to retire the GEMM and a cycle for
+#: the core's end-of-run register. It is tight: the cover ``since == BOUND - 1 & busy`` is
+#: reached, and BOUND - 1 fails with a counterexample.
+BOUND = ABORT_CYCLES + 3
 #: Fetch ring, read size and queue depth of the core in the check.
 RING, BURST, QUEUE_DEPTH = 2, 1, 2
 
@@ -110,16 +116,29 @@ class StageHarness(Harness):
         since = Signal(range(BOUND + 1))
         with m.If(erred & (since != BOUND)):
             m.d.sync += since.eq(since + 1)
-        for name, unit in units.items():
+        # The units, and the compute stage's detached ALU as a unit of its own.
+        executions = {name: (unit, unit.start, unit.abort) for name, unit in units.items()}
+        compute = units["compute"]
+        opcode = compute.insn.head.opcode
+        m.d.comb += [compute.detaching.eq(opcode == Opcode.ALU),
+                     compute.joins.eq(opcode == Opcode.GEMM)]
+        executions["compute"] = (compute, compute.start & ~compute.detaching, compute.abort)
+        executions["alu"] = (compute, compute.start & compute.detaching, compute.abort)
+        for name, (unit, start, abort) in executions.items():
             busy, age = Signal(name=f"{name}_busy"), Signal(range(ABORT_CYCLES + 1),
                                                            name=f"{name}_abort_age")
-            done, err = self.input(f"{name}_done"), self.input(f"{name}_err")
-            m.d.comb += [unit.done.eq(done), unit.err.eq(err)]
-            with m.If(unit.start):
+            done = self.input(f"{name}_done")
+            if name == "alu":
+                m.d.comb += unit.detached_done.eq(done)
+                err = Signal()              # the ALU reports no DRAM error
+            else:
+                err = self.input(f"{name}_err")
+                m.d.comb += [unit.done.eq(done), unit.err.eq(err)]
+            with m.If(start):
                 m.d.sync += busy.eq(1)
             with m.Elif(done):
                 m.d.sync += busy.eq(0)
-            with m.If(busy & unit.abort & ~done):
+            with m.If(busy & abort & ~done):
                 m.d.sync += age.eq(age + 1)
             with m.Else():
                 m.d.sync += age.eq(0)
@@ -129,10 +148,10 @@ class StageHarness(Harness):
             if name == "compute":
                 finish = self.input("compute_finish")
                 m.d.comb += unit.finish.eq(finish)
-                self.assume(m, ~finish | (done & (unit.insn.head.opcode == Opcode.FINISH)))
+                self.assume(m, ~finish | (done & (opcode == Opcode.FINISH)))
 
-            self.promise(m, ~erred | ~unit.start)
-            self.promise(m, ~(erred & busy) | unit.abort)
+            self.promise(m, ~erred | ~start)
+            self.promise(m, ~(erred & busy) | abort)
             was_err = Signal(name=f"{name}_was_err")
             m.d.sync += was_err.eq(done & err)
             self.promise(m, ~was_err | erred)
@@ -140,8 +159,10 @@ class StageHarness(Harness):
             failed_here = Signal(name=f"{name}_failed")
             with m.If(done & err & ~erred):
                 m.d.sync += failed_here.eq(1)
-            self.cover(m, failed_here & core.error & (core.err_code == ErrorCode.DRAM_OUT_OF_RANGE))
-            self.cover(m, busy & unit.abort)
+            if name != "alu":
+                self.cover(m, failed_here & core.error
+                           & (core.err_code == ErrorCode.DRAM_OUT_OF_RANGE))
+            self.cover(m, busy & abort)
 
         self.promise(m, ~(erred & core.finish))
         self.promise(m, (since != BOUND) | (~core.busy & core.error))

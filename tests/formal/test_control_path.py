@@ -40,10 +40,10 @@ def test_fetch_dispatch_holds_with_every_cover(tmp_path):
 
 @pytest.mark.slow
 def test_an_error_stops_every_stage_and_raises_the_error_bit(tmp_path):
-    # About 35 s on tiny: the whole core's control with models of the three units.
+    # About a minute on tiny: the whole core's control with models of the three units.
     result = _run("stage_control", "halt", tmp_path, timeout=900)
     assert result.status == "bounded" and result.depth == 24, result.message
-    assert result.covers_reached == result.covers_total == 10
+    assert result.covers_reached == result.covers_total == 11
 
 
 @pytest.mark.slow
