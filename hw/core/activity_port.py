@@ -14,7 +14,8 @@ core has anyway:
 * ``compute_kind``: what the compute stage runs (:class:`ComputeKind`), so that compute busy
   cycles split into GEMM, ALU and the rest (LOAD UOP/ACC, FINISH): the head instruction's kind
   while it executes, else ALU while a detached ALU instruction runs (hw/core/compute.py), else
-  the head's kind. A cycle in which the ALU runs beside a GEMM counts as GEMM.
+  the head's kind. A cycle in which the ALU runs beside a GEMM counts as GEMM; one in which the
+  GEMM waits for the ALU's rows, or has completed and waits for the ALU to retire, as ALU.
 """
 
 from amaranth.hdl import Mux
@@ -51,9 +52,10 @@ def stage_state(ctrl):
                    Mux(ctrl.stall_event, StageState.WAIT, StageState.HALT)))
 
 
-def drive_activity(m, activity, stages, running):
+def drive_activity(m, activity, stages, running, gemm_held):
     """Drive ``activity`` (an :func:`ActivitySignature` interface) from the Core's stage
-    controls (by short name) and its ``running`` signal, in module ``m``."""
+    controls (by short name), its ``running`` signal and the compute stage's ``gemm_held``, in
+    module ``m``."""
     for stage, short in TRACE_STAGES.items():
         m.d.comb += getattr(activity, f"{stage}_state").eq(stage_state(stages[short]))
     cp = stages["cp"]
@@ -62,5 +64,6 @@ def drive_activity(m, activity, stages, running):
                     Mux(opcode == Opcode.ALU, ComputeKind.ALU, ComputeKind.OTHER))
     m.d.comb += [
         activity.running.eq(running),
-        activity.compute_kind.eq(Mux(~cp.executing & cp.detached, ComputeKind.ALU, head_kind)),
+        activity.compute_kind.eq(Mux(cp.detached & (~cp.executing | gemm_held), ComputeKind.ALU,
+                                     head_kind)),
     ]

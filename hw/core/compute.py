@@ -49,6 +49,8 @@ class Compute(wiring.Component):
         ``insn`` is an ALU instruction (it runs detached) / a GEMM (it may start beside one).
     detached_done : Out(1)
         One-cycle pulse when the ALU instruction has completed.
+    gemm_held : Out(1)
+        The GEMM waits for the ALU this cycle (its next step meets the ALU's rows).
     abort : In(1)
         The run has failed (docs/isa.md §3.5): abandon the remaining steps; ``done`` follows as
         soon as the steps already issued have written.
@@ -81,6 +83,7 @@ class Compute(wiring.Component):
             "start": In(1), "abort": In(1), "insn": In(layouts(cfg).insn),
             "done": Out(1), "err": Out(1), "finish": Out(1),
             "detaching": Out(1), "joins": Out(1), "detached_done": Out(1),
+            "gemm_held": Out(1),
             "uop_base": In(ADDR_BITS), "acc_base": In(ADDR_BITS),
             "mem": Out(self._loader.signature.members["mem"].signature),
             "uop_wr": In(write_signature(geo["uop"])), "uop_rd": In(read_signature(geo["uop"])),
@@ -165,7 +168,8 @@ class Compute(wiring.Component):
         clash = ~known | ~bounded
         for lo, hi in ranges.values():
             clash |= (row >= lo) & (row <= hi)
-        m.d.comb += gemm.hold.eq(alu_running & gemm.probing & clash)
+        m.d.comb += [gemm.hold.eq(alu_running & gemm.probing & clash),
+                     self.gemm_held.eq(gemm.hold)]
 
         # -- the GEMM's ports ---------------------------------------------------------------------
         connect(m, flipped(self.uop_rd), gemm.uop_rd)

@@ -290,7 +290,7 @@ class Core(wiring.Component):
         running = Signal()
         run.d.comb += self.busy.eq(running)
         if self._activity:
-            drive_activity(run, self.activity, stages, running)
+            drive_activity(run, self.activity, stages, running, compute.gemm_held)
         with run.If(go):
             run.d.sync += running.eq(1)
         with run.If(running & drained & (decode_failed | unaligned

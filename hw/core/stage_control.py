@@ -50,7 +50,8 @@ class StageControl(wiring.Component):
     busy : Out(1)
         An instruction is executing (the head, or a detached one).
     executing : Out(1)
-        The head instruction is executing.
+        The head instruction's unit is running it (it has not completed; once it has, it may
+        still wait for the detached one before it retires).
     detaching, joins : In(1)
         The head instruction runs detached; it may start while a detached one runs.
     detached_done : In(1)
@@ -137,7 +138,7 @@ class StageControl(wiring.Component):
                     with m.Else():
                         m.d.comb += self.stall_event.eq(~detached)
             with m.State("EXEC"):
-                m.d.comb += [self.busy.eq(1), self.executing.eq(1)]
+                m.d.comb += [self.busy.eq(1), self.executing.eq(~done_seen)]
                 with m.If((self.done | done_seen) & (~detached | self.err)):
                     m.d.comb += self.insn.ready.eq(1)
                     complete(head.push_prev, head.push_next, self.err)

@@ -330,12 +330,14 @@ class _Launch:
             return self._error(error.code, index, str(error))
 
         cycles = timing.cost(self.cfg, insn, elem_bytes)
-        self.stall[stage] += ready - start
         if stage == Stage.COMPUTE:
-            ready, end, free = self._compute_times(index, insn, start, ready, cycles, bounds)
+            start, ready, end, free = self._compute_times(index, insn, start, ready, cycles,
+                                                          bounds)
         else:
             end = free = ready + cycles
-            self._note_activity(index, stage, start, ready, end, _ACTIVITY_KIND.get(insn.opcode, 2))
+            self._note_activity(index, stage, start, ready, end,
+                                _ACTIVITY_KIND.get(insn.opcode, 2))
+        self.stall[stage] += ready - start
         self.busy[stage] += max(0, end - max(ready, self.busy_until[stage]))
         self.busy_until[stage] = max(self.busy_until[stage], end)
         self.stage_free[stage] = free
@@ -355,23 +357,26 @@ class _Launch:
         return None
 
     def _compute_times(self, index, insn, start, ready, cycles, bounds):
-        """``(ready, end, free)`` of a compute instruction whose tokens are there at ``ready``:
-        when it executes, completes (and pushes) and frees the stage (timing.py: a GEMM runs
-        beside the detached ALU instruction before it)."""
+        """``(waits_from, ready, end, free)`` of a compute instruction that reaches the head at
+        ``start`` and whose tokens are there at ``ready``: when it waits on a token from (the
+        stage is busy while the detached ALU instruction runs, as on tsim), executes, completes
+        (and pushes), and frees the stage (timing.py: a GEMM runs beside the ALU before it)."""
         stage = Stage.COMPUTE
+        alu_free = self.alu_free
+        alu_running = alu_free > ready and insn.opcode == Opcode.GEMM and not timing.rows_meet(
+            bounds, self.alu_bounds)
+        if not alu_running:
+            ready = max(ready, alu_free)
+        waits_from = min(max(start, alu_free), ready)
         if insn.opcode == Opcode.ALU:
-            ready = max(ready, self.alu_free)
             end = ready + timing.ALU_LATCH + cycles
             self.alu_free, self.alu_bounds = end, bounds
-            self.alu_record = self._note_activity(index, stage, start, ready, end,
+            self.alu_record = self._note_activity(index, stage, waits_from, ready, end,
                                                    _ACTIVITY_KIND[insn.opcode])
-            return ready, end, ready + timing.ALU_DISPATCH
-        alu_running = self.alu_free > ready
-        if insn.opcode != Opcode.GEMM or timing.rows_meet(bounds, self.alu_bounds):
-            ready = max(ready, self.alu_free)
-            alu_running = False
+            return waits_from, ready, end, ready + timing.ALU_DISPATCH
         done = ready + cycles
-        self._note_activity(index, stage, start, ready, done, _ACTIVITY_KIND.get(insn.opcode, 2))
+        self._note_activity(index, stage, waits_from, ready, done,
+                            _ACTIVITY_KIND.get(insn.opcode, 2))
         if alu_running and self.alu_record is not None:
             # Cycles the ALU runs beside the GEMM count as GEMM (as tsim's activity port).
             alu_index, _, alu_start, alu_ready, alu_end, kind = self.sim._record[self.alu_record]
@@ -379,7 +384,8 @@ class _Launch:
                                                  max(alu_ready, min(alu_end, ready)), kind)
             if alu_end > done:
                 self._note_activity(alu_index, stage, done, done, alu_end, kind)
-        return ready, max(done, self.alu_free), max(done, self.alu_free)
+        end = max(done, alu_free)
+        return waits_from, ready, end, end
 
     def _note_activity(self, index, stage, start, ready, end, kind):
         """Append an activity record (when recording); its position."""

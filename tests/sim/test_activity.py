@@ -9,10 +9,12 @@ Relations measured on ``tiny`` and asserted here:
   charges the same, so the two agree exactly on GEMM and ALU busy cycles.
 * The load lane agrees less: on ``tiny`` most LOADs are a few short rows, whose first-beat
   latency fsim's model (measured on ResNet-18's long loads, sim/fsim/timing.py) undercharges.
-  On a matmul and a conv2d tsim's busy cycles were 1.54x and 1.25x fsim's on the load lane,
-  1.06x and 1.02x on compute, 0.97x and 1.00x on store, and the runs' cycles 1.07x and 1.02x.
+  On a matmul and a conv2d tsim's busy cycles were 1.57x and 1.23x fsim's on the load lane,
+  1.11x and 1.02x on compute, 0.98x and 1.02x on store, and the runs' cycles 1.16x and 1.05x
+  (with the GEMM beside the ALU, hw/core/compute.py, the matmul's compute is short enough for
+  its loads to bind on tsim, which fsim's model does not see; before, 1.07x and 1.02x).
   :func:`test_fsim_and_tsim_agree` holds them to :data:`BUSY_RATIOS` and the cycles to within
-  10%.
+  20%.
 """
 
 import numpy as np
@@ -29,6 +31,7 @@ from avta.runtime.ops.requant import Requant
 from avta.sim.activity import (COLUMNS, LANES, Activity, bin_width, from_columns,
                                from_intervals)
 from avta.sim.fsim import Fsim
+from avta.sim.fsim import timing
 from avta.sim.fsim.backend import FsimBackend
 from avta.sim.image import Image, alu, finish, gemm, load, store, sync
 from avta.sim.memory_knobs import MemoryKnobs
@@ -36,6 +39,9 @@ from avta.sim.memory_knobs import MemoryKnobs
 CFG = load_config("tiny")
 UOPS, WGT, INP, OUT = 0x1000, 0x2000, 0x3000, 0x6000
 STAGE_COUNTERS = {"load": "LD", "compute": "CP", "store": "ST"}
+#: An ALU instruction's busy cycles besides its steps: the fill, and the cycle its copy is
+#: latched (sim/fsim/timing.py, hw/core/compute.py).
+ALU_EXTRA = costs.COMPUTE_FILL + timing.ALU_LATCH
 
 
 def late_load_program(rows=128, reps=1, size=1 << 16):
@@ -151,7 +157,7 @@ def test_fsim_activity_follows_its_cycle_model():
         assert totals[lane]["wait"] == result.counters[f"STALL_{short}"]
         assert totals[lane]["idle"] == result.counters[f"IDLE_{short}"]
     assert totals["compute"]["gemm"] == result.counters["GEMM_STEPS"] + 3 * costs.COMPUTE_FILL
-    assert totals["compute"]["alu"] == result.counters["ALU_STEPS"] + 3 * costs.COMPUTE_FILL
+    assert totals["compute"]["alu"] == result.counters["ALU_STEPS"] + 3 * ALU_EXTRA
     assert totals["compute"]["wait"] > 0                # the GEMMs wait for the long LOADs
     # Every instruction ran; the first INP LOAD (instruction 2) starts after the WGT LOAD.
     starts = activity.insn_start
@@ -199,7 +205,7 @@ def test_tsim_activity_is_exact(tsim, reps):
         assert totals[lane]["idle"] == result.counters[f"IDLE_{short}"]
     gemms = alus = reps
     assert totals["compute"]["gemm"] == result.counters["GEMM_STEPS"] + costs.COMPUTE_FILL * gemms
-    assert totals["compute"]["alu"] == result.counters["ALU_STEPS"] + costs.COMPUTE_FILL * alus
+    assert totals["compute"]["alu"] == result.counters["ALU_STEPS"] + ALU_EXTRA * alus
     assert totals["compute"]["wait"] > 100 * reps
     assert totals["compute"]["other"] > 0              # LOAD UOP, sync, FINISH
 
@@ -237,7 +243,7 @@ def test_builds_without_activity_keep_their_cache_key():
 
 
 #: tsim's busy cycles over fsim's, per lane: the bounds of test_fsim_and_tsim_agree.
-BUSY_RATIOS = {"load": (1.0, 1.7), "compute": (1.0, 1.1), "store": (0.9, 1.1)}
+BUSY_RATIOS = {"load": (1.0, 1.7), "compute": (1.0, 1.15), "store": (0.9, 1.1)}
 
 
 def _operators(dev, which):
@@ -261,14 +267,17 @@ def test_fsim_and_tsim_agree(which):
     devices = [Device(CFG, backend) for backend in (fsim, tsim)]
     assert np.array_equal(*[_operators(dev, which) for dev in devices])
     f, t = fsim.last_activity.check(), tsim.last_activity.check()
-    assert 1 <= t.cycles / f.cycles <= 1.1
+    assert 1 <= t.cycles / f.cycles <= 1.2
     for lane, (low, high) in BUSY_RATIOS.items():
         ratio = t.busy(lane).sum() / f.busy(lane).sum()
         assert low <= ratio <= high, (lane, ratio)
-    # Beyond the micro-op steps, both charge the pipeline fill per GEMM instruction.
+    # Beyond the micro-op steps, both charge the pipeline fill per GEMM instruction; on tsim
+    # the cycle a GEMM starts beside a detached ALU instruction is the ALU's (the stage control
+    # is still waiting then), so up to one cycle per GEMM goes to the ALU.
     program = devices[1].last_program
     gemms = sum(insn.opcode == Opcode.GEMM for insn in program.insns)
     steps = devices[1].last_result.counters["GEMM_STEPS"]
     assert gemms > 0
     assert f.totals()["compute"]["gemm"] == steps + gemms * costs.COMPUTE_FILL
-    assert t.totals()["compute"]["gemm"] == steps + gemms * costs.COMPUTE_FILL
+    assert (steps + gemms * (costs.COMPUTE_FILL - 1) <= t.totals()["compute"]["gemm"]
+            <= steps + gemms * costs.COMPUTE_FILL)
