@@ -1,5 +1,6 @@
 """Stage control and error propagation (hw/core/stage_control.py and the run control of
-hw/core/core.py): an error anywhere stops every stage and raises CTRL's error bit.
+hw/core/core.py): an error anywhere stops every stage and raises CTRL's error bit; CTRL's
+launch/busy/finish/error protocol.
 
 The harness is the real :class:`~avta.hw.core.core.Core` (fetch, decode, the three queues and
 stage controls, the four token counters, the run and error logic, the counters) at a small
@@ -19,7 +20,8 @@ can carry, and what the control relies on is only this contract:
   requested have arrived, the ALU and GEMM when the steps already issued have written);
 * otherwise an instruction may take any time.
 
-Environment: one run from power-on (a launch in the first cycle) of at most
+Environment: for ``halt`` one run from power-on (a launch in the first cycle), for ``ctrl``
+launches at any time; runs of at most
 :data:`MAX_INSNS` instructions at an arbitrary 16-byte aligned address, arbitrary base
 registers (so error 11 is possible), fetch's memory free data answering at full speed (a
 beat every cycle a read is open, in any order, any beat may carry an error).
@@ -32,6 +34,15 @@ beat every cycle a read is open, in any order, any beat may carry an error).
     raised by a DRAM error of each of the three stages, by a decode error, by an unaligned
     base; each unit and a detached ALU aborted mid-instruction; a run that finishes; a run
     still busy :data:`BOUND` − 1 cycles after its error (the bound is tight).
+``ctrl``
+    CTRL's start/done/error protocol at the core's ports (docs/architecture.md, control
+    registers), over any number of runs (the host launches whenever it likes): a launch the
+    core takes (not busy) clears FINISH, ERROR, CYCLES, the counters, ERR_CODE and ERR_INSN in
+    the next cycle; BUSY follows in the cycle after (unless a second launch restarts the run
+    first) and stays until the run ends, which sets exactly one of FINISH and ERROR; they change
+    at no other time, so a launch while busy is ignored; ERR_CODE is 0 after a run that
+    finished and non-zero after one that failed. Covers: a launch clears FINISH; a launch
+    clears ERROR; a launch while busy; runs ending each way.
 """
 
 from amaranth.hdl import Elaboratable, Module, Signal
@@ -86,9 +97,9 @@ class UnitModel(wiring.Component):
 
 
 class StageHarness(Harness):
-    def __init__(self, cfg, faults):
+    def __init__(self, cfg, faults, prop):
         super().__init__()
-        self._cfg, self._faults = cfg, faults
+        self._cfg, self._faults, self._prop = cfg, faults, prop
 
     def properties(self, m):
         cfg = self._cfg
@@ -99,12 +110,17 @@ class StageHarness(Harness):
                     faults=self._faults, units=units)
         m.submodules.core = core
 
-        first = Signal(init=1)
-        m.d.sync += first.eq(0)
+        # "halt": one run, launched in the first cycle; "ctrl": the host launches at will.
+        if self._prop == "halt":
+            launch = Signal(init=1)
+            m.d.sync += launch.eq(0)
+        else:
+            launch = self.input("launch")
+        clear = launch & ~core.busy             # a launch the core takes: the run restarts
         insn_addr = self.constant(m, "insn_addr", ADDR_BITS)
         count = self.constant(m, "insn_count", INDEX_BITS)
         self.assume(m, (insn_addr[:exact_log2(INSN_BYTES)] == 0) & (count <= MAX_INSNS))
-        m.d.comb += [core.launch.eq(first), core.insn_addr.eq(insn_addr),
+        m.d.comb += [core.launch.eq(launch), core.insn_addr.eq(insn_addr),
                      core.insn_count.eq(count)]
         for key in BASE_KEYS:
             base = f"{key.lower()}_base"
@@ -142,6 +158,8 @@ class StageHarness(Harness):
                 m.d.sync += age.eq(age + 1)
             with m.Else():
                 m.d.sync += age.eq(0)
+            with m.If(clear):                   # the launch resets the real units too
+                m.d.sync += [busy.eq(0), age.eq(0)]
             self.assume(m, ~done | busy)
             self.assume(m, ~err | done)
             self.assume(m, (age != ABORT_CYCLES) | done)
@@ -150,6 +168,8 @@ class StageHarness(Harness):
                 m.d.comb += unit.finish.eq(finish)
                 self.assume(m, ~finish | (done & (opcode == Opcode.FINISH)))
 
+            if self._prop != "halt":
+                continue
             self.promise(m, ~erred | ~start)
             self.promise(m, ~(erred & busy) | abort)
             was_err = Signal(name=f"{name}_was_err")
@@ -164,6 +184,9 @@ class StageHarness(Harness):
                            & (core.err_code == ErrorCode.DRAM_OUT_OF_RANGE))
             self.cover(m, busy & abort)
 
+        if self._prop == "ctrl":
+            self._ctrl_protocol(m, core, launch, clear)
+            return
         self.promise(m, ~(erred & core.finish))
         self.promise(m, (since != BOUND) | (~core.busy & core.error))
         self.cover(m, core.error & (core.err_code == ErrorCode.ILLEGAL_OPCODE))
@@ -172,9 +195,44 @@ class StageHarness(Harness):
         self.cover(m, (since == BOUND - 1) & core.busy)     # the bound is needed
 
 
+    def _ctrl_protocol(self, m, core, launch, clear):
+        """CTRL's start/done/error protocol at the core's ports (docs/architecture.md)."""
+        after, after2 = Signal(), Signal()          # one and two cycles after a taken launch
+        was_busy, was_finish, was_error = Signal(), Signal(), Signal()
+        m.d.sync += [after.eq(clear), after2.eq(after), was_busy.eq(core.busy),
+                     was_finish.eq(core.finish), was_error.eq(core.error)]
+        ended = was_busy & ~core.busy
+        erred = core.err_code != ErrorCode.NONE
+        self.promise(m, ~(core.finish & core.error))
+        # The launch clears the result, CYCLES, the counters and the error registers ...
+        counters = core.counters.as_value()
+        self.promise(m, ~after | (~core.finish & ~core.error & ~core.busy & (core.cycles == 0)
+                                  & (counters == 0) & ~erred & (core.err_insn == 0)))
+        # ... busy follows two cycles after it and stays until the run ends, which sets exactly
+        # one of FINISH and ERROR; they change at no other time.
+        # (A launch in the cycle after a launch, before busy shows, restarts the run.)
+        self.promise(m, ~after2 | after | core.busy)
+        self.promise(m, ~ended | (core.finish ^ core.error))
+        self.promise(m, (core.finish == was_finish) | after | (ended & core.finish))
+        self.promise(m, (core.error == was_error) | after | (ended & core.error))
+        self.promise(m, ~was_busy | core.busy | ended)
+        # ERR_CODE is 0 after a run that finished and names the error after one that failed.
+        self.promise(m, ~core.finish | ~erred)
+        self.promise(m, ~core.error | erred)
+        self.cover(m, after & was_finish)            # a launch clears FINISH
+        self.cover(m, after & was_error)             # a launch clears ERROR
+        self.cover(m, launch & core.busy)            # a launch while busy is ignored
+        self.cover(m, ended & core.finish)
+        self.cover(m, ended & core.error)
+
+
 def checks(cfg, faults=frozenset()):
     return [
         Check("stage_control", "halt", "an error stops every stage (no start, running units "
               f"aborted) and raises CTRL's error bit within {BOUND} cycles",
-              lambda: StageHarness(cfg, faults), depth=24, prove=False, cover_depth=20),
+              lambda: StageHarness(cfg, faults, "halt"), depth=32, prove=False, cover_depth=20),
+        Check("stage_control", "ctrl", "CTRL's protocol: a launch clears FINISH, ERROR, CYCLES, "
+              "the counters and the error registers, busy follows and ends with exactly one of "
+              "FINISH and ERROR; a launch while busy is ignored",
+              lambda: StageHarness(cfg, faults, "ctrl"), depth=40, prove=False, cover_depth=24),
     ]

@@ -42,8 +42,16 @@ def test_fetch_dispatch_holds_with_every_cover(tmp_path):
 def test_an_error_stops_every_stage_and_raises_the_error_bit(tmp_path):
     # About a minute on tiny: the whole core's control with models of the three units.
     result = _run("stage_control", "halt", tmp_path, timeout=900)
-    assert result.status == "bounded" and result.depth == 24, result.message
+    assert result.status == "bounded" and result.depth == 32, result.message
     assert result.covers_reached == result.covers_total == 11
+
+
+@pytest.mark.slow
+def test_ctrl_protocol_over_relaunches(tmp_path):
+    # A launch clears FINISH and ERROR (both covered), busy follows and ends with exactly one.
+    result = _run("stage_control", "ctrl", tmp_path, timeout=900)
+    assert result.status == "bounded" and result.depth == 40, result.message
+    assert result.covers_reached == result.covers_total == 5
 
 
 @pytest.mark.slow
