@@ -47,6 +47,7 @@ beat every cycle a read is open, in any order, any beat may carry an error).
 
 from amaranth.hdl import Elaboratable, Module, Signal
 from amaranth.lib import wiring
+from amaranth.utils import exact_log2
 
 from avta.hw.core.compute import Compute
 from avta.hw.core.core import Core
@@ -57,7 +58,6 @@ from avta.hw.mem_client import ADDR_BITS
 from avta.isa.encoding import INSN_BYTES
 from avta.isa.enums import ErrorCode, Opcode
 from avta.isa.memories import BASE_KEYS
-from amaranth.utils import exact_log2
 
 from ..harness import Check, Harness
 from .read_memory import serve_reads
