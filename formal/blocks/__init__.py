@@ -36,6 +36,7 @@ CAUGHT_BY = {
     "decode-wrong-queue": ("fetch", "decode"),
     "fetch-dup-store": ("fetch", "dispatch"),
     "stage-ignore-halt": ("stage_control", "halt"),
+    "ctrl-finish-early": ("stage_control", "ctrl"),
 }
 
 

@@ -297,6 +297,10 @@ class Core(wiring.Component):
                                          | ((finished | failed) & fetch.checked))):
             run.d.sync += [running.eq(0), self.finish.eq(~failed & ~decode_failed),
                            self.error.eq(failed | decode_failed)]
+        if "ctrl-finish-early" in self._faults:
+            # Planted bug (avta.hw.core.faults), for testing the verification tools only.
+            with run.If(compute.done & compute.finish):
+                run.d.sync += self.finish.eq(1)
 
         # -- counters (docs/architecture.md): count while the run is in progress -----------------------
         counters = self.counters

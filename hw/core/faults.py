@@ -155,6 +155,11 @@ PROTOCOL_FAULTS = {
         "stage control (core/stage_control.py)",
         "a stage ignores halt: after an error it still starts the instructions in its queue",
         "an error while a stage has an instruction waiting"),
+    "ctrl-finish-early": Fault(
+        "run control (core/core.py)",
+        "CTRL's FINISH rises when FINISH executes, while the run is still busy (stores may "
+        "still be writing), instead of when the run has drained",
+        "any program that ends with FINISH"),
     "vcr-r-drop": Fault(
         "control registers (axi/vcr.py)",
         "RVALID falls after one cycle even when RREADY was low, so a host that is slow to "
