@@ -49,14 +49,14 @@ class LogicModel:
     with 256-bit AXI and wide (1x32x32, 256-bit AXI) the model is within 0.5 % of synthesis
     per block (docs/cli.md).
     """
-    ge_gemm_fixed: int = 2_246
-    ge_per_mac: int = 789
-    ge_gemm_per_lane: int = 493
-    ge_alu_fixed: int = 2_021
-    ge_per_alu_lane: int = 3_895
-    ge_control: int = 100_984
-    ge_control_per_lane: int = 514
-    ge_per_axi_bit: int = 43
+    ge_gemm_fixed: int = 2_314
+    ge_per_mac: int = 787
+    ge_gemm_per_lane: int = 497
+    ge_alu_fixed: int = 2_013
+    ge_per_alu_lane: int = 3_897
+    ge_control: int = 109_023
+    ge_control_per_lane: int = 421
+    ge_per_axi_bit: int = 30
 
     def __post_init__(self):
         for f in fields(self):

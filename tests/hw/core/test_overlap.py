@@ -5,6 +5,8 @@ Each program loads micro-ops, INP, WGT and 64 ACC rows, runs one ALU instruction
 and then one GEMM over others, and stores all 64 rows; fsim runs it one instruction at a time and
 the DRAM images must agree byte for byte (tests/hw/core/test_core.py's ``compare``)."""
 
+import random
+
 import pytest
 
 from avta.isa.config import load_config
@@ -72,3 +74,36 @@ def test_two_operand_alu_and_wrapping_indices():
     depth = 256
     prog, uops = _program(cfg, [(depth - 8, 5)], 2, alu_op=AluOp.ADD, use_imm=0)
     compare(cfg, prog, uops)
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_random_alu_then_gemms_equal_one_after_the_other(seed):
+    """A random ALU instruction (one micro-op or two, any op, factors that may run past the end
+    of ACC and wrap) and two GEMMs after it over random rows: the DRAM image equals fsim's."""
+    rng = random.Random(seed)
+    cfg = load_config("tiny")
+    depth = 256
+    n_alu = rng.choice((1, 1, 1, 2))
+    uops = [Uop(rng.randrange(ROWS), rng.randrange(STEPS), 0) for _ in range(2)]
+    # ALU rows mostly among the GEMMs' (rows 0..ROWS), sometimes near the end of ACC.
+    uops += [Uop(*(rng.randrange(ROWS if rng.random() < 0.8 else depth) for _ in range(2)), 0)
+             for _ in range(n_alu)]
+    op = rng.choice(list(AluOp))
+    alu = AluInsn(alu_opcode=op, use_imm=rng.randint(0, 1), imm=rng.randint(-8, 8),
+                  uop_bgn=2, uop_end=2 + n_alu, iter_out=rng.randint(1, 4),
+                  iter_in=rng.randint(1, 8), dst_factor_out=rng.randint(0, 40),
+                  dst_factor_in=rng.randint(0, 3), src_factor_out=rng.randint(0, 40),
+                  src_factor_in=rng.randint(0, 3))
+    gemms = [GemmInsn(opcode=Opcode.GEMM, uop_bgn=u, uop_end=u + 1, iter_out=1,
+                      iter_in=rng.randint(1, 16), dst_factor_in=1, src_factor_in=1)
+             for u in (0, 1)]
+    prog = [
+        load(cfg, MemType.UOP, UOPS, 0, len(uops)),
+        load(cfg, MemType.INP, INP, 0, 2 * STEPS),
+        load(cfg, MemType.WGT, WGT, 0, 1),
+        load(cfg, MemType.ACC, ACC, 0, ROWS),
+        alu, *gemms[:1], gemms[1].replace(push_next=1),
+        store(cfg, OUT, 0, ROWS, pop_prev=1),
+        FINISH,
+    ]
+    compare(cfg, prog, uops, seed=seed)
