@@ -51,17 +51,45 @@ def test_a_whole_network_matches_its_reference(cfg, device, small_networks, name
     assert total["macs"] == graph.macs()
 
 
-def test_the_report_says_why_a_layer_runs_on_the_host(device, small_networks):
-    """On ``huge`` (1x64x64), one 7×7 weight block needs 49 WGT rows and the scratchpad has 32:
-    ResNet's stem runs on the host, the rest on the device, and the output still matches."""
+def test_the_stem_runs_over_its_patches(device, small_networks):
+    """ResNet's 3-channel 7×7 stem runs as a 1×1 convolution over the input's patches (147
+    channels): on ``huge`` (1x64x64) its plain form needs 49 WGT rows for one weight block and
+    the scratchpad has 32, so without the patches it would run on the host; on ``default`` it
+    takes a fifth of the MACs of 3 channels padded to 16 at each of the 49 kernel positions."""
+    from avta.runtime.net.executor import patches
+    x = np.arange(2 * 3 * 5 * 5, dtype=np.int8).reshape(2, 3, 5, 5)
+    p = patches(x, 3, 3, stride=2, pad=1, pad_value=-128)
+    assert p.shape == (2, 27, 3, 3)
+    assert p[1, (2 * 3 + 1) * 3 + 1, 1, 2] == x[1, 2, 2, 4]      # channel 2 at window (1, 1)
+    assert p[0, 0, 0, 0] == -128                                   # a padding cell
     cfg = load_config("huge")
     graph = small_networks["resnet18"]
     run, want = _run(device, cfg, graph)
-    host = {layer.name: layer.why for layer in run.layers if layer.on == "host"}
-    assert list(host) == ["conv1"], host
-    assert "host" in host["conv1"]                  # the planner's message says what to do
+    assert all(layer.on == "device" for layer in run.layers)
     (out,) = graph.outputs
     np.testing.assert_array_equal(run.outputs[out], want[out])
+    stem = next(layer for layer in run.layers if layer.name == "conv1")
+    assert stem.bytes_loaded > 0 and stem.utilization > 0.2
+
+
+def test_the_report_says_why_a_layer_runs_on_the_host(device):
+    """On ``huge`` (1x64x64) one 7×7 weight block needs 49 WGT rows and the scratchpad has 32:
+    a 7×7 convolution inside the network (its input is not the network's, so no patches) runs
+    on the host, the rest on the device, and the output still matches."""
+    cfg = load_config("huge")
+    rng = np.random.default_rng(5)
+    b = GraphBuilder("big-kernel")
+    x = b.input("x", (1, 64, 8, 8))
+    y = b.conv2d("conv3", x, rng.integers(-9, 9, (64, 64, 3, 3), dtype=np.int8), pad=1,
+                 requant=Requant(shift=6, clip=(0, 127)))
+    y = b.conv2d("conv7", y, rng.integers(-9, 9, (64, 64, 7, 7), dtype=np.int8), pad=3,
+                 requant=Requant(shift=8, clip=(-128, 127)))
+    graph = b.build([y])
+    run, want = _run(device, cfg, graph)
+    host = {layer.name: layer.why for layer in run.layers if layer.on == "host"}
+    assert list(host) == ["conv7"], host
+    assert "host" in host["conv7"]                  # the planner's message says what to do
+    np.testing.assert_array_equal(run.outputs[y], want[y])
 
 
 def test_a_network_file_runs_as_its_graph(tmp_path, device, default_cfg, small_networks):
