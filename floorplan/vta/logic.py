@@ -46,8 +46,8 @@ class LogicModel:
 
     The defaults are the fit of ``avta area --calibrate`` to Yosys syntheses of tiny,
     1x8x8 with 128-bit AXI, 1x4x16 and default (generic45 cell areas); on the held-out 2x8x8
-    with 256-bit AXI and wide (1x32x32, 256-bit AXI) the model is within 0.5 % of synthesis
-    per block (docs/cli.md).
+    with 256-bit AXI the model is within 1 % of synthesis per block (docs/cli.md, logic-area
+    calibration).
     """
     ge_gemm_fixed: int = 2_314
     ge_per_mac: int = 787
