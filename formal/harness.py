@@ -57,6 +57,7 @@ class Harness(Elaboratable):
         self.promises = []      # replay: (signal, where) for every promise
         self.replay = False
         self._module = None
+        self._started = None
 
     def promise(self, m, cond):
         """Assert ``cond`` in every cycle (a promise of the block)."""
@@ -95,10 +96,18 @@ class Harness(Elaboratable):
     def constant(self, m, name, shape=1):
         """A free input the solver picks once: assumed equal to its value in the cycle before."""
         sig = self.input(name, shape)
-        before, started = Signal.like(sig, name=f"{name}_before"), Signal(name=f"{name}_started")
-        m.d.sync += [before.eq(sig), started.eq(1)]
-        self.assume(m, ~started | (sig == before))
+        before = Signal.like(sig, name=f"{name}_before")
+        m.d.sync += before.eq(sig)
+        self.assume(m, ~self.started(m) | (sig == before))
         return sig
+
+    def started(self, m):
+        """0 in the power-on cycle, 1 after it (the constants are free until then). A proof by
+        induction states what the block's state is while it is 0 (a window may start there)."""
+        if self._started is None:
+            self._started = Signal(name="started")
+            m.d.sync += self._started.eq(1)
+        return self._started
 
     def properties(self, m):
         raise NotImplementedError

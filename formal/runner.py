@@ -176,9 +176,11 @@ def run_check(check, folder, *, solver=None, timeout=600.0):
 
 def _read_failure(result, log, folder):
     """The failed assertion, its cycle (the last step the base case checked) and the trace."""
-    failed = _ASSERT_FAILED.findall(log)
-    steps = _CHECKING.findall(log[:log.find("Assert failed")] if failed else log)
-    location = failed[0] if failed else ""
+    failed = _ASSERT_FAILED.search(log)
+    # The base case's steps before its failure: the induction engine runs at the same time and
+    # may print its own "Assert failed" earlier in the log, which says nothing about the cycle.
+    steps = _CHECKING.findall(log[:failed.start()] if failed else log)
+    location = failed.group(1) if failed else ""
     result.assertion = location
     result.cycle = int(steps[-1]) if steps else None
     result.message = (f"assertion {location} `{_source_line(location)}` fails at cycle "

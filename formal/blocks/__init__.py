@@ -34,7 +34,7 @@ CAUGHT_BY = {
     "vcr-r-drop": ("vcr", "read"),
     "vcr-launch-busy": ("vcr", "regs"),
     "decode-wrong-queue": ("fetch", "decode"),
-    "fetch-dup-store": ("fetch", "dispatch"),
+    "fetch-dup-store": ("fetch", "order"),
     "stage-ignore-halt": ("stage_control", "halt"),
     "ctrl-finish-early": ("stage_control", "ctrl"),
 }

@@ -24,6 +24,14 @@ dispatched to the stages' queues (docs/isa.md §3, §3.5).
     when dispatched, carries the instruction read from INSN_ADDR + 16k to the queue of the
     stage the reference names, and is legal; when fetch stops at k, the code is 9 if a beat
     of k had an error, else the reference's decode error (never NONE).
+``order``
+    The same harness without the tracked instruction: at most one dispatch per cycle, the n-th
+    dispatch carries index n, none in scan mode or after an error, all INSN_COUNT when fetch
+    has checked the stream without error or scan, and a stopped fetch names the next index.
+    Proven by k-induction with invariants over fetch's own pointers (``head``, ``d_valid``,
+    ``d_index``, ``stopped``, ``running``: what was taken from the ring less the one in
+    decode is what was dispatched). ``dispatch`` is only bounded: its promise about k's
+    contents would need invariants over the ring's memory, which a harness cannot name.
 """
 
 from amaranth.hdl import Cat, Mux, Signal
@@ -38,7 +46,7 @@ from avta.isa.enums import ErrorCode, Stage
 from avta.isa.formats import INSN_BITS
 from avta.isa.layout import layouts
 
-from ..harness import Check, Harness
+from ..harness import Check, Harness, elaborated, internal
 from ..reference import insn_error, insn_stage
 from .read_memory import serve_reads
 
@@ -73,20 +81,19 @@ class DecodeHarness(Harness):
 
 
 class FetchHarness(Harness):
-    def __init__(self, cfg, faults):
+    def __init__(self, cfg, faults, prop):
         super().__init__()
-        self._cfg, self._faults = cfg, faults
+        self._cfg, self._faults, self._prop = cfg, faults, prop
 
     def properties(self, m):
         cfg = self._cfg
         dut = Fetch(cfg=cfg, ring=RING, burst=BURST, faults=self._faults)
-        m.submodules.dut = dut
+        m.submodules.dut = inside = elaborated(dut)
         bus = cfg.axi_data_bytes
         log_bus, log_insn = exact_log2(bus), exact_log2(INSN_BYTES)
 
         # -- one run from power-on ----------------------------------------------------------------
-        first = Signal(init=1)
-        m.d.sync += first.eq(0)
+        first = ~self.started(m)
         insn_addr = self.constant(m, "insn_addr", ADDR_BITS)
         count = self.constant(m, "insn_count", INDEX_BITS)
         # (each read command carries at least one instruction: at most RING commands are open)
@@ -99,6 +106,16 @@ class FetchHarness(Harness):
         ports = {Stage.LOAD: dut.ld_insn, Stage.COMPUTE: dut.cp_insn, Stage.STORE: dut.st_insn}
         for stage, port in ports.items():
             m.d.comb += port.ready.eq(self.input(f"{stage.name.lower()}_ready"))
+
+        fired = {stage: port.valid & port.ready for stage, port in ports.items()}
+        any_fired = Cat(*fired.values()).any()
+        dispatched = Signal(INDEX_BITS + 1)      # instructions dispatched so far
+        m.d.sync += dispatched.eq(dispatched + any_fired)
+        if self._prop == "order":
+            serve_reads(self, m, dut.mem, data_bits=cfg.axi_data_bits, slots=RING)
+            self._order(m, dut, inside, ports, fired, any_fired, dispatched, count, scan,
+                        scanned, first)
+            return
 
         # -- the tracked instruction: index k, arbitrary contents ---------------------------------
         k = self.constant(m, "k", INDEX_BITS)
@@ -128,11 +145,7 @@ class FetchHarness(Harness):
         view = layouts(cfg).insn(track)
         ref_error = insn_error(m, view, name="ref_error")
         ref_stage = insn_stage(m, view, name="ref_stage")
-        fired = {stage: port.valid & port.ready for stage, port in ports.items()}
         self.promise(m, sum(f.as_unsigned() for f in fired.values()) <= 1)
-        dispatched = Signal(INDEX_BITS + 1)      # instructions dispatched so far
-        any_fired = Cat(*fired.values()).any()
-        m.d.sync += dispatched.eq(dispatched + any_fired)
         for stage, port in ports.items():
             entry = port.payload
             self.promise(m, ~fired[stage] | (entry.index == dispatched))
@@ -156,6 +169,39 @@ class FetchHarness(Harness):
         self.cover(m, dut.checked & ~dut.error & ~scanned & (count == 3))
 
 
+    def _order(self, m, dut, inside, ports, fired, any_fired, dispatched, count, scan, scanned,
+               first):
+        """Program order, exactly once, nothing after an error or in scan mode, everything
+        when checked; with the invariants over fetch's pointers that let induction close."""
+        self.promise(m, sum(f.as_unsigned() for f in fired.values()) <= 1)
+        for stage, port in ports.items():
+            self.promise(m, ~fired[stage] | (port.payload.index == dispatched))
+        self.promise(m, ~(any_fired & (scan | dut.error)))
+        self.promise(m, ~dut.error | scanned | (dut.error_index == dispatched))
+        self.promise(m, ~(dut.checked & ~dut.error & ~scanned) | (dispatched == count))
+        # Strengthening: what fetch has taken from its ring (head), less the one in decode
+        # (d_valid, with index d_index = head - 1), is what was dispatched, unless scan mode
+        # dropped some; a stopped fetch holds the failing instruction in decode; power-on.
+        head, d_valid = internal(inside, "head"), internal(inside, "d_valid")
+        d_index, stopped = internal(inside, "d_index"), internal(inside, "stopped")
+        running = internal(inside, "running")
+        taken = Signal(INDEX_BITS + 2)
+        m.d.comb += taken.eq(head - d_valid)
+        self.promise(m, scanned | (dispatched == taken))
+        self.promise(m, dispatched <= taken)
+        self.promise(m, ~d_valid | ((head != 0) & (d_index == (head - 1)[:INDEX_BITS])))
+        self.promise(m, head <= count)
+        self.promise(m, ~stopped | (d_valid & (dut.error_index == d_index)))
+        self.promise(m, ~first | ((dispatched == 0) & (head == 0) & ~d_valid & ~stopped
+                                  & ~running & ~scanned))
+        self.promise(m, first | running)
+        self.cover(m, dut.checked & ~dut.error & ~scanned & (count == 3))
+        self.cover(m, dut.error & ~scanned & (dispatched == 2))
+        waited = Signal()
+        m.d.sync += waited.eq(ports[Stage.STORE].valid & ~ports[Stage.STORE].ready)
+        self.cover(m, waited & fired[Stage.STORE])
+
+
 def checks(cfg, faults=frozenset()):
     return [
         Check("fetch", "decode", "decode error = the lowest code of docs/isa.md §3.5's rules; a "
@@ -164,5 +210,9 @@ def checks(cfg, faults=frozenset()):
         Check("fetch", "dispatch", "every instruction dispatched once, in program order, to "
               "its stage's queue with the bits read from its address; fetch stops at the "
               "first illegal one with its code",
-              lambda: FetchHarness(cfg, faults), depth=11, prove=False, cover_depth=16),
+              lambda: FetchHarness(cfg, faults, "dispatch"), depth=11, prove=False,
+              cover_depth=16),
+        Check("fetch", "order", "every instruction dispatched exactly once, in program order; "
+              "none in scan mode or after an error; all of them when fetch has checked the "
+              "stream", lambda: FetchHarness(cfg, faults, "order"), depth=10, cover_depth=16),
     ]

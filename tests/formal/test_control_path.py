@@ -31,6 +31,18 @@ def test_decode_equals_the_isa_rules_for_every_instruction(tmp_path):
     assert result.covers_total == 10 and result.covers_reached == 10     # 7 codes, 3 stages
 
 
+def test_fetch_order_proven_by_induction(tmp_path):
+    result = _run("fetch", "order", tmp_path)
+    assert result.status == "proven", result.message
+    assert result.covers_reached == result.covers_total == 3
+
+
+def test_duplicated_store_fails_the_order_in_the_base_case(tmp_path):
+    # The proof's depth (10) reaches the duplicate at cycle 6: a counterexample, not "bounded".
+    result = _run("fetch", "order", tmp_path, faults={"fetch-dup-store"})
+    assert result.status == "failed" and result.cycle == 6
+
+
 @pytest.mark.slow
 def test_fetch_dispatch_holds_with_every_cover(tmp_path):
     result = _run("fetch", "dispatch", tmp_path, timeout=900)
