@@ -1,6 +1,7 @@
-"""Reference semantics written once from the ISA (docs/isa.md §3.4 and §3.5), as Amaranth values.
+"""Reference semantics written once from the ISA (docs/isa.md §3.1, §3.3, §3.4 and §3.5), as
+Amaranth values.
 
-The properties compare the hardware's lanes and its instruction decode with these. They are written differently from the
+The properties compare the hardware with these. They are written differently from the
 RTL on purpose (a case per constant shift amount, explicit sign handling), so a shared mistake
 in a clever formulation does not cancel out; widths come from the configuration
 (:class:`avta.isa.config.Config`) and the operations from :class:`avta.isa.enums.AluOp`.
@@ -9,18 +10,36 @@ in a clever formulation does not cancel out; widths come from the configuration
 import functools
 import operator
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 
+from avta.isa import formats
 from avta.isa.enums import AluOp, ErrorCode, MemType, Opcode, PadValue, Stage
 from avta.isa.legality import LOADABLE_MEMORY_TYPES
 from avta.isa.memories import stage_of
 
-__all__ = ["alu_lane", "insn_stage", "insn_error", "SHIFT_BITS", "MUL_BITS"]
+__all__ = ["alu_lane", "insn_stage", "insn_error", "SHIFT_BITS", "MUL_BITS", "sign_extend",
+           "loop_empty", "loop_offset", "LoopNest", "PadRows", "dot_lane"]
 
 #: SHR reads B[5:0] as a signed shift amount (docs/isa.md §3.4).
 SHIFT_BITS = 6
 #: MUL multiplies the sign-extended low bytes (docs/isa.md §3.4).
 MUL_BITS = 8
+
+
+def dot_lane(inp, wgt, width):
+    """One GEMM lane (docs/isa.md §3.3): Σ_k inp[k]·wgt[k] of int8 elements (bit fields read
+    as two's complement), accumulated one product at a time in ``width`` bits, wrapping."""
+    total = Const(0, width)
+    for i, w in zip(inp, wgt, strict=True):
+        product = sign_extend(i, width) * sign_extend(w, width)
+        total = (total + product)[:width]
+    return total
+
+
+def sign_extend(value, width):
+    """``value`` (a two's complement field) widened to ``width`` bits by repeating its top bit:
+    sext of docs/isa.md §3.4."""
+    return Cat(value, value[-1].replicate(width - len(value)))
 
 
 def alu_lane(m: Module, cfg, op, a, b, *, name):
@@ -112,3 +131,109 @@ def insn_error(m: Module, insn, *, name):
         result = Mux(broken[code], code, result)
     m.d.comb += out.eq(result)
     return out
+def loop_empty(*, iter_out, iter_in, uop_bgn, uop_end):
+    """The loop nest of docs/isa.md §3.3 runs no step: an empty iteration or micro-op range."""
+    return (iter_out == 0) | (iter_in == 0) | (uop_end <= uop_bgn)
+
+
+def loop_offset(i_o, i_i, factor_out, factor_in, width):
+    """``i_o·factor_out + i_i·factor_in`` (docs/isa.md §3.3), modulo 2^``width`` (the index
+    width: scratchpad indices wrap, docs/isa.md §3). Modulo 2^width only the low ``width``
+    bits of a counter matter, so the products are formed at that width (smaller multipliers
+    for the solver, the same value)."""
+    return (i_o[:width] * factor_out + i_i[:width] * factor_in)[:width]
+
+
+class LoopNest:
+    """The loop nest of docs/isa.md §3.3 as the ISA writes it: ``i_o``, ``i_i`` and ``u``
+    counted by nested ``for`` loops (u innermost), one step per ``take``.
+
+    Built into module ``m``: ``start`` loads the nest (the fields stay stable while it runs),
+    ``take`` consumes the current step, ``abort`` abandons the rest. The attributes ``valid``,
+    ``u``, ``i_o``, ``i_i`` and ``last`` are the step the nest is at (``u`` before it wraps to
+    a micro-op row).
+    """
+
+    def __init__(self, m, *, start, take, abort, uop_bgn, uop_end, iter_out, iter_in, name):
+        self.valid = Signal(name=f"{name}_valid")
+        # u runs over [uop_bgn, uop_end), as wide as uop_end; the micro-op row is u modulo the
+        # depth (docs/isa.md §3, "Index wrapping").
+        self.u = Signal.like(uop_end, name=f"{name}_u")
+        self.i_o = Signal(formats.ITER_BITS, name=f"{name}_i_o")
+        self.i_i = Signal(formats.ITER_BITS, name=f"{name}_i_i")
+        self.last = Signal(name=f"{name}_last")
+        u_last, i_last, o_last = (self.u + 1 == uop_end, self.i_i + 1 == iter_in,
+                                  self.i_o + 1 == iter_out)
+        m.d.comb += self.last.eq(u_last & i_last & o_last)
+        with m.If(start):
+            m.d.sync += [self.valid.eq(~loop_empty(iter_out=iter_out, iter_in=iter_in,
+                                                   uop_bgn=uop_bgn, uop_end=uop_end)),
+                         self.u.eq(uop_bgn), self.i_i.eq(0), self.i_o.eq(0)]
+        with m.Elif(abort):
+            m.d.sync += self.valid.eq(0)
+        with m.Elif(self.valid & take):
+            m.d.sync += self.u.eq(Mux(u_last, uop_bgn, self.u + 1))
+            with m.If(u_last):
+                m.d.sync += self.i_i.eq(Mux(i_last, 0, self.i_i + 1))
+                with m.If(i_last):
+                    m.d.sync += self.i_o.eq(self.i_o + 1)
+                    with m.If(o_last):
+                        m.d.sync += self.valid.eq(0)
+
+
+class PadRows:
+    """The padding rows of a LOAD (docs/isa.md §3.1) one at a time, in increasing row order:
+    every (r, c), 0 ≤ r < H, 0 ≤ c < W, outside the data window, at scratchpad row
+    ``sram_base + r·W + c`` (modulo 2^16, the ``sram_base`` width).
+
+    Built into module ``m`` for the geometry ``fields`` (the LOAD's ``sram_base``, ``x_size``,
+    ``y_size`` and four pads, stable while the walk runs): ``start`` begins at the first pad
+    row, ``take`` moves to the next one, ``cancel`` abandons the rest. ``bits`` is the width of
+    the row and column counters (enough for H and W). Attributes: ``valid`` (a pad row
+    remains), ``r``, ``c`` and its ``addr``.
+    """
+
+    def __init__(self, m, *, start, take, cancel, fields, bits, name):
+        f = fields
+        width = Signal(bits, name=f"{name}_W")
+        height = Signal(bits, name=f"{name}_H")
+        m.d.comb += [width.eq(f["x_pad_0"] + f["x_size"] + f["x_pad_1"]),
+                     height.eq(f["y_pad_0"] + f["y_size"] + f["y_pad_1"])]
+        self.r, self.c = Signal(bits, name=f"{name}_r"), Signal(bits, name=f"{name}_c")
+        self.valid = Signal(name=f"{name}_valid")
+        self.addr = Signal(formats.SRAM_ADDR_BITS, name=f"{name}_addr")
+        m.d.comb += [self.addr.eq(f["sram_base"] + self.r * width + self.c)]
+
+        def data_row(row):
+            return (row >= f["y_pad_0"]) & (row < f["y_pad_0"] + f["y_size"])
+
+        def row_start(row, name_):
+            """The first pad row at or after column 0 of row ``row``, as (r, c) signals."""
+            r, c = Signal(bits, name=f"{name}_{name_}_r"), Signal(bits, name=f"{name}_{name_}_c")
+            m.d.comb += [r.eq(row), c.eq(0)]
+            with m.If(data_row(row) & (f["x_pad_0"] == 0)):
+                with m.If(f["x_pad_1"] != 0):
+                    m.d.comb += c.eq(f["x_size"])           # the right pad of this data row
+                with m.Else():                              # no side pads: past the data rows
+                    m.d.comb += r.eq(f["y_pad_0"] + f["y_size"])
+            return r, c
+
+        first_r, first_c = row_start(0, "first")
+        below_r, below_c = row_start(self.r + 1, "below")
+        next_r, next_c = Signal(bits, name=f"{name}_next_r"), Signal(bits, name=f"{name}_next_c")
+        with m.If(self.c + 1 == width):
+            m.d.comb += [next_r.eq(below_r), next_c.eq(below_c)]
+        with m.Elif(data_row(self.r) & (self.c + 1 == f["x_pad_0"])):
+            with m.If(f["x_pad_1"] != 0):                   # jump over the data window
+                m.d.comb += [next_r.eq(self.r), next_c.eq(f["x_pad_0"] + f["x_size"])]
+            with m.Else():
+                m.d.comb += [next_r.eq(below_r), next_c.eq(below_c)]
+        with m.Else():
+            m.d.comb += [next_r.eq(self.r), next_c.eq(self.c + 1)]
+
+        with m.If(start):
+            m.d.sync += [self.r.eq(first_r), self.c.eq(first_c), self.valid.eq(first_r < height)]
+        with m.Elif(cancel):
+            m.d.sync += self.valid.eq(0)
+        with m.Elif(take & self.valid):
+            m.d.sync += [self.r.eq(next_r), self.c.eq(next_c), self.valid.eq(next_r < height)]

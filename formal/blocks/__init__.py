@@ -19,6 +19,9 @@ BLOCKS = {
     "fetch": ("fetch", "instruction fetch and decode (hw/core/fetch.py, hw/core/decode.py)"),
     "stage_control": ("stage_control", "stage control and error propagation "
                                        "(hw/core/stage_control.py, hw/core/core.py)"),
+    "loop_gen": ("loop_gen", "GEMM/ALU micro-op loop generator (hw/core/loop_gen.py)"),
+    "pad_walker": ("pad_walker", "LOAD pad-row walker (hw/core/pad_walker.py)"),
+    "gemm": ("gemm", "GEMM unit: dot-product lanes and pipeline (hw/core/gemm.py)"),
 }
 
 #: Planted fault (avta.hw.core.faults) → the (block, property) whose proof fails on it.
@@ -37,6 +40,12 @@ CAUGHT_BY = {
     "fetch-dup-store": ("fetch", "order"),
     "stage-ignore-halt": ("stage_control", "halt"),
     "ctrl-finish-early": ("stage_control", "ctrl"),
+    "loop-iter": ("loop_gen", "steps"),
+    "loop-offset": ("loop_gen", "offsets"),
+    "pad-row-width": ("pad_walker", "rows"),
+    "alu-imm-zext": ("alu", "operands"),
+    "gemm-product-sign": ("gemm", "pipe"),
+    "axi-read-id-reuse": ("read_engine", "order"),
 }
 
 

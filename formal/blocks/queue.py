@@ -7,7 +7,8 @@ reader may raise ``valid``/``ready`` in any cycle.
 
 ``occupancy``
     The entries accepted minus those taken never exceed the depth (no write is lost to a full
-    queue: overflow) and ``r.valid`` only with an entry inside (underflow).
+    queue: overflow) and ``r.valid`` only with an entry inside (underflow). Proven by
+    k-induction: the count is the FIFO's own ``level`` (``InsnQueue.fifo``, read-only).
 ``fifo``
     First in, first out: track one arbitrary write (the solver picks which); the read with the
     same rank returns its entry unchanged.
@@ -50,6 +51,8 @@ class QueueHarness(Harness):
         m.d.sync += held.eq(held + put - get)
         self.promise(m, held <= DEPTH)
         self.promise(m, ~dut.r.valid | (held != 0))
+        # Induction invariant: the count is the FIFO's own level (read-only, InsnQueue.fifo).
+        self.promise(m, held == dut.fifo.level)
         self.cover(m, held == DEPTH)
         self.cover(m, (held == DEPTH) & w_valid & ~dut.w.ready)
         if self._prop != "fifo":

@@ -6,17 +6,28 @@ at least one beat (hw/mem_client.py); the AXI subordinate answers only IDs with 
 
 ``ar``
     ARVALID held until ARREADY with ARADDR, ARLEN and ARID stable; every burst INCR,
-    full-width, beat-aligned, at most 256 beats and inside its 4 KiB page.
+    full-width, beat-aligned, at most 256 beats and inside its 4 KiB page. Proven by
+    k-induction with two invariants over the splitter (read-only attributes of
+    :class:`ReadEngine`): its next address is beat-aligned, and a command being split has
+    beats left.
 ``beats``
     The beats issued on AR never exceed the beats the client asked for, and equal them whenever
     the engine is idle; ``idle`` only with no beat due on any ID; every R beat goes to the client
     with its error flag (RRESP other than OKAY).
+``order``
+    IDs in flight unique: a command's first burst takes an ID on which no command is in flight,
+    and all its bursts use that ID and add up to exactly its beats; at most two commands are
+    taken ahead of their first AR; every R beat arrives on an ID in flight and reaches the
+    client with that command's tag and the next beat index (0, 1, ... in order within the
+    command); ``idle`` only with nothing queued or in flight. Covers: two commands in flight
+    on different IDs, a later beat of one delivered; a command completed.
 
-Covers: a burst that ends exactly at a 4 KiB boundary; every ID (tag-buffer slot) in flight at
+Covers (``ar``, ``beats``): a burst that ends exactly at a 4 KiB boundary; every ID (tag-buffer slot) in flight at
 once, the most commands the engine keeps in flight; idle again after a command.
 """
 
 from amaranth.hdl import Mux, Signal
+from amaranth.utils import exact_log2
 
 from avta.hw.axi.read_engine import ReadEngine
 from avta.hw.axi.signatures import Resp, id_bits
@@ -84,11 +95,19 @@ class ReadEngineHarness(Harness):
                              [axi.araddr, axi.arlen, axi.arid], name="ar")
             burst_rules(self, m, valid=axi.arvalid, addr=axi.araddr, length=axi.arlen,
                         size=axi.arsize, burst=axi.arburst, data_bits=data_bits)
+            # Induction invariants over the splitter (read-only attributes): its next burst
+            # address stays beat-aligned, and a command being split has beats left.
+            self.promise(m, dut.addr[:exact_log2(data_bits // 8)] == 0)
+            self.promise(m, ~dut.active | (dut.left != 0))
             self.cover(m, axi.arvalid & ends_at_page(addr=axi.araddr, length=axi.arlen,
                                                      data_bits=data_bits))
             all_busy = Signal()
             m.d.comb += all_busy.eq(sum((d != 0).as_unsigned() for d in due) == self._slots)
             self.cover(m, all_busy)
+            return
+
+        if self._prop == "order":
+            self._order(m, dut, ar_fire, r_fire, c_tag, c_beats, count_bits)
             return
 
         # "beats": totals, idle, routing
@@ -107,14 +126,85 @@ class ReadEngineHarness(Harness):
             m.d.sync += worked.eq(1)
         self.cover(m, worked & dut.idle)
 
+    def _order(self, m, dut, ar_fire, r_fire, c_tag, c_beats, count_bits):
+        """Each command's bursts on one ID that no other command in flight has, its beats
+        delivered with its tag, numbered 0, 1, ... in order, exactly as many as it asked."""
+        cmd, out, axi = dut.client.cmd, dut.client.data, dut.m_axi
+        # Commands taken whose first burst has not gone out on AR yet: at most two (the
+        # engine takes the next command once the previous one's last burst is loaded into AR,
+        # which may still wait for ARREADY behind an older one).
+        q_valid = [Signal(name=f"q{j}_valid") for j in range(2)]
+        q_tag = [Signal(TAG_BITS, name=f"q{j}_tag") for j in range(2)]
+        q_beats = [Signal(count_bits, name=f"q{j}_beats") for j in range(2)]
+        issuing_left = Signal(count_bits)     # beats of the command on AR still to go out
+        issuing_id = Signal.like(axi.arid)
+        # Per ID: the command in flight on it (tag, next beat, beats still to come).
+        flight_tag = [Signal(TAG_BITS, name=f"id{i}_tag") for i in range(self._slots)]
+        flight_beat = [Signal(count_bits, name=f"id{i}_beat") for i in range(self._slots)]
+        flight_left = [Signal(count_bits, name=f"id{i}_left") for i in range(self._slots)]
+
+        beats = axi.arlen + 1
+        first = ar_fire & (issuing_left == 0)      # the burst starts the oldest queued command
+        push = cmd.valid & cmd.ready
+        self.promise(m, ~first | q_valid[0])
+        self.promise(m, ~first | (beats <= q_beats[0]))
+        self.promise(m, ~(ar_fire & ~first) | ((axi.arid == issuing_id) &
+                                               (beats <= issuing_left)))
+        kept = [Mux(first, q_valid[1], q_valid[0]), Mux(first, 0, q_valid[1])]
+        kept_tag = [Mux(first, q_tag[1], q_tag[0]), q_tag[1]]
+        kept_beats = [Mux(first, q_beats[1], q_beats[0]), q_beats[1]]
+        self.promise(m, ~push | ~kept[1])          # never a third command ahead of AR
+        m.d.sync += [q_valid[0].eq(kept[0] | push), q_valid[1].eq(kept[1] | (push & kept[0])),
+                     q_tag[0].eq(Mux(kept[0], kept_tag[0], c_tag)),
+                     q_beats[0].eq(Mux(kept[0], kept_beats[0], c_beats)),
+                     q_tag[1].eq(Mux(kept[1], kept_tag[1], c_tag)),
+                     q_beats[1].eq(Mux(kept[1], kept_beats[1], c_beats))]
+        with m.If(first):
+            m.d.sync += [issuing_left.eq(q_beats[0] - beats), issuing_id.eq(axi.arid)]
+        with m.Elif(ar_fire):
+            m.d.sync += issuing_left.eq(issuing_left - beats)
+
+        for i in range(self._slots):
+            start_i = first & (axi.arid == i)
+            beat_i = r_fire & (axi.rid == i)
+            # The ID a new command takes has no command in flight (IDs in flight unique).
+            self.promise(m, ~start_i | (flight_left[i] == 0))
+            # A beat arrives only on an ID in flight and reaches the client as that command's
+            # next beat, with its tag.
+            self.promise(m, ~beat_i | ((flight_left[i] != 0) & (out.p.tag == flight_tag[i]) &
+                                       (out.p.beat == flight_beat[i])))
+            with m.If(start_i):
+                m.d.sync += [flight_tag[i].eq(q_tag[0]), flight_beat[i].eq(0),
+                             flight_left[i].eq(q_beats[0])]
+            with m.Elif(beat_i):
+                m.d.sync += [flight_beat[i].eq(flight_beat[i] + 1),
+                             flight_left[i].eq(flight_left[i] - 1)]
+        nothing = ~q_valid[0] & (issuing_left == 0)
+        for left in flight_left:
+            nothing &= left == 0
+        self.promise(m, ~dut.idle | nothing)
+
+        # Two commands in flight on different IDs, the second's beats before the first's last.
+        two = Signal()
+        m.d.comb += two.eq(sum((left != 0).as_unsigned() for left in flight_left) >= 2)
+        later_beat = Signal()
+        for i in range(self._slots):
+            with m.If(r_fire & (axi.rid == i) & (flight_beat[i] != 0)):
+                m.d.comb += later_beat.eq(1)
+        self.cover(m, two & later_beat)
+        self.cover(m, dut.idle & (flight_tag[1] != 0) & (flight_beat[1] == 2))
+
 
 def checks(cfg, faults=frozenset()):
     return [
         Check("read_engine", "ar", "ARVALID held until ARREADY, payload stable; INCR, full "
               "width, ≤ 256 beats, never across 4 KiB",
-              lambda: ReadEngineHarness(cfg, faults, "ar"), depth=12, prove=False,
-              cover_depth=24),
+              lambda: ReadEngineHarness(cfg, faults, "ar"), depth=12, cover_depth=24),
         Check("read_engine", "beats", "beats issued = beats asked when idle (never more); "
               "idle only with nothing due; R beats reach the client with their error flag",
               lambda: ReadEngineHarness(cfg, faults, "beats"), depth=8, prove=False),
+        Check("read_engine", "order", "IDs in flight unique; each R beat on an ID in flight "
+              "goes to its command with its tag and the next beat index; each command gets "
+              "exactly its beats, in order", lambda: ReadEngineHarness(cfg, faults, "order"),
+              depth=10, prove=False, cover_depth=14),
     ]

@@ -7,7 +7,9 @@ taken.
 ``aw``
     AWVALID held until AWREADY with AWADDR and AWLEN stable; every burst INCR, full-width,
     beat-aligned, at most 256 beats and inside its 4 KiB page; never more than
-    ``max_outstanding`` bursts between AW and B.
+    ``max_outstanding`` bursts between AW and B. Proven by k-induction with invariants over the
+    engine's state (read-only attributes of :class:`WriteEngine`): the AW splitter's address is
+    beat-aligned, and its open-burst count is the bursts past AW plus the one waiting in AW.
 ``w``
     Each burst gets exactly AWLEN + 1 W beats with WLAST on the last one only: one arbitrary
     burst (the solver picks which) is tracked from its AW to its last W beat.
@@ -16,6 +18,7 @@ Covers: a burst that ends exactly at a 4 KiB boundary; two bursts awaiting their
 """
 
 from amaranth.hdl import Signal
+from amaranth.utils import exact_log2
 
 from avta.hw.axi.write_engine import WriteEngine
 from avta.hw.mem_client import ADDR_BITS, beat_count_bits
@@ -71,6 +74,13 @@ class WriteEngineHarness(Harness):
             burst_rules(self, m, valid=axi.awvalid, addr=axi.awaddr, length=axi.awlen,
                         size=axi.awsize, burst=axi.awburst, data_bits=data_bits)
             self.promise(m, open_bursts <= MAX_OUTSTANDING)
+            # Induction invariants over the engine's state (read-only attributes): the AW
+            # splitter's address stays beat-aligned, and the engine counts a burst as open
+            # from the cycle it is loaded into AW.
+            log_beat = exact_log2(data_bits // 8)
+            self.promise(m, dut.aw_addr[:log_beat] == 0)
+            self.promise(m, dut.bursts_open == open_bursts + axi.awvalid)
+            self.promise(m, dut.bursts_open <= MAX_OUTSTANDING)
             self.cover(m, axi.awvalid & ends_at_page(addr=axi.awaddr, length=axi.awlen,
                                                      data_bits=data_bits))
             self.cover(m, open_bursts == MAX_OUTSTANDING)
@@ -106,7 +116,7 @@ def checks(cfg, faults=frozenset()):
         Check("write_engine", "aw", "AWVALID held until AWREADY, payload stable; INCR, full "
               f"width, ≤ 256 beats, never across 4 KiB; ≤ max_outstanding ({MAX_OUTSTANDING}) "
               "bursts awaiting B",
-              lambda: WriteEngineHarness(cfg, faults, "aw"), depth=12, prove=False),
+              lambda: WriteEngineHarness(cfg, faults, "aw"), depth=12, cover_depth=12),
         Check("write_engine", "w", "exactly AWLEN + 1 W beats per burst, WLAST on the last only "
               "(one arbitrary burst tracked)",
               lambda: WriteEngineHarness(cfg, faults, "w"), depth=12, prove=False),

@@ -74,31 +74,41 @@ class ReadEngine(wiring.Component):
             "m_axi": Out(AxiSignature(data_width=data_bits, id_width=id_bits(slots))),
             "idle": Out(1),
         })
+        # The engine's state, created here so that the proofs (avta.formal.blocks.read_engine)
+        # can state their induction invariants over it; read-only there, and not ports, so the
+        # generated Verilog is unchanged. Per slot (AXI ID): busy, the command's tag, the next
+        # beat index and the beats still due; the splitter: ``active`` (a command has bursts
+        # left), its ``slot``, the next burst's ``addr`` and the beats ``left`` to issue.
+        count_bits = beat_count_bits(data_bits)
+        self.slot_busy = Signal(slots, name="slot_busy")
+        self.slot_tag = [Signal(tag_shape, name=f"slot{i}_tag") for i in range(slots)]
+        self.slot_beat = [Signal(count_bits, name=f"slot{i}_beat") for i in range(slots)]
+        self.slot_due = [Signal(count_bits, name=f"slot{i}_due") for i in range(slots)]
+        self.active = Signal(name="active")
+        self.slot = Signal(range(slots), name="slot")
+        self.addr = Signal(ADDR_BITS, name="addr")
+        self.left = Signal(count_bits, name="left")
 
     def elaborate(self, platform):
         m = Module()
         axi, cmd, out = self.m_axi, self.client.cmd, self.client.data
         beat_bytes = self._data_bits // 8
         log_beat = exact_log2(beat_bytes)
-        count_bits = beat_count_bits(self._data_bits)
-        tag_shape = self.client.signature.tag_shape
 
         # -- tag buffer: one slot per command in flight, indexed by the AXI ID --------------
-        slot_busy = Signal(self._slots)
-        slot_tag = Array(Signal(tag_shape, name=f"slot{i}_tag") for i in range(self._slots))
-        slot_beat = Array(Signal(count_bits, name=f"slot{i}_beat") for i in range(self._slots))
-        slot_due = Array(Signal(count_bits, name=f"slot{i}_due") for i in range(self._slots))
+        slot_busy = self.slot_busy
+        slot_tag, slot_beat = Array(self.slot_tag), Array(self.slot_beat)
+        slot_due = Array(self.slot_due)
         free_slot = Signal(range(self._slots))
         have_free = Signal()
+        # Planted bug (avta.hw.core.faults), for testing the verification tools only.
+        reuse = "axi-read-id-reuse" in self._faults
         for i in reversed(range(self._slots)):
-            with m.If(~slot_busy[i]):
+            with m.If(~slot_busy[i] | (reuse and i == 0)):
                 m.d.comb += [free_slot.eq(i), have_free.eq(1)]
 
         # -- splitter: the command whose bursts are being issued ---------------------------
-        active = Signal()
-        slot = Signal(range(self._slots))
-        addr = Signal(ADDR_BITS)
-        left = Signal(count_bits)
+        active, slot, addr, left = self.active, self.slot, self.addr, self.left
         set_busy, clr_busy = Signal(self._slots), Signal(self._slots)
         m.d.comb += cmd.ready.eq(~active & have_free)
         with m.If(cmd.valid & cmd.ready):

@@ -40,6 +40,18 @@ class WriteEngine(wiring.Component):
             "m_axi": Out(AxiSignature(data_width=data_bits, id_width=id_width)),
             "idle": Out(1),
         })
+        # The engine's state, created here so that the proofs (avta.formal.blocks.write_engine)
+        # can state their induction invariants over it; read-only there, and not ports, so the
+        # generated Verilog is unchanged: ``busy`` (a command in progress), the AW and W
+        # splitters' next address and beats left, and the bursts between AW and B.
+        count_bits = beat_count_bits(data_bits)
+        self.busy = Signal(name="busy")
+        self.aw_addr, self.aw_left = Signal(ADDR_BITS, name="aw_addr"), Signal(count_bits,
+                                                                            name="aw_left")
+        self.w_addr, self.w_left = Signal(ADDR_BITS, name="w_addr"), Signal(count_bits,
+                                                                         name="w_left")
+        self.w_in_burst = Signal(range(MAX_BURST_BEATS + 1), name="w_in_burst")
+        self.bursts_open = Signal(range(max_outstanding + 1), name="bursts_open")
 
     def elaborate(self, platform):
         m = Module()
@@ -47,13 +59,11 @@ class WriteEngine(wiring.Component):
                                     self.client.resp)
         beat_bytes = self._data_bits // 8
         log_beat = exact_log2(beat_bytes)
-        count_bits = beat_count_bits(self._data_bits)
 
-        busy = Signal()                 # a command is in progress (until its resp is taken)
-        aw_addr, aw_left = Signal(ADDR_BITS), Signal(count_bits)
-        w_addr, w_left = Signal(ADDR_BITS), Signal(count_bits)
-        w_in_burst = Signal(range(MAX_BURST_BEATS + 1))
-        bursts_open = Signal(range(self._max_outstanding + 1))   # AW sent, B not yet back
+        busy = self.busy                # a command is in progress (until its resp is taken)
+        aw_addr, aw_left, w_addr, w_left = self.aw_addr, self.aw_left, self.w_addr, self.w_left
+        w_in_burst = self.w_in_burst
+        bursts_open = self.bursts_open  # AW loaded, B not yet back
         err = Signal()
 
         m.d.comb += cmd.ready.eq(~busy)

@@ -69,6 +69,9 @@ class Alu(wiring.Component):
         if cfg.acc_read_ports == 2:
             members["acc_rd_b"] = In(read_signature(self._geo["acc"]))
         super().__init__(members)
+        # Created here so that the proofs (avta.formal.blocks.alu) can read the operands the
+        # lanes get; a submodule, not a port, so the Verilog is unchanged.
+        self.lanes = AluLanes(cfg=cfg, faults=faults)
 
     def elaborate(self, platform):
         m = Module()
@@ -135,11 +138,15 @@ class Alu(wiring.Component):
         m.d.comb += [src_val.eq(forward(Mux(held2, src_hold, self.acc_rd.data), src2)),
                      dst_val.eq(forward(dst_read, dst2))]
 
-        m.submodules.lanes = lanes = AluLanes(cfg=cfg, faults=self._faults)
+        m.submodules.lanes = lanes = self.lanes
         imm_row = Signal(row_layout(cfg, "acc"))
+        imm = insn.imm.as_signed()
+        if "alu-imm-zext" in self._faults:
+            # Planted bug (avta.hw.core.faults), for testing the verification tools only.
+            imm = insn.imm.as_unsigned()
         for b in range(cfg.batch):
             for o in range(cfg.block_out):
-                m.d.comb += imm_row[b][o].eq(insn.imm.as_signed())
+                m.d.comb += imm_row[b][o].eq(imm)
         m.d.comb += [
             lanes.op.eq(insn.alu_opcode),
             lanes.a.eq(Mux(insn.use_imm, src_val, dst_val)),

@@ -129,6 +129,11 @@ PROTOCOL_FAULTS = {
         "memory engine, write side (axi/write_engine.py)",
         "WLAST is raised one beat early in every burst of two or more beats",
         "a write burst of two or more beats"),
+    "axi-read-id-reuse": Fault(
+        "memory engine, read side (axi/read_engine.py)",
+        "the tag buffer always sees slot 0 as free, so a new command may take AXI ID 0 while "
+        "an earlier command's beats on ID 0 are still due",
+        "a read command taken while one on ID 0 is in flight"),
     "queue-accept-full": Fault(
         "instruction queue (core/queue.py)",
         "the queue says ready even when full, so a write into a full queue is lost",
@@ -171,6 +176,25 @@ PROTOCOL_FAULTS = {
         "while busy)",
         "a CTRL launch written during a run (the core itself also ignores a launch while busy, "
         "so only the control registers' own property tells)"),
+    "loop-offset": Fault(
+        "GEMM/ALU loop nest (core/loop_gen.py)",
+        "a step of the outer loop adds factor_out to the last inner offset instead of to the "
+        "outer one, so the offsets of i_o ≥ 1 carry (iter_in − 1)·factor_in too many",
+        "a GEMM or ALU with iter_out > 1, iter_in > 1 and a non-zero factor_in"),
+    "pad-row-width": Fault(
+        "LOAD pad walker (core/pad_walker.py)",
+        "the next data row starts x_pad_1 rows too early (the row width without the right "
+        "pad), so the side pads of every data row after the first land in the wrong rows",
+        "a LOAD with a right pad and two or more data rows"),
+    "gemm-product-sign": Fault(
+        "GEMM (core/gemm.py)",
+        "the product of the first element pair of every dot product enters the sum negated",
+        "any GEMM step whose first INP and WGT elements have a non-zero product"),
+    "alu-imm-zext": Fault(
+        "ALU (core/alu.py)",
+        "the immediate is zero-extended, not sign-extended, so a negative immediate becomes "
+        "a large positive B",
+        "an ALU with use_imm and a negative immediate"),
 }
 
 #: Every planted bug a design can be asked for.

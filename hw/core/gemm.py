@@ -147,8 +147,11 @@ class Gemm(wiring.Component):
         m.d.sync += [v3.eq(v2), last3.eq(last2), acc_idx3.eq(acc_idx2), acc3.eq(acc_now)]
         for b in range(cfg.batch):
             for o in range(cfg.block_out):
-                m.d.sync += dot3[b][o].eq(tree_sum(inp[b][k] * wgt[o][k]
-                                                   for k in range(cfg.block_in)))
+                products = [inp[b][k] * wgt[o][k] for k in range(cfg.block_in)]
+                if "gemm-product-sign" in self._faults:
+                    # Planted bug (avta.hw.core.faults), for testing the verification tools only.
+                    products[0] = -products[0]
+                m.d.sync += dot3[b][o].eq(tree_sum(products))
         result = Signal(row_layout(cfg, "acc"))
         with m.If(~insn.reset):
             for b in range(cfg.batch):

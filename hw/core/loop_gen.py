@@ -1,7 +1,8 @@
 """The micro-op loop nest of GEMM and ALU (docs/isa.md §3.3), one step per cycle, adders only.
 
 For i_o < iter_out, i_i < iter_in, u in [uop_bgn, uop_end) (u innermost) a step is micro-op
-``u`` with offsets ``i_o·f_out + i_i·f_in`` for each of dst, src and wgt. The offsets are kept as
+row ``u`` modulo the micro-op depth (``uop_end`` has one bit more than a row index, and a range
+past the last row wraps, docs/isa.md §3 "Index wrapping") with offsets ``i_o·f_out + i_i·f_in`` for each of dst, src and wgt. The offsets are kept as
 running sums (an outer base plus the inner offset), so no multiplier is needed; they wrap modulo
 2^width, which is the scratchpad depth (docs/isa.md §3: indices wrap).
 """
@@ -63,16 +64,24 @@ class LoopGen(wiring.Component):
             members[f"{op}_factor_in"] = In(width)
             members[op] = Out(width)
         super().__init__(members)
+        # The loop state, created here so that the proofs (avta.formal.blocks.loop_gen) can
+        # read it and state their induction invariants over it; not ports, so the generated
+        # Verilog is unchanged. ``i_in``/``i_out`` are the iteration counters, ``outer[op]``
+        # the offset ``i_out·op_factor_out`` the inner offset restarts from.
+        self.i_in = Signal(formats.ITER_BITS, name="i_in")
+        self.i_out = Signal(formats.ITER_BITS, name="i_out")
+        # ``u`` counts the micro-ops as ``uop_end`` does, one bit wider than the row ``uop``.
+        self.u = Signal(uop_bits + 1, name="u")
+        self.outer = {op: Signal(self._offset_bits[op], name=f"{op}_outer") for op in _OPERANDS}
 
     def elaborate(self, platform):
         m = Module()
-        i_in = Signal(formats.ITER_BITS)
-        i_out = Signal(formats.ITER_BITS)
-        outer = {op: Signal(self._offset_bits[op], name=f"{op}_outer") for op in _OPERANDS}
+        i_in, i_out, outer, u = self.i_in, self.i_out, self.outer, self.u
+        m.d.comb += self.uop.eq(u[:self._uop_bits])
 
         m.d.comb += self.empty.eq((self.iter_out == 0) | (self.iter_in == 0)
                                   | (self.uop_end <= self.uop_bgn))
-        end_uop = self.uop + 1 == self.uop_end
+        end_uop = u + 1 == self.uop_end
         end_in = i_in + 1 == self.iter_in
         end_out = i_out + 1 == self.iter_out
         if "loop-iter" in self._faults:
@@ -82,7 +91,7 @@ class LoopGen(wiring.Component):
         m.d.comb += self.last.eq(end_uop & end_in & end_out)
 
         with m.If(self.start):
-            m.d.sync += [self.valid.eq(~self.empty), self.uop.eq(self.uop_bgn),
+            m.d.sync += [self.valid.eq(~self.empty), u.eq(self.uop_bgn),
                          i_in.eq(0), i_out.eq(0)]
             m.d.sync += [getattr(self, op).eq(0) for op in _OPERANDS]
             m.d.sync += [outer[op].eq(0) for op in _OPERANDS]
@@ -90,18 +99,23 @@ class LoopGen(wiring.Component):
             m.d.sync += self.valid.eq(0)
         with m.Elif(self.valid & self.advance):
             with m.If(~end_uop):
-                m.d.sync += self.uop.eq(self.uop + 1)
+                m.d.sync += u.eq(u + 1)
             with m.Elif(~end_in):
-                m.d.sync += [self.uop.eq(self.uop_bgn), i_in.eq(i_in + 1)]
+                m.d.sync += [u.eq(self.uop_bgn), i_in.eq(i_in + 1)]
                 for op in _OPERANDS:
                     cur = getattr(self, op)
                     m.d.sync += cur.eq(cur + getattr(self, f"{op}_factor_in"))
             with m.Elif(~end_out):
-                m.d.sync += [self.uop.eq(self.uop_bgn), i_in.eq(0), i_out.eq(i_out + 1)]
+                m.d.sync += [u.eq(self.uop_bgn), i_in.eq(0), i_out.eq(i_out + 1)]
                 for op in _OPERANDS:
                     step = getattr(self, f"{op}_factor_out")
+                    restart = outer[op]
+                    if "loop-offset" in self._faults:
+                        # Planted bug (avta.hw.core.faults), for testing the verification
+                        # tools only.
+                        restart = getattr(self, op)
                     m.d.sync += [outer[op].eq(outer[op] + step),
-                                 getattr(self, op).eq(outer[op] + step)]
+                                 getattr(self, op).eq(restart + step)]
             with m.Else():
                 m.d.sync += self.valid.eq(0)
         return m

@@ -20,6 +20,8 @@ __all__ = ["PadWalker"]
 class PadWalker(wiring.Component):
     """Row addresses of every pad row of a LOAD.
 
+    ``faults``: a set of :data:`avta.hw.core.faults.ALL_FAULTS` names (tests only).
+
     Ports
     -----
     start : In(1)
@@ -52,10 +54,18 @@ class PadWalker(wiring.Component):
     wr_addr: Out(formats.SRAM_ADDR_BITS)
     busy: Out(1)
 
+    def __init__(self, *, faults=frozenset()):
+        self._faults = faults
+        super().__init__()
+
     def elaborate(self, platform):
         m = Module()
         width = Signal(formats.SIZE_BITS + 1)            # W
         m.d.comb += width.eq(self.x_pad_0 + self.x_size + self.x_pad_1)
+        row_step = width
+        if "pad-row-width" in self._faults:
+            # Planted bug (avta.hw.core.faults), for testing the verification tools only.
+            row_step = self.x_pad_0 + self.x_size
 
         left = Signal(formats.SIZE_BITS + formats.PAD_BITS + 1)   # rows left in the segment
         addr = Signal(formats.SRAM_ADDR_BITS)
@@ -117,14 +127,14 @@ class PadWalker(wiring.Component):
                                          left.eq(self.x_pad_1)]
                             m.next = "RIGHT"
                         with m.Else():
-                            enter_row(y + 1, row_start + width)
+                            enter_row(y + 1, row_start + row_step)
                 cancelled()
             with m.State("RIGHT"):
                 m.d.comb += [self.busy.eq(1), self.wr_valid.eq(1)]
                 with m.If(write):
                     m.d.sync += [addr.eq(addr + 1), left.eq(left - 1)]
                     with m.If(seg_end):
-                        enter_row(y + 1, row_start + width)
+                        enter_row(y + 1, row_start + row_step)
                 cancelled()
             with m.State("BOTTOM"):
                 m.d.comb += [self.busy.eq(1), self.wr_valid.eq(left != 0)]

@@ -43,6 +43,9 @@ class InsnQueue(wiring.Component):
         self._depth = depth
         layout = entry_layout(cfg)
         super().__init__({"w": In(stream.Signature(layout)), "r": Out(stream.Signature(layout))})
+        # Created here so that the proofs (avta.formal.blocks.queue) can read its ``level`` for
+        # their induction invariant; a submodule, not a port, so the Verilog is unchanged.
+        self.fifo = fifo.SyncFIFOBuffered(width=layout.size, depth=depth)
 
     @property
     def depth(self):
@@ -50,8 +53,7 @@ class InsnQueue(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.fifo = q = fifo.SyncFIFOBuffered(width=entry_layout(self._cfg).size,
-                                                      depth=self._depth)
+        m.submodules.fifo = q = self.fifo
         m.d.comb += [
             q.w_data.eq(self.w.payload), q.w_en.eq(self.w.valid), self.w.ready.eq(q.w_rdy),
             self.r.payload.eq(q.r_data), self.r.valid.eq(q.r_rdy), q.r_en.eq(self.r.ready),

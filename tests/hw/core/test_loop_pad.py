@@ -11,6 +11,7 @@ from avta.hw.core.pad_walker import PadWalker
 from avta.hw.sim.testbench import run_sim
 
 BITS = {"dst": 6, "src": 5, "wgt": 4}
+UOP_BITS = 3
 
 
 def expected_steps(f):
@@ -18,7 +19,8 @@ def expected_steps(f):
     for i_o in range(f["iter_out"]):
         for i_i in range(f["iter_in"]):
             for u in range(f["uop_bgn"], f["uop_end"]):
-                steps.append((u,) + tuple(
+                # uop_end has one bit more than a row: a range past the last row wraps.
+                steps.append((u % (1 << UOP_BITS),) + tuple(
                     (i_o * f[f"{op}_factor_out"] + i_i * f[f"{op}_factor_in"]) % (1 << w)
                     for op, w in BITS.items()))
     return steps
@@ -36,7 +38,9 @@ def test_loop_gen(seed):
             f[f"{op}_factor_out"] = rng.randrange(1 << w)
             f[f"{op}_factor_in"] = rng.randrange(1 << w)
         cases.append(f)
-    dut = LoopGen(uop_bits=3, offset_bits=BITS)
+    # A micro-op range past the last row wraps (rows 6, 7, 0, 1); the loop once never ended.
+    cases.append({**cases[0], "uop_bgn": 6, "uop_end": 10, "iter_out": 1, "iter_in": 2})
+    dut = LoopGen(uop_bits=UOP_BITS, offset_bits=BITS)
 
     async def bench(ctx):
         for f in cases:
