@@ -80,9 +80,7 @@ class AluUnitHarness(Harness):
         # One step: the first micro-op of a 1 × 1 nest, so the offsets are 0.
         self.assume(m, (alu.iter_out == 1) & (alu.iter_in == 1) &
                     (alu.uop_end == alu.uop_bgn + 1) & (alu.alu_opcode <= max(AluOp)))
-        started = Signal()
-        m.d.sync += started.eq(1)
-        m.d.comb += [dut.start.eq(~started), dut.abort.eq(0), dut.insn.eq(insn)]
+        m.d.comb += [dut.start.eq(~self.started(m)), dut.abort.eq(0), dut.insn.eq(insn)]
 
         # The memories: synchronous reads; the micro-op buffer holds the micro-op, ACC holds
         # row_src at src_idx and row_dst at dst_idx (one row when they are the same index).

@@ -87,9 +87,7 @@ class GemmPipeHarness(Harness):
         acc_bits = geometry(cfg, "acc").addr_bits
 
         insn = self.constant(m, "insn", lay.gemm.size)
-        started = Signal()
-        m.d.sync += started.eq(1)
-        m.d.comb += [dut.start.eq(~started), dut.abort.eq(0), dut.insn.eq(insn)]
+        m.d.comb += [dut.start.eq(~self.started(m)), dut.abort.eq(0), dut.insn.eq(insn)]
         gemm = lay.gemm(insn)
 
         # Memories: the micro-op, INP and WGT rows read are free (any value at every read); ACC
@@ -101,11 +99,10 @@ class GemmPipeHarness(Harness):
                      dut.wgt_rd.data.eq(self.input("wgt_data", len(dut.wgt_rd.data)))]
         a = self.constant(m, "a", acc_bits)
         acc_a = Signal(acc_row.size)
-        init, initialised = self.input("acc_a_init", acc_row.size), Signal()
-        m.d.sync += initialised.eq(1)
+        init = self.input("acc_a_init", acc_row.size)
         acc_now = Signal(acc_row.size)      # ACC[a] before this cycle's write
         m.d.comb += acc_now.eq(acc_a)
-        with m.If(~initialised):
+        with m.If(~self.started(m)):
             m.d.comb += acc_now.eq(init)
         wr = dut.acc_wr
         write_a = wr.en.any() & (wr.addr == a)
