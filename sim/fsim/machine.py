@@ -309,10 +309,6 @@ class _Launch:
         for c in self._pops(stage, insn):
             ready = max(ready, self.tokens[c].popleft())
         elem_bytes = None
-        bounds = None
-        if insn.opcode in (Opcode.GEMM, Opcode.ALU) and insn.steps:
-            nest = LoopNest(insn, self.sim._pads, self.sim._codec, strict=False)
-            bounds = timing.acc_row_bounds(insn, nest, self.sim._pads.depth("acc"))
         try:
             if insn.opcode in (Opcode.LOAD, Opcode.STORE):
                 elem_bytes = self._memory(stage, index, insn, tracer)
@@ -331,8 +327,7 @@ class _Launch:
 
         cycles = timing.cost(self.cfg, insn, elem_bytes)
         if stage == Stage.COMPUTE:
-            start, ready, end, free = self._compute_times(index, insn, start, ready, cycles,
-                                                          bounds)
+            start, ready, end, free = self._compute_times(index, insn, start, ready, cycles)
         else:
             end = free = ready + cycles
             self._note_activity(index, stage, start, ready, end,
@@ -356,21 +351,30 @@ class _Launch:
             return self._result("ok", end=end)
         return None
 
-    def _compute_times(self, index, insn, start, ready, cycles, bounds):
+    def _acc_bounds(self, insn):
+        """:func:`timing.acc_row_bounds` of a GEMM or ALU instruction (``None``: no steps)."""
+        if not insn.steps:
+            return None
+        nest = LoopNest(insn, self.sim._pads, self.sim._codec, strict=False)
+        return timing.acc_row_bounds(insn, nest, self.sim._pads.depth("acc"))
+
+    def _compute_times(self, index, insn, start, ready, cycles):
         """``(waits_from, ready, end, free)`` of a compute instruction that reaches the head at
         ``start`` and whose tokens are there at ``ready``: when it waits on a token from (the
         stage is busy while the detached ALU instruction runs, as on tsim), executes, completes
         (and pushes), and frees the stage (timing.py: a GEMM runs beside the ALU before it)."""
         stage = Stage.COMPUTE
         alu_free = self.alu_free
+        # A GEMM's rows are bounded only when an ALU may run beside it (micro-ops never change
+        # during a GEMM or ALU instruction, so after executing it is as good as before).
         alu_running = alu_free > ready and insn.opcode == Opcode.GEMM and not timing.rows_meet(
-            bounds, self.alu_bounds)
+            self._acc_bounds(insn), self.alu_bounds)
         if not alu_running:
             ready = max(ready, alu_free)
         waits_from = min(max(start, alu_free), ready)
         if insn.opcode == Opcode.ALU:
             end = ready + timing.ALU_LATCH + cycles
-            self.alu_free, self.alu_bounds = end, bounds
+            self.alu_free, self.alu_bounds = end, self._acc_bounds(insn)
             self.alu_record = self._note_activity(index, stage, waits_from, ready, end,
                                                    _ACTIVITY_KIND[insn.opcode])
             return waits_from, ready, end, ready + timing.ALU_DISPATCH
