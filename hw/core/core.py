@@ -38,7 +38,7 @@ from .compute import Compute
 from .faults import check_faults
 from .fetch import Fetch
 from .queue import INDEX_BITS, InsnQueue
-from .sram import SCRATCHPADS, geometry, make_memory
+from .sram import scratchpad_ports
 from .stage_control import StageControl
 from .tensor_load import LOAD_STAGE_TYPES, TensorLoad
 from .tensor_store import TensorStore
@@ -149,23 +149,7 @@ class Core(wiring.Component):
         cfg = self._cfg
 
         # -- scratchpads (outside the launch reset: they keep their contents, docs/isa.md §3) ----------
-        mems = {name: make_memory(cfg, name) for name in SCRATCHPADS}
-        for name, mem in mems.items():
-            m.submodules[f"{name}_mem"] = mem
-        wr = {name: mems[name].write_port(granularity=geometry(cfg, name).granularity)
-              for name in SCRATCHPADS}
-        # The ALU runs beside the GEMM on ports of its own (hw/core/compute.py): a second write
-        # port on ACC and OUT, a second read port on UOP and ACC (a third with ACC_READ_PORTS 2).
-        for name in ("acc", "out"):
-            wr[f"alu_{name}"] = mems[name].write_port(granularity=geometry(cfg, name).granularity)
-        # ACC reads see the writes of the same cycle (GEMM and ALU forward through them).
-        acc_writes = (wr["acc"], wr["alu_acc"])
-        rd = {name: mems[name].read_port(transparent_for=acc_writes if name == "acc" else ())
-              for name in SCRATCHPADS}
-        rd["alu_uop"] = mems["uop"].read_port()
-        rd["alu_acc"] = mems["acc"].read_port(transparent_for=acc_writes)
-        if cfg.acc_read_ports == 2:
-            rd["alu_acc_b"] = mems["acc"].read_port(transparent_for=acc_writes)
+        _, wr, rd = scratchpad_ports(m, cfg)
 
         # -- everything else restarts at launch ---------------------------------------------------
         clear = Signal()

@@ -17,7 +17,7 @@ from amaranth.lib.memory import Memory, ReadPort, WritePort
 from avta.isa.memories import SCRATCHPADS, scratchpad
 
 __all__ = ["SCRATCHPADS", "Geometry", "geometry", "make_memory", "read_signature",
-           "write_signature", "row_layout"]
+           "write_signature", "row_layout", "scratchpad_ports"]
 
 
 class Geometry:
@@ -64,6 +64,32 @@ def make_memory(cfg, name):
     """A zero-initialized ``Memory`` for scratchpad ``name`` (docs/isa.md §3: zero after reset)."""
     geo = geometry(cfg, name)
     return Memory(shape=unsigned(geo.row_bits), depth=geo.depth, init=[])
+
+
+def scratchpad_ports(m, cfg):
+    """The scratchpads of :class:`~avta.hw.core.core.Core`, added to ``m`` as submodules
+    ``<name>_mem``, and the ports its units use: ``(memories, write_ports, read_ports)``, dicts
+    by scratchpad name (``alu_acc``, ``alu_out``, ``alu_uop``, ``alu_acc_b`` for the ALU's own,
+    hw/core/compute.py). The compute stage's formal check (formal/blocks/compute.py) builds its
+    scratchpads here too, so it sees the very ports and forwarding of the core."""
+    mems = {name: make_memory(cfg, name) for name in SCRATCHPADS}
+    for name, mem in mems.items():
+        m.submodules[f"{name}_mem"] = mem
+    wr = {name: mems[name].write_port(granularity=geometry(cfg, name).granularity)
+          for name in SCRATCHPADS}
+    # The ALU runs beside the GEMM on ports of its own (hw/core/compute.py): a second write
+    # port on ACC and OUT, a second read port on UOP and ACC (a third with ACC_READ_PORTS 2).
+    for name in ("acc", "out"):
+        wr[f"alu_{name}"] = mems[name].write_port(granularity=geometry(cfg, name).granularity)
+    # ACC reads see the writes of the same cycle (GEMM and ALU forward through them).
+    acc_writes = (wr["acc"], wr["alu_acc"])
+    rd = {name: mems[name].read_port(transparent_for=acc_writes if name == "acc" else ())
+          for name in SCRATCHPADS}
+    rd["alu_uop"] = mems["uop"].read_port()
+    rd["alu_acc"] = mems["acc"].read_port(transparent_for=acc_writes)
+    if cfg.acc_read_ports == 2:
+        rd["alu_acc_b"] = mems["acc"].read_port(transparent_for=acc_writes)
+    return mems, wr, rd
 
 
 def read_signature(geo):
