@@ -22,6 +22,8 @@ BLOCKS = {
     "loop_gen": ("loop_gen", "GEMM/ALU micro-op loop generator (hw/core/loop_gen.py)"),
     "pad_walker": ("pad_walker", "LOAD pad-row walker (hw/core/pad_walker.py)"),
     "gemm": ("gemm", "GEMM unit: dot-product lanes and pipeline (hw/core/gemm.py)"),
+    "compute": ("compute", "compute stage self-consistency, A-QED (hw/core/compute.py, "
+                           "hw/core/stage_control.py)"),
 }
 
 #: Planted fault (avta.hw.core.faults) → the (block, property) whose proof fails on it.
@@ -46,6 +48,8 @@ CAUGHT_BY = {
     "alu-imm-zext": ("alu", "operands"),
     "gemm-product-sign": ("gemm", "pipe"),
     "axi-read-id-reuse": ("read_engine", "order"),
+    "compute-hazard-dst": ("compute", "overlap"),
+    "gemm-reset-sticky": ("compute", "fresh"),
 }
 
 

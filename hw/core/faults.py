@@ -195,6 +195,17 @@ PROTOCOL_FAULTS = {
         "the immediate is zero-extended, not sign-extended, so a negative immediate becomes "
         "a large positive B",
         "an ALU with use_imm and a negative immediate"),
+    "compute-hazard-dst": Fault(
+        "compute stage (core/compute.py)",
+        "a GEMM beside a detached ALU instruction is held only on the rows the ALU reads "
+        "(src), not on those it writes (dst), so the GEMM may read an ALU row before the ALU "
+        "writes it, or write one the ALU then overwrites",
+        "a GEMM right after an ALU instruction, touching the ALU's destination rows"),
+    "gemm-reset-sticky": Fault(
+        "GEMM (core/gemm.py)",
+        "the reset flag is latched by the first GEMM with reset and never cleared, so every "
+        "later GEMM writes 0 instead of accumulating",
+        "a GEMM without reset after one with reset"),
 }
 
 #: Every planted bug a design can be asked for.

@@ -153,7 +153,14 @@ class Gemm(wiring.Component):
                     products[0] = -products[0]
                 m.d.sync += dot3[b][o].eq(tree_sum(products))
         result = Signal(row_layout(cfg, "acc"))
-        with m.If(~insn.reset):
+        reset = insn.reset
+        if "gemm-reset-sticky" in self._faults:
+            # Planted bug (avta.hw.core.faults), for testing the verification tools only.
+            sticky = Signal()
+            with m.If(self.start & insn.reset):
+                m.d.sync += sticky.eq(1)
+            reset = insn.reset | sticky
+        with m.If(~reset):
             for b in range(cfg.batch):
                 for o in range(cfg.block_out):
                     m.d.comb += result[b][o].eq(acc3[b][o] + dot3[b][o])

@@ -57,7 +57,8 @@ def test_planted_token_wrap_fails_with_a_replayable_counterexample(tmp_path):
 
 #: Faults whose property takes more than a few seconds to fail (the solver's first steps
 #: through the unit's pipeline or the pad walker's multiplications): behind -m slow.
-SLOW_FAULTS = {"pad-row-width", "alu-imm-zext", "gemm-product-sign"}
+SLOW_FAULTS = {"pad-row-width", "alu-imm-zext", "gemm-product-sign", "compute-hazard-dst",
+               "gemm-reset-sticky"}
 
 
 @pytest.mark.parametrize("fault", [
@@ -89,6 +90,29 @@ def test_heavier_properties_hold_on_tiny(tmp_path, block, name, status):
     _, result = _run(TINY, block, name, tmp_path, timeout=900)
     assert result.status == status, result.message
     assert result.covers_reached == result.covers_total > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["overlap", "fresh"])
+def test_compute_stage_is_self_consistent_on_tiny(tmp_path, name):
+    # A-QED: two copies of the real compute stage agree (docs/formal.md); about 10 minutes
+    # for overlap on a busy machine.
+    _, result = _run(TINY, "compute", name, tmp_path, timeout=2400)
+    assert result.status == "bounded", result.message
+    assert result.covers_reached == result.covers_total > 0
+
+
+def test_compute_check_uses_small_scratchpads_on_the_configured_datapath():
+    from avta.formal.blocks.compute import FORMAL_ROWS, formal_config
+    from avta.hw.core.sram import geometry
+    for name in ("tiny", "default"):
+        cfg = load_config(name)
+        small = formal_config(cfg)
+        assert (small.batch, small.block_in, small.block_out) == (cfg.batch, cfg.block_in,
+                                                                  cfg.block_out)
+        for pad, rows in FORMAL_ROWS.items():
+            assert geometry(small, pad).depth == rows
+        assert geometry(small, "out").depth == FORMAL_ROWS["acc"]
 
 
 def test_every_protocol_fault_is_caught_by_a_named_property():

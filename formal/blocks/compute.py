@@ -1,0 +1,300 @@
+"""Self-consistency of the compute stage (A-QED: Singh et al., DAC 2020; A-QED², FMCAD 2021).
+
+A-QED checks an accelerator without a specification of its results: the same instruction on
+the same data must give the same result, whatever ran before it. Here the "accelerator" is the
+compute stage as the core builds it: the real :class:`~avta.hw.core.stage_control.StageControl`
+and :class:`~avta.hw.core.compute.Compute` (GEMM unit, detached ALU, the hazard hold between
+them) on the core's own scratchpads and ports (:func:`avta.hw.core.sram.scratchpad_ports`).
+Two copies run side by side from power-on; their scratchpads start with the same arbitrary
+contents (written in the first cycle through extra write ports), they execute GEMM and ALU
+instructions that the solver picks (any legal fields within the bounds below), and once both
+are idle their ACC and OUT rows are equal.
+
+``overlap``
+    An ALU instruction, then a GEMM (:data:`OVERLAP_PAIR`: the only pair the stage runs at
+    once). Copy A executes them one at a time: the GEMM starts only when the ALU has completed.
+    Copy B executes them as the core does: the GEMM starts beside the detached ALU, and the
+    hazard hold decides when each of its steps may go. Same final scratchpads: a GEMM run
+    beside the ALU before it gives the result of running it after.
+``fresh``
+    Copy A executes one instruction ``I`` (GEMM or ALU) first, from power-on. Copy B executes
+    another one first (any GEMM or ALU), then ``I`` once the stage has drained, in the same
+    cycle as A's,
+    and the solver picks A's initial contents equal to what B's instructions left (an
+    assumption at that cycle). Same final scratchpads: nothing an earlier instruction left in
+    the stage's registers (forwarding state, row bounds, loop counters) changes a later one's
+    result.
+
+Together: an instruction's result depends only on the instruction and the scratchpad contents
+it starts on, whether it runs first, after others, or overlapped with the one before it.
+
+Only one element is compared, ACC[row] lane ``lane`` and its OUT mirror, with ``row`` and
+``lane`` picked by the solver (so every element is, one at a time). The check is bounded: it
+holds for every pair of instructions that both copies complete within the depth (the covers
+show pairs that do: an overlapped pair, one whose GEMM was held on the ALU's rows).
+
+Bounds and abstractions, stated (docs/formal.md): the configuration's datapath with scratchpads
+of :data:`FORMAL_ROWS` rows (:func:`formal_config`: the stage's logic is the same at any depth,
+and few rows make instructions meet on them, which is where hazards live); :data:`INSNS`
+instructions of at most :data:`MAX_STEPS` steps (``iter_out``, ``iter_in`` and the micro-op
+count each at most :data:`MAX_LOOP`), no LOAD or FINISH (they never run beside another, and
+the loads are other proofs' part); tokens always available. The *values* are small, because a
+solver cannot merge the arithmetic of two copies that runs at different cycles, and each value
+it must follow through both makes every step slower (free 32-bit ACC values made the check
+about 20 times slower by step 9). A hazard changes which rows meet when, and small values tell
+the rows apart as well as large ones; the arithmetic itself is ``alu.ops`` and ``gemm.lane``'s
+part. So: ACC lanes start in :data:`ACC_RANGE`, the ALU's immediate in :data:`IMM_RANGE`; the
+ALU's op is ADD or MOV (the ALU's control depends on the op only through "reads ACC[dst]", true
+for ADD and false for MOV: hw/core/alu.py, ``needs_dst``); INP and WGT are zero, so a GEMM step
+writes its ACC row back unchanged (ACC[dst] + 0), or 0 with ``reset``: a read-modify-write of
+its row, which is all a hazard with the ALU can disturb.
+"""
+
+from amaranth.hdl import Array, Cat, Module, Signal
+from amaranth.lib import data
+from amaranth.lib.wiring import connect
+from amaranth.utils import exact_log2
+
+from avta.hw.core.compute import Compute
+from avta.hw.core.decode import InsnDecode
+from avta.hw.core.sram import geometry, row_layout, scratchpad_ports
+from avta.hw.core.stage_control import StageControl
+from avta.isa.enums import AluOp, ErrorCode, Opcode, Stage
+from avta.isa.layout import layouts
+from avta.isa.memories import SCRATCHPADS, scratchpad
+
+from ..harness import Check, Harness
+
+__all__ = ["checks", "formal_config", "INSNS", "MAX_STEPS", "FORMAL_ROWS"]
+
+#: Instructions in a check: ``overlap`` runs all of them on both copies, ``fresh`` the last one
+#: on copy A and all of them on copy B.
+INSNS = 2
+#: The instructions of ``overlap``: the only pair the stage runs at once (a GEMM beside the
+#: detached ALU before it). Any other pair runs one after the other in both copies: the next
+#: instruction is at the queue's head only once the one before has retired (a GEMM retires after
+#: its last write), and anything but a GEMM waits for a detached ALU.
+OVERLAP_PAIR = (Opcode.ALU, Opcode.GEMM)
+#: Loop bounds of each instruction: ``iter_out``, ``iter_in`` and ``uop_end − uop_bgn`` each at
+#: most :data:`MAX_LOOP`, and their product (the steps) at most :data:`MAX_STEPS`.
+MAX_LOOP = 2
+MAX_STEPS = 4
+#: INP and WGT elements lie in this range (inclusive); micro-ops are free.
+ELEMENT_RANGE = (0, 0)
+#: ACC lanes of the initial contents lie in this range (``None``: any value).
+ACC_RANGE = (0, 3)
+#: The ALU's immediate (signed) lies in this range (``None``: any value).
+IMM_RANGE = (0, 3)
+#: Rows of each scratchpad in the check (OUT has ACC's).
+FORMAL_ROWS = {"uop": 4, "inp": 4, "wgt": 4, "acc": 4}
+
+
+def formal_config(cfg):
+    """``cfg`` with scratchpads of :data:`FORMAL_ROWS` rows."""
+    return cfg.replace(**{
+        f"log_{name}_buff_size": exact_log2(rows * scratchpad(cfg, name).row_bits // 8)
+        for name, rows in FORMAL_ROWS.items()})
+
+
+class ComputeStage:
+    """One copy: stage control, compute unit and scratchpads, wired as in
+    :class:`~avta.hw.core.core.Core`, with the scratchpads' rows visible (``rows``) and written
+    from ``preload`` in the power-on cycle."""
+
+    def __init__(self, m, name, cfg, faults, preload, power_on):
+        self.name = name
+        self.module = stage = Module()
+        m.submodules[name] = stage
+        mems, wr, rd = scratchpad_ports(stage, cfg)
+        stage.submodules.ctrl = self.ctrl = ctrl = StageControl(cfg=cfg, faults=faults)
+        stage.submodules.unit = self.unit = unit = Compute(cfg=cfg, faults=faults)
+        stage.d.comb += [
+            unit.start.eq(ctrl.start), ctrl.done.eq(unit.done), ctrl.err.eq(unit.err),
+            ctrl.detaching.eq(unit.detaching), ctrl.joins.eq(unit.joins),
+            ctrl.detached_done.eq(unit.detached_done),
+            unit.insn.eq(ctrl.insn.payload.insn),
+            # Tokens are always there and never overflow; the run never fails.
+            ctrl.prev_nonzero.eq(1), ctrl.next_nonzero.eq(1), ctrl.halt.eq(0),
+            ctrl.prev_overflow.eq(0), ctrl.next_overflow.eq(0), unit.abort.eq(0),
+        ]
+        for port in ("uop_wr", "acc_wr", "out_wr", "alu_acc_wr", "alu_out_wr"):
+            connect(stage, getattr(unit, port), wr[port[:-3]])
+        for port in ("uop_rd", "inp_rd", "wgt_rd", "acc_rd", "alu_uop_rd", "alu_acc_rd"):
+            connect(stage, getattr(unit, port), rd[port[:-3]])
+        if cfg.acc_read_ports == 2:
+            connect(stage, unit.alu_acc_rd_b, rd["alu_acc_b"])
+        self.rows = {}
+        for pad in SCRATCHPADS:
+            geo, mem = geometry(cfg, pad), mems[pad]
+            self.rows[pad] = []
+            for row in range(geo.depth):
+                port = mem.write_port()
+                stage.d.comb += [port.addr.eq(row), port.data.eq(preload[pad][row]),
+                                 port.en.eq(~power_on)]
+                now = mem.read_port(domain="comb")
+                stage.d.comb += now.addr.eq(row)
+                self.rows[pad].append(now.data)
+
+
+
+def same_rows(rows, others, pads=("acc", "out")):
+    """Every row of ``pads`` equal in ``rows`` and ``others`` (dicts: scratchpad → rows)."""
+    same = 1
+    for pad in pads:
+        for mine, theirs in zip(rows[pad], others[pad]):
+            same &= mine == theirs
+    return same
+
+
+class ComputeConsistencyHarness(Harness):
+    def __init__(self, cfg, faults, mode):
+        super().__init__()
+        self._cfg, self._faults, self._mode = formal_config(cfg), faults, mode
+
+    def _instructions(self, m, opcodes=None):
+        """:data:`INSNS` arbitrary constant instructions, each one fetch would dispatch to
+        compute (decode without error) as a GEMM or ALU (``opcodes[i]`` if given) within the
+        loop bounds."""
+        cfg = self._cfg
+        lay = layouts(cfg)
+        insns = []
+        for i in range(INSNS):
+            raw = self.constant(m, f"insn{i}", lay.insn.size)
+            insn = lay.insn(raw)
+            m.submodules[f"decode{i}"] = decode = InsnDecode(cfg=cfg)
+            m.d.comb += decode.insn.eq(raw)
+            loop = insn.gemm        # GEMM and ALU share the loop fields' places
+            uops = Signal(range(MAX_LOOP + 1), name=f"uops{i}")
+            m.d.comb += uops.eq(loop.uop_end - loop.uop_bgn)
+            opcode = insn.head.opcode
+            allowed = (opcode == Opcode.GEMM) | (opcode == Opcode.ALU)
+            if opcodes:
+                allowed = opcode == opcodes[i]
+            self.assume(m, (decode.error == ErrorCode.NONE) & (decode.stage == Stage.COMPUTE)
+                        & allowed
+                        & (loop.uop_end >= loop.uop_bgn) & (loop.uop_end - loop.uop_bgn <= MAX_LOOP)
+                        & (loop.iter_out <= MAX_LOOP) & (loop.iter_in <= MAX_LOOP)
+                        & (loop.iter_out * loop.iter_in * uops <= MAX_STEPS))
+            self.assume(m, (opcode != Opcode.ALU) | (insn.alu.alu_opcode == AluOp.ADD)
+                        | (insn.alu.alu_opcode == AluOp.MOV))
+            if IMM_RANGE:
+                imm = insn.alu.imm.as_signed()
+                self.assume(m, (insn.head.opcode != Opcode.ALU)
+                            | ((imm >= IMM_RANGE[0]) & (imm <= IMM_RANGE[1])))
+            insns.append(raw)
+        return insns
+
+    def _preload(self, m, name):
+        """Free initial contents for every row of every scratchpad (INP and WGT elements in
+        :data:`ELEMENT_RANGE`)."""
+        cfg = self._cfg
+        rows = {}
+        for pad in SCRATCHPADS:
+            geo = geometry(cfg, pad)
+            rows[pad] = [self.input(f"{name}_{pad}{r}", geo.row_bits) for r in range(geo.depth)]
+            bounds = {"inp": ELEMENT_RANGE, "wgt": ELEMENT_RANGE, "acc": ACC_RANGE}
+            if bounds.get(pad):
+                lo, hi = bounds[pad]
+                for raw in rows[pad]:
+                    view = data.View(row_layout(cfg, pad), raw)
+                    for vector in view:
+                        for element in vector:
+                            self.assume(m, (element >= lo) & (element <= hi))
+        return rows
+
+    def _feed(self, m, stage, insns, first, drained):
+        """Offer ``insns[first:]`` to ``stage`` in order; with ``drained``, only while nothing
+        executes there. Returns (instructions taken, the next is offered this cycle)."""
+        ctrl = stage.ctrl
+        count = len(insns)
+        taken = Signal(range(count + 1), init=first, name=f"{stage.name}_taken")
+        offer = self.started(m) & (taken < count)
+        if drained:
+            # Nothing runs beside: while an ALU runs detached the next waits (a GEMM started
+            # earlier executes with detached low, so its offer stays up until it retires).
+            offer &= ~ctrl.detached
+        m.d.comb += [ctrl.insn.valid.eq(offer),
+                     ctrl.insn.payload.insn.eq(Array(insns)[taken]),
+                     ctrl.insn.payload.index.eq(taken)]
+        with m.If(ctrl.insn.valid & ctrl.insn.ready):
+            m.d.sync += taken.eq(taken + 1)
+        return taken
+
+    def properties(self, m):
+        cfg, faults = self._cfg, self._faults
+        power_on = self.started(m)
+        if self._mode == "overlap":
+            insns = self._instructions(m, OVERLAP_PAIR)
+            preload = self._preload(m, "s")
+            a = ComputeStage(m, "serial", cfg, faults, preload, power_on)
+            b = ComputeStage(m, "pipelined", cfg, faults, preload, power_on)
+            taken_a = self._feed(m, a, insns, 0, drained=True)
+            taken_b = self._feed(m, b, insns, 0, drained=False)
+        else:
+            insns = self._instructions(m)
+            a = ComputeStage(m, "first", cfg, faults, self._preload(m, "a"), power_on)
+            b = ComputeStage(m, "after", cfg, faults, self._preload(m, "b"), power_on)
+            taken_b = self._feed(m, b, insns, 0, drained=True)
+            taken_a = self._feed(m, a, insns, len(insns) - 1, drained=True)
+            # A waits for B to reach I, and starts its I on the same contents as B's.
+            at_last = (taken_b == len(insns) - 1) & b.ctrl.insn.valid
+            synced = Signal()
+            with m.If(at_last):
+                m.d.sync += synced.eq(1)
+            with m.If(~at_last & ~synced):
+                m.d.comb += a.ctrl.insn.valid.eq(0)
+            self.assume(m, ~(at_last & ~synced) | same_rows(a.rows, b.rows, SCRATCHPADS))
+
+        ended = ((taken_a == len(insns)) & ~a.ctrl.busy & (taken_b == len(insns))
+                 & ~b.ctrl.busy)
+        # One arbitrary element (the solver picks its row and lane) stands for all of them.
+        row = self.constant(m, "row", geometry(cfg, "acc").addr_bits)
+        lane = self.constant(m, "lane", range(cfg.batch * cfg.block_out))
+        mine, theirs = self._element(a.rows, row, lane), self._element(b.rows, row, lane)
+        self.promise(m, ~ended | (mine == theirs))
+        changed = mine != self._element(self._initial(m, a), row, lane)
+        if self._mode == "overlap":
+            overlapped = Signal()
+            with m.If(b.ctrl.detached & b.ctrl.start):
+                m.d.sync += overlapped.eq(1)
+            held = Signal()
+            with m.If(b.unit.gemm_held):
+                m.d.sync += held.eq(1)
+            self.cover(m, ended & overlapped & changed)
+            self.cover(m, ended & held & changed)
+        else:
+            self.cover(m, ended & changed)
+
+    def _element(self, rows, row, lane):
+        """ACC[row] lane ``lane`` and its OUT mirror, of ``rows``."""
+        cfg = self._cfg
+        acc = Array(data.View(row_layout(cfg, "acc"), r).as_value() for r in rows["acc"])[row]
+        out = Array(rows["out"])[row]
+        return Cat(acc.word_select(lane, cfg.acc_width), out.word_select(lane, cfg.out_width))
+
+    def _initial(self, m, stage):
+        """``stage``'s ACC and OUT rows as they were after power-on (the preload): the covers
+        ask for instructions that change them."""
+        loaded = Signal()       # the cycle after power-on: the rows hold the preload
+        m.d.sync += loaded.eq(~self.started(m))
+        snapshot = {}
+        for pad in ("acc", "out"):
+            snapshot[pad] = []
+            for row in stage.rows[pad]:
+                kept = Signal.like(row)
+                with m.If(loaded):
+                    m.d.sync += kept.eq(row)
+                snapshot[pad].append(kept)
+        return snapshot
+
+
+def checks(cfg, faults=frozenset()):
+    return [
+        Check("compute", "overlap", "the same GEMM/ALU instructions leave the same ACC and OUT "
+              "rows whether each runs alone on a drained stage or back to back (a GEMM beside "
+              "the ALU before it)", lambda: ComputeConsistencyHarness(cfg, faults, "overlap"),
+              depth=15, prove=False),
+        Check("compute", "fresh", "an instruction run first leaves the same ACC and OUT rows as "
+              "the same instruction on the same contents after other instructions",
+              lambda: ComputeConsistencyHarness(cfg, faults, "fresh"), depth=15, prove=False),
+    ]
