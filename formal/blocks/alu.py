@@ -18,14 +18,29 @@ docs/isa.md §3.4.
     the reference directly took over 6 minutes per step on z3.) The instruction starts at
     power-on and its one write comes within a few cycles (a cover), so the depth checks it
     completely; it is reported as bounded because the check is BMC. Forwarding between steps
-    is not part of it.
+    is not part of it (that is ``pipe``).
+``pipe``
+    Forwarding between the steps of one instruction: the whole ALU unit runs one instruction
+    with arbitrary fields (any iteration counts and factors, any micro-op range, immediate or
+    two-operand) from power-on; every micro-op read returns free data (held until the next
+    read, as a synchronous port does), and ACC is modelled for two rows the solver picks,
+    ``row_dst`` and ``row_src``, which start free and follow every write (a read in the cycle
+    of a write returns the new row: the transparent ports the unit requires); other rows read
+    free. The solver picks a step k (one of the first 2^:data:`STEP_BITS`) whose indices, its
+    micro-op's ``dst_idx``/``src_idx`` plus the loop's offsets (``Alu.loop``, read-only;
+    ``loop_gen.offsets`` proves them), are those two rows. In the cycle before the k-th ACC
+    write the lanes (``Alu.lanes``) get the op and the operands an unpipelined unit would read
+    after steps 0 .. k−1 have all written (every earlier step's write included, back to back
+    or at any distance); the k-th write is the whole row ``row_dst`` with the lanes' result.
+    Every write is a whole row, there are never more writes than steps, and ``done`` comes
+    with one write per step. Composed with ``ops`` as ``operands`` is. Bounded (BMC).
 """
 
-from amaranth.hdl import Mux, Signal
+from amaranth.hdl import Cat, Mux, Signal
 
 from avta.hw.core.alu import Alu
 from avta.hw.core.alu_lanes import AluLanes
-from avta.hw.core.sram import row_layout
+from avta.hw.core.sram import geometry, row_layout
 from avta.isa import formats
 from avta.isa.enums import AluOp
 from avta.isa.layout import layouts
@@ -33,7 +48,12 @@ from avta.isa.layout import layouts
 from ..harness import Check, Harness
 from ..reference import alu_lane, sign_extend
 
-__all__ = ["checks"]
+__all__ = ["checks", "STEP_BITS"]
+
+#: Width of the step count ``pipe`` tracks a step by (one of the first 2^STEP_BITS steps).
+STEP_BITS = 3
+#: ``pipe``'s BMC depth (cycles from power-on).
+PIPE_DEPTH = 10
 
 
 class AluHarness(Harness):
@@ -125,9 +145,121 @@ class AluUnitHarness(Harness):
         self.cover(m, dut.done & write)     # done with the last write
 
 
+def _operands_ok(cfg, lanes, alu, row_dst, row_src):
+    """The lanes get ``alu``'s op and, lane by lane, A = ``row_src``, B = sext(imm)
+    (immediate form) or A = ``row_dst``, B = ``row_src`` (two-operand; any A for MOV, which
+    reads only ACC[src]): docs/isa.md §3.4."""
+    width = cfg.acc_width
+    imm = sign_extend(alu.imm, width)
+    assert len(alu.imm) == formats.IMM_BITS
+    ok = lanes.op == alu.alu_opcode
+    for lane in range(cfg.batch * cfg.block_out):
+        bits = slice(lane * width, (lane + 1) * width)
+        a = Mux(alu.use_imm, row_src[bits], row_dst[bits])
+        b = Mux(alu.use_imm, imm, row_src[bits])
+        a_ok = (lanes.a.as_value()[bits] == a) | (alu.alu_opcode == AluOp.MOV)
+        ok &= a_ok & (lanes.b.as_value()[bits] == b)
+    return ok
+
+
+class AluPipeHarness(Harness):
+    """One ALU instruction from power-on; step k's operands against an unpipelined unit's."""
+
+    def __init__(self, cfg, faults):
+        super().__init__()
+        self._cfg, self._faults = cfg, faults
+
+    def properties(self, m):
+        cfg = self._cfg
+        m.submodules.dut = dut = Alu(cfg=cfg, faults=self._faults)
+        lay = layouts(cfg)
+        row = row_layout(cfg, "acc")
+        acc_bits = geometry(cfg, "acc").addr_bits
+        insn = self.constant(m, "insn", lay.alu.size)
+        alu = lay.alu(insn)
+        self.assume(m, alu.alu_opcode <= max(AluOp))
+        started = self.started(m)
+        m.d.comb += [dut.start.eq(~started), dut.abort.eq(0), dut.insn.eq(insn)]
+
+        # The micro-op buffer: every read returns free data, held until the next read.
+        uop_free = self.input("uop_data", len(dut.uop_rd.data))
+        uop_read, uop_held = Signal(), Signal(len(dut.uop_rd.data))
+        m.d.sync += uop_read.eq(dut.uop_rd.en)
+        m.d.comb += dut.uop_rd.data.eq(Mux(uop_read, uop_free, uop_held))
+        m.d.sync += uop_held.eq(dut.uop_rd.data)
+
+        # ACC: rows row_dst and row_src hold what an unpipelined unit would see (free at
+        # power-on, then every write to them); ``after`` includes this cycle's write.
+        wr = dut.acc_wr
+        writing = wr.en.any()
+        self.promise(m, ~writing | wr.en.all())         # whole rows only
+        rows, inits, after = {}, {}, {}
+        for op in ("dst", "src"):
+            rows[op] = self.constant(m, f"row_{op}", acc_bits)
+            init = inits[op] = self.input(f"acc_{op}_init", row.size)
+            held, now = Signal(row.size, name=f"acc_{op}"), Signal(row.size, name=f"acc_{op}_now")
+            m.d.comb += now.eq(Mux(started, held, init))
+            after[op] = Signal(row.size, name=f"acc_{op}_after")
+            m.d.comb += after[op].eq(Mux(writing & (wr.addr == rows[op]), wr.data, now))
+            m.d.sync += held.eq(after[op])
+        same = rows["dst"] == rows["src"]
+        self.assume(m, started | ~same | (inits["dst"] == inits["src"]))
+        ports = [dut.acc_rd] + ([dut.acc_rd_b] if cfg.acc_read_ports == 2 else [])
+        for index, port in enumerate(ports):
+            other = self.input(f"acc_other{index}", row.size)
+            returned = Signal(row.size, name=f"acc_returned{index}")
+            with m.If(port.en):
+                m.d.sync += returned.eq(Mux(port.addr == rows["dst"], after["dst"],
+                                            Mux(port.addr == rows["src"], after["src"], other)))
+            m.d.comb += port.data.eq(returned)
+
+        # Step k (the solver picks k): its indices are the two rows. The loop offers the step
+        # with its offsets; its micro-op arrives the cycle after.
+        k = self.constant(m, "k", STEP_BITS)
+        issued, writes = Signal(STEP_BITS + 1), Signal(STEP_BITS + 1)
+        with m.If(dut.step & ~issued[-1]):
+            m.d.sync += issued.eq(issued + 1)
+        with m.If(writing & ~writes[-1]):
+            m.d.sync += writes.eq(writes + 1)
+        t1 = Signal()
+        offsets = {op: Signal(acc_bits, name=f"k_{op}_offset") for op in rows}
+        m.d.sync += t1.eq(dut.step & (issued == k))
+        with m.If(dut.step):
+            m.d.sync += [offsets[op].eq(getattr(dut.loop, op)) for op in rows]
+        uop = lay.uop(dut.uop_rd.data)
+        for op in rows:
+            index = (getattr(uop, f"{op}_idx") + offsets[op])[:acc_bits]
+            self.assume(m, ~t1 | (index == rows[op]))
+
+        # The k-th write (the steps write in order): in the cycle before it the lanes got the
+        # operands of the rows as they are after every earlier step's write; it writes the
+        # lanes' result to row_dst.
+        ok = _operands_ok(cfg, dut.lanes, alu, after["dst"], after["src"])
+        was_ok, was_out = Signal(), Signal(row.size)
+        m.d.sync += [was_ok.eq(ok), was_out.eq(dut.lanes.out.as_value())]
+        kth = writing & (writes == k)
+        self.promise(m, ~kth | ((wr.addr == rows["dst"]) & was_ok & (wr.data == was_out)))
+        self.promise(m, writes <= issued)
+        self.promise(m, ~dut.done | issued[-1] | (writes + writing == issued))
+
+        # Covers: step k reads a row the step before it wrote in one of the two cycles before
+        # (a write that had not landed when the read was issued: II = 1, or 2 for two operands
+        # on one ACC read port), immediate and two-operand.
+        wrote = Signal(2)
+        m.d.sync += wrote.eq(Cat(writing & ((wr.addr == rows["src"]) | (wr.addr == rows["dst"])),
+                                 wrote[0]))
+        self.cover(m, kth & wrote.any() & alu.use_imm & (alu.alu_opcode == AluOp.ADD))
+        self.cover(m, kth & wrote.any() & ~alu.use_imm & (alu.alu_opcode == AluOp.MAX) & ~same)
+        self.cover(m, dut.done & kth & (k != 0))
+
+
 def checks(cfg, faults=frozenset()):
     return [Check("alu", "ops", "every lane equals docs/isa.md §3.4 for every op and operand",
                   lambda: AluHarness(cfg, faults), depth=1, solver="z3"),
             Check("alu", "operands", "one ALU step writes f(ACC[src], sext(imm)) or "
                   "f(ACC[dst], ACC[src]) to ACC[dst], lane by lane (docs/isa.md §3.4)",
-                  lambda: AluUnitHarness(cfg, faults), depth=8, prove=False)]
+                  lambda: AluUnitHarness(cfg, faults), depth=8, prove=False),
+            Check("alu", "pipe", "every step's operands are the rows as an unpipelined unit "
+                  "reads them (every earlier step's write included) and its write is the "
+                  "lanes' result at its dst row",
+                  lambda: AluPipeHarness(cfg, faults), depth=PIPE_DEPTH, prove=False)]

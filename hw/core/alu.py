@@ -69,8 +69,13 @@ class Alu(wiring.Component):
         if cfg.acc_read_ports == 2:
             members["acc_rd_b"] = In(read_signature(self._geo["acc"]))
         super().__init__(members)
-        # Created here so that the proofs (avta.formal.blocks.alu) can read the operands the
-        # lanes get; a submodule, not a port, so the Verilog is unchanged.
+        # Created here so that the proofs (avta.formal.blocks.alu) can read the steps the loop
+        # offers and the operands the lanes get; submodules, not ports, so the Verilog is
+        # unchanged.
+        acc_bits = self._geo["acc"].addr_bits
+        self.loop = LoopGen(uop_bits=self._geo["uop"].addr_bits,
+                            offset_bits={"dst": acc_bits, "src": acc_bits, "wgt": 1},
+                            faults=faults)
         self.lanes = AluLanes(cfg=cfg, faults=faults)
 
     def elaborate(self, platform):
@@ -84,9 +89,7 @@ class Alu(wiring.Component):
         serial = needs_dst if not two_ports else Const(0, 1)    # read dst a cycle after src
 
         # -- s0 -----------------------------------------------------------------------------------
-        m.submodules.loop = loop = LoopGen(uop_bits=geo["uop"].addr_bits,
-                                           offset_bits={"dst": acc_bits, "src": acc_bits,
-                                                        "wgt": 1}, faults=self._faults)
+        m.submodules.loop = loop = self.loop
         for name in ("uop_bgn", "uop_end", "iter_out", "iter_in", "dst_factor_out",
                      "dst_factor_in", "src_factor_out", "src_factor_in"):
             m.d.comb += getattr(loop, name).eq(getattr(insn, name))
@@ -120,6 +123,9 @@ class Alu(wiring.Component):
 
         def forward(value, index):
             """``value`` as read before this cycle's write to ``index`` (if any) lands."""
+            if "alu-no-forward" in self._faults:
+                # Planted bug (avta.hw.core.faults), for testing the verification tools only.
+                return value
             return Mux(wr.en.any() & (wr.addr == index), wr.data, value)
 
         # ACC[src], read in the first of two s1 cycles, waits here for ACC[dst].

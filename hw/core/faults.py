@@ -206,6 +206,13 @@ PROTOCOL_FAULTS = {
         "the reset flag is latched by the first GEMM with reset and never cleared, so every "
         "later GEMM writes 0 instead of accumulating",
         "a GEMM without reset after one with reset"),
+    "alu-no-forward": Fault(
+        "ALU (core/alu.py)",
+        "forwarding disabled: an operand read before a write to its row lands keeps the stale "
+        "row, so a step that reads the row an earlier step is still writing gets the old value "
+        "(the ACC ports' own read-during-write transparency is kept)",
+        "an ALU step that reads the row written by the step just before it (e.g. iter_in > 1 "
+        "with dst_factor_in = src_factor_in = 0)"),
 }
 
 #: Every planted bug a design can be asked for.
