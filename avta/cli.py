@@ -337,7 +337,8 @@ def build_parser():
                                    "writing the counterexample as a VCD and a replay test.")
     _config_arg(p)
     p.add_argument("--block", action="append", metavar="NAME",
-                   help="only this block (repeat for several; default: every block)")
+                   help="only this block, or one property as BLOCK.PROPERTY (repeat for "
+                        "several; default: every block)")
     p.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
                    help="checks run at once (default 1)")
     p.add_argument("-o", "--output", metavar="DIR",

@@ -37,11 +37,26 @@ def format_table(results):
 
 
 def _check_blocks(names):
-    unknown = [n for n in names if n not in BLOCKS]
+    """``names`` (``BLOCK`` or ``BLOCK.PROPERTY``) without repeats, refusing unknown blocks."""
+    unknown = [n for n in names if n.partition(".")[0] not in BLOCKS]
     if unknown:
         raise UserError(f"unknown block(s) {', '.join(unknown)}; known blocks: "
                         f"{', '.join(BLOCKS)}")
     return list(dict.fromkeys(names))
+
+
+def _select_checks(names, cfg, faults):
+    """The checks ``names`` select: every property of a ``BLOCK``, one of ``BLOCK.PROPERTY``;
+    in the order given, each once."""
+    checks = {}
+    for name in names:
+        block, _, prop = name.partition(".")
+        found = [c for c in block_checks(block, cfg, faults) if not prop or c.name == prop]
+        if not found:
+            known = ", ".join(f"{block}.{c.name}" for c in block_checks(block, cfg, faults))
+            raise UserError(f"block {block!r} has no property {prop!r}; it has: {known}")
+        checks.update((c.key, c) for c in found)
+    return list(checks.values())
 
 
 def _check_plant(names):
@@ -55,13 +70,13 @@ def _check_plant(names):
 
 def run_formal(cfg, *, blocks=None, faults=(), jobs=1, output, solver=None, timeout=600.0,
                log=None):
-    """Run every check of ``blocks`` (all by default) for ``cfg``; the :class:`Result` list in
-    table order. A failed check leaves its counterexample in ``output/counterexamples/`` as a
+    """Run every check of ``blocks`` (all by default; a name ``BLOCK.PROPERTY`` selects one
+    property) for ``cfg``; the :class:`Result` list in table order. A failed check leaves its counterexample in ``output/counterexamples/`` as a
     VCD and a replay test (:mod:`avta.formal.replay`)."""
     blocks = _check_blocks(blocks or list(BLOCKS))
     faults = _check_plant(faults)
     output = Path(output)
-    checks = [c for b in blocks for c in block_checks(b, cfg, faults)]
+    checks = _select_checks(blocks, cfg, faults)
     results = {}
     with progress(len(checks), "formal", unit="check") as bar, \
             ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:

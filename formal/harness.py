@@ -8,6 +8,11 @@ input* of the harness, a top-level port that the solver may set to any value in 
 an *arbitrary constant* is a free input assumed never to change (the tracked entry of a queue,
 the operands of a lane).
 
+A harness reads a block's internal state (what a strengthening invariant is stated over, so
+that k-induction can close) through attributes the block creates in its constructor and uses
+in its ``elaborate`` (``Fetch.head``, ``InsnQueue.fifo``, ``Alu.lanes``): plain signals and
+submodules, not ports, so the generated Verilog is the same with or without a harness.
+
 A :class:`Check` names one property of one block and says how deep to look. Its harness is
 built afresh by ``build()``, so the counterexample replay (:mod:`avta.formal.replay`) drives the
 very design the solver saw.
@@ -19,28 +24,7 @@ from typing import Callable
 from amaranth.hdl import (Assert, Assume, Cover, Elaboratable, Fragment, Module, ResetSignal,
                           Signal)
 
-__all__ = ["Harness", "Check", "elaborated", "internal"]
-
-
-def elaborated(block):
-    """``block`` elaborated into a fragment, to put in a harness (``m.submodules.dut =``) so
-    that :func:`internal` can find the signals it keeps inside."""
-    return Fragment.get(block, None)
-
-
-def internal(fragment, name):
-    """The signal called ``name`` that the block of ``fragment`` (from :func:`elaborated`)
-    keeps inside its own module: the state a strengthening invariant is stated over, so that
-    k-induction can close. Refuses a name that is missing or not unique."""
-    found = {}
-    for statements in fragment.statements.values():
-        for statement in statements:
-            for sig in (*statement._lhs_signals(), *statement._rhs_signals()):
-                if sig.name == name:
-                    found[id(sig)] = sig
-    if len(found) != 1:
-        raise LookupError(f"the block has {len(found)} signals named {name!r}, not one")
-    return next(iter(found.values()))
+__all__ = ["Harness", "Check"]
 
 
 class Harness(Elaboratable):

@@ -11,7 +11,8 @@ __all__ = ["BLOCKS", "CAUGHT_BY", "block_checks", "find_check"]
 BLOCKS = {
     "tokens": ("tokens", "dependency-token counters (hw/core/tokens.py)"),
     "queue": ("queue", "instruction queues (hw/core/queue.py)"),
-    "alu": ("alu", "ALU lanes (hw/core/alu_lanes.py)"),
+    "alu": ("alu", "ALU lanes and unit: operands, forwarding (hw/core/alu_lanes.py, "
+                   "hw/core/alu.py)"),
     "read_engine": ("read_engine", "AXI4 read engine (hw/axi/read_engine.py)"),
     "write_engine": ("write_engine", "AXI4 write engine (hw/axi/write_engine.py)"),
     "read_arbiter": ("read_arbiter", "read arbiter (hw/axi/read_arbiter.py)"),
@@ -50,6 +51,7 @@ CAUGHT_BY = {
     "axi-read-id-reuse": ("read_engine", "order"),
     "compute-hazard-dst": ("compute", "overlap"),
     "gemm-reset-sticky": ("compute", "fresh"),
+    "alu-no-forward": ("alu", "pipe"),
 }
 
 

@@ -36,7 +36,8 @@ docs/isa.md §3.4.
     with one write per step. Composed with ``ops`` as ``operands`` is. Bounded (BMC).
 """
 
-from amaranth.hdl import Cat, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.lib import wiring
 
 from avta.hw.core.alu import Alu
 from avta.hw.core.alu_lanes import AluLanes
@@ -162,6 +163,23 @@ def _operands_ok(cfg, lanes, alu, row_dst, row_src):
     return ok
 
 
+class AnyLanes(wiring.Component):
+    """Stands in for the ALU lanes (``Alu.lanes``) in ``pipe``: the same ports, and any result
+    (the harness's free input ``value``) in every cycle. ``pipe`` promises operands and a
+    write relative to the lanes' inputs and result, so proving it for every result proves it
+    for the real lanes, whose function ``ops`` proves; and the solver never meets their
+    multiplier and shifter (with them, default's 16 lanes took 4 minutes for cycle 7 alone)."""
+
+    def __init__(self, signature, value):
+        self._value = value
+        super().__init__(signature)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.comb += self.out.eq(self._value)
+        return m
+
+
 class AluPipeHarness(Harness):
     """One ALU instruction from power-on; step k's operands against an unpipelined unit's."""
 
@@ -171,9 +189,12 @@ class AluPipeHarness(Harness):
 
     def properties(self, m):
         cfg = self._cfg
-        m.submodules.dut = dut = Alu(cfg=cfg, faults=self._faults)
         lay = layouts(cfg)
         row = row_layout(cfg, "acc")
+        dut = Alu(cfg=cfg, faults=self._faults)
+        dut.lanes._MustUse__silence = True      # replaced before the unit is elaborated
+        dut.lanes = AnyLanes(dut.lanes.signature, self.input("lanes_out", row.size))
+        m.submodules.dut = dut
         acc_bits = geometry(cfg, "acc").addr_bits
         insn = self.constant(m, "insn", lay.alu.size)
         alu = lay.alu(insn)

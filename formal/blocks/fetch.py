@@ -46,7 +46,7 @@ from avta.isa.enums import ErrorCode, Stage
 from avta.isa.formats import INSN_BITS
 from avta.isa.layout import layouts
 
-from ..harness import Check, Harness, elaborated, internal
+from ..harness import Check, Harness
 from ..reference import insn_error, insn_stage
 from .read_memory import serve_reads
 
@@ -88,7 +88,7 @@ class FetchHarness(Harness):
     def properties(self, m):
         cfg = self._cfg
         dut = Fetch(cfg=cfg, ring=RING, burst=BURST, faults=self._faults)
-        m.submodules.dut = inside = elaborated(dut)
+        m.submodules.dut = dut
         bus = cfg.axi_data_bytes
         log_bus, log_insn = exact_log2(bus), exact_log2(INSN_BYTES)
 
@@ -113,7 +113,7 @@ class FetchHarness(Harness):
         m.d.sync += dispatched.eq(dispatched + any_fired)
         if self._prop == "order":
             serve_reads(self, m, dut.mem, data_bits=cfg.axi_data_bits, slots=RING)
-            self._order(m, dut, inside, ports, fired, any_fired, dispatched, count, scan,
+            self._order(m, dut, ports, fired, any_fired, dispatched, count, scan,
                         scanned, first)
             return
 
@@ -169,7 +169,7 @@ class FetchHarness(Harness):
         self.cover(m, dut.checked & ~dut.error & ~scanned & (count == 3))
 
 
-    def _order(self, m, dut, inside, ports, fired, any_fired, dispatched, count, scan, scanned,
+    def _order(self, m, dut, ports, fired, any_fired, dispatched, count, scan, scanned,
                first):
         """Program order, exactly once, nothing after an error or in scan mode, everything
         when checked; with the invariants over fetch's pointers that let induction close."""
@@ -182,9 +182,8 @@ class FetchHarness(Harness):
         # Strengthening: what fetch has taken from its ring (head), less the one in decode
         # (d_valid, with index d_index = head - 1), is what was dispatched, unless scan mode
         # dropped some; a stopped fetch holds the failing instruction in decode; power-on.
-        head, d_valid = internal(inside, "head"), internal(inside, "d_valid")
-        d_index, stopped = internal(inside, "d_index"), internal(inside, "stopped")
-        running = internal(inside, "running")
+        head, d_valid, d_index = dut.head, dut.d_valid, dut.d_index
+        stopped, running = dut.stopped, dut.running
         taken = Signal(INDEX_BITS + 2)
         m.d.comb += taken.eq(head - d_valid)
         self.promise(m, scanned | (dispatched == taken))

@@ -32,7 +32,7 @@ from avta.hw.axi.vcr import BASE_NAMES, WORD, ControlRegisters
 from avta.isa.registers import COUNTER_NAMES, REGISTERS, Ctrl
 from avta.version import HW_VERSION
 
-from ..harness import Check, Harness, elaborated, internal
+from ..harness import Check, Harness
 from .axi_common import held_until_ready
 
 __all__ = ["checks", "WRITABLE"]
@@ -65,7 +65,7 @@ class VcrHarness(Harness):
 
     def properties(self, m):
         dut = ControlRegisters(cfg=self._cfg, faults=self._faults)
-        m.submodules.dut = inside = elaborated(dut)
+        m.submodules.dut = dut
         bus = dut.s_axil
         aw_valid, aw_addr = self.input("awvalid"), self.input("awaddr", WORD)
         w_valid, w_data = self.input("wvalid"), self.input("wdata", WORD)
@@ -98,7 +98,7 @@ class VcrHarness(Harness):
         # Strengthening (so that k-induction closes): the requests the harness counts open are
         # the ones the block holds, an address or data register while it waits for its pair,
         # then BVALID.
-        aw_full, w_full = internal(inside, "aw_full"), internal(inside, "w_full")
+        aw_full, w_full = dut.aw_full, dut.w_full
         self.promise(m, aw_open == (aw_full | bus.bvalid))
         self.promise(m, w_open == (w_full | bus.bvalid))
         self.promise(m, ~bus.bvalid | ~(aw_full | w_full))
@@ -127,10 +127,10 @@ class VcrHarness(Harness):
                 m.d.sync += answered.eq(1)
             self.cover(m, answered & r_fire)                    # a second read answered
         else:
-            self._registers(m, dut, inside, bus, pair, status, values, counters,
+            self._registers(m, dut, bus, pair, status, values, counters,
                             aw_fire=aw_fire, w_fire=w_fire, ar_fire=ar_fire)
 
-    def _registers(self, m, dut, inside, bus, pair, status, values, counters, *, aw_fire,
+    def _registers(self, m, dut, bus, pair, status, values, counters, *, aw_fire,
                    w_fire, ar_fire):
         cfg = self._cfg
         words = {name: offset // _WORD_BYTES for name, offset in REGISTERS.items()}
@@ -142,10 +142,8 @@ class VcrHarness(Harness):
         with m.If(w_fire):
             m.d.sync += [wr_data.eq(bus.wdata), wr_strb.eq(bus.wstrb)]
         # Strengthening: what the block holds of a waiting write is what the host sent.
-        self.promise(m, ~internal(inside, "aw_full")
-                     | (_word(internal(inside, "aw_addr")) == wr_word))
-        self.promise(m, ~internal(inside, "w_full") | ((internal(inside, "w_data") == wr_data)
-                                                        & (internal(inside, "w_strb") == wr_strb)))
+        self.promise(m, ~dut.aw_full | (_word(dut.aw_addr) == wr_word))
+        self.promise(m, ~dut.w_full | ((dut.w_data == wr_data) & (dut.w_strb == wr_strb)))
 
         # The tracked register: its value as the documentation says it must be.
         track = self.constant(m, "track", WINDOW_BITS - 2)

@@ -89,6 +89,13 @@ class Fetch(wiring.Component):
             "error": Out(1), "error_code": Out(ErrorCode), "error_index": Out(INDEX_BITS),
             "checked": Out(1), "idle": Out(1),
         })
+        # Dispatch state, created here so that the proofs (avta.formal.blocks.fetch) can state
+        # their induction invariants over it; not ports, so the Verilog is unchanged.
+        self.running = Signal(name="running")
+        self.stopped = Signal(name="stopped")    # a decode error was found
+        self.head = Signal(INDEX_BITS + 1, name="head")   # instructions taken from the ring
+        self.d_valid = Signal(name="d_valid")    # an instruction is in decode ...
+        self.d_index = Signal(INDEX_BITS, name="d_index")  # ... with this index
 
     def elaborate(self, platform):
         m = Module()
@@ -102,13 +109,12 @@ class Fetch(wiring.Component):
         wr = buf.write_port(granularity=granularity)
         rd = buf.read_port()
 
-        running = Signal()
-        stopped = Signal()                       # a decode error was found
+        running, stopped = self.running, self.stopped
         count = self.insn_count
 
         # -- read commands ------------------------------------------------------------------------
         fetched = Signal(INDEX_BITS + 1)         # instructions asked for
-        head = Signal(INDEX_BITS + 1)            # instructions taken from the ring
+        head = self.head
         fetch_addr = Signal(ADDR_BITS)
         remaining = Signal(INDEX_BITS + 1)
         m.d.comb += remaining.eq(count - fetched)
@@ -163,9 +169,8 @@ class Fetch(wiring.Component):
 
         # -- dispatch -----------------------------------------------------------------------------
         m.submodules.decode = decode = InsnDecode(cfg=cfg, faults=self._faults)
-        d_valid = Signal()
+        d_valid, d_index = self.d_valid, self.d_index
         d_err = Signal()
-        d_index = Signal(INDEX_BITS)
         head_slot = head[:log_ring]
         entry = Signal(entry_layout(cfg))
         m.d.comb += [entry.insn.eq(rd.data), entry.index.eq(d_index),

@@ -84,7 +84,7 @@ def test_closed_by_induction_over_internal_state(tmp_path, block, name):
 @pytest.mark.slow
 @pytest.mark.parametrize("block, name, status", [
     ("loop_gen", "offsets", "proven"), ("alu", "operands", "bounded"),
-    ("gemm", "lane", "proven"), ("gemm", "pipe", "bounded"), ("read_engine", "order", "bounded"),
+    ("alu", "pipe", "bounded"), ("gemm", "lane", "proven"), ("gemm", "pipe", "bounded"), ("read_engine", "order", "bounded"),
     ("pad_walker", "rows", "bounded")])
 def test_heavier_properties_hold_on_tiny(tmp_path, block, name, status):
     _, result = _run(TINY, block, name, tmp_path, timeout=900)
@@ -115,6 +115,19 @@ def test_compute_check_uses_small_scratchpads_on_the_configured_datapath():
         assert geometry(small, "out").depth == FORMAL_ROWS["acc"]
 
 
+@pytest.mark.slow
+def test_alu_forwarding_with_two_acc_read_ports(tmp_path):
+    # tight reads a two-operand step's rows on two ports in one cycle (II = 1), where tiny
+    # reads them one after the other: the forwarding of the other path.
+    tight = load_config("tight")
+    assert tight.acc_read_ports == 2
+    _, result = _run(tight, "alu", "pipe", tmp_path, timeout=900)
+    assert result.status == "bounded", result.message
+    assert result.covers_reached == result.covers_total == 3
+    _, result = _run(tight, "alu", "pipe", tmp_path / "fault", {"alu-no-forward"}, timeout=900)
+    assert result.status == "failed" and "alu.py" in result.assertion
+
+
 def test_every_protocol_fault_is_caught_by_a_named_property():
     assert set(PROTOCOL_FAULTS) <= set(CAUGHT_BY)
     for fault, (block, name) in CAUGHT_BY.items():
@@ -124,15 +137,17 @@ def test_every_protocol_fault_is_caught_by_a_named_property():
 
 def test_cli_plant_exits_1_and_writes_json_vcd_and_replay(tmp_path, capsys):
     out, report = tmp_path / "out", tmp_path / "report.json"
-    status = main(["formal", "--config", "tiny", "--block", "alu", "--plant", "alu-op",
-                   "-o", str(out), "--json", str(report)])
+    # Two of the alu block's properties, by name (alu.pipe would add half a minute).
+    status = main(["formal", "--config", "tiny", "--block", "alu.ops", "--block", "alu.operands",
+                   "--plant", "alu-op", "-o", str(out), "--json", str(report)])
     assert status == 1
     printed = capsys.readouterr().out
     assert "FAILED" in printed and "alu.ops" in printed
     data = json.loads(report.read_text())
     assert data["config"] == "tiny" and data["faults"] == ["alu-op"]
-    # The alu block's properties: the lanes (ops, where the fault is) and the unit's operands.
+    # The lanes (ops, where the fault is) fail; the unit's operands (against the lanes) hold.
     assert [p["name"] for p in data["properties"]] == ["ops", "operands"]
+    assert data["properties"][1]["status"] == "bounded"
     prop = data["properties"][0]
     assert {k: prop[k] for k in ("block", "name", "status")} == {
         "block": "alu", "name": "ops", "status": "failed"}
@@ -153,6 +168,9 @@ def test_list_faults_and_bad_names(capsys):
     assert main(["formal", "--block", "nope"]) == 2
     err = capsys.readouterr().err
     assert "unknown block" in err and "tokens" in err
+    assert main(["formal", "--block", "alu.nope"]) == 2
+    err = capsys.readouterr().err
+    assert "no property 'nope'" in err and "alu.pipe" in err
     assert main(["formal", "--plant", "nope"]) == 2
     err = capsys.readouterr().err
     assert "unknown fault" in err and "axi-wlast-early" in err
