@@ -5,6 +5,7 @@ default is behind ``-m slow``. The first run on a machine compiles Yosys' WebAss
 minutes, cached in ~/.cache/YoWASP)."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -42,17 +43,21 @@ def test_read_arbiter_routes_beats_proven(tmp_path):
 def test_planted_token_wrap_fails_with_a_replayable_counterexample(tmp_path):
     from avta.formal.replay import write_replay_test
     check, result = _run(load_config("tight"), "tokens", "count", tmp_path, {"token-wrap"})
-    assert result.status == "failed"
+    # (The messages name the cause of a failure: a tool error says which log to read.)
+    assert result.status == "failed", result.message
     # 4 pushes wrap a 2-bit count: the 3-bit and wider counters differ from the model at cycle 4.
-    assert result.cycle == 4 and "tokens.py" in result.assertion
+    assert result.cycle == 4 and "tokens.py" in result.assertion, result.message
     steps = read_inputs(result.vcd, result.inputs)
     assert len(steps) >= 5 and set(steps[0]) == set(result.inputs)
     test_file = write_replay_test(result, check, load_config("tight"), {"token-wrap"},
                                   tmp_path / "test_replay_tokens.py")
+    # The replay runs as a user would run it, in a pytest of its own; options given to this
+    # pytest through the environment are not its.
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS")}
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                          str(test_file)], capture_output=True, text=True, cwd=tmp_path)
-    assert run.returncode == 1
-    assert "cycle 4: the promise at" in run.stdout
+                          str(test_file)], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "cycle 4: the promise at" in run.stdout, run.stdout + run.stderr
 
 
 #: Faults whose property takes more than a few seconds to fail (the solver's first steps
