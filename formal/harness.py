@@ -123,6 +123,11 @@ class Check:
         skips the cheap early steps where they cannot be reached yet).
     solver : the SMT solver this check runs fastest on (``yices``, or ``z3`` where yices
         stalls: the ALU's shifter equivalence); ``avta formal --solver`` overrides it.
+    combinational : the harness has no state (no flip-flop, no memory: the runner refuses it
+        otherwise), so one cycle with free inputs is every case and a pass of that one cycle
+        is a proof (``depth`` is ignored). k-induction would only repeat the same question
+        under the extra hypothesis of an unrelated earlier cycle, which for arithmetic
+        equivalences made the solver several times slower.
     """
     block: str
     name: str
@@ -133,6 +138,7 @@ class Check:
     cover_depth: int | None = None
     cover_skip: int = 0
     solver: str = "yices"
+    combinational: bool = False
 
     @property
     def key(self):

@@ -151,7 +151,8 @@ class LoopNest:
     Built into module ``m``: ``start`` loads the nest (the fields stay stable while it runs),
     ``take`` consumes the current step, ``abort`` abandons the rest. The attributes ``valid``,
     ``u``, ``i_o``, ``i_i`` and ``last`` are the step the nest is at (``u`` before it wraps to
-    a micro-op row).
+    a micro-op row); ``inner_moves`` is 1 in a cycle that moves ``i_i`` on by one,
+    ``outer_moves`` in one that moves ``i_o`` on by one (and ``i_i`` back to 0).
     """
 
     def __init__(self, m, *, start, take, abort, uop_bgn, uop_end, iter_out, iter_in, name):
@@ -162,6 +163,8 @@ class LoopNest:
         self.i_o = Signal(formats.ITER_BITS, name=f"{name}_i_o")
         self.i_i = Signal(formats.ITER_BITS, name=f"{name}_i_i")
         self.last = Signal(name=f"{name}_last")
+        self.inner_moves = Signal(name=f"{name}_inner_moves")
+        self.outer_moves = Signal(name=f"{name}_outer_moves")
         u_last, i_last, o_last = (self.u + 1 == uop_end, self.i_i + 1 == iter_in,
                                   self.i_o + 1 == iter_out)
         m.d.comb += self.last.eq(u_last & i_last & o_last)
@@ -175,8 +178,10 @@ class LoopNest:
             m.d.sync += self.u.eq(Mux(u_last, uop_bgn, self.u + 1))
             with m.If(u_last):
                 m.d.sync += self.i_i.eq(Mux(i_last, 0, self.i_i + 1))
+                m.d.comb += self.inner_moves.eq(~i_last)
                 with m.If(i_last):
                     m.d.sync += self.i_o.eq(self.i_o + 1)
+                    m.d.comb += self.outer_moves.eq(1)
                     with m.If(o_last):
                         m.d.sync += self.valid.eq(0)
 

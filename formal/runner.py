@@ -5,7 +5,8 @@ Each check gets a folder holding ``design.il`` (the harness in RTLIL, from Amara
 
 ``proof``
     ``mode prove`` (k-induction with ``smtbmc``) when the check asks for a proof, else
-    ``mode bmc``. PASS of a proof is **proven** (for every input sequence, at any depth); a
+    ``mode bmc``; a combinational check (no state) is one cycle of ``mode bmc``, whose PASS is
+    **proven**: with no state, that cycle's free inputs are every case. PASS of a proof is **proven** (for every input sequence, at any depth); a
     proof whose base case passes but whose induction does not close is UNKNOWN, reported as
     **bounded** to the depth, never as proven; a BMC PASS is **bounded** as well.
 ``cover``
@@ -67,18 +68,26 @@ class Result:
                 "vcd": self.vcd, "replay": self.replay}
 
 
+#: Yosys cells that hold state: a combinational check must have none (its one cycle of BMC
+#: would otherwise not cover the states a trace can reach).
+_STATE_CELLS = "t:$*ff* t:$*latch* t:$sr t:$mem* t:$anyinit"
+
+
 def _sby_text(check):
-    proof_mode = "prove" if check.prove else "bmc"
+    proof_mode = "prove" if check.prove and not check.combinational else "bmc"
+    depth = 1 if check.combinational else check.depth
     lines = ["[tasks]", "proof", "cover", "",
-             "[options]", f"proof: mode {proof_mode}", f"proof: depth {check.depth}",
+             "[options]", f"proof: mode {proof_mode}", f"proof: depth {depth}",
              "cover: mode cover", f"cover: depth {check.covers_depth}"]
     if check.cover_skip:
         lines.append(f"cover: skip {check.cover_skip}")
     lines += ["", "[engines]", "smtbmc {solver}", "",
               "[script]", "read_rtlil design.il", "prep -top top",
               # Small memories (the queues) as flip-flops, so equal bits merge.
-              "memory_map", "opt -fast", "",
-              "[files]", "design.il", ""]
+              "memory_map", "opt -fast"]
+    if check.combinational:
+        lines.append(f"select -assert-none {_STATE_CELLS}")
+    lines += ["", "[files]", "design.il", ""]
     return "\n".join(lines)
 
 
@@ -135,7 +144,7 @@ def run_check(check, folder, *, solver=None, timeout=600.0):
     (folder / "design.il").write_text(rtlil.convert(design, ports=harness.inputs))
     (folder / "check.sby").write_text(_sby_text(check).replace("{solver}", solver))
     env, sby = tool_env(solver), find_tool("yowasp-sby")
-    result = Result(check.block, check.name, "failed", check.depth,
+    result = Result(check.block, check.name, "failed", 1 if check.combinational else check.depth,
                     inputs=[sig.name for sig in harness.inputs])
 
     proof_log = _run_task(sby, folder, "proof", env, deadline)
@@ -146,7 +155,7 @@ def run_check(check, folder, *, solver=None, timeout=600.0):
     elif proof == "FAIL":
         _read_failure(result, proof_log, folder)
     elif proof == "PASS":
-        result.status = "proven" if check.prove else "bounded"
+        result.status = "proven" if check.prove or check.combinational else "bounded"
     elif proof == "UNKNOWN":
         result.status = "bounded"
         result.message = f"k-induction did not close at k = {check.depth}"

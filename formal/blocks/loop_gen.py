@@ -16,15 +16,33 @@ free in every cycle.
     wraps past the last row.
 ``offsets``
     Each step's dst, src and wgt offsets are ``i_o·factor_out + i_i·factor_in`` modulo the
-    index width, the ISA's formula, where the RTL keeps running sums (adders only). Covers: an
-    offset that moved on both loops, for each operand. Runs on z3 (yices stalls on the
-    multiplications of the induction step).
+    index width, the ISA's formula (:func:`~avta.formal.reference.loop_offset`), where the RTL
+    keeps running sums (adders only). Stated without a multiplier: for each operand the harness
+    keeps two :class:`RunningProduct` trackers, one following the reference nest's ``i_o``
+    (with ``factor_out``), one its ``i_i`` (with ``factor_in``), and promises the RTL's offset
+    equals the sum of their values and its outer offset the first one's (induction
+    invariants), each tracker's count equals its counter and it never counts past the top.
+    Covers: an offset that moved on both loops, for each operand. With the multiplications in
+    the induction step (offset = i_o·f_out + i_i·f_in directly) k-induction ran past 5 minutes
+    on default's 11-bit offsets; this way it is adders only.
+``offset_sums``
+    Combinational, the lemma that makes ``offsets`` the ISA's formula, for each operand width:
+    (1) every move of a :class:`RunningProduct` (reset to (0, 0, f), count + 1 with value + f,
+    or none) from a state whose value is the reference's product of its count and factor
+    leads to such a state again, and the power-on state (0, 0, 0) is one; so by induction
+    over the cycles a tracker's value is always that product (1-induction, with the step
+    checked on the tracker's own next-state expressions: :meth:`RunningProduct.moves`);
+    (2) ``loop_offset(i_o, i_i, f_out, f_in)`` is the outer product of ``i_o`` plus the inner
+    product of ``i_i``, for every value. With ``offsets``: each step's offsets are
+    ``loop_offset`` of the reference's counters. (A sequential check of (1) by k-induction ran
+    past 5 minutes on 11 bits: the solver must relate two multipliers across a state
+    boundary; combinationally it takes seconds.)
 
-Both are proven by k-induction: the loop's counters and outer offsets (read-only attributes of
-:class:`LoopGen`) are stated equal to the reference's.
+``steps`` and ``offsets`` are proven by k-induction: the loop's counters and outer offsets
+(read-only attributes of :class:`LoopGen`) are stated equal to the reference's.
 """
 
-from amaranth.hdl import Cat, Const, Signal
+from amaranth.hdl import Cat, Const, Mux, Signal
 
 from avta.hw.core.loop_gen import LoopGen
 from avta.hw.core.sram import geometry
@@ -33,7 +51,7 @@ from avta.isa import formats
 from ..harness import Check, Harness
 from ..reference import LoopNest, loop_empty, loop_offset
 
-__all__ = ["checks"]
+__all__ = ["checks", "RunningProduct"]
 
 #: The operands and the scratchpad each one indexes (as hw/core/gemm.py builds the loop).
 OPERANDS = {"dst": "acc", "src": "inp", "wgt": "wgt"}
@@ -52,6 +70,7 @@ class LoopGenHarness(Harness):
         m.submodules.dut = dut
 
         start, advance, abort = self.input("start"), self.input("advance"), self.input("abort")
+        self._start = start
         fields = {"uop_bgn": self.input("uop_bgn", uop_bits),
                   "uop_end": self.input("uop_end", uop_bits + 1),
                   "iter_out": self.input("iter_out", formats.ITER_BITS),
@@ -97,15 +116,95 @@ class LoopGenHarness(Harness):
 
     def _offsets(self, m, dut, ref, fields, widths):
         for op, width in widths.items():
-            want = loop_offset(ref.i_o, ref.i_i, fields[f"{op}_factor_out"],
-                               fields[f"{op}_factor_in"], width)
-            self.promise(m, ~ref.valid | (getattr(dut, op) == want))
+            f_out, f_in = fields[f"{op}_factor_out"], fields[f"{op}_factor_in"]
+            outer = RunningProduct(m, "outer", width, clear=self._start, inc=ref.outer_moves,
+                                   new_factor=f_out, name=f"{op}_outer_product")
+            inner = RunningProduct(m, "inner", width, clear=self._start | ref.outer_moves,
+                                   inc=ref.inner_moves, new_factor=f_in,
+                                   name=f"{op}_inner_product")
+            for tracker, counter in ((outer, ref.i_o), (inner, ref.i_i)):
+                self.promise(m, tracker.count == counter)
+                # offset_sums' lemma holds for counts that do not wrap.
+                self.promise(m, ~tracker.inc | (tracker.count != tracker.top))
+            self.promise(m, ~ref.valid | ((outer.factor == f_out) & (inner.factor == f_in)))
+            self.promise(m, ~ref.valid | (getattr(dut, op) == (outer.value + inner.value)[:width]))
             # Induction invariant: the outer offset the inner one restarts from.
-            outer = loop_offset(ref.i_o, Const(0), fields[f"{op}_factor_out"], 0, width)
-            self.promise(m, ~ref.valid | (dut.outer[op] == outer))
+            self.promise(m, ~ref.valid | (dut.outer[op] == outer.value))
             # An offset that has moved on both loops (i_o, i_i ≥ 1, non-zero factors).
+            want = loop_offset(ref.i_o, ref.i_i, f_out, f_in, width)
             self.cover(m, ref.valid & (ref.i_o == 2) & (ref.i_i == 2) & (want != 0) &
-                       (fields[f"{op}_factor_out"] != 0) & (fields[f"{op}_factor_in"] != 0))
+                       (f_out != 0) & (f_in != 0))
+
+
+class RunningProduct:
+    """``count·factor`` modulo 2^``width`` kept by additions, as a loop keeps an offset: a
+    count (as wide as an iteration count), a value and a factor, which move together.
+
+    In a cycle with ``clear`` the tracker becomes (0, 0, ``new_factor``); with ``inc`` (and no
+    ``clear``) (count + 1, value + factor, factor); otherwise it holds. ``kind`` says which
+    reference product its value is (:meth:`product`): ``outer`` is ``loop_offset(count, 0,
+    factor, 0)``, ``inner`` is ``loop_offset(0, count, 0, factor)`` (both count·factor modulo
+    2^width); ``offset_sums`` proves the value is always that product (while the count does
+    not wrap past :attr:`top`), ``offsets`` only ever adds.
+    """
+
+    def __init__(self, m, kind, width, *, clear, inc, new_factor, name):
+        self.kind, self.width, self.inc = kind, width, inc
+        self.count = Signal(formats.ITER_BITS, name=f"{name}_count")
+        self.value = Signal(width, name=f"{name}_value")
+        self.factor = Signal(width, name=f"{name}_factor")
+        self.top = (1 << formats.ITER_BITS) - 1
+        state = (self.count, self.value, self.factor)
+        m.d.sync += [reg.eq(nxt) for reg, nxt in zip(state, self.moves(
+            *state, clear=clear, inc=inc, new_factor=new_factor, width=width))]
+
+    @staticmethod
+    def moves(count, value, factor, *, clear, inc, new_factor, width):
+        """The next (count, value, factor) of a tracker in state (count, value, factor)."""
+        return (Mux(clear, 0, Mux(inc, count + 1, count))[:formats.ITER_BITS],
+                Mux(clear, 0, Mux(inc, value + factor, value))[:width],
+                Mux(clear, new_factor, factor))
+
+    @staticmethod
+    def product(kind, count, factor, width):
+        """The reference's product of ``count`` and ``factor`` for a tracker of ``kind``."""
+        if kind == "outer":
+            return loop_offset(count, Const(0), factor, 0, width)
+        return loop_offset(Const(0), count, 0, factor, width)
+
+
+class OffsetSumsHarness(Harness):
+    """``offset_sums``: the lemma (1) and (2) of the module's docstring, combinational."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self._cfg = cfg
+
+    def properties(self, m):
+        bits = formats.ITER_BITS
+        for op, pad in OPERANDS.items():
+            width = geometry(self._cfg, pad).addr_bits
+            for kind in ("outer", "inner"):
+                def product(count, factor, kind=kind, width=width):
+                    return RunningProduct.product(kind, count, factor, width)
+                name = f"{op}_{kind}"
+                count, value = self.input(f"{name}_count", bits), self.input(f"{name}_value", width)
+                factor = self.input(f"{name}_factor", width)
+                clear, inc = self.input(f"{name}_clear"), self.input(f"{name}_inc")
+                new_factor = self.input(f"{name}_new_factor", width)
+                count2, value2, factor2 = RunningProduct.moves(
+                    count, value, factor, clear=clear, inc=inc, new_factor=new_factor,
+                    width=width)
+                holds = (value == product(count, factor)) & \
+                    (~inc | (count != (1 << bits) - 1))
+                self.promise(m, ~holds | (value2 == product(count2, factor2)))
+                self.promise(m, product(Const(0, bits), Const(0, width)) == 0)
+                self.cover(m, holds & inc & ~clear & (count != 0) & (factor != 0))
+            i_o, i_i = self.input(f"{op}_i_o", bits), self.input(f"{op}_i_i", bits)
+            f_out, f_in = self.input(f"{op}_f_out", width), self.input(f"{op}_f_in", width)
+            self.promise(m, loop_offset(i_o, i_i, f_out, f_in, width) == (
+                RunningProduct.product("outer", i_o, f_out, width) +
+                RunningProduct.product("inner", i_i, f_in, width))[:width])
 
 
 def checks(cfg, faults=frozenset()):
@@ -113,8 +212,13 @@ def checks(cfg, faults=frozenset()):
         Check("loop_gen", "steps", "the steps are docs/isa.md §3.3's nested loops in order "
               "(micro-op row, last, no step after the last or abort, empty), for every field "
               "value", lambda: LoopGenHarness(cfg, faults, "steps"), depth=2, cover_depth=12),
-        Check("loop_gen", "offsets", "each step's dst/src/wgt offsets are i_o·f_out + i_i·f_in "
-              "modulo the index width, for every field value",
-              lambda: LoopGenHarness(cfg, faults, "offsets"), depth=6, cover_depth=12,
-              solver="z3"),
+        Check("loop_gen", "offsets", "each step's dst/src/wgt offsets are the sums of two "
+              "running products following i_o and i_i (the RTL's adders against the "
+              "reference's counters; with offset_sums: i_o·f_out + i_i·f_in modulo the index "
+              "width), for every field value",
+              lambda: LoopGenHarness(cfg, faults, "offsets"), depth=2, cover_depth=12),
+        Check("loop_gen", "offset_sums", "a running product's every move keeps its value "
+              "count·factor modulo the index width, and i_o·f_out + i_i·f_in is the sum of "
+              "the two products (the lemma that makes offsets the ISA's formula)",
+              lambda: OffsetSumsHarness(cfg), combinational=True, solver="z3"),
     ]

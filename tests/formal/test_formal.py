@@ -10,10 +10,12 @@ import subprocess
 import sys
 
 import pytest
+from amaranth.hdl import Signal
 
 from avta.cli import main
 from avta.formal.blocks import BLOCKS, CAUGHT_BY, find_check
 from avta.formal.cli import format_table
+from avta.formal.harness import Check, Harness
 from avta.formal.replay import read_inputs
 from avta.formal.runner import run_check
 from avta.hw.core.faults import ALL_FAULTS, PROTOCOL_FAULTS
@@ -82,6 +84,40 @@ def test_closed_by_induction_over_internal_state(tmp_path, block, name):
     # The loop generator's counters, the FIFO's level and the splitters' state are read-only
     # attributes of the blocks; with them as invariants k-induction closes.
     _, result = _run(TINY, block, name, tmp_path, timeout=120)
+    assert result.status == "proven", result.message
+    assert result.covers_reached == result.covers_total > 0
+
+
+def test_gemm_lane_and_offset_sums_proven_in_one_cycle_on_tiny(tmp_path):
+    # Combinational checks: one cycle of BMC on a stateless harness is a proof.
+    for block, name in (("gemm", "lane"), ("loop_gen", "offset_sums")):
+        check, result = _run(TINY, block, name, tmp_path, timeout=120)
+        assert check.combinational
+        assert result.status == "proven" and result.depth == 1, result.message
+        assert result.covers_reached == result.covers_total > 0
+
+
+class _Counter(Harness):
+    """A harness with state, wrongly declared combinational."""
+
+    def properties(self, m):
+        count = Signal(4)
+        m.d.sync += count.eq(count + self.input("inc"))
+        self.promise(m, count != 9)         # fails after 9 cycles: one cycle would miss it
+        self.cover(m, count == 1)
+
+
+def test_combinational_check_with_state_is_refused(tmp_path):
+    check = Check("x", "counter", "", _Counter, combinational=True)
+    result = run_check(check, tmp_path / "counter", timeout=120)
+    assert result.status == "failed" and "SymbiYosys stopped" in result.message
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("block, name", [("gemm", "lane"), ("loop_gen", "offsets"),
+                                         ("loop_gen", "offset_sums")])
+def test_lane_and_offsets_proven_on_default(tmp_path, block, name):
+    _, result = _run(load_config("default"), block, name, tmp_path, timeout=900)
     assert result.status == "proven", result.message
     assert result.covers_reached == result.covers_total > 0
 
