@@ -174,7 +174,8 @@ class RunningProduct:
 
 
 class OffsetSumsHarness(Harness):
-    """``offset_sums``: the lemma (1) and (2) of the module's docstring, combinational."""
+    """``offset_sums``: the lemma (1) and (2) of the module's docstring, combinational, once
+    per index width (the lemma depends on nothing else)."""
 
     def __init__(self, cfg):
         super().__init__()
@@ -182,26 +183,30 @@ class OffsetSumsHarness(Harness):
 
     def properties(self, m):
         bits = formats.ITER_BITS
-        for op, pad in OPERANDS.items():
-            width = geometry(self._cfg, pad).addr_bits
+        widths = sorted({geometry(self._cfg, pad).addr_bits for pad in OPERANDS.values()})
+        for width in widths:
             for kind in ("outer", "inner"):
                 def product(count, factor, kind=kind, width=width):
                     return RunningProduct.product(kind, count, factor, width)
-                name = f"{op}_{kind}"
-                count, value = self.input(f"{name}_count", bits), self.input(f"{name}_value", width)
-                factor = self.input(f"{name}_factor", width)
-                clear, inc = self.input(f"{name}_clear"), self.input(f"{name}_inc")
+                name = f"w{width}_{kind}"
+                # A state whose value is the product of its count and factor: value is that
+                # product (the states the lemma is about are exactly these).
+                count, factor = self.input(f"{name}_count", bits), self.input(f"{name}_factor", width)
+                value = product(count, factor)
                 new_factor = self.input(f"{name}_new_factor", width)
-                count2, value2, factor2 = RunningProduct.moves(
-                    count, value, factor, clear=clear, inc=inc, new_factor=new_factor,
-                    width=width)
-                holds = (value == product(count, factor)) & \
-                    (~inc | (count != (1 << bits) - 1))
-                self.promise(m, ~holds | (value2 == product(count2, factor2)))
+                # Each of the four moves on its own (constant selects), so the solver sees
+                # (count + 1)·f against count·f + f rather than a product of multiplexers.
+                for clear, inc in ((1, 0), (1, 1), (0, 1), (0, 0)):
+                    count2, value2, factor2 = RunningProduct.moves(
+                        count, value, factor, clear=Const(clear), inc=Const(inc),
+                        new_factor=new_factor, width=width)
+                    wraps = Const(0) if clear or not inc else count == (1 << bits) - 1
+                    self.promise(m, wraps | (value2 == product(count2, factor2)))
+                # The power-on state (0, 0, 0) is such a state.
                 self.promise(m, product(Const(0, bits), Const(0, width)) == 0)
-                self.cover(m, holds & inc & ~clear & (count != 0) & (factor != 0))
-            i_o, i_i = self.input(f"{op}_i_o", bits), self.input(f"{op}_i_i", bits)
-            f_out, f_in = self.input(f"{op}_f_out", width), self.input(f"{op}_f_in", width)
+                self.cover(m, (count != 0) & (factor != 0) & (value != 0))
+            i_o, i_i = self.input(f"w{width}_i_o", bits), self.input(f"w{width}_i_i", bits)
+            f_out, f_in = self.input(f"w{width}_f_out", width), self.input(f"w{width}_f_in", width)
             self.promise(m, loop_offset(i_o, i_i, f_out, f_in, width) == (
                 RunningProduct.product("outer", i_o, f_out, width) +
                 RunningProduct.product("inner", i_i, f_in, width))[:width])
@@ -216,7 +221,7 @@ def checks(cfg, faults=frozenset()):
               "running products following i_o and i_i (the RTL's adders against the "
               "reference's counters; with offset_sums: i_o·f_out + i_i·f_in modulo the index "
               "width), for every field value",
-              lambda: LoopGenHarness(cfg, faults, "offsets"), depth=2, cover_depth=12),
+              lambda: LoopGenHarness(cfg, faults, "offsets"), depth=4, cover_depth=12),
         Check("loop_gen", "offset_sums", "a running product's every move keeps its value "
               "count·factor modulo the index width, and i_o·f_out + i_i·f_in is the sum of "
               "the two products (the lemma that makes offsets the ISA's formula)",
