@@ -48,6 +48,7 @@ CAUGHT_BY = {
     "pad-row-width": ("pad_walker", "rows"),
     "alu-imm-zext": ("alu", "operands"),
     "gemm-product-sign": ("gemm", "pipe"),
+    "gemm-lane-last": ("gemm", "pipe"),
     "axi-read-id-reuse": ("read_engine", "order"),
     "compute-hazard-dst": ("compute", "overlap"),
     "gemm-reset-sticky": ("compute", "fresh"),

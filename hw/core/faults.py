@@ -190,6 +190,12 @@ PROTOCOL_FAULTS = {
         "GEMM (core/gemm.py)",
         "the product of the first element pair of every dot product enters the sum negated",
         "any GEMM step whose first INP and WGT elements have a non-zero product"),
+    "gemm-lane-last": Fault(
+        "GEMM (core/gemm.py)",
+        "in the last lane only (b = BATCH − 1, o = BLOCK_OUT − 1), the product of the last "
+        "element pair enters the sum negated: every other lane and position is right",
+        "a GEMM step whose last INP row element and last WGT row's last element have a "
+        "non-zero product"),
     "alu-imm-zext": Fault(
         "ALU (core/alu.py)",
         "the immediate is zero-extended, not sign-extended, so a negative immediate becomes "

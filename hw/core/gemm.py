@@ -151,6 +151,10 @@ class Gemm(wiring.Component):
                 if "gemm-product-sign" in self._faults:
                     # Planted bug (avta.hw.core.faults), for testing the verification tools only.
                     products[0] = -products[0]
+                if ("gemm-lane-last" in self._faults and b == cfg.batch - 1
+                        and o == cfg.block_out - 1):
+                    # Planted bug (avta.hw.core.faults), for testing the verification tools only.
+                    products[-1] = -products[-1]
                 m.d.sync += dot3[b][o].eq(tree_sum(products))
         result = Signal(row_layout(cfg, "acc"))
         reset = insn.reset
