@@ -14,7 +14,7 @@ is split at the dot product ``D``, the expression the RTL writes for lane (b, o)
     row value. Whether each lane of the RTL computes that expression of its rows (a fault in
     one lane at one position included) is ``pipe``'s part, which compares every lane. One
     cycle of BMC on a stateless harness (:attr:`~avta.formal.harness.Check.combinational`):
-    16 lanes under k-induction ran past 10 minutes on default; one lane takes about 1.5.
+    16 lanes under k-induction ran past 10 minutes on default; one lane takes about a minute.
 ``pipe``
     The whole unit, one instruction with arbitrary fields from power-on, memories modelled:
     every step writes ``ACC[a] + D(inp, wgt)`` (or 0 with ``reset``) to the ACC row ``a`` its
