@@ -107,6 +107,22 @@ class _Counter(Harness):
         self.cover(m, count == 1)
 
 
+class _Times3(Harness):
+    """A combinational promise that fails for one input value (a = 7)."""
+
+    def properties(self, m):
+        a = self.input("a", 8)
+        self.promise(m, (a * 3)[:8] != 21)
+        self.cover(m, a != 0)
+
+
+def test_combinational_check_fails_at_cycle_0_with_its_trace(tmp_path):
+    result = run_check(Check("x", "times3", "", _Times3, combinational=True), tmp_path / "t3",
+                       timeout=120)
+    assert result.status == "failed" and result.cycle == 0 and result.depth == 1
+    assert read_inputs(result.vcd, result.inputs)[0]["a"] == 7     # 3 is invertible mod 256
+
+
 def test_combinational_check_with_state_is_refused(tmp_path):
     check = Check("x", "counter", "", _Counter, combinational=True)
     result = run_check(check, tmp_path / "counter", timeout=120)
