@@ -146,4 +146,6 @@ class Check:
 
     @property
     def covers_depth(self):
-        return self.depth if self.cover_depth is None else self.cover_depth
+        if self.cover_depth is not None:
+            return self.cover_depth
+        return 1 if self.combinational else self.depth

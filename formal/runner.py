@@ -6,8 +6,8 @@ Each check gets a folder holding ``design.il`` (the harness in RTLIL, from Amara
 ``proof``
     ``mode prove`` (k-induction with ``smtbmc``) when the check asks for a proof, else
     ``mode bmc``; a combinational check (no state) is one cycle of ``mode bmc``, whose PASS is
-    **proven**: with no state, that cycle's free inputs are every case. PASS of a proof is **proven** (for every input sequence, at any depth); a
-    proof whose base case passes but whose induction does not close is UNKNOWN, reported as
+    **proven**: with no state, that cycle's free inputs are every case. PASS of a proof is
+    **proven** (for every input sequence, at any depth); a proof whose base case passes but whose induction does not close is UNKNOWN, reported as
     **bounded** to the depth, never as proven; a BMC PASS is **bounded** as well.
 ``cover``
     ``mode cover``: every ``Cover`` must be reached within the cover depth. An unreached cover
@@ -144,7 +144,8 @@ def run_check(check, folder, *, solver=None, timeout=600.0):
     (folder / "design.il").write_text(rtlil.convert(design, ports=harness.inputs))
     (folder / "check.sby").write_text(_sby_text(check).replace("{solver}", solver))
     env, sby = tool_env(solver), find_tool("yowasp-sby")
-    result = Result(check.block, check.name, "failed", 1 if check.combinational else check.depth,
+    depth = 1 if check.combinational else check.depth
+    result = Result(check.block, check.name, "failed", depth,
                     inputs=[sig.name for sig in harness.inputs])
 
     proof_log = _run_task(sby, folder, "proof", env, deadline)
@@ -159,6 +160,9 @@ def run_check(check, folder, *, solver=None, timeout=600.0):
     elif proof == "UNKNOWN":
         result.status = "bounded"
         result.message = f"k-induction did not close at k = {check.depth}"
+    elif check.combinational and "selection is not empty" in (proof_log or ""):
+        result.message = ("the check is declared combinational but its harness holds state "
+                          "(flip-flops or memories): one cycle would not cover every state")
     else:
         result.message = f"SymbiYosys stopped with {proof}; see {folder / 'proof.log'}"
 
