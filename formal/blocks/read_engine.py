@@ -30,7 +30,7 @@ Covers (``ar``, ``beats``): a burst that ends exactly at a 4 KiB boundary; every
 once, the most commands the engine keeps in flight; idle again after a command.
 """
 
-from amaranth.hdl import Mux, Signal
+from amaranth.hdl import Array, Mux, Signal
 from amaranth.utils import exact_log2
 
 from avta.hw.axi.read_engine import ReadEngine
@@ -111,7 +111,7 @@ class ReadEngineHarness(Harness):
             return
 
         if self._prop == "order":
-            self._order(m, dut, ar_fire, r_fire, c_tag, c_beats, count_bits)
+            self._order(m, dut, ar_fire, r_fire, c_tag, c_beats, count_bits, due)
             return
 
         # "beats": totals, idle, routing. ``pending`` = beats asked − beats issued on AR, one
@@ -144,7 +144,7 @@ class ReadEngineHarness(Harness):
             m.d.sync += worked.eq(1)
         self.cover(m, worked & dut.idle)
 
-    def _order(self, m, dut, ar_fire, r_fire, c_tag, c_beats, count_bits):
+    def _order(self, m, dut, ar_fire, r_fire, c_tag, c_beats, count_bits, due):
         """Each command's bursts on one ID that no other command in flight has, its beats
         delivered with its tag, numbered 0, 1, ... in order, exactly as many as it asked."""
         cmd, out, axi = dut.client.cmd, dut.client.data, dut.m_axi
@@ -202,6 +202,9 @@ class ReadEngineHarness(Harness):
             nothing &= left == 0
         self.promise(m, ~dut.idle | nothing)
 
+        self._order_invariants(m, dut, q_valid, q_tag, q_beats, issuing_left, issuing_id,
+                               flight_tag, flight_beat, flight_left, due)
+
         # Two commands in flight on different IDs, the second's beats before the first's last.
         two = Signal()
         m.d.comb += two.eq(sum((left != 0).as_unsigned() for left in flight_left) >= 2)
@@ -211,6 +214,58 @@ class ReadEngineHarness(Harness):
                 m.d.comb += later_beat.eq(1)
         self.cover(m, two & later_beat)
         self.cover(m, dut.idle & (flight_tag[1] != 0) & (flight_beat[1] == 2))
+
+    def _order_invariants(self, m, dut, q_valid, q_tag, q_beats, left_to_issue, issuing_id,
+                          flight_tag, flight_beat, flight_left, due):
+        """Induction invariants of ``order``: the harness's commands ahead of AR, the command
+        being issued and the commands in flight are the engine's splitter, AR register and
+        tag-buffer slots (read-only attributes), case by case on what the AR register holds."""
+        axi = dut.m_axi
+        active, slot, left = dut.active, dut.slot, dut.left
+        ar_valid, ar_id, ar_beats = axi.arvalid, axi.arid, axi.arlen + 1
+        slot_tag, slot_beat = Array(dut.slot_tag), Array(dut.slot_beat)
+        slot_due = Array(dut.slot_due)
+        first_in_ar = ar_valid & (left_to_issue == 0)   # the first burst of queued command 0
+        self.promise(m, active == (left != 0))
+        self.promise(m, ~q_valid[1] | q_valid[0])
+        # AR empty: the splitter holds queued command 0 untouched, or the rest of the command
+        # being issued, or nothing.
+        self.promise(m, ar_valid | (active & q_valid[0] & ~q_valid[1] & (left == q_beats[0]) &
+                                    (left_to_issue == 0))
+                     | (active & ~q_valid[0] & (left_to_issue == left) & (issuing_id == slot))
+                     | (~active & ~q_valid[0] & (left_to_issue == 0)))
+        # AR holds the first burst of queued command 0: the splitter holds the rest of it, or
+        # queued command 1 untouched, or nothing.
+        self.promise(m, ~first_in_ar | (q_valid[0] & (
+            (active & (slot == ar_id) & ~q_valid[1] & (left + ar_beats == q_beats[0]))
+            | (active & (slot != ar_id) & q_valid[1] & (left == q_beats[1]) &
+               (ar_beats == q_beats[0]))
+            | (~active & ~q_valid[1] & (ar_beats == q_beats[0])))))
+        # AR holds a later burst of the command being issued: the splitter holds the rest of
+        # it, or queued command 0 untouched, or nothing.
+        self.promise(m, ~(ar_valid & ~first_in_ar) | ((ar_id == issuing_id) & (
+            (active & (slot == issuing_id) & ~q_valid[0] & (left + ar_beats == left_to_issue))
+            | (active & (slot != issuing_id) & q_valid[0] & ~q_valid[1] &
+               (left == q_beats[0]) & (left_to_issue == ar_beats))
+            | (~active & ~q_valid[0] & (left_to_issue == ar_beats)))))
+        # The queued commands' slots: taken, untouched, with their tag and beats.
+        q_slot = [Mux(first_in_ar, ar_id, slot), slot]
+        for j in range(2):
+            self.promise(m, ~q_valid[j] | ((slot_tag[q_slot[j]] == q_tag[j]) &
+                                           (slot_due[q_slot[j]] == q_beats[j]) &
+                                           (slot_beat[q_slot[j]] == 0)))
+        for i, d in enumerate(due):
+            busy = dut.slot_busy[i]
+            self.promise(m, busy == (dut.slot_due[i] != 0))
+            in_flight = flight_left[i] != 0
+            self.promise(m, ~in_flight | (busy & (dut.slot_tag[i] == flight_tag[i]) &
+                                          (dut.slot_beat[i] == flight_beat[i]) &
+                                          (dut.slot_due[i] == flight_left[i])))
+            # Beats still to come = beats on AR not back + beats not yet on AR.
+            issuing = (left_to_issue != 0) & (issuing_id == i)
+            self.promise(m, flight_left[i] == d + Mux(issuing, left_to_issue, 0))
+            queued = (q_valid[0] & (q_slot[0] == i)) | (q_valid[1] & (q_slot[1] == i))
+            self.promise(m, (busy & ~in_flight) == queued)
 
 
 def checks(cfg, faults=frozenset()):
