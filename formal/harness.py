@@ -119,6 +119,9 @@ class Check:
     prove : try k-induction (``False``: bounded model checking only).
     cover_depth : steps the covers may take (default ``depth``); a cover that needs more is
         reported unreached, which is a failure.
+    base_depth : with ``prove``, a base case deeper than the induction's ``depth``, checked
+        first by BMC (a k-induction that closes at a small k, on a block whose failures take
+        more cycles to show).
     cover_skip : first step at which covers are checked (deep covers of counters: the solver
         skips the cheap early steps where they cannot be reached yet).
     solver : the SMT solver this check runs fastest on (``yices``, or ``z3`` where yices
@@ -137,6 +140,7 @@ class Check:
     prove: bool = True
     cover_depth: int | None = None
     cover_skip: int = 0
+    base_depth: int | None = None
     solver: str = "yices"
     combinational: bool = False
 

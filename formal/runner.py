@@ -76,8 +76,9 @@ _STATE_CELLS = "t:$*ff* t:$*latch* t:$sr t:$mem* t:$anyinit"
 def _sby_text(check):
     proof_mode = "prove" if check.prove and not check.combinational else "bmc"
     depth = 1 if check.combinational else check.depth
-    lines = ["[tasks]", "proof", "cover", "",
-             "[options]", f"proof: mode {proof_mode}", f"proof: depth {depth}",
+    lines = ["[tasks]", "base", "proof", "cover", "",
+             "[options]", "base: mode bmc", f"base: depth {check.base_depth or depth}",
+             f"proof: mode {proof_mode}", f"proof: depth {depth}",
              "cover: mode cover", f"cover: depth {check.covers_depth}"]
     if check.cover_skip:
         lines.append(f"cover: skip {check.cover_skip}")
@@ -148,7 +149,14 @@ def run_check(check, folder, *, solver=None, timeout=600.0):
     result = Result(check.block, check.name, "failed", depth,
                     inputs=[sig.name for sig in harness.inputs])
 
-    proof_log = _run_task(sby, folder, "proof", env, deadline)
+    proof_log = None
+    if check.base_depth:
+        # A short induction over a deeper base case: the base case first, as BMC.
+        proof_log = _run_task(sby, folder, "base", env, deadline)
+        if proof_log is not None and _status(proof_log) == "PASS":
+            proof_log = None
+    if proof_log is None:
+        proof_log = _run_task(sby, folder, "proof", env, deadline)
     (folder / "proof.log").write_text(proof_log or "")
     proof = _status(proof_log) if proof_log is not None else "TIMEOUT"
     if proof == "TIMEOUT":

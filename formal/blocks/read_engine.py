@@ -24,7 +24,10 @@ at least one beat (hw/mem_client.py); the AXI subordinate answers only IDs with 
     taken ahead of their first AR; every R beat arrives on an ID in flight and reaches the
     client with that command's tag and the next beat index (0, 1, ... in order within the
     command); ``idle`` only with nothing queued or in flight. Covers: two commands in flight
-    on different IDs, a later beat of one delivered; a command completed.
+    on different IDs, a later beat of one delivered; a command completed. Proven by
+    k-induction (k = 2, z3; the base case checked to depth 6 first) with invariants tying the
+    harness's queued commands, the command being issued and the commands in flight to the
+    splitter, the AR register and the tag-buffer slots (``_order_invariants``).
 
 Covers (``ar``, ``beats``): a burst that ends exactly at a 4 KiB boundary; every ID (tag-buffer slot) in flight at
 once, the most commands the engine keeps in flight; idle again after a command.
@@ -280,5 +283,5 @@ def checks(cfg, faults=frozenset()):
         Check("read_engine", "order", "IDs in flight unique; each R beat on an ID in flight "
               "goes to its command with its tag and the next beat index; each command gets "
               "exactly its beats, in order", lambda: ReadEngineHarness(cfg, faults, "order"),
-              depth=10, prove=False, cover_depth=14),
+              depth=2, base_depth=6, cover_depth=14, solver="z3"),
     ]

@@ -142,10 +142,11 @@ def test_lane_and_offsets_proven_on_default(tmp_path, block, name):
 @pytest.mark.parametrize("block, name, status", [
     ("loop_gen", "offsets", "proven"), ("alu", "operands", "bounded"),
     ("alu", "pipe", "bounded"), ("gemm", "lane", "proven"), ("gemm", "pipe", "bounded"),
-    ("read_engine", "beats", "proven"), ("read_engine", "order", "bounded"),
+    ("read_engine", "beats", "proven"), ("read_engine", "order", "proven"),
     ("pad_walker", "rows", "bounded")])
 def test_heavier_properties_hold_on_tiny(tmp_path, block, name, status):
-    _, result = _run(TINY, block, name, tmp_path, timeout=900)
+    # read_engine.order's induction step takes about 13 minutes on a busy machine.
+    _, result = _run(TINY, block, name, tmp_path, timeout=1800)
     assert result.status == status, result.message
     assert result.covers_reached == result.covers_total > 0
 
