@@ -52,7 +52,6 @@ its row, which is all a hazard with the ALU can disturb.
 
 from amaranth.hdl import Array, Cat, Module, Signal
 from amaranth.lib import data
-from amaranth.lib.wiring import connect
 from amaranth.utils import exact_log2
 
 from avta.hw.core.compute import Compute
@@ -117,12 +116,7 @@ class ComputeStage:
             ctrl.prev_nonzero.eq(1), ctrl.next_nonzero.eq(1), ctrl.halt.eq(0),
             ctrl.prev_overflow.eq(0), ctrl.next_overflow.eq(0), unit.abort.eq(0),
         ]
-        for port in ("uop_wr", "acc_wr", "out_wr", "alu_acc_wr", "alu_out_wr"):
-            connect(stage, getattr(unit, port), wr[port[:-3]])
-        for port in ("uop_rd", "inp_rd", "wgt_rd", "acc_rd", "alu_uop_rd", "alu_acc_rd"):
-            connect(stage, getattr(unit, port), rd[port[:-3]])
-        if cfg.acc_read_ports == 2:
-            connect(stage, unit.alu_acc_rd_b, rd["alu_acc_b"])
+        unit.connect_scratchpads(stage, wr, rd)
         self.rows = {}
         for pad in SCRATCHPADS:
             geo, mem = geometry(cfg, pad), mems[pad]

@@ -224,12 +224,7 @@ class Core(wiring.Component):
         connect(run, flipped(self.st_mem), store.mem)
         connect(run, load.inp_wr, wr["inp"])
         connect(run, load.wgt_wr, wr["wgt"])
-        for port in ("uop_wr", "acc_wr", "out_wr", "alu_acc_wr", "alu_out_wr"):
-            connect(run, getattr(compute, port), wr[port[:-3]])
-        for port in ("uop_rd", "inp_rd", "wgt_rd", "acc_rd", "alu_uop_rd", "alu_acc_rd"):
-            connect(run, getattr(compute, port), rd[port[:-3]])
-        if cfg.acc_read_ports == 2:
-            connect(run, compute.alu_acc_rd_b, rd["alu_acc_b"])
+        compute.connect_scratchpads(run, wr, rd)
         connect(run, store.out_rd, rd["out"])
         if self._trace:
             drive_trace(run, self.trace, stages, wr)
