@@ -54,7 +54,7 @@ from amaranth.hdl import Array, Cat, Module, Signal
 from amaranth.lib import data
 from amaranth.utils import exact_log2
 
-from avta.hw.core.compute import Compute
+from avta.hw.core.compute import Compute, connect_scratchpads
 from avta.hw.core.decode import InsnDecode
 from avta.hw.core.sram import geometry, row_layout, scratchpad_ports
 from avta.hw.core.stage_control import StageControl
@@ -116,7 +116,7 @@ class ComputeStage:
             ctrl.prev_nonzero.eq(1), ctrl.next_nonzero.eq(1), ctrl.halt.eq(0),
             ctrl.prev_overflow.eq(0), ctrl.next_overflow.eq(0), unit.abort.eq(0),
         ]
-        unit.connect_scratchpads(stage, wr, rd)
+        connect_scratchpads(stage, unit, cfg, wr, rd)
         self.rows = {}
         for pad in SCRATCHPADS:
             geo, mem = geometry(cfg, pad), mems[pad]

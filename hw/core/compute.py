@@ -35,7 +35,19 @@ from .gemm import Gemm
 from .sram import SCRATCHPADS, geometry, read_signature, write_signature
 from .tensor_load import COMPUTE_STAGE_TYPES, TensorLoad, count_layout
 
-__all__ = ["Compute"]
+__all__ = ["Compute", "connect_scratchpads"]
+
+
+def connect_scratchpads(m, unit, cfg, wr, rd):
+    """Connect in ``m`` the scratchpad ports of ``unit`` (a :class:`Compute`, or a unit with its
+    signature) to the ports of :func:`~.sram.scratchpad_ports` (``wr``, ``rd``): the core's
+    wiring, which the compute stage's formal check (formal/blocks/compute.py) uses too."""
+    for port in ("uop_wr", "acc_wr", "out_wr", "alu_acc_wr", "alu_out_wr"):
+        connect(m, getattr(unit, port), wr[port[:-3]])
+    for port in ("uop_rd", "inp_rd", "wgt_rd", "acc_rd", "alu_uop_rd", "alu_acc_rd"):
+        connect(m, getattr(unit, port), rd[port[:-3]])
+    if cfg.acc_read_ports == 2:
+        connect(m, unit.alu_acc_rd_b, rd["alu_acc_b"])
 
 
 class Compute(wiring.Component):
@@ -100,17 +112,6 @@ class Compute(wiring.Component):
         if cfg.acc_read_ports == 2:
             members["alu_acc_rd_b"] = In(read_signature(geo["acc"]))
         super().__init__(members)
-
-    def connect_scratchpads(self, m, wr, rd):
-        """Connect this unit's scratchpad ports in ``m`` to the ports of
-        :func:`~.sram.scratchpad_ports` (``wr``, ``rd``): the core's wiring, which the compute
-        stage's formal check (formal/blocks/compute.py) uses too."""
-        for port in ("uop_wr", "acc_wr", "out_wr", "alu_acc_wr", "alu_out_wr"):
-            connect(m, getattr(self, port), wr[port[:-3]])
-        for port in ("uop_rd", "inp_rd", "wgt_rd", "acc_rd", "alu_uop_rd", "alu_acc_rd"):
-            connect(m, getattr(self, port), rd[port[:-3]])
-        if self._cfg.acc_read_ports == 2:
-            connect(m, self.alu_acc_rd_b, rd["alu_acc_b"])
 
     def elaborate(self, platform):
         m = Module()

@@ -34,7 +34,7 @@ from avta.isa.memories import BASE_KEYS, base_alignment, memories
 from avta.isa.registers import COUNTER_NAMES
 
 from ..mem_client import ADDR_BITS, WriteClientSignature
-from .compute import Compute
+from .compute import Compute, connect_scratchpads
 from .faults import check_faults
 from .fetch import Fetch
 from .queue import INDEX_BITS, InsnQueue
@@ -224,7 +224,7 @@ class Core(wiring.Component):
         connect(run, flipped(self.st_mem), store.mem)
         connect(run, load.inp_wr, wr["inp"])
         connect(run, load.wgt_wr, wr["wgt"])
-        compute.connect_scratchpads(run, wr, rd)
+        connect_scratchpads(run, compute, cfg, wr, rd)
         connect(run, store.out_rd, rd["out"])
         if self._trace:
             drive_trace(run, self.trace, stages, wr)
