@@ -173,20 +173,20 @@ class ComputeConsistencyHarness(Harness):
                         | (insn.alu.alu_opcode == AluOp.MOV))
             if IMM_RANGE:
                 imm = insn.alu.imm.as_signed()
-                self.assume(m, (insn.head.opcode != Opcode.ALU)
+                self.assume(m, (opcode != Opcode.ALU)
                             | ((imm >= IMM_RANGE[0]) & (imm <= IMM_RANGE[1])))
             insns.append(raw)
         return insns
 
     def _preload(self, m, name):
         """Free initial contents for every row of every scratchpad (INP and WGT elements in
-        :data:`ELEMENT_RANGE`)."""
+        :data:`ELEMENT_RANGE`, ACC lanes in :data:`ACC_RANGE`)."""
         cfg = self._cfg
         rows = {}
+        bounds = {"inp": ELEMENT_RANGE, "wgt": ELEMENT_RANGE, "acc": ACC_RANGE}
         for pad in SCRATCHPADS:
             geo = geometry(cfg, pad)
             rows[pad] = [self.input(f"{name}_{pad}{r}", geo.row_bits) for r in range(geo.depth)]
-            bounds = {"inp": ELEMENT_RANGE, "wgt": ELEMENT_RANGE, "acc": ACC_RANGE}
             if bounds.get(pad):
                 lo, hi = bounds[pad]
                 for raw in rows[pad]:
@@ -198,7 +198,7 @@ class ComputeConsistencyHarness(Harness):
 
     def _feed(self, m, stage, insns, first, drained):
         """Offer ``insns[first:]`` to ``stage`` in order; with ``drained``, only while nothing
-        executes there. Returns (instructions taken, the next is offered this cycle)."""
+        executes there. Returns the count of instructions taken."""
         ctrl = stage.ctrl
         count = len(insns)
         taken = Signal(range(count + 1), init=first, name=f"{stage.name}_taken")
