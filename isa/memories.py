@@ -26,7 +26,7 @@ from amaranth.lib import data
 
 from .enums import MemType, PadValue, Stage
 
-__all__ = ["DRAM_PAGE_BYTES", "SCRATCHPADS", "RowLayout", "Scratchpad", "MemoryInfo", "scratchpad", "scratchpads",
+__all__ = ["DRAM_PAGE_BYTES", "SCRATCHPADS", "BANKS", "RowLayout", "Scratchpad", "MemoryInfo", "scratchpad", "scratchpads",
            "memory", "memories", "row_layouts", "elem_bytes", "LOADABLE", "BASE_KEYS", "base_alignment", "unaligned_bases", "scratchpad_of", "stage_of",
            "stage_types",
            "writer_stage"]
@@ -38,6 +38,12 @@ DRAM_PAGE_BYTES = 4096
 
 #: The scratchpads in the order of docs/isa.md §3 (and of their ``Memory`` instances in the RTL).
 SCRATCHPADS = ("uop", "inp", "wgt", "acc", "out")
+
+#: Banks of the scratchpads that the GEMM and the detached ALU write at once (docs/architecture.md,
+#: memories). A bank is a memory with one write and one read port, so a block RAM or an SRAM
+#: macro can be it; the top bits of a row index pick the bank. The compute stage runs a GEMM
+#: beside an ALU instruction only on banks the ALU does not use.
+BANKS = {"acc": 2, "out": 2}
 
 #: Memory type → (scratchpad, base register key, byte counter, stage that executes it). This is the
 #: only place the mapping is written; docs/isa.md §2 (types), §3.1 (stages), docs/architecture.md
@@ -137,6 +143,7 @@ class Scratchpad:
     name: str
     row: RowLayout
     depth: int
+    banks: int = 1
 
     row_bits = property(lambda self: self.row.row_bits)
     row_bytes = property(lambda self: self.row.row_bytes)
@@ -145,6 +152,15 @@ class Scratchpad:
     @property
     def log_depth(self):
         return self.depth.bit_length() - 1
+
+    @property
+    def bank_rows(self):
+        """Rows of one bank (the whole depth when the scratchpad is not banked)."""
+        return self.depth // self.banks
+
+    def bank_of(self, row):
+        """The bank that holds ``row``: its index's top bits."""
+        return row // self.bank_rows
 
 
 @dataclass(frozen=True)
@@ -210,7 +226,11 @@ def _depth(cfg, name, row):
 @functools.lru_cache(maxsize=None)
 def scratchpads(cfg):
     """The five :class:`Scratchpad` of ``cfg``, by name, in :data:`SCRATCHPADS` order."""
-    return {name: Scratchpad(name, row, _depth(cfg, name, row)) for name, row in row_layouts(cfg).items()}
+    out = {}
+    for name, row in row_layouts(cfg).items():
+        depth = _depth(cfg, name, row)
+        out[name] = Scratchpad(name, row, depth, min(BANKS.get(name, 1), depth))
+    return out
 
 
 def scratchpad(cfg, name):

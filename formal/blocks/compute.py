@@ -28,6 +28,10 @@ are idle their ACC and OUT rows are equal.
 Together: an instruction's result depends only on the instruction and the scratchpad contents
 it starts on, whether it runs first, after others, or overlapped with the one before it.
 
+Both copies also promise that no two units use one port of a scratchpad's memories in one
+cycle (hw/core/banks.py: a bank has one write and one read port): the hold makes a GEMM step
+wait while its ACC bank is one the ALU uses, so nothing is lost to a conflict.
+
 Only one element is compared, ACC[row] lane ``lane`` and its OUT mirror, with ``row`` and
 ``lane`` picked by the solver (so every element is, one at a time). The check is bounded: it
 holds for every pair of instructions that both copies complete within the depth (the covers
@@ -104,7 +108,7 @@ class ComputeStage:
         self.name = name
         self.module = stage = Module()
         m.submodules[name] = stage
-        mems, wr, rd = scratchpad_ports(stage, cfg)
+        pads, wr, rd = scratchpad_ports(stage, cfg)
         stage.submodules.ctrl = self.ctrl = ctrl = StageControl(cfg=cfg, faults=faults)
         stage.submodules.unit = self.unit = unit = Compute(cfg=cfg, faults=faults)
         stage.d.comb += [
@@ -117,16 +121,21 @@ class ComputeStage:
             ctrl.prev_overflow.eq(0), ctrl.next_overflow.eq(0), unit.abort.eq(0),
         ]
         connect_scratchpads(stage, unit, cfg, wr, rd)
+        #: Two units on one port of a scratchpad's memories (hw/core/banks.py) this cycle.
+        self.conflict = Cat(banked.conflict for banked in pads.values()).any()
         self.rows = {}
         for pad in SCRATCHPADS:
-            geo, mem = geometry(cfg, pad), mems[pad]
+            banked = pads[pad]
             self.rows[pad] = []
-            for row in range(geo.depth):
-                port = mem.write_port()
-                stage.d.comb += [port.addr.eq(row), port.data.eq(preload[pad][row]),
-                                 port.en.eq(~power_on)]
-                now = mem.read_port(domain="comb")
-                stage.d.comb += now.addr.eq(row)
+            for row in range(geometry(cfg, pad).depth):
+                # A row lives in one bank, in every copy of it (hw/core/banks.py).
+                bank, local = banked.locate(row)
+                for copy in range(banked.copies):
+                    port = banked.memories[(bank, copy)].write_port()
+                    stage.d.comb += [port.addr.eq(local), port.data.eq(preload[pad][row]),
+                                     port.en.eq(~power_on)]
+                now = banked.memories[(bank, 0)].read_port(domain="comb")
+                stage.d.comb += now.addr.eq(local)
                 self.rows[pad].append(now.data)
 
 
@@ -246,6 +255,9 @@ class ComputeConsistencyHarness(Harness):
         lane = self.constant(m, "lane", range(cfg.batch * cfg.block_out))
         mine, theirs = self._element(a.rows, row, lane), self._element(b.rows, row, lane)
         self.promise(m, ~ended | (mine == theirs))
+        # The banks' ports are never contended: a GEMM step waits while its bank is one the
+        # ALU's rows reach (hw/core/compute.py), so no write is dropped and no read misrouted.
+        self.promise(m, ~a.conflict & ~b.conflict)
         changed = mine != self._element(self._initial(m, a), row, lane)
         if self._mode == "overlap":
             overlapped = Signal()

@@ -23,10 +23,12 @@ a second read port, ACC a third when ``ACC_READ_PORTS`` is 2, and ACC and OUT a 
 """
 
 from amaranth.hdl import Cat, Module, Signal, unsigned
+from amaranth.utils import exact_log2
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 
 from avta.isa.enums import Opcode
+from avta.isa.memories import scratchpad
 from avta.isa.layout import layouts
 
 from ..mem_client import ADDR_BITS
@@ -176,13 +178,16 @@ class Compute(wiring.Component):
                   for op in ("dst", "src")}
         self._bound_rows(m, alu_insn, data.View(layouts(cfg).uop, uop_port.data), alu_go,
                          starting_alu, ranges, bounded, known)
-        row = gemm.acc_index
+        # The ACC banks (hw/core/banks.py) have one write and one read port each, so the GEMM
+        # step waits while its row's bank is one the ALU's rows reach, not only its row.
+        bank_bits = exact_log2(scratchpad(cfg, "acc").bank_rows)
+        bank = gemm.acc_index[bank_bits:]
         clash = ~known | ~bounded
         for op, (lo, hi) in ranges.items():
             if op == "dst" and "compute-hazard-dst" in self._faults:
                 # Planted bug (avta.hw.core.faults), for testing the verification tools only.
                 continue
-            clash |= (row >= lo) & (row <= hi)
+            clash |= (bank >= lo[bank_bits:]) & (bank <= hi[bank_bits:])
         m.d.comb += [gemm.hold.eq(alu_running & gemm.probing & clash),
                      self.gemm_held.eq(gemm.hold)]
 

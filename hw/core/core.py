@@ -23,7 +23,7 @@ Memory traffic goes through four memory-engine clients (:mod:`avta.hw.mem_client
 import functools
 import operator
 
-from amaranth.hdl import Module, ResetInserter, Signal
+from amaranth.hdl import Cat, Module, ResetInserter, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 from amaranth.utils import exact_log2
@@ -38,7 +38,7 @@ from .compute import Compute, connect_scratchpads
 from .faults import check_faults
 from .fetch import Fetch
 from .queue import INDEX_BITS, InsnQueue
-from .sram import scratchpad_ports
+from .sram import SCRATCHPADS, scratchpad_ports
 from .stage_control import StageControl
 from .tensor_load import LOAD_STAGE_TYPES, TensorLoad
 from .tensor_store import TensorStore
@@ -108,6 +108,10 @@ class Core(wiring.Component):
         The 14 performance counters of docs/architecture.md.
     fetch_mem, ld_mem, cp_mem : Out(ReadClientSignature)
     st_mem : Out(WriteClientSignature)
+    bank_conflict : Out(len(SCRATCHPADS))
+        Per scratchpad (:data:`SCRATCHPADS` order): two units on one port of its memories this cycle (hw/core/banks.py): never, by
+        the compute stage's protocol; the Amaranth simulator's runs check it (hw/sim/core_run.py).
+        ``vta_top`` leaves it unconnected, so synthesis removes it.
     """
 
     def __init__(self, *, cfg, queue_depth=INSN_QUEUE_DEPTH, fetch_ring=32, fetch_burst=8,
@@ -133,6 +137,7 @@ class Core(wiring.Component):
             "ld_mem": Out(self._load.signature.members["mem"].signature),
             "cp_mem": Out(self._compute.signature.members["mem"].signature),
             "st_mem": Out(WriteClientSignature(data_bits=cfg.axi_data_bits)),
+            "bank_conflict": Out(len(SCRATCHPADS)),
         }
         if trace:
             members["trace"] = Out(TraceSignature(cfg))
@@ -149,7 +154,8 @@ class Core(wiring.Component):
         cfg = self._cfg
 
         # -- scratchpads (outside the launch reset: they keep their contents, docs/isa.md §3) ----------
-        _, wr, rd = scratchpad_ports(m, cfg)
+        pads, wr, rd = scratchpad_ports(m, cfg)
+        m.d.comb += self.bank_conflict.eq(Cat(pads[name].conflict for name in SCRATCHPADS))
 
         # -- everything else restarts at launch ---------------------------------------------------
         clear = Signal()

@@ -124,7 +124,10 @@ class Gemm(wiring.Component):
             self.inp_rd.addr.eq(uop.src_idx + off1["src"]),
             self.wgt_rd.addr.eq(uop.wgt_idx + off1["wgt"]),
             self.acc_rd.addr.eq(acc_idx1),
-            self.inp_rd.en.eq(v1), self.wgt_rd.en.eq(v1), self.acc_rd.en.eq(v1),
+            self.inp_rd.en.eq(v1), self.wgt_rd.en.eq(v1),
+            # A held step does not read ACC: the detached ALU may be using the bank's port
+            # (hw/core/banks.py); it reads in the cycle it leaves s1.
+            self.acc_rd.en.eq(v1 & ~stall),
         ]
 
         # -- s2: dot products and ACC forwarding --------------------------------------------------

@@ -68,28 +68,35 @@ def make_memory(cfg, name):
 
 def scratchpad_ports(m, cfg):
     """The scratchpads of :class:`~avta.hw.core.core.Core`, added to ``m`` as submodules
-    ``<name>_mem``, and the ports its units use: ``(memories, write_ports, read_ports)``, dicts
-    by scratchpad name (``alu_acc``, ``alu_out``, ``alu_uop``, ``alu_acc_b`` for the ALU's own,
-    hw/core/compute.py). The compute stage's formal check (formal/blocks/compute.py) builds its
-    scratchpads here too, so it sees the very ports and forwarding of the core."""
-    mems = {name: make_memory(cfg, name) for name in SCRATCHPADS}
-    for name, mem in mems.items():
-        m.submodules[f"{name}_mem"] = mem
-    wr = {name: mems[name].write_port(granularity=geometry(cfg, name).granularity)
-          for name in SCRATCHPADS}
-    # The ALU runs beside the GEMM on ports of its own (hw/core/compute.py): a second write
-    # port on ACC and OUT, a second read port on UOP and ACC (a third with ACC_READ_PORTS 2).
-    for name in ("acc", "out"):
-        wr[f"alu_{name}"] = mems[name].write_port(granularity=geometry(cfg, name).granularity)
-    # ACC reads see the writes of the same cycle (GEMM and ALU forward through them).
-    acc_writes = (wr["acc"], wr["alu_acc"])
-    rd = {name: mems[name].read_port(transparent_for=acc_writes if name == "acc" else ())
-          for name in SCRATCHPADS}
-    rd["alu_uop"] = mems["uop"].read_port()
-    rd["alu_acc"] = mems["acc"].read_port(transparent_for=acc_writes)
+    ``<name>_mem`` (:class:`~.banks.BankedScratchpad`), and the ports its units use:
+    ``(scratchpads, write_ports, read_ports)``, dicts by name (``alu_acc``, ``alu_out``,
+    ``alu_uop``, ``alu_acc_b`` for the ALU's own, hw/core/compute.py). The compute stage's formal
+    check (formal/blocks/compute.py) builds its scratchpads here too, so it sees the very ports
+    and forwarding of the core.
+
+    Every memory has one write and one read port (hw/core/banks.py). The ALU runs beside the
+    GEMM on ports of its own: ACC and OUT are banked (the GEMM and the ALU write different
+    banks), UOP has a copy for the ALU's micro-op reads, and ACC a copy per bank for the ALU's
+    second operand when ``ACC_READ_PORTS`` is 2. ACC reads see the writes of the same cycle (the
+    GEMM and the ALU forward through them)."""
+    from .banks import BankedScratchpad
+    acc_readers = {"acc": 0, "alu_acc": 0}
     if cfg.acc_read_ports == 2:
-        rd["alu_acc_b"] = mems["acc"].read_port(transparent_for=acc_writes)
-    return mems, wr, rd
+        acc_readers["alu_acc_b"] = 1
+    plans = {
+        "uop": dict(writers=("uop",), readers={"uop": 0, "alu_uop": 1}),
+        "inp": dict(writers=("inp",), readers={"inp": 0}),
+        "wgt": dict(writers=("wgt",), readers={"wgt": 0}),
+        "acc": dict(writers=("acc", "alu_acc"), readers=acc_readers, forward=True),
+        "out": dict(writers=("out", "alu_out"), readers={"out": 0}),
+    }
+    pads, wr, rd = {}, {}, {}
+    for name in SCRATCHPADS:
+        pads[name] = pad = BankedScratchpad(cfg, name, **plans[name])
+        m.submodules[f"{name}_mem"] = pad
+        wr |= {w: getattr(pad, f"wr_{w}") for w in plans[name]["writers"]}
+        rd |= {r: getattr(pad, f"rd_{r}") for r in plans[name]["readers"]}
+    return pads, wr, rd
 
 
 def read_signature(geo):

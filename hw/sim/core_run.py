@@ -5,6 +5,7 @@ This is the slow, exact reference for the core alone (no VME, no AXI); tsim runs
 accelerator on Verilator. Use small configurations and short programs.
 """
 
+from avta.isa.memories import SCRATCHPADS
 from avta.isa.registers import COUNTER_NAMES
 from avta.runtime.host import check_bases, run_result
 from avta.sim.memory_knobs import MemoryKnobs
@@ -72,6 +73,16 @@ def run_core(cfg, dram, insn_addr, insn_count, *, bases=None, max_cycles=200_000
             if status == "timeout":
                 return
 
-    background = [model.run] + ([watch(core)] if watch is not None else [])
+    async def no_bank_conflict(ctx):
+        # Two units on one memory port would lose a write or read the wrong row: fail at once.
+        cycle = 0
+        async for _, _, conflict in ctx.tick().sample(core.bank_conflict):
+            cycle += 1
+            if conflict:
+                pads = [name for i, name in enumerate(SCRATCHPADS) if conflict >> i & 1]
+                raise AssertionError(f"{cfg.name}: two units on one port of a {'/'.join(pads)} "
+                                     f"memory in cycle {cycle} (hw/core/banks.py)")
+
+    background = [model.run, no_bank_conflict] + ([watch(core)] if watch is not None else [])
     run_sim(core, bench, background=background, name=f"core-{cfg.name}")
     return results[-1]

@@ -171,13 +171,15 @@ class _Conv2dEmitter:
         GEMM beside it (docs/architecture.md, compute stage)."""
         co0, nco = self._co_range(tile)
         acc, pitch, pixels = self.t.acc_base(va), self.t.acc_pitch, tile.th * tile.tw
+        bias0 = self.t.bias_base(va)        # the bias copy in the buffer's own ACC bank
         if max(nco, pixels) < 1 << ITER_BITS:
             if bias:
-                return UopKernel([(acc, co0)], (Loop(nco, pitch, 1), Loop(pixels, 1, 0)))
+                return UopKernel([(acc, bias0 + co0)], (Loop(nco, pitch, 1), Loop(pixels, 1, 0)))
             return UopKernel([(acc, acc)], (Loop(nco, pitch, pitch), Loop(pixels, 1, 1)))
         rows = [acc + co * pitch for co in range(nco)]
         if bias:
-            return UopKernel([(r, co0 + co) for co, r in enumerate(rows)], self._tile_loops(tile))
+            return UopKernel([(r, bias0 + co0 + co) for co, r in enumerate(rows)],
+                             self._tile_loops(tile))
         return UopKernel([(r, r) for r in rows], self._tile_loops(tile, tile.tw, 1))
 
     def begin_tile(self, tile):
@@ -297,11 +299,14 @@ class _Conv2dEmitter:
 
     def emit(self):
         if self.bufs.bias is not None:
-            # Bias rows stay resident at ACC [0, COB); only the compute stage touches them.
-            self.b.load(MemType.ACC, sram=0, dram=self.bufs.bias, x_size=self.cob)
-            if self.bias_start and self.requant.bias_shift:
-                rows = UopKernel([(0, 0)], [Loop(self.cob, 1, 1)])
-                self.b.alu(rows, AluOp.SHR, imm=-self.requant.bias_shift)    # bias << shift
+            # Bias rows stay resident at ACC [0, COB) of every bank the buffers use (conv_plan);
+            # only the compute stage touches them.
+            for v in range(self.t.acc_banks):
+                base = self.t.bias_base(v)
+                self.b.load(MemType.ACC, sram=base, dram=self.bufs.bias, x_size=self.cob)
+                if self.bias_start and self.requant.bias_shift:
+                    rows = UopKernel([(base, base)], [Loop(self.cob, 1, 1)])
+                    self.b.alu(rows, AluOp.SHR, imm=-self.requant.bias_shift)    # bias << shift
         tasks = [(tile, cit) for tile in _tiles(self.cfg, self.shape, self.t)
                  for cit in range(-(-self.cib // self.t.tci))]
         n_cit = self.n_cit

@@ -16,14 +16,18 @@ Scratchpad regions (rows):
 * WGT: per buffer ``[co][ci][kh][kw]`` of one ``tco × tci`` chunk, or — when a slot for every
   chunk fits — resident: chunk ``(cot, cit)`` in its own slot ``cot · n_ci + cit`` (each loaded
   by the first task that needs it, so computing starts after one chunk, not all the weights);
-* ACC: bias rows ``[0, COB)`` when there is a bias, then per buffer ``tco`` blocks ×
-  ``acc_pitch`` = ``th·tw`` rows.
+* ACC: per buffer ``tco`` blocks × ``acc_pitch`` = ``th·tw`` rows. With several buffers they
+  alternate between ACC's banks (:data:`avta.isa.memories.BANKS`: the compute stage runs one
+  buffer's GEMM beside the other's ALU instructions only on different banks), and each bank
+  starts with its own copy of the bias rows ``[0, COB)`` when there is a bias, so a buffer's ALU
+  instructions read no other bank; with one buffer, the bias rows, then the buffer.
 """
 
 import math
 from dataclasses import dataclass, replace
 
 from avta.isa.formats import PAD_BITS
+from avta.isa.memories import scratchpad
 
 from .conv_cycles import TAIL_STEPS, estimate, lower_bound
 
@@ -102,13 +106,21 @@ class Conv2dTiling:
     bias_rows: int
     reload_weights: bool = False
     inp_resident: bool = False
+    acc_banks: int = 1          # ACC banks the buffers alternate between
+    acc_bank_rows: int = 0      # rows of one of them
 
     def inp_base(self, v):
         """First INP row of buffer ``v`` (or, resident, of slot ``v``)."""
         return v * self.tci * self.inp_pitch
 
     def acc_base(self, v):
-        return self.bias_rows + v * self.tco * self.acc_pitch
+        """First ACC row of buffer ``v``: in bank ``v mod acc_banks``, after its bias rows."""
+        slot = v // self.acc_banks
+        return self.bias_base(v) + self.bias_rows + slot * self.tco * self.acc_pitch
+
+    def bias_base(self, v):
+        """First ACC row of the bias copy that buffer ``v``'s ALU instructions read."""
+        return (v % self.acc_banks) * self.acc_bank_rows
 
     def wgt_base(self, v, kk):
         return 0 if self.wgt_resident else v * self.tco * self.tci * kk
@@ -128,6 +140,13 @@ def _resident_rows(cob, cib, tco, tci, kk):
     return -(-cob // tco) * tco * -(-cib // tci) * tci * kk
 
 
+def _acc_banks(cfg, threads):
+    """``(banks, rows of each)``: the ACC banks ``threads`` buffers alternate between."""
+    pad = scratchpad(cfg, "acc")
+    banks = min(threads, pad.banks)
+    return banks, pad.depth // banks
+
+
 def _misfits(cfg, shape, th, tw, tco, tci, threads, bias):
     """The sentences of :func:`misfits`, lazily (planning asks only whether there is one)."""
     s, kk = shape.stride, shape.kh * shape.kw
@@ -144,10 +163,13 @@ def _misfits(cfg, shape, th, tw, tco, tci, threads, bias):
     if wgt_rows > cfg.wgt_depth:
         yield (f"{threads} x {tco * tci} block(s) of a {shape.kh}x{shape.kw} kernel need "
                f"{wgt_rows} WGT rows, the WGT scratchpad has {cfg.wgt_depth}")
-    if bias_rows + threads * tco * acc_pitch > cfg.acc_depth:
-        yield (f"{bias_rows} bias rows and {threads} x {tco} output tile(s) of {th}x{tw} "
-               f"pixels need {bias_rows + threads * tco * acc_pitch} ACC rows, the ACC "
-               f"scratchpad has {cfg.acc_depth}")
+    banks, bank_rows = _acc_banks(cfg, threads)
+    slots = -(-threads // banks)
+    if bias_rows + slots * tco * acc_pitch > bank_rows:
+        where = (f"in each of {banks} ACC banks, a bank has {bank_rows}" if banks > 1 else
+                 f"the ACC scratchpad has {bank_rows}")
+        yield (f"{bias_rows} bias rows and {slots} x {tco} output tile(s) of {th}x{tw} "
+               f"pixels need {bias_rows + slots * tco * acc_pitch} ACC rows {where}")
     # Loop factors must fit their fields (docs/isa.md §2): dst advances by tw per output row, src by
     # s·TW_in; the GEMM kernel (tco·tci·KK micro-ops) leaves room for the small ALU kernels.
     if tw >= 1 << cfg.acc_factor_bits:
@@ -176,9 +198,11 @@ def tiling_for(cfg, shape, th, tw, tco, tci, threads, *, bias):
     inp_pitch = _window(th, s, shape.kh) * _window(tw, s, shape.kw)
     resident = _resident_rows(cob, cib, tco, tci, kk) <= cfg.wgt_depth
     windows = (shape.n // cfg.batch) * -(-shape.oh // th) * -(-shape.ow // tw) * -(-cib // tci)
+    banks, bank_rows = _acc_banks(cfg, threads)
     return Conv2dTiling(th, tw, tco, tci, threads, resident, inp_pitch, th * tw,
                         cob if bias else 0,
-                        inp_resident=windows * tci * inp_pitch <= cfg.inp_depth)
+                        inp_resident=windows * tci * inp_pitch <= cfg.inp_depth,
+                        acc_banks=banks, acc_bank_rows=bank_rows)
 
 
 #: Cost of one instruction in the tiling score, in bytes moved: fetching and starting an

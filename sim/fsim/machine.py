@@ -18,7 +18,7 @@ from avta.isa.asm import format_insn
 from avta.isa.encoding import INSN_BYTES, codec
 from avta.isa.enums import ErrorCode, MemType, Opcode, Stage
 from avta.isa.legality import check
-from avta.isa.memories import base_alignment, memory, unaligned_bases
+from avta.isa.memories import base_alignment, memory, scratchpad, unaligned_bases
 from avta.isa.registers import COUNTER_NAMES
 from avta.runtime.backend import RunResult
 
@@ -367,8 +367,8 @@ class _Launch:
         alu_free = self.alu_free
         # A GEMM's rows are bounded only when an ALU may run beside it (micro-ops never change
         # during a GEMM or ALU instruction, so after executing it is as good as before).
-        alu_running = alu_free > ready and insn.opcode == Opcode.GEMM and not timing.rows_meet(
-            self._acc_bounds(insn), self.alu_bounds)
+        alu_running = alu_free > ready and insn.opcode == Opcode.GEMM and not timing.banks_meet(
+            self._acc_bounds(insn), self.alu_bounds, scratchpad(self.cfg, "acc").bank_rows)
         if not alu_running:
             ready = max(ready, alu_free)
         waits_from = min(max(start, alu_free), ready)

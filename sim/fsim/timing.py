@@ -18,10 +18,10 @@ runtime's planner uses the same figures):
 The compute stage runs a GEMM beside the ALU instruction before it (hw/core/compute.py): an ALU
 instruction leaves the stage :data:`ALU_DISPATCH` cycle after it starts, runs
 :data:`ALU_LATCH` cycle later than it would alone, and pushes its tokens when it completes; a GEMM
-may start while it runs, unless their ACC rows may meet (:func:`acc_row_bounds`: the ALU's
-bounds as the RTL computes them, the GEMM's smallest and largest dst row), in which case the
-GEMM starts when the ALU has completed (the RTL holds the first step that meets a row; the model
-holds the whole GEMM). The GEMM retires, and pushes, only after the ALU. Anything else waits for
+may start while it runs, unless their ACC rows may meet in a bank (:func:`acc_row_bounds`: the
+ALU's bounds as the RTL computes them, the GEMM's smallest and largest dst row; :func:`banks_meet`),
+in which case the GEMM starts when the ALU has completed (the RTL holds the first step whose bank
+the ALU uses; the model holds the whole GEMM). The GEMM retires, and pushes, only after the ALU. Anything else waits for
 the ALU.
 
 Stages run concurrently: an instruction starts when its stage is free and every token it pops
@@ -39,7 +39,7 @@ from avta.isa.enums import AluOp, Opcode
 from avta.isa.memories import scratchpad_of
 from avta.isa.registers import CYCLE_COUNTERS
 
-__all__ = ["cost", "acc_row_writes", "acc_row_bounds", "rows_meet", "ESTIMATED",
+__all__ = ["cost", "acc_row_writes", "acc_row_bounds", "banks_meet", "ESTIMATED",
            "ALU_DISPATCH", "ALU_LATCH"]
 
 #: Cycles an ALU instruction holds the compute stage before the next instruction may start.
@@ -96,8 +96,11 @@ def acc_row_bounds(insn, nest, depth):
     return bounds
 
 
-def rows_meet(a, b):
-    """Whether two :func:`acc_row_bounds` may share a row (``None`` meets everything)."""
+def banks_meet(a, b, bank_rows):
+    """Whether two :func:`acc_row_bounds` may share an ACC bank of ``bank_rows`` rows (``None``
+    meets everything): a bank has one write and one read port (hw/core/banks.py), so a GEMM runs
+    beside an ALU instruction only on banks the ALU does not use."""
     if a is None or b is None:
         return True
-    return any(lo_a <= hi_b and lo_b <= hi_a for lo_a, hi_a in a for lo_b, hi_b in b)
+    return any(lo_a // bank_rows <= hi_b // bank_rows and lo_b // bank_rows <= hi_a // bank_rows
+               for lo_a, hi_a in a for lo_b, hi_b in b)

@@ -1,8 +1,9 @@
 """GEMM beside a detached ALU instruction (hw/core/compute.py): the result is the one of running
-them one after the other, whatever rows they share, and they overlap only when no row is shared.
+them one after the other, whatever rows they share, and they overlap only when the GEMM's rows are
+in an ACC bank the ALU does not use (hw/core/banks.py: a bank has one write and one read port).
 
-Each program loads micro-ops, INP, WGT and 64 ACC rows, runs one ALU instruction over some rows
-and then one GEMM over others, and stores all 64 rows; fsim runs it one instruction at a time and
+Each program loads micro-ops, INP, WGT and 64 ACC rows at the start of each of ACC's two banks,
+runs one ALU instruction over some rows and then one GEMM over others, and stores those rows; fsim runs it one instruction at a time and
 the DRAM images must agree byte for byte (tests/hw/core/test_core.py's ``compare``)."""
 
 import random
@@ -12,11 +13,13 @@ import pytest
 from avta.isa.config import load_config
 from avta.isa.enums import AluOp, MemType, Opcode
 from avta.isa.insn import AluInsn, GemmInsn, Uop
+from avta.isa.memories import scratchpad
 
 from .test_core import ACC, FINISH, INP, OUT, UOPS, WGT, compare, load, store
 
-ROWS = 64          # ACC rows loaded and stored
+ROWS = 64          # ACC rows loaded and stored at the start of each bank
 STEPS = 24         # rows each instruction walks
+BANK = scratchpad(load_config("tiny"), "acc").bank_rows     # the first row of ACC's bank 1
 
 
 def _program(cfg, alu_uops, gemm_dst, *, alu_op=AluOp.SHR, use_imm=1):
@@ -29,11 +32,14 @@ def _program(cfg, alu_uops, gemm_dst, *, alu_op=AluOp.SHR, use_imm=1):
         load(cfg, MemType.INP, INP, 0, STEPS),
         load(cfg, MemType.WGT, WGT, 0, 1),
         load(cfg, MemType.ACC, ACC, 0, ROWS),
+        load(cfg, MemType.ACC, ACC + 0x400, BANK, ROWS),
         AluInsn(alu_opcode=alu_op, use_imm=use_imm, imm=1, uop_bgn=1, uop_end=1 + n_alu,
                 iter_out=1, iter_in=STEPS // n_alu, dst_factor_in=1, src_factor_in=1),
         GemmInsn(opcode=Opcode.GEMM, uop_bgn=0, uop_end=1, iter_out=1, iter_in=STEPS,
                  dst_factor_in=1, src_factor_in=1, push_next=1),
         store(cfg, OUT, 0, ROWS, pop_prev=1),
+        store(cfg, OUT + 0x100, BANK, ROWS, push_prev=1),
+        GemmInsn(opcode=Opcode.GEMM, pop_next=1),          # FINISH after both stores
         FINISH,
     ]
     return prog, uops
@@ -41,7 +47,9 @@ def _program(cfg, alu_uops, gemm_dst, *, alu_op=AluOp.SHR, use_imm=1):
 
 CASES = {
     # name: (ALU micro-ops (dst, src), GEMM dst, overlaps)
-    "disjoint": ([(0, 0)], 32, True),
+    "other-bank": ([(0, 0)], BANK + 8, True),
+    "same-bank-other-rows": ([(0, 0)], 32, False),
+    "alu-in-both-banks": ([(BANK - 12, BANK - 12)], BANK + 32, False),
     "gemm-writes-alu-dst": ([(0, 0)], 10, False),
     "gemm-writes-alu-src": ([(40, 0)], 8, False),
     "alu-reads-gemm-rows": ([(0, 30)], 34, False),
@@ -58,7 +66,7 @@ def test_gemm_after_alu_equals_one_after_the_other(case):
     # Serial: an empty GEMM between them retires only after the ALU, so the real GEMM starts
     # after the ALU's last write. Overlapped, the two step streams share cycles, and the run is
     # shorter by most of the ALU's STEPS cycles.
-    serial, _ = compare(cfg, prog[:5] + [GemmInsn(opcode=Opcode.GEMM)] + prog[5:], uops)
+    serial, _ = compare(cfg, prog[:6] + [GemmInsn(opcode=Opcode.GEMM)] + prog[6:], uops)
     saved = serial.cycles - got.cycles
     if overlaps:
         assert saved >= STEPS // 2, (serial.cycles, got.cycles)

@@ -1,0 +1,168 @@
+"""A scratchpad built from memories that a block RAM or an SRAM macro can be.
+
+Every memory here has one write port and one synchronous read port (simple dual-port) and no
+read-during-write behaviour of its own, which is what an FPGA block RAM and a compiled SRAM
+macro offer. The units see *logical* ports with the scratchpad's whole row index, as if the
+scratchpad were one memory with as many ports as they need; :class:`BankedScratchpad` maps them
+onto its memories:
+
+* **banks** (:data:`avta.isa.memories.BANKS`): the top bits of a row index pick a bank, each bank
+  a memory of ``depth / banks`` rows. A logical write goes to the bank of its row, and so does a
+  logical read. Two writers or two readers on one bank in one cycle is a *conflict*: the
+  hardware's protocol must avoid it (the compute stage holds a GEMM step whose bank a detached
+  ALU instruction uses, hw/core/compute.py); ``conflict`` reports it for the checks;
+* **copies**: a reader assigned to copy ``c`` reads memories of its own that every write also
+  writes, so two readers that may read in the same cycle (the GEMM's and the ALU's micro-op
+  reads; the ALU's second ACC operand) get a port each;
+* **forwarding** (``forward=True``, for ACC): a read in the cycle of a write to the same row
+  returns the written data, through registers beside the memory (the written row and, per read
+  port, which write enables hit), not through the memory.
+
+A logical read port's ``data`` is valid in the cycle after a read with ``en``; it holds while
+``en`` is low only when the port has its memories to itself (every scratchpad but ACC, whose
+banks the GEMM and the ALU take turns on: their pipelines use each read's data in the next
+cycle).
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import Out
+
+from avta.isa.memories import scratchpad
+
+from .sram import geometry, read_signature, write_signature
+
+__all__ = ["BankedScratchpad", "memory_name"]
+
+
+def memory_name(bank, copy):
+    """The name of the memory of ``bank`` and ``copy`` (``bank0``, ``bank1_copy1``)."""
+    return f"bank{bank}" + (f"_copy{copy}" if copy else "")
+
+
+class BankedScratchpad(wiring.Component):
+    """Scratchpad ``name`` of ``cfg`` with logical ports ``wr_<writer>`` and ``rd_<reader>``.
+
+    Parameters
+    ----------
+    writers : tuple of str
+        The logical write ports, in priority order for a conflict (the first wins).
+    readers : dict
+        Reader name → the copy it reads (0, 1, ...); readers of one copy share its bank ports.
+    forward : bool
+        Reads see the writes of the same cycle (see the module docstring).
+
+    Attributes
+    ----------
+    memories : dict
+        ``(bank, copy)`` → ``amaranth.lib.memory.Memory`` of ``bank_rows`` rows, created here
+        so that a harness can add ports to them (formal/blocks/compute.py preloads them).
+    conflict : Out(1)
+        Two writers, or two readers of one copy, on one bank this cycle.
+    """
+
+    def __init__(self, cfg, name, *, writers, readers, forward=False):
+        self._cfg, self._name = cfg, name
+        self._geo = geo = geometry(cfg, name)
+        pad = scratchpad(cfg, name)
+        self.banks, self.bank_rows = pad.banks, pad.bank_rows
+        self.copies = 1 + max(readers.values())
+        self._writers, self._readers, self._forward = tuple(writers), dict(readers), forward
+        members = {f"wr_{w}": Out(write_signature(geo)) for w in self._writers}
+        members |= {f"rd_{r}": Out(read_signature(geo)) for r in self._readers}
+        members["conflict"] = Out(1)
+        super().__init__(members)
+        self.memories = {(b, c): Memory(shape=unsigned(geo.row_bits), depth=self.bank_rows, init=[])
+                         for b in range(self.banks) for c in range(self.copies)}
+
+    def locate(self, row):
+        """``(bank, index in the bank)`` of logical row ``row`` (an int)."""
+        return divmod(row, self.bank_rows)
+
+    def _split(self, addr):
+        """``(bank, local)`` parts of a logical address signal."""
+        local_bits = self.bank_rows.bit_length() - 1
+        bank = addr[local_bits:] if self.banks > 1 else 0
+        return bank, addr[:local_bits]
+
+    def elaborate(self, platform):
+        m = Module()
+        geo = self._geo
+        chunk = geo.granularity or geo.row_bits
+        conflicts, bank_data = [], {}
+        for (b, c), mem in self.memories.items():
+            m.submodules[memory_name(b, c)] = mem
+
+        for b in range(self.banks):
+            # -- the bank's one write: its writer this cycle, the first in priority order -----
+            port_wr = {c: self.memories[(b, c)].write_port(granularity=geo.granularity)
+                       for c in range(self.copies)}
+            addr, data = Signal(len(port_wr[0].addr)), Signal(geo.row_bits)
+            en = Signal(geo.en_bits, name=f"bank{b}_wr_en")
+            chosen = []
+            for w in reversed(self._writers):
+                port = getattr(self, f"wr_{w}")
+                bank, local = self._split(port.addr)
+                sel = Signal(name=f"bank{b}_wr_{w}")
+                m.d.comb += sel.eq(port.en.any() & (bank == b))
+                with m.If(sel):
+                    m.d.comb += [addr.eq(local), data.eq(port.data), en.eq(port.en)]
+                chosen.append(sel)
+            conflicts.append(_two_or_more(chosen))
+            for port in port_wr.values():
+                m.d.comb += [port.addr.eq(addr), port.data.eq(data), port.en.eq(en)]
+            written = Signal(geo.row_bits, name=f"bank{b}_written")
+            if self._forward:
+                with m.If(en.any()):
+                    m.d.sync += written.eq(data)
+
+            # -- each copy's one read: its reader this cycle -------------------------------------
+            for c in range(self.copies):
+                mem_rd = self.memories[(b, c)].read_port()
+                chosen = []
+                for r in reversed([r for r, copy in self._readers.items() if copy == c]):
+                    port = getattr(self, f"rd_{r}")
+                    bank, local = self._split(port.addr)
+                    sel = Signal(name=f"bank{b}_copy{c}_rd_{r}")
+                    m.d.comb += sel.eq(port.en & (bank == b))
+                    with m.If(sel):
+                        m.d.comb += mem_rd.addr.eq(local)
+                    chosen.append(sel)
+                m.d.comb += mem_rd.en.eq(Cat(chosen).any())
+                conflicts.append(_two_or_more(chosen))
+                out = mem_rd.data
+                if self._forward:
+                    hit = Signal(geo.en_bits, name=f"bank{b}_copy{c}_hit")
+                    with m.If(mem_rd.en):
+                        m.d.sync += hit.eq(en & (addr == mem_rd.addr).replicate(geo.en_bits))
+                    out = Cat(Mux(hit[i], written.word_select(i, chunk),
+                                  mem_rd.data.word_select(i, chunk))
+                              for i in range(geo.en_bits))
+                bank_data[(b, c)] = out
+
+        # -- each reader's data: the bank it read last ------------------------------------------
+        for r, c in self._readers.items():
+            port = getattr(self, f"rd_{r}")
+            if self.banks == 1:
+                m.d.comb += port.data.eq(bank_data[(0, c)])
+                continue
+            bank, _ = self._split(port.addr)
+            read_bank = Signal.like(bank, name=f"{r}_bank")
+            with m.If(port.en):
+                m.d.sync += read_bank.eq(bank)
+            with m.Switch(read_bank):
+                for b in range(self.banks):
+                    with m.Case(b):
+                        m.d.comb += port.data.eq(bank_data[(b, c)])
+        m.d.comb += self.conflict.eq(Cat(conflicts).any())
+        return m
+
+
+def _two_or_more(bits):
+    """1 when at least two of ``bits`` are set."""
+    seen, two = Const(0), Const(0)
+    for bit in bits:
+        two |= seen & bit
+        seen |= bit
+    return two

@@ -1,0 +1,66 @@
+"""Every memory of every shipped configuration is one a block RAM or an SRAM macro can be
+(docs/architecture.md, scratchpad memories): one write port, one read port, no read-during-write
+bypass inside it, and the scratchpads cut into the banks and copies the architecture documents.
+
+The design is elaborated, not synthesized (about a second a configuration); the slow check that
+synthesis maps no memory to flip-flops is `avta fpga`'s."""
+
+import pytest
+from amaranth.hdl import Fragment
+from amaranth.hdl._mem import MemoryInstance
+
+from avta.hw.top import VtaTop
+from avta.isa.config import load_config, shipped_configs
+from avta.isa.memories import SCRATCHPADS, scratchpad
+
+
+def design_memories(cfg):
+    """``{path: MemoryInstance}`` of every memory in ``vta_top`` of ``cfg``."""
+    found = {}
+
+    def walk(fragment, path):
+        if isinstance(fragment, MemoryInstance):
+            found[".".join(path)] = fragment
+        for sub, name, *_ in fragment.subfragments:
+            walk(sub, path + (str(name),))
+    walk(Fragment.get(VtaTop(cfg=cfg), None), ())
+    return found
+
+
+def _expected_copies(cfg, name):
+    if name == "uop":
+        return 2
+    if name == "acc":
+        return cfg.acc_read_ports
+    return 1
+
+
+@pytest.mark.parametrize("name", shipped_configs())
+def test_every_memory_has_one_write_and_one_read_port(name):
+    cfg = load_config(name)
+    memories = design_memories(cfg)
+    assert memories
+    for path, memory in memories.items():
+        assert len(memory._write_ports) == 1, path
+        assert len(memory._read_ports) == 1, path
+        port = memory._read_ports[0]
+        assert port._transparent_for == (), f"{path}: a read-during-write bypass inside the memory"
+
+
+@pytest.mark.parametrize("name", shipped_configs())
+@pytest.mark.parametrize("ports", [1, 2])
+def test_scratchpads_are_the_documented_banks_and_copies(name, ports):
+    cfg = load_config(name).replace(acc_read_ports=ports)
+    memories = design_memories(cfg)
+    for pad in SCRATCHPADS:
+        info = scratchpad(cfg, pad)
+        mine = {path: m for path, m in memories.items() if path.startswith(f"core.{pad}_mem.")}
+        copies = _expected_copies(cfg, pad)
+        assert len(mine) == info.banks * copies, (pad, sorted(mine))
+        for path, memory in mine.items():
+            assert memory._data.depth == info.bank_rows, path
+            assert memory._data.shape.width == info.row_bits, path
+            # Scratchpads read synchronously, as a block RAM or an SRAM macro does.
+            assert memory._read_ports[0]._domain == "sync", path
+    # ACC and OUT are split in halves: the GEMM and the detached ALU each write their own.
+    assert scratchpad(cfg, "acc").banks == scratchpad(cfg, "out").banks == 2
