@@ -45,6 +45,13 @@ SCRATCHPADS = ("uop", "inp", "wgt", "acc", "out")
 #: beside an ALU instruction only on banks the ALU does not use.
 BANKS = {"acc": 2, "out": 2}
 
+
+def _copies(cfg, name):
+    # A reader that may read in the same cycle as another reader of the scratchpad gets a copy
+    # of its own, which every write also writes (hw/core/sram.py assigns the readers): the
+    # ALU's micro-op reads beside the GEMM's, and the ALU's second ACC operand.
+    return {"uop": 2, "acc": cfg.acc_read_ports}.get(name, 1)
+
 #: Memory type → (scratchpad, base register key, byte counter, stage that executes it). This is the
 #: only place the mapping is written; docs/isa.md §2 (types), §3.1 (stages), docs/architecture.md
 #: (base registers, counters).
@@ -139,11 +146,14 @@ class RowLayout:
 
 @dataclass(frozen=True)
 class Scratchpad:
-    """One on-chip memory: ``depth`` rows of layout ``row``."""
+    """One on-chip memory: ``depth`` rows of layout ``row``, built (hw/core/banks.py) from
+    ``banks`` memories of ``depth / banks`` rows (a row's bank is its index's top bits), each
+    held ``copies`` times (one per reader that may read beside another)."""
     name: str
     row: RowLayout
     depth: int
     banks: int = 1
+    copies: int = 1
 
     row_bits = property(lambda self: self.row.row_bits)
     row_bytes = property(lambda self: self.row.row_bytes)
@@ -229,7 +239,8 @@ def scratchpads(cfg):
     out = {}
     for name, row in row_layouts(cfg).items():
         depth = _depth(cfg, name, row)
-        out[name] = Scratchpad(name, row, depth, min(BANKS.get(name, 1), depth))
+        out[name] = Scratchpad(name, row, depth, min(BANKS.get(name, 1), depth),
+                               _copies(cfg, name))
     return out
 
 

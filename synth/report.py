@@ -121,9 +121,11 @@ def synth_report(cfg, technology, result, *, logic=None):
     macros, flop_memories = [], []
     for m in result.memories:
         if m["macro"]:
-            # Scratchpads by name, other memories by path (vta_top.core.run.ld_insn_q.fifo/...).
+            # Scratchpads by name and bank (acc/bank1), other memories by path
+            # (ld_insn_q.fifo/storage).
             path = f"{m['module'].removeprefix('vta_top.core.run.')}/{m['name']}"
-            macros.append({"memory": m["scratchpad"] or path,
+            name = f"{m['scratchpad']}/{m['name']}" if m["scratchpad"] else path
+            macros.append({"memory": name,
                            "count": m["count"], "master": m["macro"],
                            "area_um2": m["macro_um2"], "scratchpad": m["scratchpad"] is not None})
         else:

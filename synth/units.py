@@ -7,6 +7,8 @@ blocks: ``gemm`` and ``alu`` are the compute units of those names, ``ctrl`` is a
 (:data:`FLOORPLAN_BLOCK`).
 """
 
+from avta.isa.memories import SCRATCHPADS
+
 __all__ = ["UNITS", "unit_of", "FLOORPLAN_BLOCK"]
 
 #: unit -> (what it is, module path prefixes below ``vta_top``).
@@ -24,6 +26,8 @@ UNITS = {
                ("core.run.ld_insn_q", "core.run.cp_insn_q", "core.run.st_insn_q",
                 "core.run.tok_l2c", "core.run.tok_c2l", "core.run.tok_c2s",
                 "core.run.tok_s2c")),
+    "scratchpad_ports": ("the scratchpads' bank routing and ACC's forwarding registers, beside "
+                         "their memories", tuple(f"core.{name}_mem" for name in SCRATCHPADS)),
     "memory_engine": ("AXI manager: read arbiter, read and write engines", ("vme",)),
     "control_registers": ("AXI4-Lite control registers (VCR)", ("vcr",)),
     "glue": ("top-level wiring and the core's own logic", ("", "core", "core.run")),

@@ -108,7 +108,9 @@ def synthesize(cfg, technology, *, cache=True, log=None):
     memories = plan_memories(rtlil, cfg, technology)
     script = yosys_script([(m.module, m.name) for m in memories if m.macro])
     version = _yosys_version()
-    key = hashlib.sha256("\0".join([rtlil, script, version, str(SCRIPT_VERSION)]).encode()
+    # The memory plan is stored with the result, so it is part of the key too.
+    plan = json.dumps([vars(m) for m in memories], sort_keys=True)
+    key = hashlib.sha256("\0".join([rtlil, script, plan, version, str(SCRIPT_VERSION)]).encode()
                          ).hexdigest()[:24]
     path = _cache_dir() / f"{key}.json"
     if cache and path.exists():

@@ -1,8 +1,10 @@
 """The memory-macro inventory of a VTA configuration.
 
-Each scratchpad (docs/isa.md §1) is a row width x depth memory. It is cut into legal SRAM macros of
-the technology: ``banks`` macros deep (each ``depth / banks`` words, within ``max_words``) and
-``columns`` macros wide (each ``row_bits / columns`` bits). The row of every scratchpad is made
+Each scratchpad (docs/isa.md §1) is a row width x depth memory, which the RTL builds from banks and
+copies (docs/architecture.md, scratchpad memories; :class:`avta.isa.memories.Scratchpad`). It is
+cut into legal SRAM macros of the technology: the depth into word ranges (at least the RTL's
+banks, each within ``max_words``), each range held once per RTL copy, so ``banks`` macros per
+column (word ranges × copies), and ``columns`` macros wide (each ``row_bits / columns`` bits). The row of every scratchpad is made
 of *lanes*, the bits that feed or hold one output channel, so a column of macros can be handed to
 the part of the datapath that uses it (the ACC-centric tiling of the Intel Labs paper, §IV.B):
 
@@ -50,7 +52,8 @@ class MacroSlot:
 
 @dataclass(frozen=True)
 class MemoryPlan:
-    """How one scratchpad is cut: ``columns`` x ``banks`` macros of ``words`` x ``bits``."""
+    """How one scratchpad is cut: ``columns`` x ``banks`` macros of ``words`` x ``bits``, the
+    ``banks`` of a column being ``banks / copies`` word ranges, each held ``copies`` times."""
     memory: str
     row_bits: int
     depth: int
@@ -59,8 +62,9 @@ class MemoryPlan:
     columns: int
     banks: int
     master: object
+    copies: int = 1
 
-    words = property(lambda self: self.depth // self.banks)
+    words = property(lambda self: self.depth * self.copies // self.banks)
     bits = property(lambda self: self.row_bits // self.columns)
     count = property(lambda self: self.columns * self.banks)
 
@@ -113,12 +117,14 @@ def _lanes(cfg):
     return out
 
 
-def _split(memory, lane_bits, lanes, depth, technology, *, max_bits):
+def _split(memory, lane_bits, lanes, depth, technology, *, max_bits, cfg):
     row_bits = lane_bits * lanes
-    if depth < technology.min_words:
-        raise ValueError(f"{memory}: depth {depth} is shallower than the {technology.min_words}-"
-                         f"word minimum macro of {technology.name}; it needs flip-flops, not SRAM")
-    banks = 1
+    pad = scratchpads(cfg)[memory]
+    if pad.bank_rows < technology.min_words:
+        raise ValueError(f"{memory}: a bank of {pad.bank_rows} words is shallower than the "
+                         f"{technology.min_words}-word minimum macro of {technology.name}; it "
+                         f"needs flip-flops, not SRAM")
+    banks = pad.banks           # a macro never spans two of the RTL's banks
     while depth // banks > technology.max_words:
         banks *= 2
     words = depth // banks
@@ -129,8 +135,8 @@ def _split(memory, lane_bits, lanes, depth, technology, *, max_bits):
         raise ValueError(f"{memory}: no legal macro holds a {words}-word slice of its {row_bits}-"
                          f"bit row in {technology.name}: "
                          f"{technology.sram_problem(words, 1) or 'no width divides the row'}")
-    return MemoryPlan(memory, row_bits, depth, lane_bits, lanes, row_bits // bits, banks,
-                      technology.sram(words, bits))
+    return MemoryPlan(memory, row_bits, depth, lane_bits, lanes, row_bits // bits,
+                      banks * pad.copies, technology.sram(words, bits), pad.copies)
 
 
 def plan_inventory(cfg, technology, *, tiles=None):
@@ -141,7 +147,8 @@ def plan_inventory(cfg, technology, *, tiles=None):
     ACC macro is shared between two tiles.
     """
     lanes = _lanes(cfg)
-    natural = {m: _split(m, *lanes[m], technology, max_bits=technology.max_bits) for m in lanes}
+    natural = {m: _split(m, *lanes[m], technology, max_bits=technology.max_bits, cfg=cfg)
+               for m in lanes}
     if tiles is None:
         lanes_per_tile = max(1, *(int(natural[m].lanes_per_column) for m in TILED))
         tiles = cfg.block_out // lanes_per_tile
@@ -154,6 +161,6 @@ def plan_inventory(cfg, technology, *, tiles=None):
         lane_bits, count, depth = lanes[memory]
         share = lane_bits * count // tiles
         plans[memory] = _split(memory, lane_bits, count, depth, technology,
-                               max_bits=min(technology.max_bits, share))
+                               max_bits=min(technology.max_bits, share), cfg=cfg)
     return Inventory(plans, tiles)
 

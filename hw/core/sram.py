@@ -93,6 +93,8 @@ def scratchpad_ports(m, cfg):
     pads, wr, rd = {}, {}, {}
     for name in SCRATCHPADS:
         pads[name] = pad = BankedScratchpad(cfg, name, **plans[name])
+        # The copies are avta.isa.memories' fact (the floorplan and area count them there).
+        assert pad.copies == scratchpad(cfg, name).copies, (name, pad.copies)
         m.submodules[f"{name}_mem"] = pad
         wr |= {w: getattr(pad, f"wr_{w}") for w in plans[name]["writers"]}
         rd |= {r: getattr(pad, f"rd_{r}") for r in plans[name]["readers"]}

@@ -14,7 +14,10 @@ def test_inventory_covers_every_bit_with_legal_macros(shipped_cfg):
     inventory = plan_inventory(shipped_cfg, TECH)
     for pad in shipped_cfg.scratchpads:
         plan = inventory[pad.name]
-        assert plan.count * plan.words * plan.bits == pad.depth * pad.row_bits
+        # Every bank and copy of the RTL (docs/architecture.md, scratchpad memories) is whole
+        # macros: none spans two banks, and each copy has macros of its own.
+        assert plan.count * plan.words * plan.bits == pad.depth * pad.row_bits * pad.copies
+        assert pad.bank_rows % plan.words == 0 and plan.banks % (pad.banks * pad.copies) == 0
         assert TECH.sram_problem(plan.words, plan.bits) is None
         assert plan.master is TECH.sram(plan.words, plan.bits)
         assert len(plan.slots()) == plan.count
@@ -24,11 +27,12 @@ def test_inventory_covers_every_bit_with_legal_macros(shipped_cfg):
         assert inventory[memory].columns % inventory.tiles == 0
 
 
-# One row per configuration: tiles, then (columns, banks, words, bits) of wgt and acc.
+# One row per configuration: tiles, then (columns, banks, words, bits) of wgt and acc (ACC is at
+# least its two RTL banks deep).
 EXPECTED = {
-    "default": (2, (8, 1, 1024, 256), (2, 1, 2048, 256)),
-    "huge": (8, (512, 1, 32, 64), (8, 1, 512, 256)),
-    "tiny": (1, (1, 1, 256, 128), (1, 1, 256, 128)),
+    "default": (2, (8, 1, 1024, 256), (2, 2, 1024, 256)),
+    "huge": (8, (512, 1, 32, 64), (8, 2, 256, 256)),
+    "tiny": (1, (1, 1, 256, 128), (1, 2, 128, 128)),
     "big_acc": (2, (8, 1, 1024, 256), (2, 4, 2048, 256)),
 }
 

@@ -24,6 +24,16 @@ def written(request, tmp_path_factory):
     return plan, violations, paths
 
 
+#: default's macros: UOP 2 copies x 4 word ranges, INP 1, WGT 8 columns, ACC 2 columns x 2 banks,
+#: OUT 2 banks (docs/architecture.md, scratchpad memories).
+DEFAULT_MACROS = 23
+
+
+def test_default_has_the_macros_counted_here():
+    from avta.isa.config import load_config
+    assert build_floorplan(load_config("default"), "tiled").inventory.macro_count == DEFAULT_MACROS
+
+
 def test_every_output_is_written_with_its_name(written):
     plan, violations, paths = written
     assert violations == []
@@ -41,7 +51,7 @@ def test_def_reads_back(written, def_reader):
     die = fp.die_rect
     assert data["diearea"] == ((0, 0), (die.x1, die.y1))
     macros = {p.path: p for p in fp.macros()}
-    assert len(data["components"]) == len(macros) == 16
+    assert len(data["components"]) == len(macros) == DEFAULT_MACROS
     for comp in data["components"]:
         p = macros[comp["name"]]
         assert comp["master"] == p.master.name and comp["status"] == "PLACED"
@@ -79,7 +89,7 @@ def test_hammer_yaml_parses_and_matches(written):
     assert top["width"] == pytest.approx(fp.um(fp.die_rect.width))
     assert top["margins"]["left"] == pytest.approx(fp.um(fp.core_margin))
     hard = {e["path"]: e for e in entries if e["type"] == "hardmacro"}
-    assert len(hard) == 16
+    assert len(hard) == DEFAULT_MACROS
     for p in fp.macros():
         e = hard[f"{fp.name}/{p.path}"]
         assert (e["x"], e["y"]) == (pytest.approx(fp.um(p.rect.x0)), pytest.approx(fp.um(p.rect.y0)))
@@ -96,7 +106,7 @@ def test_svg_is_xml_with_every_macro(written):
     ns = {"s": "http://www.w3.org/2000/svg"}
     rects = root.findall("s:rect", ns)
     macro_fill = [r for r in rects if r.get("stroke") == "#1f1f1f"]
-    assert len(macro_fill) == 16
+    assert len(macro_fill) == DEFAULT_MACROS
     texts = [t.text for t in root.findall("s:text", ns)]
     assert f"VTA {plan.name}" in texts
     assert any("wire estimate" in t for t in texts)
@@ -114,7 +124,7 @@ def test_json_holds_instances_report_and_buses(written):
     plan, _, paths = written
     data = json.loads(paths["json"].read_text())
     macros = [i for i in data["instances"] if i["kind"] == "macro"]
-    assert len(macros) == 16 and data["dbu_per_micron"] == 2000
+    assert len(macros) == DEFAULT_MACROS and data["dbu_per_micron"] == 2000
     assert data["report"]["wire_mm"] == pytest.approx(plan.wires.total_mm)
     assert data["violations"] == []
     assert sum(b["bits"] for b in data["buses"] if b["name"].startswith("wgt->gemm")) == \
@@ -127,7 +137,7 @@ def test_tcl_places_every_macro(written):
     text = paths["tcl"].read_text()
     placed = re.findall(r"^place_macro -macro_name \{(\S+)\} -location \{(\S+) (\S+)\} "
                         r"-orientation (R0|R180|MX|MY) -exact$", text, re.M)
-    assert len(placed) == 16
+    assert len(placed) == DEFAULT_MACROS
     for path, x, y, orient in placed:
         p = fp.find(path)
         assert (float(x), float(y)) == (fp.um(p.rect.x0), fp.um(p.rect.y0))

@@ -11,6 +11,7 @@ from avta.floorplan.vta.logic import TERMS, quantities
 from avta.synth.calibrate import CALIBRATION, HELD_OUT, fit, point_config
 from avta.synth.cells import UnknownCell, cell_area
 from avta.synth.memories import plan_memories, rtlil_memories
+from avta.isa.memories import scratchpad
 from avta.synth.report import model_report
 from avta.synth.units import UNITS, unit_of
 from avta.synth.yosys import design_rtlil, yosys_script
@@ -38,6 +39,7 @@ def tiny_cfg_module():
     ("vta_top.core.run.fetch.decode", "fetch"), ("vta_top.core.run.ld_ctrl", "load"),
     ("vta_top.core.run.store.queue", "store"), ("vta_top.core.run.st_insn_q.fifo", "queues"),
     ("vta_top.core.run.tok_c2s", "queues"), ("\\vta_top.vme.reader", "memory_engine"),
+    ("vta_top.core.acc_mem", "scratchpad_ports"), ("vta_top.core.uop_mem", "scratchpad_ports"),
     ("vta_top.vcr", "control_registers"),
 ])
 def test_modules_belong_to_their_unit(module, unit):
@@ -70,14 +72,18 @@ def test_scratchpads_are_the_floorplans_macros_and_small_memories_flops(tiny_rtl
     cfg = tiny_cfg_module
     declared = rtlil_memories(tiny_rtlil)
     memories = {m.path: m for m in plan_memories(tiny_rtlil, cfg, TECH)}
-    assert len(memories) == len(declared) == 10
+    assert len(memories) == len(declared) == 13
     inventory = plan_inventory(cfg, TECH)
     for pad in ("uop", "inp", "wgt", "acc", "out"):
-        m = memories[f"vta_top.core/{pad}_mem"]
-        plan = inventory[pad]
-        assert (m.scratchpad, m.macro, m.count) == (pad, plan.master.name, plan.count)
-        assert m.macro_um2 == pytest.approx(plan.count * TECH.um(plan.master.width)
-                                            * TECH.um(plan.master.height))
+        # Each bank and copy of the scratchpad is its share of the floorplan's macros.
+        mine = [m for path, m in memories.items() if path.startswith(f"vta_top.core.{pad}_mem/")]
+        info, plan = scratchpad(cfg, pad), inventory[pad]
+        assert len(mine) == info.banks * info.copies
+        for m in mine:
+            assert (m.scratchpad, m.macro) == (pad, plan.master.name)
+        assert sum(m.count for m in mine) == plan.count
+        assert sum(m.macro_um2 for m in mine) == pytest.approx(
+            plan.count * TECH.um(plan.master.width) * TECH.um(plan.master.height))
     for queue in ("ld", "cp", "st"):        # 511 x 160: a legal SRAM
         m = memories[f"vta_top.core.run.{queue}_insn_q.fifo/storage"]
         assert m.scratchpad is None and m.macro == "sram45_511x160" and m.macro_um2 > 0
