@@ -68,10 +68,11 @@ def _check_plant(names):
                         f"--list-faults): {', '.join(ALL_FAULTS)}") from None
 
 
-def run_formal(cfg, *, blocks=None, faults=(), jobs=1, output, solver=None, timeout=600.0,
+def run_formal(cfg, *, blocks=None, faults=(), jobs=1, output, solver=None, timeout=None,
                log=None):
     """Run every check of ``blocks`` (all by default; a name ``BLOCK.PROPERTY`` selects one
-    property) for ``cfg``; the :class:`Result` list in table order. A failed check leaves its counterexample in ``output/counterexamples/`` as a
+    property) for ``cfg``; the :class:`Result` list in table order. Each check runs for at
+    most ``timeout`` seconds, or by default its own budget (:attr:`Check.budget`). A failed check leaves its counterexample in ``output/counterexamples/`` as a
     VCD and a replay test (:mod:`avta.formal.replay`)."""
     blocks = _check_blocks(blocks or list(BLOCKS))
     faults = _check_plant(faults)
@@ -81,7 +82,7 @@ def run_formal(cfg, *, blocks=None, faults=(), jobs=1, output, solver=None, time
     with progress(len(checks), "formal", unit="check") as bar, \
             ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = {pool.submit(run_check, c, output / "work" / c.block / c.name, solver=solver,
-                               timeout=timeout): c for c in checks}
+                               timeout=timeout or c.budget): c for c in checks}
         for future in as_completed(futures):
             check = futures[future]
             result = results[check.key] = future.result()
@@ -113,7 +114,7 @@ def cmd_formal(args):
     cfg = load_config(args.config)
     if args.jobs < 1:
         raise UserError(f"-j {args.jobs}: give at least one job")
-    if args.timeout <= 0:
+    if args.timeout is not None and args.timeout <= 0:
         raise UserError(f"--timeout {args.timeout:g}: give a positive number of seconds")
     blocks = _check_blocks(args.block or list(BLOCKS))
     faults = _check_plant(args.plant or ())

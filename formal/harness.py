@@ -105,6 +105,10 @@ class Harness(Elaboratable):
         return m
 
 
+#: The seconds a check may run unless it says otherwise (:attr:`Check.budget`).
+DEFAULT_BUDGET = 600.0
+
+
 @dataclass(frozen=True)
 class Check:
     """One property of one block, with its depths.
@@ -131,6 +135,10 @@ class Check:
         is a proof (``depth`` is ignored). k-induction would only repeat the same question
         under the extra hypothesis of an unrelated earlier cycle, which for arithmetic
         equivalences made the solver several times slower.
+    budget : the seconds the check may run by default (``avta formal --timeout`` sets one
+        limit for every check instead): :data:`DEFAULT_BUDGET`, or for the long checks about
+        twice their longest time measured on a two-core machine (docs/formal.md), so a first
+        run on a busy machine does not fail on time.
     """
     block: str
     name: str
@@ -143,6 +151,7 @@ class Check:
     base_depth: int | None = None
     solver: str = "yices"
     combinational: bool = False
+    budget: float = DEFAULT_BUDGET
 
     @property
     def key(self):

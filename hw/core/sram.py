@@ -1,9 +1,10 @@
 """Scratchpad geometry shared by the units that read and write them (docs/isa.md §1, §3).
 
-The scratchpads themselves are ``amaranth.lib.memory.Memory`` instances created by
-:class:`avta.hw.core.core.Core` under the names of :data:`SCRATCHPADS`; the units reach them
-through read and write ports whose signatures come from here, so every address width, row width
-and write granularity is derived once from the configuration.
+The scratchpads themselves are :class:`~.banks.BankedScratchpad` submodules of
+:class:`avta.hw.core.core.Core` (:func:`scratchpad_ports`), each built from memories of one write
+and one read port; the units reach them through logical read and write ports whose signatures
+come from here, so every address width, row width and write granularity is derived once from the
+configuration.
 
 Write granularity: a load whose DRAM element is wider than the bus writes a row one beat at a
 time, so that row's write port has one enable per bus-width chunk (``granularity`` = bus bits,

@@ -221,6 +221,25 @@ def test_timeout_is_reported_never_passed(tmp_path):
     assert result.status == "timeout" and not result.ok
 
 
+def test_each_check_runs_for_its_own_budget_unless_told(tmp_path, monkeypatch):
+    import avta.formal.cli as formal_cli
+    seen = {}
+
+    def record(check, folder, *, solver=None, timeout):
+        seen[check.key] = timeout
+        return run_check(check, folder, solver=solver, timeout=0.001)
+    monkeypatch.setattr(formal_cli, "run_check", record)
+    cfg = load_config("tiny")
+    names = ["read_engine.order", "compute.overlap", "tokens"]
+    formal_cli.run_formal(cfg, blocks=names, output=tmp_path)
+    assert seen["read_engine.order"] == find_check("read_engine", "order", cfg).budget > 600
+    assert seen["compute.overlap"] == find_check("compute", "overlap", cfg).budget > 600
+    tokens = [timeout for key, timeout in seen.items() if key.startswith("tokens.")]
+    assert tokens and set(tokens) == {600}
+    formal_cli.run_formal(cfg, blocks=names, output=tmp_path, timeout=42)
+    assert set(seen.values()) == {42}
+
+
 def test_list_faults_and_bad_names(capsys):
     assert main(["formal", "--list-faults"]) == 0
     assert capsys.readouterr().out.split() == list(ALL_FAULTS)
