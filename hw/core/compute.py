@@ -12,14 +12,16 @@ the other (docs/isa.md §3.3, §3.4), and the ALU is the older, so the GEMM must
 row the ALU still reads or writes. When the ALU starts, its micro-op is read and the rows it uses
 are bounded: with one micro-op ``u`` (the common case: a pass over a tile), dst rows lie in
 ``u.dst + [0, (iter_out − 1)·dst_factor_out + (iter_in − 1)·dst_factor_in]`` and src rows
-likewise. A GEMM step whose ACC row falls in either range, or any step while the ranges are not
-known (several micro-ops, indices that wrap, the cycle after the ALU starts), is held in the
-GEMM's s1 until the ALU completes. So the GEMM runs at full speed on other rows (a virtual
-thread's next tile while the previous one is requantized) and waits otherwise.
+likewise. A GEMM step whose ACC row lies in a bank either range reaches (ACC is two banks of
+one write and one read port each, hw/core/banks.py), or any step while the ranges are not known
+(several micro-ops, indices that wrap, the cycle after the ALU starts), is held in the GEMM's s1
+until the ALU completes. So the GEMM runs at full speed in the other bank (a virtual thread's
+next tile while the previous one is requantized) and waits otherwise.
 
 Ports per unit: the GEMM and the loads share ``uop_rd``/``acc_rd``/``acc_wr``/``out_wr`` (a load
-runs only when no unit does); the ALU has its own (``alu_*``), so the scratchpads UOP and ACC have
-a second read port, ACC a third when ``ACC_READ_PORTS`` is 2, and ACC and OUT a second write port.
+runs only when no unit does); the ALU has its own (``alu_*``): logical ports, which the
+scratchpads map onto their banks and copies (a UOP copy for the ALU's micro-op reads, an ACC copy
+for its second operand when ``ACC_READ_PORTS`` is 2; ACC and OUT banks for the two writers).
 """
 
 from amaranth.hdl import Cat, Module, Signal, unsigned
@@ -81,7 +83,8 @@ class Compute(wiring.Component):
     uop_wr, uop_rd, inp_rd, wgt_rd, acc_rd, acc_wr, out_wr
         Scratchpad ports of the loads and the GEMM.
     alu_uop_rd, alu_acc_rd, alu_acc_rd_b (ACC_READ_PORTS = 2), alu_acc_wr, alu_out_wr
-        The ALU's. Every ACC read port is transparent to both ACC write ports.
+        The ALU's. Every ACC read port returns the writes of the same cycle to its row (the
+        scratchpad forwards them, hw/core/banks.py).
     gemm_step, alu_step, acc_write : Out(1)
         Counter events: a GEMM / ALU micro-op step issued, an ACC row written this cycle.
     count, count_valid : Out
