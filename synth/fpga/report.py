@@ -22,6 +22,9 @@ NEXTPNR_RESOURCE = {"lut4": "TRELLIS_COMB", "ff": "TRELLIS_FF", "dp16kd": "DP16K
 _STAT_COLUMNS = {"LUT4": "lut4", "CCU2C": "ccu2c", "TRELLIS_FF": "ff", "DP16KD": "dp16kd",
                  "PDPW16KD": "dp16kd", "MULT18X18D": "mult18", "TRELLIS_DPR16X4": "lutram"}
 
+_CELL_NAMES = {"$__PDPW16KD_": "DP16KD (36 bits)", "$__DP16KD_": "DP16KD",
+               "$__TRELLIS_DPR16X4_": "LUT RAM", "ff": "flip-flops"}
+
 
 def _modules(stat):
     return {name.lstrip("\\"): data.get("num_cells_by_type", {})
@@ -84,7 +87,9 @@ class FpgaReport:
     """What ``avta fpga`` prints and writes as JSON: ``resources`` (resource -> used,
     available), ``units`` (unit -> Yosys cell counts), ``fmax_mhz``, ``critical``
     (:func:`critical_path`), ``over`` (resources the design lacks), ``wrapper`` (what the
-    out-of-context wrapper adds) and where it came from."""
+    out-of-context wrapper adds), where it came from (``run``), and ``memories`` (memory path
+    as the plan names it, ``vta_top.core.acc_mem`` -> what Yosys mapped it to: a RAM cell
+    type or ``ff``)."""
     design: str
     device: str
     resources: dict
@@ -94,6 +99,7 @@ class FpgaReport:
     over: dict
     wrapper: dict
     run: dict
+    memories: dict
 
     @property
     def fits(self):
@@ -118,6 +124,9 @@ class FpgaReport:
         for unit, c in self.units.items():
             out.append(f"  {unit:<22}{c['lut4']:>8,}{c['ccu2c']:>7,}{c['ff']:>8,}"
                        f"{c['lutram']:>7,}{c['dp16kd']:>7,}{c['mult18']:>7,}")
+        out += ["", "  memories as synthesized: " + (", ".join(
+            f"{path.removeprefix('vta_top.')} {_CELL_NAMES.get(cell, cell)}"
+            for path, cell in self.memories.items()) or "none")]
         out.append("")
         if self.over:
             out.append("  does not fit: " + ", ".join(
@@ -161,7 +170,11 @@ def build_report(design, device, result, *, top, wrapper_cost, unit_of=None):
         resources = {r: [n, have[r]] for r, n in needs_from_stat(result.stat).items()}
         fmax, critical = None, None
     ffs, luts = wrapper_cost
+    memories = {}
+    for where, cell in result.memories.items():
+        module, name = where.split("/")
+        memories[f"{module.removeprefix(top + '.')}.{name}"] = cell
     return FpgaReport(design, device.name, resources, units, fmax and round(fmax, 2), critical,
                       dict(result.over), {"ffs": ffs, "luts": luts},
                       {"key": result.key, "seed": result.seed, "cached": result.cached,
-                       "seconds": result.seconds, "versions": result.versions})
+                       "seconds": result.seconds, "versions": result.versions}, memories)
