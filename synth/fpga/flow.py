@@ -75,9 +75,11 @@ class FpgaResult:
 
 def yosys_script():
     """The Yosys script: ``design.il`` in, ``netlist.json`` and ``stat.json`` out."""
+    # -noabc9: Yosys 0.70's ABC9 fails on vta_top (an assertion in abc_ops_reintegrate,
+    # "GetSize(conn.first) == GetSize(conn.second)"); the classic ABC maps it.
     return "\n".join([
         "read_rtlil design.il",
-        f"synth_ecp5 -noflatten -top {TOP} -json netlist.json",
+        f"synth_ecp5 -noflatten -noabc9 -top {TOP} -json netlist.json",
         "tee -q -o stat.json stat -json", ""])
 
 
@@ -107,7 +109,11 @@ def _run(tool, args, cwd, bar=None, log_name=None):
     if log_name:
         Path(cwd, log_name).write_text("".join(lines))
     if proc.returncode:
-        tail = "".join(lines[-25:])
+        # The tool's own log (-l) ends with its error; its stdout may stop short of it.
+        own = next((Path(cwd, a) for a in args if a.endswith(".log")), None) if cwd else None
+        tail = "".join(lines[-15:])
+        if own is not None and own.exists():
+            tail += "\n--- " + own.name + " ---\n" + "\n".join(own.read_text().splitlines()[-15:])
         raise ToolFailed(f"{tool} failed ({proc.returncode}):\n{tail}")
     return "".join(lines)
 
