@@ -75,11 +75,16 @@ class FpgaResult:
 
 def yosys_script():
     """The Yosys script: ``design.il`` in, ``netlist.json`` and ``stat.json`` out."""
-    # -noabc9: Yosys 0.70's ABC9 fails on vta_top (an assertion in abc_ops_reintegrate,
-    # "GetSize(conn.first) == GetSize(conn.second)"); the classic ABC maps it.
+    # synth_ecp5 maps LUTs with ABC9, which in Yosys 0.70 fails on vta_top (an assertion in
+    # abc_ops_reintegrate, "GetSize(conn.first) == GetSize(conn.second)") and has no option to
+    # avoid it; its map_luts step is run here with the classic ABC instead.
     return "\n".join([
         "read_rtlil design.il",
-        f"synth_ecp5 -noflatten -noabc9 -top {TOP} -json netlist.json",
+        f"synth_ecp5 -noflatten -top {TOP} -run begin:map_luts",
+        "techmap -map +/lattice/latches_map.v",
+        "abc -lut 4:7 -dress",
+        "clean",
+        f"synth_ecp5 -noflatten -top {TOP} -run map_cells: -json netlist.json",
         "tee -q -o stat.json stat -json", ""])
 
 
