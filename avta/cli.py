@@ -383,6 +383,28 @@ def build_parser():
                    help="fit the floorplan's logic model to the synthesis of the calibration "
                         "configurations and print its error there and on held-out ones")
     p.set_defaults(run=_lazy("avta.synth.cli", "cmd_area"))
+
+    p = sub.add_parser("fpga", help="a configuration on an ECP5 FPGA: memory plan, synthesis, "
+                                    "place and route, Fmax",
+                       description="Print the memory plan of a configuration on an ECP5 (what "
+                                   "every memory maps to), then synthesize it with synth_ecp5 "
+                                   "and place and route it with nextpnr-ecp5 inside an "
+                                   "out-of-context wrapper: resources, per unit, Fmax and the "
+                                   "critical path (cached). Needs pip install 'avta[fpga]'.")
+    _config_arg(p)
+    p.add_argument("--device", default="ecp5-85k", metavar="D",
+                   help="ecp5-25k, ecp5-45k or ecp5-85k (default: %(default)s)")
+    p.add_argument("-o", "--output", metavar="DIR",
+                   help="keep the netlist, the Yosys and nextpnr logs and nextpnr's report here")
+    p.add_argument("--json", metavar="FILE", help="also write the plan and report as JSON")
+    p.add_argument("--plan-only", action="store_true",
+                   help="print the memory plan and stop (about a second)")
+    p.add_argument("--force", action="store_true",
+                   help="synthesize even when the plan says the design does not fit")
+    p.add_argument("--seed", type=int, default=1, metavar="S", help="nextpnr's placer seed")
+    p.add_argument("--no-cache", action="store_true",
+                   help="run the tools again even when the result is cached")
+    p.set_defaults(run=_lazy("avta.synth.fpga.cli", "cmd_fpga"))
     return parser
 
 

