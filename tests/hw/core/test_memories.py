@@ -6,25 +6,17 @@ The design is elaborated, not synthesized (about a second a configuration); the 
 synthesis maps no memory to flip-flops is `avta fpga`'s."""
 
 import pytest
-from amaranth.hdl import Fragment
-from amaranth.hdl._mem import MemoryInstance
 
 from avta.hw.top import VtaTop
 from avta.isa.config import load_config, shipped_configs
 from avta.isa.memories import SCRATCHPADS, scratchpad
+from avta.synth.fpga.plan import memories_of
 
 
 def design_memories(cfg):
-    """``{path: MemoryInstance}`` of every memory in ``vta_top`` of ``cfg``."""
-    found = {}
-
-    def walk(fragment, path):
-        if isinstance(fragment, MemoryInstance):
-            found[".".join(path)] = fragment
-        for sub, name, *_ in fragment.subfragments:
-            walk(sub, path + (str(name),))
-    walk(Fragment.get(VtaTop(cfg=cfg), None), ())
-    return found
+    """``{path below vta_top: MemoryInstance}`` of every memory of ``cfg``'s design."""
+    return {path.removeprefix("vta_top."): memory
+            for path, memory in memories_of(VtaTop(cfg=cfg))}
 
 
 def _expected_copies(cfg, name):
