@@ -9,7 +9,8 @@ them and schedules the three stages the way the token protocol of
 - its GEMM starts when the compute stage is free and task ``j`` is loaded; the first task of an
   output tile first initializes the accumulators (reset GEMM or bias MOV) once the store of tile
   ``t − threads`` has released that buffer; the last task ends with the requantization tail;
-- with two threads the tail's passes run beside the next task's GEMM, one pass per part of it
+- with two threads whose accumulator buffers lie in different ACC banks (the planner puts them
+  there when they fit) the tail's passes run beside the next task's GEMM, one pass per part of it
   (as many parts as it has micro-ops at most): the compute stage runs a GEMM beside an ALU
   instruction (docs/architecture.md, compute stage), so the GEMM and the passes take the longer
   of the two; passes left over wait for the next GEMM, or run alone after the last;
@@ -109,7 +110,7 @@ def lower_bound(cfg, shape, t, *, tail_steps=TAIL_STEPS):
         shape.ow - (_ceil(shape.ow, t.tw) - 1) * t.tw
     last_store = costs.store(last_th, last_tw, cob - (_ceil(cob, t.tco) - 1) * t.tco)
     # With two threads the tail after the accumulator start may run beside the GEMMs.
-    passes = 1 if t.threads > 1 else tail_steps
+    passes = 1 if t.threads > 1 and t.acc_banks > 1 else tail_steps
     compute = gemm + tasks * COMPUTE_FILL + passes * (rows + tiles * COMPUTE_FILL)
     return first_load + compute - costs.alu_pass(th, tw, nco) + last_store
 
@@ -171,7 +172,7 @@ def estimate(cfg, shape, t, *, tail_steps=TAIL_STEPS, give_up=None):
                 compute_free += pending[0] * pending[1]
                 finish_tail(compute_free)
             pending = [tail_steps - 1, costs.alu_pass(th, tw, nco), costs.store(th, tw, nco)]
-            if threads == 1:
+            if threads == 1 or t.acc_banks == 1:     # no buffer in another ACC bank
                 compute_free += pending[0] * pending[1]
                 finish_tail(compute_free)
                 pending = None

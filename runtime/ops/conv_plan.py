@@ -17,10 +17,11 @@ Scratchpad regions (rows):
   chunk fits — resident: chunk ``(cot, cit)`` in its own slot ``cot · n_ci + cit`` (each loaded
   by the first task that needs it, so computing starts after one chunk, not all the weights);
 * ACC: per buffer ``tco`` blocks × ``acc_pitch`` = ``th·tw`` rows. With several buffers they
-  alternate between ACC's banks (:data:`avta.isa.memories.BANKS`: the compute stage runs one
-  buffer's GEMM beside the other's ALU instructions only on different banks), and each bank
-  starts with its own copy of the bias rows ``[0, COB)`` when there is a bias, so a buffer's ALU
-  instructions read no other bank; with one buffer, the bias rows, then the buffer.
+  alternate between ACC's banks when they fit there (:data:`avta.isa.memories.BANKS`: the
+  compute stage runs one buffer's GEMM beside the other's ALU instructions only on different
+  banks), and each bank starts with its own copy of the bias rows ``[0, COB)`` when there is a
+  bias, so a buffer's ALU instructions read no other bank; otherwise (and with one buffer) the
+  bias rows, then the buffers one after the other.
 """
 
 import math
@@ -140,11 +141,16 @@ def _resident_rows(cob, cib, tco, tci, kk):
     return -(-cob // tco) * tco * -(-cib // tci) * tci * kk
 
 
-def _acc_banks(cfg, threads):
-    """``(banks, rows of each)``: the ACC banks ``threads`` buffers alternate between."""
+def _acc_banks(cfg, threads, bias_rows, tile_rows):
+    """``(banks, rows of each)``: the ACC banks ``threads`` buffers of ``tile_rows`` rows
+    alternate between, each bank with its ``bias_rows``. Two buffers go to different banks when
+    they fit there (their GEMMs and ALU instructions may then overlap); otherwise all share one
+    region, as with one buffer (the compute stage then runs them one after the other)."""
     pad = scratchpad(cfg, "acc")
     banks = min(threads, pad.banks)
-    return banks, pad.depth // banks
+    if banks > 1 and bias_rows + -(-threads // banks) * tile_rows <= pad.bank_rows:
+        return banks, pad.bank_rows
+    return 1, pad.depth
 
 
 def _misfits(cfg, shape, th, tw, tco, tci, threads, bias):
@@ -163,13 +169,10 @@ def _misfits(cfg, shape, th, tw, tco, tci, threads, bias):
     if wgt_rows > cfg.wgt_depth:
         yield (f"{threads} x {tco * tci} block(s) of a {shape.kh}x{shape.kw} kernel need "
                f"{wgt_rows} WGT rows, the WGT scratchpad has {cfg.wgt_depth}")
-    banks, bank_rows = _acc_banks(cfg, threads)
-    slots = -(-threads // banks)
-    if bias_rows + slots * tco * acc_pitch > bank_rows:
-        where = (f"in each of {banks} ACC banks, a bank has {bank_rows}" if banks > 1 else
-                 f"the ACC scratchpad has {bank_rows}")
-        yield (f"{bias_rows} bias rows and {slots} x {tco} output tile(s) of {th}x{tw} "
-               f"pixels need {bias_rows + slots * tco * acc_pitch} ACC rows {where}")
+    if bias_rows + threads * tco * acc_pitch > cfg.acc_depth:
+        yield (f"{bias_rows} bias rows and {threads} x {tco} output tile(s) of {th}x{tw} "
+               f"pixels need {bias_rows + threads * tco * acc_pitch} ACC rows, the ACC "
+               f"scratchpad has {cfg.acc_depth}")
     # Loop factors must fit their fields (docs/isa.md §2): dst advances by tw per output row, src by
     # s·TW_in; the GEMM kernel (tco·tci·KK micro-ops) leaves room for the small ALU kernels.
     if tw >= 1 << cfg.acc_factor_bits:
@@ -198,7 +201,7 @@ def tiling_for(cfg, shape, th, tw, tco, tci, threads, *, bias):
     inp_pitch = _window(th, s, shape.kh) * _window(tw, s, shape.kw)
     resident = _resident_rows(cob, cib, tco, tci, kk) <= cfg.wgt_depth
     windows = (shape.n // cfg.batch) * -(-shape.oh // th) * -(-shape.ow // tw) * -(-cib // tci)
-    banks, bank_rows = _acc_banks(cfg, threads)
+    banks, bank_rows = _acc_banks(cfg, threads, cob if bias else 0, tco * th * tw)
     return Conv2dTiling(th, tw, tco, tci, threads, resident, inp_pitch, th * tw,
                         cob if bias else 0,
                         inp_resident=windows * tci * inp_pitch <= cfg.inp_depth,
