@@ -22,7 +22,7 @@ from .enums import MemType
 from .memories import SCRATCHPADS, Scratchpad, memory, row_layouts, scratchpads
 
 __all__ = ["Config", "ConfigError", "KEYS", "INSN_QUEUE_DEPTH", "Scratchpad", "load_config",
-           "shipped_configs", "fit_formats"]
+           "shipped_configs", "fit_formats", "derived_gemm_stages"]
 
 #: Every configuration key, its default, and a description of the values it allows.
 KEYS = {
@@ -50,6 +50,14 @@ KEYS = {
 
 #: The keys that may be absent (their default is None).
 _OPTIONAL = {key for key, (default, _) in KEYS.items() if default is None}
+
+
+def derived_gemm_stages(log_block_in):
+    """The GEMM's dot-product pipeline registers when ``GEMM_PIPE_STAGES`` is absent: one after
+    the multipliers and one per two adder levels beyond the first two, ``ceil(LOG_BLOCK_IN /
+    2)`` (1 at BLOCK_IN 4, 2 at 16, 3 at 64), which keeps the slowest stage about as long as
+    an 8×8 multiplier or two adder levels (docs/architecture.md, GEMM pipeline, measured)."""
+    return -(-log_block_in // 2)
 
 _ALLOWED = {
     "LOG_INP_WIDTH": {3}, "LOG_WGT_WIDTH": {3}, "LOG_ACC_WIDTH": {5},
@@ -196,13 +204,12 @@ class Config:
 
     @property
     def gemm_stages(self):
-        """Pipeline registers the GEMM's dot products add (docs/architecture.md, GEMM pipeline):
-        ``GEMM_PIPE_STAGES``, or when absent one after the multipliers and one per two adder
-        levels beyond the first two, ``ceil(LOG_BLOCK_IN / 2)``: 1 at BLOCK_IN 4, 2 at 16, 3 at
-        64. Each adds a cycle to a GEMM instruction (:func:`avta.isa.costs.gemm_fill`)."""
+        """Pipeline registers the GEMM's dot products add: ``GEMM_PIPE_STAGES``, or when absent
+        :func:`derived_gemm_stages`. Each adds a cycle to a GEMM instruction
+        (:func:`avta.isa.costs.gemm_fill`)."""
         if self.gemm_pipe_stages is not None:
             return self.gemm_pipe_stages
-        return -(-self.log_block_in // 2)
+        return derived_gemm_stages(self.log_block_in)
 
     @property
     def shape_name(self):
