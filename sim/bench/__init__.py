@@ -6,7 +6,8 @@ modules hold the benchmarks themselves: :mod:`.fsim` (the behavioral model again
 :mod:`.tsim` (Verilator speed and bus utilization), :mod:`.resnet18_cycles` (ResNet-18's
 cycles on tsim), :mod:`.tps` (the tiling search's DRAM traffic), :mod:`.trace` (what a trace
 costs), :mod:`.rtl_cycles` (instruction costs on the RTL core), :mod:`.gemm_fmax` (a GEMM
-lane's Fmax on an ECP5) and :mod:`.onnx` (imported ONNX models against onnxruntime). Machines are noisy: these are figures to read, not timed tests.
+lane's Fmax on an ECP5) and :mod:`.onnx` (imported ONNX models against onnxruntime). Machines
+are noisy: these are figures to read, not timed tests.
 """
 
 from avta.isa.config import load_config
