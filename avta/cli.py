@@ -60,6 +60,8 @@ def cmd_config(args):
     print(f"  ACC_8BIT element: {cfg.acc8_elem_bytes} bytes in DRAM")
     print(f"factor field widths: A (acc) {cfg.acc_factor_bits}, I (inp) {cfg.inp_factor_bits}, "
           f"W (wgt) {cfg.wgt_factor_bits}")
+    origin = "GEMM_PIPE_STAGES" if cfg.gemm_pipe_stages is not None else "derived from BLOCK_IN"
+    print(f"GEMM dot-product pipeline registers: {cfg.gemm_stages} ({origin})")
     lay = layouts(cfg)
     for title, layout in (("LOAD/STORE", lay.memory), ("GEMM/FINISH", lay.gemm),
                           ("ALU", lay.alu), (f"micro-op ({cfg.uop_bits} bits)", lay.uop)):

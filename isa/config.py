@@ -22,7 +22,7 @@ from .enums import MemType
 from .memories import SCRATCHPADS, Scratchpad, memory, row_layouts, scratchpads
 
 __all__ = ["Config", "ConfigError", "KEYS", "INSN_QUEUE_DEPTH", "Scratchpad", "load_config",
-           "shipped_configs", "fit_formats"]
+           "shipped_configs", "fit_formats", "derived_gemm_stages"]
 
 #: Every configuration key, its default, and a description of the values it allows.
 KEYS = {
@@ -43,7 +43,21 @@ KEYS = {
     "LOG_ACC_FACTOR_RESTRICT": (0, ">= 0 and < the ACC index width"),
     "ACC_READ_PORTS": (1, "1 or 2"),
     "TOKEN_BITS": (8, "2..16"),
+    # Optional: absent (None) means derived, and an absent key is left out of to_dict() (so of
+    # CONFIG_ID); it changes the GEMM's latency, never the ISA.
+    "GEMM_PIPE_STAGES": (None, "0..LOG_BLOCK_IN; absent: derived from BLOCK_IN"),
 }
+
+#: The keys that may be absent (their default is None).
+_OPTIONAL = {key for key, (default, _) in KEYS.items() if default is None}
+
+
+def derived_gemm_stages(log_block_in):
+    """The GEMM's dot-product pipeline registers when ``GEMM_PIPE_STAGES`` is absent: one after
+    the multipliers and one per two adder levels beyond the first two, ``ceil(LOG_BLOCK_IN /
+    2)`` (1 at BLOCK_IN 4, 2 at 16, 3 at 64), which keeps the slowest stage about as long as
+    an 8×8 multiplier or two adder levels (docs/architecture.md, GEMM pipeline, measured)."""
+    return -(-log_block_in // 2)
 
 _ALLOWED = {
     "LOG_INP_WIDTH": {3}, "LOG_WGT_WIDTH": {3}, "LOG_ACC_WIDTH": {5},
@@ -120,6 +134,7 @@ class Config:
     log_acc_factor_restrict: int = _field("LOG_ACC_FACTOR_RESTRICT")
     acc_read_ports: int = _field("ACC_READ_PORTS")
     token_bits: int = _field("TOKEN_BITS")
+    gemm_pipe_stages: int | None = _field("GEMM_PIPE_STAGES")
 
     def __post_init__(self):
         fix = {}
@@ -171,8 +186,10 @@ class Config:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self):
-        """The configuration keys (upper case) and their values, without derived quantities."""
-        return {key: getattr(self, key.lower()) for key in KEYS}
+        """The configuration keys (upper case) and their values, without derived quantities; an
+        optional key that is absent is left out."""
+        return {key: getattr(self, key.lower()) for key in KEYS
+                if getattr(self, key.lower()) is not None or key not in _OPTIONAL}
 
     # -- shape ----------------------------------------------------------------------------------
 
@@ -184,6 +201,15 @@ class Config:
     acc_width = property(lambda self: 1 << self.log_acc_width, doc="bits of an accumulator element")
     out_width = property(lambda self: 1 << self.log_inp_width, doc="bits of an output element")
     uop_bits = property(lambda self: 1 << self.log_uop_width, doc="bits of a micro-op")
+
+    @property
+    def gemm_stages(self):
+        """Pipeline registers the GEMM's dot products add: ``GEMM_PIPE_STAGES``, or when absent
+        :func:`derived_gemm_stages`. Each adds a cycle to a GEMM instruction
+        (:func:`avta.isa.costs.gemm_fill`)."""
+        if self.gemm_pipe_stages is not None:
+            return self.gemm_pipe_stages
+        return derived_gemm_stages(self.log_block_in)
 
     @property
     def shape_name(self):
@@ -259,7 +285,8 @@ class Config:
         """Every derived quantity of docs/isa.md §1, by name, for printing and for the JSON dump."""
         out = {"name": self.name, "shape": self.shape_name, "config_id": f"0x{self.config_id:08x}",
                "batch": self.batch, "block_in": self.block_in, "block_out": self.block_out,
-               "uop_bits": self.uop_bits, "axi_data_bits": self.axi_data_bits}
+               "uop_bits": self.uop_bits, "axi_data_bits": self.axi_data_bits,
+               "gemm_stages": self.gemm_stages}
         for pad in self.scratchpads:
             out[pad.name] = {"row_bits": pad.row_bits, "row_bytes": pad.row_bytes,
                              "depth": pad.depth, "log_depth": pad.log_depth,
@@ -289,6 +316,8 @@ def _check(cfg, fix):
     bad = set()
     for key in KEYS:
         value = getattr(cfg, key.lower())
+        if value is None and key in _OPTIONAL:
+            continue
         if isinstance(value, bool) or not isinstance(value, int):
             violations.append(f"{key} = {value!r}: must be an integer ({KEYS[key][1]})")
             bad.add(key)
@@ -332,6 +361,12 @@ def _check(cfg, fix):
             bad.add(key)
             violations.append(f"{key} = {value}: must be < the index width {log_depths[name]} "
                               f"(a factor field needs at least one bit)")
+    stages = cfg.gemm_pipe_stages
+    if stages is not None and "GEMM_PIPE_STAGES" not in bad and "LOG_BLOCK_IN" not in bad \
+            and stages > cfg.log_block_in:
+        violations.append(f"GEMM_PIPE_STAGES = {stages}: must be at most LOG_BLOCK_IN = "
+                          f"{cfg.log_block_in} (one register after the multipliers and one "
+                          f"between adder levels at most); leave it out to derive it")
     if violations:
         return violations       # the formats need every width
 

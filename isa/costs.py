@@ -12,7 +12,8 @@ stage's long weight bursts.
 """
 
 __all__ = ["FETCH_LATENCY", "INSN_OVERHEAD", "LOAD_LATENCY", "STORE_ROW_OVERHEAD",
-           "COMPUTE_FILL", "row_cycles", "load_cycles", "store_cycles", "compute_cycles"]
+           "COMPUTE_FILL", "gemm_fill", "row_cycles", "load_cycles", "store_cycles",
+           "compute_cycles"]
 
 #: Cycles from launch until the first instruction can start in its stage (fetching it from DRAM
 #: and decoding it; every layer's compute stage idles 9-10 cycles on tsim, default and huge).
@@ -25,9 +26,16 @@ LOAD_LATENCY = 4
 #: A STORE's cycles per DRAM row besides the row's beats (its write burst's address and
 #: response; 6 on default and huge).
 STORE_ROW_OVERHEAD = 6
-#: Cycles of a GEMM or ALU instruction besides its micro-op steps: the cycle it starts and the
-#: pipeline it drains (consecutive compute instructions do not overlap).
+#: Cycles of an ALU instruction besides its micro-op steps, and of a GEMM whose dot product has
+#: no pipeline registers: the cycle it starts and the pipeline it drains (consecutive compute
+#: instructions do not overlap).
 COMPUTE_FILL = 4
+
+
+def gemm_fill(cfg):
+    """Cycles of a GEMM instruction besides its micro-op steps: :data:`COMPUTE_FILL` and one
+    per pipeline register of its dot product (``cfg.gemm_stages``, hw/core/gemm.py)."""
+    return COMPUTE_FILL + cfg.gemm_stages
 
 
 def _ceil_div(a, b):
@@ -57,8 +65,8 @@ def store_cycles(cfg, y_size, x_size):
                                      + STORE_ROW_OVERHEAD)
 
 
-def compute_cycles(steps, *, step_cycles=1):
+def compute_cycles(steps, *, step_cycles=1, fill=COMPUTE_FILL):
     """A GEMM or ALU instruction of ``steps`` micro-op steps issued every ``step_cycles`` cycles
-    (2 for an ALU instruction reading two ACC operands through one read port); one cycle when
-    it has no steps."""
-    return step_cycles * steps + COMPUTE_FILL if steps else 1
+    (2 for an ALU instruction reading two ACC operands through one read port) with ``fill``
+    cycles besides them (:func:`gemm_fill` for a GEMM); one cycle when it has no steps."""
+    return step_cycles * steps + fill if steps else 1

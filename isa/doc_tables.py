@@ -233,13 +233,15 @@ _KEY_MEANINGS = {
                                "`src_factor_*` fields (A)",
     "ACC_READ_PORTS": "ACC read ports: 1, a two-operand ALU step takes 2 cycles; 2, it takes 1",
     "TOKEN_BITS": "width of each dependency-token counter",
+    "GEMM_PIPE_STAGES": "pipeline registers in the GEMM's dot product (each adds a cycle to a "
+                        "GEMM instruction; not part of the ISA); absent: `ceil(LOG_BLOCK_IN / 2)`",
 }
 
 
 def config_keys_table():
     """Every key of :data:`avta.isa.config.KEYS`: its default, the values allowed, meaning."""
     _require_meanings(KEYS, _KEY_MEANINGS, "configuration key", "_KEY_MEANINGS")
-    rows = [(f"`{key}`", default, allowed, _KEY_MEANINGS[key])
+    rows = [(f"`{key}`", "absent" if default is None else default, allowed, _KEY_MEANINGS[key])
             for key, (default, allowed) in KEYS.items()]
     return _table(("key", "default", "allowed", "meaning"), rows)
 

@@ -96,6 +96,7 @@ def header_macros(cfg):
     add("VTA_LOG_ACC_FACTOR_RESTRICT", cfg.log_acc_factor_restrict)
     add("VTA_ACC_READ_PORTS", cfg.acc_read_ports)
     add("VTA_TOKEN_BITS", cfg.token_bits)
+    add("VTA_GEMM_PIPE_STAGES", cfg.gemm_stages, "GEMM dot-product pipeline registers")
     add("VTA_CONFIG_ID", cfg.config_id, "CONFIG_ID register value")
     add("VTA_HW_VERSION", HW_VERSION, "VERSION register value")
     # Field positions, so C code can pack instructions without bit-field structs.

@@ -18,13 +18,20 @@ is split at the dot product ``D``, the expression the RTL writes for lane (b, o)
 ``pipe``
     The whole unit, one instruction with arbitrary fields from power-on, memories modelled:
     every step writes ``ACC[a] + D(inp, wgt)`` (or 0 with ``reset``) to the ACC row ``a`` its
-    s1 read named, where ``ACC[a]`` includes every earlier step's write (forwarding: any
-    distance, back to back included) and ``inp``/``wgt`` are the rows its reads returned.
-    The solver picks which step is tracked and which ACC row it uses; the rows returned are
-    free. ``D`` here is the harness's copy of the RTL's expression, which Yosys merges with the
-    RTL's own when they are the same: a GEMM whose expression differs (the ``gemm-product-sign``
-    fault) fails this check. Bounded (the pipeline's registers are not tied to the tracked step
-    by an invariant).
+    s1 index named (``acc_index``, the row the compute stage's hazard check sees), where
+    ``ACC[a]`` includes every earlier step's write (forwarding: any distance, back to back
+    included) and ``inp``/``wgt`` are the rows its reads returned. The solver picks which step
+    is tracked and which ACC row it uses; the rows returned are free. ``D`` here is the
+    harness's copy of the RTL's pipelined expression (:func:`~avta.hw.core.gemm.dot_pipeline`
+    with ``cfg.gemm_stages`` registers, fed the same rows), which Yosys merges with the RTL's
+    own, registers included, when they are the same: a GEMM whose expression differs (the
+    ``gemm-product-sign`` fault) fails this check. Bounded (the pipeline's registers are not
+    tied to the tracked step by an invariant).
+
+The pipeline's registers only delay: :func:`~avta.hw.core.gemm.dot_pipeline` registers every
+partial sum of a level of :func:`~avta.hw.core.gemm.tree_sum`'s tree at its full width and
+without an enable, so its output is ``lane``'s expression of the rows ``cfg.gemm_stages``
+cycles earlier (``tests/hw/core/test_gemm.py`` runs it at every depth against fsim).
 
 Together: the GEMM unit writes ``ACC[a] + Σ_k sext(INP[b][k])·sext(WGT[o][k])`` wrapping, i.e.
 docs/isa.md §3.3, for the rows it reads. That it reads the rows at the micro-op's indices plus
@@ -34,7 +41,7 @@ the loop offsets is ``loop_gen``'s part (the offsets) and is not restated here.
 from amaranth.hdl import Signal
 from amaranth.lib import data
 
-from avta.hw.core.gemm import Gemm, tree_sum
+from avta.hw.core.gemm import Gemm, dot_pipeline, tree_sum
 from avta.hw.core.sram import geometry, row_layout
 from avta.isa.layout import layouts
 
@@ -47,17 +54,22 @@ __all__ = ["checks", "rtl_dot"]
 STEP_BITS = 3
 
 
+def _products(cfg, inp, wgt, b, o):
+    return [inp[b][k] * wgt[o][k] for k in range(cfg.block_in)]
+
+
 def rtl_dot(cfg, inp, wgt, b, o):
-    """``D`` for lane (b, o): the expression hw/core/gemm.py writes (``pipe`` checks that the
-    RTL's is the same), over ``inp``/``wgt`` row views."""
-    return tree_sum(inp[b][k] * wgt[o][k] for k in range(cfg.block_in))
+    """``D`` for lane (b, o): the expression hw/core/gemm.py writes, without its pipeline
+    registers, over ``inp``/``wgt`` row views."""
+    return tree_sum(_products(cfg, inp, wgt, b, o))
 
 
 def _pipe_depth(cfg):
     """``pipe``'s depth: 10 (about 6 steps before the tracked one) for up to 64 products per
-    row; 7 above (default's 256 products: step 7 alone took over 3 minutes). The first write
-    comes at cycle 4, so depth 7 still checks three steps, back to back."""
-    return 10 if cfg.batch * cfg.block_out * cfg.block_in <= 64 else 7
+    row; 7 above (default's 256 products: step 7 alone took over 3 minutes); plus the dot
+    product's pipeline registers. The first write comes at cycle 4 + ``cfg.gemm_stages``, so
+    depth 7 + stages still checks three steps, back to back."""
+    return (10 if cfg.batch * cfg.block_out * cfg.block_in <= 64 else 7) + cfg.gemm_stages
 
 
 def _lanes(cfg):
@@ -133,27 +145,33 @@ class GemmPipeHarness(Harness):
         with m.If(read_a):
             m.d.comb += dut.acc_rd.data.eq(returned)
 
-        # The tracked step: the k-th step issued (k picked by the solver), three stages later
-        # it writes; its s1 ACC read names row a.
+        # The tracked step: the k-th step issued (k picked by the solver); it is in stage s_j
+        # when t[j], and writes in s(3+S); its s1 ACC index names row a.
         k = self.constant(m, "k", STEP_BITS)
         issued = Signal(STEP_BITS + 1)
         with m.If(dut.step & ~issued[-1]):
             m.d.sync += issued.eq(issued + 1)
-        t1, t2, t3 = Signal(), Signal(), Signal()
-        m.d.sync += [t1.eq(dut.step & (issued == k)), t2.eq(t1), t3.eq(t2)]
-        self.assume(m, ~t1 | (dut.acc_rd.addr == a))
+        stages = cfg.gemm_stages
+        t = [None] + [Signal(name=f"t{j}") for j in range(1, 4 + stages)]
+        m.d.sync += [t[1].eq(dut.step & (issued == k))]
+        m.d.sync += [t[j].eq(t[j - 1]) for j in range(2, 4 + stages)]
+        self.assume(m, ~t[1] | (dut.acc_index == a))
 
+        # The rows arrive in s2; the harness's copy of the pipeline has their dot products in
+        # s(2+S).
         inp = data.View(row_layout(cfg, "inp"), dut.inp_rd.data)
         wgt = data.View(row_layout(cfg, "wgt"), dut.wgt_rd.data)
         dots = Signal(acc_row)
-        with m.If(t2):
-            for b, o in _lanes(cfg):
-                m.d.sync += dots[b][o].eq(rtl_dot(cfg, inp, wgt, b, o))
+        for b, o in _lanes(cfg):
+            dot = dot_pipeline(m, _products(cfg, inp, wgt, b, o), stages, name=f"ref{b}_{o}")
+            with m.If(t[2 + stages]):
+                m.d.sync += dots[b][o].eq(dot)
         want = Signal(acc_row)
         now = data.View(acc_row, acc_now)
         with m.If(~gemm.reset):
             for b, o in _lanes(cfg):
                 m.d.comb += want[b][o].eq(now[b][o] + dots[b][o])
+        t3 = t[3 + stages]
         self.promise(m, ~t3 | (wr.en.all() & (wr.addr == a) & (wr.data == want.as_value())))
 
         wrote_a = Signal()

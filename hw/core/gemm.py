@@ -1,23 +1,36 @@
 """The GEMM unit (docs/isa.md §3.3): one micro-op step per cycle (II = 1).
 
-Pipeline, one step per stage per cycle; it stalls only on ``hold`` (the compute stage's hazard
-check against a detached ALU instruction, :mod:`.compute`), which keeps the step in s1:
+Pipeline, one step per stage per cycle, with ``S = cfg.gemm_stages`` registers in the dot
+products (``GEMM_PIPE_STAGES``; when absent ``ceil(LOG_BLOCK_IN / 2)``, see :func:`pipe_cuts`);
+it stalls only on ``hold`` (the compute stage's hazard check against a detached ALU instruction,
+:mod:`.compute`), which keeps the step in s1:
 
-====  ===================================================================================
-s0    :class:`LoopGen` offers the step; the micro-op buffer is read.
-s1    the micro-op arrives; indices = micro-op fields + loop offsets; INP, WGT and ACC are read.
-s2    rows arrive; the ``BATCH × BLOCK_OUT`` dot products are formed; ACC is forwarded.
-s3    ``ACC[dst] += dot`` (or 0 with ``reset``) is written (the compute stage mirrors it to OUT).
-====  ===================================================================================
+============  ==============================================================================
+s0            :class:`LoopGen` offers the step; the micro-op buffer is read.
+s1            the micro-op arrives; indices = micro-op fields + loop offsets; INP and WGT are
+              read.
+s2 … s(2+S)   rows arrive in s2; the ``BATCH × BLOCK_OUT × BLOCK_IN`` products and the adder
+              trees, in S + 1 parts (:func:`dot_pipeline`): with S > 0 the products alone in
+              s2, then about ``LOG_BLOCK_IN / S`` adder levels per stage.
+s(1+S)        ACC is read (in s1 when S = 0).
+s(2+S)        the dot products complete (the last adder levels); ACC is forwarded.
+s(3+S)        ``ACC[dst] += dot`` (or 0 with ``reset``) is written (the compute stage mirrors it
+              to OUT).
+============  ==============================================================================
 
-Read-after-write on ACC (docs/isa.md §3.3: each step sees every earlier step): a step reads ACC in
-s1, and the step two ahead of it writes in that same cycle, which the transparent read port
-returns; the step just ahead writes while this one is in s2, so s2 takes the write data instead
-of the read data when the indices match. Older steps wrote before the read. So II = 1 holds for
-any sequence of indices.
+For example BLOCK_IN 16, S = 2: s2 products | s3 levels 1-2, ACC read | s4 levels 3-4, ACC
+forwarded | s5 write. A GEMM instruction costs S cycles more than with S = 0
+(:func:`avta.isa.costs.gemm_fill`).
+
+Read-after-write on ACC (docs/isa.md §3.3: each step sees every earlier step): a step reads ACC
+two stages before it writes, whatever S is, and the step two ahead of it writes in that same
+cycle, which the transparent read port returns; the step just ahead writes while this one is in
+s(2+S), so s(2+S) takes the write data instead of the read data when the indices match. Older
+steps wrote before the read. Stages after s1 never stall (a held step leaves a bubble behind the
+steps ahead), so the distances only grow, and II = 1 holds for any sequence of indices.
 """
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -27,16 +40,65 @@ from .faults import FAULT_UOP_ROW
 from .loop_gen import LoopGen, instruction_control
 from .sram import geometry, read_signature, row_layout, write_signature
 
-__all__ = ["Gemm", "tree_sum"]
+__all__ = ["Gemm", "tree_sum", "tree_levels", "pipe_cuts", "dot_pipeline"]
+
+
+def _tree_level(values):
+    """One level of the adder tree: neighbours summed in pairs (an odd last one passes)."""
+    return [values[i] + values[i + 1] if i + 1 < len(values) else values[i]
+            for i in range(0, len(values), 2)]
+
+
+def tree_levels(n):
+    """Adder levels of :func:`tree_sum` over ``n`` values."""
+    return (n - 1).bit_length()
 
 
 def tree_sum(values):
     """A balanced adder tree over ``values`` (at least one)."""
     values = list(values)
     while len(values) > 1:
-        values = [values[i] + values[i + 1] if i + 1 < len(values) else values[i]
-                  for i in range(0, len(values), 2)]
+        values = _tree_level(values)
     return values[0]
+
+
+def pipe_cuts(levels, stages):
+    """Where :func:`dot_pipeline` puts its ``stages`` registers in a dot product of ``levels``
+    adder levels: a set of positions, 0 after the multipliers and ``j`` after adder level ``j``
+    (the register after the last level is the GEMM's own). The first goes after the
+    multipliers (an 8×8 multiplier is about as slow as two adder levels), the others split the
+    levels into ``stages`` groups as even as can be, the larger first; ``stages`` is 0 to
+    ``levels``. With ``cfg.gemm_stages`` derived (``ceil(levels / 2)``) each group has two
+    levels, the last one one when ``levels`` is odd."""
+    if not 0 <= stages <= max(levels, 0):
+        raise ValueError(f"a dot product of {levels} adder levels takes 0..{levels} pipeline "
+                         f"stages, not {stages}")
+    if stages == 0:
+        return set()
+    size, extra = divmod(levels, stages)
+    cuts, at = {0}, 0
+    for group in range(stages - 1):
+        at += size + (group < extra)
+        cuts.add(at)
+    return cuts
+
+
+def dot_pipeline(m, products, stages, *, name="dot"):
+    """:func:`tree_sum` of ``products`` with ``stages`` registers (``m.d.sync``) at
+    :func:`pipe_cuts`: the same sums, ``stages`` cycles later. The registers have no enable
+    (the stages after s1 never stall)."""
+    values = list(products)
+    cuts = pipe_cuts(tree_levels(len(values)), stages)
+    level = 0
+    while True:
+        if level in cuts:
+            held = [Signal(v.shape(), name=f"{name}_p{level}_{i}") for i, v in enumerate(values)]
+            m.d.sync += [h.eq(v) for h, v in zip(held, values)]
+            values = held
+        if len(values) == 1:
+            return values[0]
+        values = _tree_level(values)
+        level += 1
 
 
 class Gemm(wiring.Component):
@@ -103,7 +165,7 @@ class Gemm(wiring.Component):
                      loop.advance.eq(~stall), self.step.eq(loop.valid & ~stall),
                      self.uop_rd.addr.eq(loop.uop), self.uop_rd.en.eq(loop.valid & ~stall)]
 
-        # -- s1: indices, operand reads ---------------------------------------------------------
+        # -- s1: indices, INP and WGT reads --------------------------------------------------------
         last1 = Signal()
         off1 = {op: Signal.like(getattr(loop, op), name=f"{op}_off1")
                 for op in ("dst", "src", "wgt")}
@@ -123,31 +185,38 @@ class Gemm(wiring.Component):
             acc_idx1.eq(acc_index), self.acc_index.eq(acc_idx1), self.probing.eq(v1),
             self.inp_rd.addr.eq(uop.src_idx + off1["src"]),
             self.wgt_rd.addr.eq(uop.wgt_idx + off1["wgt"]),
-            self.acc_rd.addr.eq(acc_idx1),
             self.inp_rd.en.eq(v1), self.wgt_rd.en.eq(v1),
-            # A held step does not read ACC: the detached ALU may be using the bank's port
-            # (hw/core/banks.py); it reads in the cycle it leaves s1.
-            self.acc_rd.en.eq(v1 & ~stall),
         ]
 
-        # -- s2: dot products and ACC forwarding --------------------------------------------------
-        v2, last2 = Signal(), Signal()
-        acc_idx2 = Signal.like(acc_idx1)
-        m.d.sync += [v2.eq(v1 & ~stall), last2.eq(last1), acc_idx2.eq(acc_idx1)]
-        inp = data.View(row_layout(cfg, "inp"), self.inp_rd.data)
-        wgt = data.View(row_layout(cfg, "wgt"), self.wgt_rd.data)
+        # -- s2 .. s(3+S): valid, last and the ACC row travel with the step ---------------------
+        stages = cfg.gemm_stages
+        last_stage = 3 + stages
+        valid, last, acc_idx = {1: v1}, {1: last1}, {1: acc_idx1}
+        for k in range(2, last_stage + 1):
+            valid[k], last[k] = Signal(name=f"v{k}"), Signal(name=f"last{k}")
+            acc_idx[k] = Signal.like(acc_idx1, name=f"acc_idx{k}")
+            m.d.sync += [valid[k].eq(valid[k - 1] & ~stall if k == 2 else valid[k - 1]),
+                         last[k].eq(last[k - 1]), acc_idx[k].eq(acc_idx[k - 1])]
+        # ACC is read two stages before the write, as without the pipeline (the module).
+        # A held step does not read ACC (with S = 0 it reads in s1): the detached ALU may be
+        # using the bank's port (hw/core/banks.py); it reads in the cycle it leaves s1.
+        read = last_stage - 2
+        m.d.comb += [self.acc_rd.addr.eq(acc_idx[read]),
+                     self.acc_rd.en.eq(valid[read] & ~stall if read == 1 else valid[read])]
+
+        # -- s(2+S): ACC forwarding ---------------------------------------------------------------
         acc_now = Signal(row_layout(cfg, "acc"))
-        with m.If(self.acc_wr.en.any() & (self.acc_wr.addr == acc_idx2)):
+        with m.If(self.acc_wr.en.any() & (self.acc_wr.addr == acc_idx[last_stage - 1])):
             m.d.comb += acc_now.eq(self.acc_wr.data)
         with m.Else():
             m.d.comb += acc_now.eq(self.acc_rd.data)
 
-        # -- s3: accumulate and write -----------------------------------------------------------
-        v3, last3 = Signal(), Signal()
-        acc_idx3 = Signal.like(acc_idx1)
-        acc3 = Signal(row_layout(cfg, "acc"))
-        dot3 = Signal(row_layout(cfg, "acc"))
-        m.d.sync += [v3.eq(v2), last3.eq(last2), acc_idx3.eq(acc_idx2), acc3.eq(acc_now)]
+        # -- s2 .. s(3+S): dot products; s(3+S): accumulate and write -----------------------------
+        inp = data.View(row_layout(cfg, "inp"), self.inp_rd.data)
+        wgt = data.View(row_layout(cfg, "wgt"), self.wgt_rd.data)
+        acc_w = Signal(row_layout(cfg, "acc"))
+        dot_w = Signal(row_layout(cfg, "acc"))
+        m.d.sync += acc_w.eq(acc_now)
         for b in range(cfg.batch):
             for o in range(cfg.block_out):
                 products = [inp[b][k] * wgt[o][k] for k in range(cfg.block_in)]
@@ -158,7 +227,7 @@ class Gemm(wiring.Component):
                         and o == cfg.block_out - 1):
                     # Planted bug (avta.hw.core.faults), for testing the verification tools only.
                     products[-1] = -products[-1]
-                m.d.sync += dot3[b][o].eq(tree_sum(products))
+                m.d.sync += dot_w[b][o].eq(dot_pipeline(m, products, stages, name=f"dot{b}_{o}"))
         result = Signal(row_layout(cfg, "acc"))
         reset = insn.reset
         if "gemm-reset-sticky" in self._faults:
@@ -170,15 +239,15 @@ class Gemm(wiring.Component):
         with m.If(~reset):
             for b in range(cfg.batch):
                 for o in range(cfg.block_out):
-                    m.d.comb += result[b][o].eq(acc3[b][o] + dot3[b][o])
+                    m.d.comb += result[b][o].eq(acc_w[b][o] + dot_w[b][o])
         m.d.comb += [
-            self.acc_wr.addr.eq(acc_idx3),
+            self.acc_wr.addr.eq(acc_idx[last_stage]),
             self.acc_wr.data.eq(result),
-            self.acc_wr.en.eq(v3.replicate(geo["acc"].en_bits)),
+            self.acc_wr.en.eq(valid[last_stage].replicate(geo["acc"].en_bits)),
         ]
 
         # -- control ------------------------------------------------------------------------------
         instruction_control(m, name="gemm", start=self.start, empty=loop.empty,
-                            retired=v3 & last3, done=self.done, abort=self.abort,
-                            in_flight=loop.valid | v1 | v2 | v3)
+                            retired=valid[last_stage] & last[last_stage], done=self.done,
+                            abort=self.abort, in_flight=loop.valid | Cat(valid.values()).any())
         return m

@@ -5,8 +5,9 @@
 modules hold the benchmarks themselves: :mod:`.fsim` (the behavioral model against numpy),
 :mod:`.tsim` (Verilator speed and bus utilization), :mod:`.resnet18_cycles` (ResNet-18's
 cycles on tsim), :mod:`.tps` (the tiling search's DRAM traffic), :mod:`.trace` (what a trace
-costs), :mod:`.rtl_cycles` (instruction costs on the RTL core) and :mod:`.onnx` (imported ONNX
-models against onnxruntime). Machines are noisy: these are figures to read, not timed tests.
+costs), :mod:`.rtl_cycles` (instruction costs on the RTL core), :mod:`.gemm_fmax` (a GEMM
+lane's Fmax on an ECP5) and :mod:`.onnx` (imported ONNX models against onnxruntime). Machines
+are noisy: these are figures to read, not timed tests.
 """
 
 from avta.isa.config import load_config
@@ -70,6 +71,11 @@ def _profile_overhead(cfg):
     return 0
 
 
+def _gemm_fmax(cfg):
+    from .gemm_fmax import main
+    return main([])
+
+
 def _rtl_cycles(cfg):
     from .rtl_cycles import print_table
     return print_table(cfg)
@@ -95,6 +101,8 @@ BENCHMARKS = {
                          _profile_overhead),
     "rtl-cycles": ("cycles of GEMM and ALU instructions of N micro-op steps on the RTL core "
                    "(Amaranth simulator)", _rtl_cycles),
+    "gemm-fmax": ("Fmax of one GEMM lane on an ECP5 85k (Yosys, nextpnr) at BLOCK_IN 4, 16 "
+                  "and 64, without and with the dot product's pipeline", _gemm_fmax),
     "onnx-digits": ("the digits MLP and a small CNN, trained, quantized by onnxruntime, "
                     "imported: agreement, accuracy, scale errors, cycles on fsim",
                     _onnx_digits),

@@ -52,7 +52,8 @@ ESTIMATED = frozenset(CYCLE_COUNTERS) | {"cycles"}
 
 
 def cost(cfg, insn, elem_bytes=None):
-    """Estimated cycles of one legal instruction; ``elem_bytes`` for a LOAD/STORE's elements."""
+    """Estimated cycles of one legal instruction; ``elem_bytes`` for a LOAD/STORE's elements. A
+    GEMM's fill grows with its dot product's pipeline (:func:`~avta.isa.costs.gemm_fill`)."""
     if insn.opcode == Opcode.STORE:
         return costs.store_cycles(cfg, insn.y_size, insn.x_size)
     if insn.opcode == Opcode.LOAD:
@@ -62,6 +63,8 @@ def cost(cfg, insn, elem_bytes=None):
         return 1
     two_reads = (insn.opcode == Opcode.ALU and not insn.use_imm and insn.alu_opcode != AluOp.MOV
                  and cfg.acc_read_ports == 1)
+    if insn.opcode == Opcode.GEMM:
+        return costs.compute_cycles(insn.steps, fill=costs.gemm_fill(cfg))
     return costs.compute_cycles(insn.steps, step_cycles=2 if two_reads else 1)
 
 

@@ -38,6 +38,7 @@ def test_header_compiles_and_values_match(config, tmp_path):
     assert got["VTA_WGT_MATRIX_WIDTH"] == cfg.wgt_tensor_bits
     assert got["VTA_UOP_WIDTH"] == cfg.uop_bits
     assert got["VTA_BUS_WIDTH"] == cfg.axi_data_bits
+    assert got["VTA_GEMM_PIPE_STAGES"] == cfg.gemm_stages
     assert got["VTA_ACC_FACTOR_WIDTH"] == cfg.acc_factor_bits
     assert got["VTA_CONFIG_ID"] == cfg.config_id
     assert got["VTA_ALU_OPCODE_MOV"] == 6 and got["VTA_MEM_ID_ACC_8BIT"] == 5

@@ -6,8 +6,9 @@ import random
 import numpy as np
 import pytest
 
-from avta.hw.core.gemm import Gemm
-from avta.isa.config import load_config
+from avta.hw.core.gemm import Gemm, pipe_cuts, tree_levels
+from avta.isa import costs
+from avta.isa.config import ConfigError, load_config
 from avta.isa.enums import Opcode
 from avta.isa.insn import GemmInsn, Uop
 from avta.sim.fsim.gemm import execute_gemm
@@ -90,3 +91,58 @@ def test_indices_wrap_modulo_depth(run_gemms):
     insn = _gemm(uop_bgn=0, uop_end=1, iter_out=2, iter_in=2, dst_factor_out=1,
                  dst_factor_in=1, src_factor_in=2, wgt_factor_out=3)
     run_gemms(cfg, uops, [insn])
+
+
+# -- the dot product's pipeline (GEMM_PIPE_STAGES) ----------------------------------------------
+
+@pytest.mark.parametrize(("log_block_in", "stages", "cuts"), [
+    (1, 1, {0}), (2, 1, {0}), (3, 2, {0, 2}), (4, 2, {0, 2}), (5, 3, {0, 2, 4}),
+    (6, 3, {0, 2, 4}), (7, 4, {0, 2, 4, 6})])
+def test_derived_stages(log_block_in, stages, cuts):
+    """Absent GEMM_PIPE_STAGES: a register after the multipliers and one per two adder levels
+    (docs/architecture.md, GEMM pipeline): 1 at BLOCK_IN 4, 2 at 16, 3 at 64."""
+    cfg = _tiny_block_in(log_block_in)
+    assert cfg.gemm_stages == stages
+    assert pipe_cuts(tree_levels(cfg.block_in), cfg.gemm_stages) == cuts
+    assert costs.gemm_fill(cfg) == costs.COMPUTE_FILL + stages
+    assert "GEMM_PIPE_STAGES" not in cfg.to_dict()
+
+
+def test_stages_key():
+    cfg = load_config("tiny").replace(gemm_pipe_stages=0)
+    assert cfg.gemm_stages == 0 and cfg.to_dict()["GEMM_PIPE_STAGES"] == 0
+    assert cfg.config_id != load_config("tiny").config_id
+    assert pipe_cuts(6, 6) == {0, 1, 2, 3, 4, 5} and pipe_cuts(6, 1) == {0}
+    with pytest.raises(ConfigError, match="GEMM_PIPE_STAGES = 3: must be at most"):
+        load_config("tiny").replace(gemm_pipe_stages=3)
+
+
+def _tiny_block_in(log_block_in):
+    """tiny (256 rows per scratchpad) with BLOCK_IN 2^log_block_in."""
+    return load_config("tiny").replace(log_block_in=log_block_in,
+                                       log_inp_buff_size=8 + log_block_in,
+                                       log_wgt_buff_size=10 + log_block_in)
+
+
+def _pipe_cfg(log_block_in, stages):
+    """:func:`_tiny_block_in` with ``stages`` ("max": LOG_BLOCK_IN)."""
+    cfg = _tiny_block_in(log_block_in)
+    return cfg.replace(gemm_pipe_stages=log_block_in if stages == "max" else stages)
+
+
+@pytest.mark.parametrize("log_block_in", [2, 4, 6])
+def test_pipeline_depths_agree(run_gemms, log_block_in):
+    """Random steps whose dst rows repeat at every distance, with no pipeline registers and with
+    one after every level, against fsim (numpy): the same ACC, and each register one cycle."""
+    rng = random.Random(log_block_in)
+    got = {}
+    for stages in (0, "max"):
+        cfg = _pipe_cfg(log_block_in, stages)
+        uops = [Uop(rng.randrange(3), rng.randrange(cfg.inp_depth), rng.randrange(cfg.wgt_depth))
+                for _ in range(8)]
+        insns = [_gemm(reset=int(i == 2), uop_bgn=0, uop_end=8, iter_out=3, iter_in=2,
+                       dst_factor_out=rng.randrange(2), dst_factor_in=rng.randrange(2),
+                       src_factor_in=1, wgt_factor_out=1) for i in range(4)]
+        rng = random.Random(log_block_in)      # the same program at both depths
+        got[stages] = run_gemms(cfg, uops, insns, seed=log_block_in)
+    assert [b - a for a, b in zip(got[0], got["max"])] == [log_block_in] * 4

@@ -21,7 +21,7 @@ def test_one_task_by_hand():
     inp = 6 + 6 * (6 * 16 // 8)             # 6 rows of a 6-pixel window, 12 beats each
     wgt = 6 + 9 * 256 // 8                  # one row of 9 kernel blocks
     start = 16 + 4                          # 16 ACC rows, pipeline fill
-    gemm = 16 * 9 + 4
+    gemm = 16 * 9 + 4 + 2                   # fill and the dot product's two registers
     store = 2 + (16 * 16 // 8 + 6)          # the tile is whole rows: one DRAM row
     assert estimate(cfg, shape, t) == inp + wgt + gemm + 3 * start + store
     assert estimate(cfg, shape, t, tail_steps=2) == inp + wgt + gemm + start + store

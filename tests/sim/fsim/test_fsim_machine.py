@@ -7,6 +7,7 @@ import pytest
 from avta.isa import costs
 from avta.sim.fsim import timing
 from avta.isa.asm import format_insn
+from avta.isa.config import load_config
 from avta.isa.enums import AluOp, ErrorCode, MemType
 from avta.isa.insn import Uop
 from avta.isa.registers import COUNTER_NAMES, CYCLE_COUNTERS
@@ -117,7 +118,8 @@ LOAD_FIXED = costs.INSN_OVERHEAD + costs.LOAD_LATENCY
 #: A token-only compute instruction (a LOAD UOP of x_size 0) and FINISH.
 SYNC_FINISH = costs.INSN_OVERHEAD + 1
 CYCLE_CASES = [
-    ([gemm(iters=(3, 4))], 12 + costs.COMPUTE_FILL + 1),
+    # A GEMM's fill counts its dot product's pipeline registers (one on tiny).
+    ([gemm(iters=(3, 4))], 12 + costs.gemm_fill(load_config("tiny")) + 1),
     # An ALU instruction starts a cycle late (its copy is latched, timing.py).
     ([alu(AluOp.ADD, iters=(2, 5), imm=1)], 10 + costs.COMPUTE_FILL + timing.ALU_LATCH + 1),
     ([alu(AluOp.ADD, iters=(2, 5))], 20 + costs.COMPUTE_FILL + timing.ALU_LATCH + 1),
