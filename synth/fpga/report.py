@@ -1,11 +1,13 @@
 """The ``avta fpga`` report from a flow's result: resources against the device (nextpnr's
-utilization), per unit (the Yosys stat of the hierarchy), Fmax, and the critical path named
-by unit.
+utilization), per unit (the flattened netlist's cells by name), Fmax, and the critical path
+named by unit.
 
-nextpnr names each cell of the flattened netlist by its instance path, e.g.
-``vta_top.core.run.compute.gemm.acc_TRELLIS_FF_Q_3``; the longest prefix that is an instance
-path of the hierarchy (the modules of the Yosys stat, ``avta_fpga_top.<path>``) is the cell's
-module, and :func:`avta.synth.units.unit_of` (or any function given) its unit.
+Yosys and nextpnr name each cell of the flattened netlist by its instance path, e.g.
+``vta_top.core.run.compute.gemm.acc_TRELLIS_FF_Q_3`` (a LUT by a net it drives); the longest
+prefix that is an instance path of the hierarchy (the modules of the RTLIL) is the cell's
+module, and :func:`avta.synth.units.unit_of` (or any function given) its unit. A LUT named
+after a net of another module (a port it feeds) counts there: the per-unit figures are close,
+not exact.
 """
 
 from dataclasses import dataclass
@@ -119,7 +121,7 @@ class FpgaReport:
             out.append(f"  {what:<26}{used:>9,}{have:>9,}{used / have:>8.1%}")
         w = self.wrapper
         out += [f"  (the wrapper's share: {w['ffs']:,} flip-flops, {w['luts']:,} LUT4s)", "",
-                f"  {'unit (Yosys stat)':<22}{'LUT4':>8}{'CCU2C':>7}{'FF':>8}{'LUTRAM':>7}"
+                f"  {'unit (cells by name)':<22}{'LUT4':>8}{'CCU2C':>7}{'FF':>8}{'LUTRAM':>7}"
                 f"{'DP16KD':>7}{'MULT18':>7}"]
         for unit, c in self.units.items():
             out.append(f"  {unit:<22}{c['lut4']:>8,}{c['ccu2c']:>7,}{c['ff']:>8,}"
@@ -150,11 +152,9 @@ def build_report(design, device, result, *, top, wrapper_cost, unit_of=None):
     wrapper) to a unit name (default: the path itself, "wrapper" for "")."""
     from .flow import needs_from_stat
     unit_of = unit_of or (lambda path: path or "wrapper")
-    mods = _modules(result.stat)
-    instances = {m[len(top) + 1:] for m in mods if m.startswith(top + ".")}
+    instances = set(result.cells) - {""}
     units = {}
-    for module, cells in mods.items():
-        path = module[len(top) + 1:] if module.startswith(top + ".") else ""
+    for path, cells in sorted(result.cells.items()):
         row = units.setdefault(unit_of(path), {c: 0 for c in set(_STAT_COLUMNS.values())})
         for cell_type, n in cells.items():
             if cell_type in _STAT_COLUMNS:
