@@ -7,10 +7,11 @@ import pytest
 from avta.isa.config import Config, ConfigError, fit_formats, load_config, shipped_configs
 
 
-def test_shipped_configs_are_the_ones_issue_2_asks_for():
-    # ... and "tight" (2-bit tokens, two ACC read ports) for the fuzzer (issue 12).
+def test_the_shipped_configs():
+    # ... "tight" (2-bit tokens, two ACC read ports) for the fuzzer, and "fpga" (1x8x8) for an
+    # ECP5-85k (docs/cli.md, avta fpga).
     assert set(shipped_configs()) == {"default", "tiny", "batch2", "rect", "wide", "huge",
-                                      "big_acc", "tight"}
+                                      "big_acc", "tight", "fpga"}
 
 
 @pytest.mark.parametrize("name, shape, axi", [
