@@ -62,7 +62,12 @@ def cmd_fpga(args):
         return 1
     print()
     print("\n".join(report.table()))
-    out["report"] = report.to_dict()
+    # LUT4s per MAC: the whole design's (memory engine, registers and control included) over
+    # the GEMM's BATCH x BLOCK_IN x BLOCK_OUT multiply-accumulates per cycle.
+    macs = cfg.batch * cfg.block_in * cfg.block_out
+    luts = report.resources["lut4"][0]
+    print(f"  LUT4s per MAC: {luts / macs:,.0f} ({luts:,} LUT4s, {macs} MACs)")
+    out["report"] = report.to_dict() | {"macs": macs, "lut4_per_mac": round(luts / macs, 1)}
     if args.json:
         _write_json(args.json, out)
     if not report.fits:

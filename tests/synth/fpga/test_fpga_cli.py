@@ -65,6 +65,8 @@ def test_tiny_on_the_85k_maps_no_scratchpad_to_flip_flops(tmp_path, capsys):
                        "--json", str(out)])
     report = json.loads(out.read_text())["report"]
     assert report["fmax_mhz"] and report["critical"]["units"]
+    assert report["macs"] == 16 and report["lut4_per_mac"] == pytest.approx(
+        report["resources"]["lut4"][0] / 16, abs=0.1)
     pads = {path: cell for path, cell in report["memories"].items()
             if path.split(".")[:2] == ["vta_top", "core"] and "_mem." in path}
     assert pads, report["memories"]
