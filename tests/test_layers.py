@@ -25,9 +25,10 @@ ALLOWED = {
     "avta.sim.sweep": ("avta.isa", "avta.hw", "avta.runtime", "avta.sim", "avta.floorplan",
                        "avta.errors", "avta.version", "avta.progress"),
     # Area from synthesis: the RTL through Yosys, memories as the floorplan's macros; the
-    # synthesis cache sits with the Verilator builds (avta.sim.verilator.cache_root).
+    # synthesis cache sits with the Verilator builds (avta.sim.verilator.cache_root); avta fpga
+    # shows its minutes-long runs' progress.
     "avta.synth": ("avta.isa", "avta.hw", "avta.floorplan", "avta.errors", "avta.version",
-                   "avta.sim.verilator"),
+                   "avta.sim.verilator", "avta.progress"),
     # The proofs wrap the RTL blocks; they need no simulator, runtime or floorplan.
     "avta.formal": ("avta.hw", "avta.isa", "avta.errors", "avta.version", "avta.progress"),
     "avta.errors": (),
