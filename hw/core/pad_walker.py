@@ -4,11 +4,18 @@ A LOAD writes ``W·H`` rows from ``sram_base`` (``W = x_pad_0 + x_size + x_pad_1
 ``H = y_pad_0 + y_size + y_pad_1``); the rows outside the data window hold the pad value. They
 are visited as segments: the top ``y_pad_0·W`` rows, then for each data row its left
 ``x_pad_0`` and right ``x_pad_1`` rows, then the bottom ``y_pad_1·W`` rows. Empty per-row
-segments are never entered, so padding costs exactly one cycle per pad row (plus one for each of
-top and bottom), and it only uses cycles in which the data path does not write (``hold``).
+segments are never entered, so padding costs one cycle per pad row (plus one for each of top
+and bottom), and it only uses cycles in which the data path does not write (``hold``).
+
+Adders only, no multiplier (docs/architecture.md, timing on an FPGA): the geometry is latched
+at ``start`` (the fields come from the instruction queue's block RAM, slow to read), the top and
+bottom segments count rows of ``W`` and columns, and the bottom's first row
+``sram_base + (y_pad_0 + y_size)·W`` is a running sum stepped by ``W`` once a cycle from
+``start``; the bottom waits for it, ``y_pad_0 + y_size`` cycles after ``start`` at the latest,
+which the data rows' writes outlast.
 """
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -60,40 +67,62 @@ class PadWalker(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        width = Signal(formats.SIZE_BITS + 1)            # W
-        m.d.comb += width.eq(self.x_pad_0 + self.x_size + self.x_pad_1)
-        row_step = width
+        size_bits = formats.SIZE_BITS + 1
+        # The geometry, latched at start: W, the right pad's column, the data rows, the pads.
+        width = Signal(size_bits)                        # W
+        row_step = Signal(size_bits)                     # from one data row to the next
+        right_col = Signal(size_bits)                    # x_pad_0 + x_size
+        x_pad_0, x_pad_1 = Signal(formats.PAD_BITS), Signal(formats.PAD_BITS)
+        y_pad_1 = Signal(formats.PAD_BITS)
+        y_size = Signal(formats.SIZE_BITS)
+        step = self.x_pad_0 + self.x_size + self.x_pad_1
         if "pad-row-width" in self._faults:
             # Planted bug (avta.hw.core.faults), for testing the verification tools only.
-            row_step = self.x_pad_0 + self.x_size
+            step = self.x_pad_0 + self.x_size
+        with m.If(self.start):
+            m.d.sync += [width.eq(self.x_pad_0 + self.x_size + self.x_pad_1), row_step.eq(step),
+                         right_col.eq(self.x_pad_0 + self.x_size),
+                         x_pad_0.eq(self.x_pad_0), x_pad_1.eq(self.x_pad_1),
+                         y_pad_1.eq(self.y_pad_1), y_size.eq(self.y_size)]
 
-        left = Signal(formats.SIZE_BITS + formats.PAD_BITS + 1)   # rows left in the segment
+        left = Signal(size_bits)                         # rows left in the segment's row
+        rows = Signal(formats.PAD_BITS)                  # rows of W left (top and bottom)
         addr = Signal(formats.SRAM_ADDR_BITS)
         row_start = Signal(formats.SRAM_ADDR_BITS)       # row 0 of the current data row
         y = Signal(formats.SIZE_BITS)                    # current data row
-        side_pads = (self.x_pad_0 != 0) | (self.x_pad_1 != 0)
+        side_pads = (x_pad_0 != 0) | (x_pad_1 != 0)
+
+        # The bottom's first row: sram_base stepped by W once for each of the rows above it.
+        bottom = Signal(formats.SRAM_ADDR_BITS)
+        above = Signal(size_bits)                        # steps still to take
+        with m.If(above != 0):
+            m.d.sync += [bottom.eq(bottom + width), above.eq(above - 1)]
 
         write = self.wr_valid & ~self.hold
         m.d.comb += self.wr_addr.eq(addr)
         seg_end = left == 1
 
+        def walk_rows():
+            """One pad row of a top or bottom segment (``rows`` rows of ``W``) written."""
+            m.d.sync += [addr.eq(addr + 1), left.eq(left - 1)]
+            with m.If(seg_end):
+                m.d.sync += [left.eq(width), rows.eq(rows - 1)]
+
         def enter_row(row, start_addr):
             """First segment of data row ``row`` starting at ``start_addr``, or the bottom."""
-            with m.If(row < self.y_size):
+            with m.If(row < y_size):
                 m.d.sync += [y.eq(row), row_start.eq(start_addr)]
-                with m.If(self.x_pad_0 != 0):
-                    m.d.sync += [addr.eq(start_addr), left.eq(self.x_pad_0)]
+                with m.If(x_pad_0 != 0):
+                    m.d.sync += [addr.eq(start_addr), left.eq(x_pad_0)]
                     m.next = "LEFT"
                 with m.Else():
-                    m.d.sync += [addr.eq(start_addr + self.x_pad_0 + self.x_size),
-                                 left.eq(self.x_pad_1)]
+                    m.d.sync += [addr.eq(start_addr + right_col), left.eq(x_pad_1)]
                     m.next = "RIGHT"
             with m.Else():
                 enter_bottom()
 
         def enter_bottom():
-            m.d.sync += [addr.eq(self.sram_base + (self.y_pad_0 + self.y_size) * width),
-                         left.eq(self.y_pad_1 * width)]
+            m.d.sync += [left.eq(width), rows.eq(y_pad_1)]
             m.next = "BOTTOM"
 
         def cancelled():
@@ -105,15 +134,19 @@ class PadWalker(wiring.Component):
         with m.FSM(name="pad"):
             with m.State("IDLE"):
                 with m.If(self.start):
-                    m.d.sync += [addr.eq(self.sram_base), left.eq(self.y_pad_0 * width)]
+                    m.d.sync += [addr.eq(self.sram_base), rows.eq(self.y_pad_0),
+                                 left.eq(self.x_pad_0 + self.x_size + self.x_pad_1),
+                                 bottom.eq(self.sram_base),
+                                 above.eq(self.y_pad_0 + self.y_size)]
                     m.next = "TOP"
             with m.State("TOP"):
-                m.d.comb += [self.busy.eq(1), self.wr_valid.eq(left != 0)]
+                m.d.comb += [self.busy.eq(1), self.wr_valid.eq(rows != 0)]
                 with m.If(write):
-                    m.d.sync += [addr.eq(addr + 1), left.eq(left - 1)]
-                with m.If((left == 0) | (write & seg_end)):
+                    walk_rows()
+                with m.If((rows == 0) | (write & seg_end & (rows == 1))):
                     with m.If(side_pads):
-                        enter_row(0, self.sram_base + self.y_pad_0 * width)
+                        # The top ends where data row 0 starts.
+                        enter_row(0, Mux(rows == 0, addr, addr + 1))
                     with m.Else():
                         enter_bottom()
                 cancelled()
@@ -122,9 +155,8 @@ class PadWalker(wiring.Component):
                 with m.If(write):
                     m.d.sync += [addr.eq(addr + 1), left.eq(left - 1)]
                     with m.If(seg_end):
-                        with m.If(self.x_pad_1 != 0):
-                            m.d.sync += [addr.eq(row_start + self.x_pad_0 + self.x_size),
-                                         left.eq(self.x_pad_1)]
+                        with m.If(x_pad_1 != 0):
+                            m.d.sync += [addr.eq(row_start + right_col), left.eq(x_pad_1)]
                             m.next = "RIGHT"
                         with m.Else():
                             enter_row(y + 1, row_start + row_step)
@@ -137,10 +169,14 @@ class PadWalker(wiring.Component):
                         enter_row(y + 1, row_start + row_step)
                 cancelled()
             with m.State("BOTTOM"):
-                m.d.comb += [self.busy.eq(1), self.wr_valid.eq(left != 0)]
+                # The bottom's first row is known once the running sum has taken every step.
+                ready = above == 0
+                m.d.comb += [self.busy.eq(1), self.wr_valid.eq(ready & (rows != 0))]
+                m.d.comb += self.wr_addr.eq(bottom)
                 with m.If(write):
-                    m.d.sync += [addr.eq(addr + 1), left.eq(left - 1)]
-                with m.If((left == 0) | (write & seg_end)):
+                    walk_rows()
+                    m.d.sync += bottom.eq(bottom + 1)
+                with m.If((rows == 0) | (write & seg_end & (rows == 1))):
                     m.next = "IDLE"
                 cancelled()
         return m

@@ -117,30 +117,59 @@ class TensorLoad(wiring.Component):
         cfg, insn = self._cfg, self.insn
         bus = cfg.axi_data_bytes
         log_bus = exact_log2(bus)
-        mtype = insn.memory_type
 
-        # Per-type constants, selected by the (stable) instruction's memory type.
+        # What a row command needs, latched at start: the instruction comes from the queue's
+        # block RAM, whose output is too slow to feed the command path in every cycle
+        # (docs/architecture.md, timing on an FPGA). ``insn`` is read in the start cycle only.
+        mtype = Signal(MemType)
         log_elem = Signal(range(32))
-        base = Signal(ADDR_BITS)
         narrow = Signal()                         # an element spans whole beats
+        x_size = Signal(formats.SIZE_BITS)
+        rows_left = Signal(formats.SIZE_BITS)     # row commands still to issue
+        width = Signal(formats.SIZE_BITS + 1)     # W, from one data row to the next
+        row_bytes = Signal(formats.SIZE_BITS + 16)
+        stride_bytes = Signal(ADDR_BITS)
+        pad_value = Signal(PadValue)
+        top = Signal(formats.SRAM_ADDR_BITS)      # y_pad_0·W, the rows above the data
+
+        base = Signal(ADDR_BITS)
+        start_log_elem = Signal(range(32))
         for t in self._types:
             base_port = _base_port(cfg, t)
             if "wgt-base" in self._faults and t == MemType.WGT and "inp_base" in self._bases:
                 # Planted bug (avta.hw.core.faults), for testing the verification tools only.
                 base_port = "inp_base"
-            with m.If(mtype == t):
-                m.d.comb += [log_elem.eq(exact_log2(elem_bytes(cfg, t))),
-                             base.eq(getattr(self, base_port)),
-                             narrow.eq(elem_bytes(cfg, t) >= bus)]
+            with m.If(insn.memory_type == t):
+                m.d.comb += [start_log_elem.eq(exact_log2(elem_bytes(cfg, t))),
+                             base.eq(getattr(self, base_port))]
+            with m.If(self.start & (insn.memory_type == t)):
+                m.d.sync += narrow.eq(elem_bytes(cfg, t) >= bus)
+        stride = insn.x_stride
+        if "load-stride" in self._faults:
+            # Planted bug (avta.hw.core.faults), for testing the verification tools only.
+            stride = insn.x_stride[:FAULT_STRIDE_BITS]
+        with m.If(self.start):
+            m.d.sync += [mtype.eq(insn.memory_type), log_elem.eq(start_log_elem),
+                         x_size.eq(insn.x_size), rows_left.eq(insn.y_size),
+                         width.eq(insn.x_pad_0 + insn.x_size + insn.x_pad_1),
+                         row_bytes.eq(insn.x_size << start_log_elem),
+                         stride_bytes.eq(stride << start_log_elem),
+                         pad_value.eq(insn.pad_value)]
+        # The rows above the data, y_pad_0·W, by shift and add from the latched fields (no
+        # multiplier: a DSP block's routing is slow, and there are few of them).
+        y_pad_0 = Signal(formats.PAD_BITS)
+        with m.If(self.start):
+            m.d.sync += y_pad_0.eq(insn.y_pad_0)
+        terms = [Mux(y_pad_0[i], width << i, 0)[:formats.SRAM_ADDR_BITS]
+                 for i in range(formats.PAD_BITS)]
+        while len(terms) > 1:                     # a balanced tree of adders
+            terms = [(a + b)[:formats.SRAM_ADDR_BITS] for a, b in zip(terms[::2], terms[1::2])] \
+                + terms[len(terms) // 2 * 2:]
+        m.d.comb += top.eq(terms[0])
 
         # -- row commands ---------------------------------------------------------------------
-        width = Signal(formats.SIZE_BITS + 1)
-        m.d.comb += width.eq(insn.x_pad_0 + insn.x_size + insn.x_pad_1)
-        y = Signal(formats.SIZE_BITS + 1)
         addr = Signal(ADDR_BITS)                  # byte address of the current row
-        dest = Signal(formats.SRAM_ADDR_BITS)     # scratchpad row of its element 0
-        row_bytes = Signal(formats.SIZE_BITS + 16)
-        m.d.comb += row_bytes.eq(insn.x_size << log_elem)
+        dest = Signal(formats.SRAM_ADDR_BITS)     # its element 0's row, less the top pad's
         # Elements narrower than the bus: the lanes before the row's first element are skipped.
         # The beat count follows from the skip, so that base bits below the element size (not
         # supported, module docstring) cannot add a beat that no row writer expects.
@@ -150,7 +179,7 @@ class TensorLoad(wiring.Component):
         m.d.comb += [
             cmd.payload.addr.eq(addr & ~(bus - 1)),
             cmd.payload.beats.eq(((skip << log_elem) + row_bytes + bus - 1) >> log_bus),
-            cmd.payload.tag.row.eq(dest),
+            cmd.payload.tag.row.eq(dest + top),
             cmd.payload.tag.skip.eq(skip),
             self.count.mtype.eq(mtype),
             self.count.bytes.eq(row_bytes),
@@ -196,7 +225,7 @@ class TensorLoad(wiring.Component):
                 w.beat.payload.beat.eq(beat.beat),
                 w.beat.payload.row.eq(beat.tag.row),
                 w.beat.payload.skip.eq(beat.tag.skip),
-                w.limit.eq(insn.x_size),
+                w.limit.eq(x_size),
             ]
             with m.If(active):
                 m.d.comb += self.mem.data.ready.eq(w.beat.ready)
@@ -211,7 +240,7 @@ class TensorLoad(wiring.Component):
                 w = writers[t]
                 with m.If(mtype == t):
                     pad_data = Signal(geo.row_bits, name=f"pad_{t.name.lower()}")
-                    with m.Switch(insn.pad_value):
+                    with m.Switch(pad_value):
                         for pv in PadValue:
                             with m.Case(pv):
                                 m.d.comb += pad_data.eq(_pad_row(cfg, t, pv))
@@ -226,9 +255,9 @@ class TensorLoad(wiring.Component):
         with m.FSM(name="load"):
             with m.State("IDLE"):
                 with m.If(self.start):
-                    m.d.sync += [err.eq(0), y.eq(0),
-                                 addr.eq(base + (insn.dram_base << log_elem)),
-                                 dest.eq(insn.sram_base + insn.y_pad_0 * width + insn.x_pad_0)]
+                    m.d.sync += [err.eq(0),
+                                 addr.eq(base + (insn.dram_base << start_log_elem)),
+                                 dest.eq(insn.sram_base + insn.x_pad_0)]
                     with m.If(insn.x_size == 0):
                         # docs/isa.md §3.1: no data moves; only tokens act.
                         m.next = "DONE"
@@ -237,15 +266,11 @@ class TensorLoad(wiring.Component):
                         m.next = "RUN"
             with m.State("RUN"):
                 m.d.comb += [self.busy.eq(1),
-                             cmd.valid.eq((y < insn.y_size) & (~stop | offered))]
-                stride = insn.x_stride
-                if "load-stride" in self._faults:
-                    # Planted bug (avta.hw.core.faults), for testing the verification tools only.
-                    stride = insn.x_stride[:FAULT_STRIDE_BITS]
+                             cmd.valid.eq((rows_left != 0) & (~stop | offered))]
                 with m.If(issued):
-                    m.d.sync += [y.eq(y + 1), addr.eq(addr + (stride << log_elem)),
+                    m.d.sync += [rows_left.eq(rows_left - 1), addr.eq(addr + stride_bytes),
                                  dest.eq(dest + width)]
-                requested = (y == insn.y_size) | (stop & ~offered)
+                requested = (rows_left == 0) | (stop & ~offered)
                 with m.If(requested & ~issued & (outstanding == 0) & (~pad.busy | stop)):
                     m.next = "DONE"
             with m.State("DONE"):

@@ -81,7 +81,10 @@ def expected_pads(f):
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_pad_walker(seed):
+@pytest.mark.parametrize("scramble", [False, True])
+def test_pad_walker(seed, scramble):
+    """Every pad row once. ``scramble``: the fields change after ``start`` (the walker latches
+    them: they come from the instruction queue's slow block RAM)."""
     rng = random.Random(seed)
     cases = [{"sram_base": rng.randrange(1 << 16), "x_size": rng.randrange(1, 5),
               "y_size": rng.randrange(0, 4), "x_pad_0": rng.choice([0, 0, 1, 3]),
@@ -96,6 +99,9 @@ def test_pad_walker(seed):
             ctx.set(dut.start, 1)
             await ctx.tick()
             ctx.set(dut.start, 0)
+            if scramble:
+                for name, value in f.items():
+                    ctx.set(getattr(dut, name), (value * 7 + 5) % (1 << len(getattr(dut, name))))
             rows, cycles = [], 0
             while True:
                 hold = rng.random() < 0.3

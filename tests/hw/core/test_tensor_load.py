@@ -3,9 +3,11 @@ through the memory model with latency, backpressure and out-of-order completion,
 for row with fsim's LOAD."""
 
 import random
+import re
 
 import numpy as np
 import pytest
+from amaranth.back import rtlil
 
 from avta.hw.core.tensor_load import COMPUTE_STAGE_TYPES, LOAD_STAGE_TYPES, TensorLoad
 from avta.hw.sim.testbench import run_sim, start_insn, wait_until
@@ -44,8 +46,11 @@ def random_load(cfg, rng, mtype, *, pads=True):
             x_stride=x_stride, y_pad_0=p[0], y_pad_1=p[1], x_pad_0=p[2], x_pad_1=p[3])
 
 
-def run_loads(cfg, types, insns, *, seed=0, stall=0.3, latency=(0, 6), reorder=True):
-    """Run ``insns`` on a TensorLoad; return its scratchpads and fsim's after the same LOADs."""
+def run_loads(cfg, types, insns, *, seed=0, stall=0.3, latency=(0, 6), reorder=True,
+              scramble=False):
+    """Run ``insns`` on a TensorLoad; return its scratchpads and fsim's after the same LOADs.
+    ``scramble``: after each start, the instruction port carries another instruction's fields
+    (the unit must have latched what it needs)."""
     unit = TensorLoad(cfg=cfg, types=types)
     pads = sorted({memory(cfg, t).scratchpad.name for t in types})
     harness = ScratchpadHarness(cfg, unit, {f"{p}_wr": (p, "w") for p in pads})
@@ -60,6 +65,11 @@ def run_loads(cfg, types, insns, *, seed=0, stall=0.3, latency=(0, 6), reorder=T
     async def bench(ctx):
         for insn in insns:
             await start_insn(ctx, unit, insn)
+            if scramble:
+                for name, value in insn.field_values().items():
+                    field = getattr(unit.insn, name, None)
+                    if field is not None and name != "opcode":
+                        ctx.set(field, (value * 7 + 5) & ((1 << len(field)) - 1))
             await wait_until(ctx, unit.done, timeout=2000, what="LOAD done")
         for p in pads:
             got[p] = harness.get_rows(ctx, p)
@@ -92,6 +102,35 @@ def test_random_loads(config, stage):
     rng.shuffle(insns)
     got, ref = run_loads(cfg, types, insns, seed=len(config))
     check_same(cfg, got, ref, insns)
+
+
+@pytest.mark.parametrize("stage", ["load", "compute"])
+def test_fields_are_latched_at_start(stage):
+    """The instruction is read in the start cycle only: the queue's block RAM is too slow to
+    feed the command path (docs/architecture.md, timing on an FPGA)."""
+    cfg = load_config("tiny")
+    types = LOAD_STAGE_TYPES if stage == "load" else COMPUTE_STAGE_TYPES
+    rng = random.Random(f"latched-{stage}")
+    insns = [random_load(cfg, rng, types[i % len(types)]) for i in range(8)]
+    got, ref = run_loads(cfg, types, insns, scramble=True)
+    check_same(cfg, got, ref, insns)
+
+
+@pytest.mark.parametrize("stage", ["load", "compute"])
+def test_no_multiplier(stage):
+    """LOAD address arithmetic is adders only: a multiplier becomes a DSP block whose routing
+    was the critical path on an ECP5 (docs/architecture.md, timing on an FPGA)."""
+    cfg = load_config("tiny")
+    types = LOAD_STAGE_TYPES if stage == "load" else COMPUTE_STAGE_TYPES
+    assert variable_products(rtlil.convert(TensorLoad(cfg=cfg, types=types))) == []
+
+
+def variable_products(text):
+    """The ``$mul`` cells of RTLIL ``text`` whose operands are both signals (a product by a
+    constant, such as ``word_select``'s, is a shift)."""
+    cells = re.findall(r"cell \$mul (\S+)\n(.*?)\n\s*end\n", text, re.S)
+    constant = re.compile(r"connect \\[AB] \d+'[01]+$", re.M)
+    return [name for name, body in cells if len(constant.findall(body)) == 0]
 
 
 @pytest.mark.parametrize("mtype", [MemType.INP, MemType.WGT])
