@@ -66,7 +66,7 @@ class Compute(wiring.Component):
     detached_done : Out(1)
         One-cycle pulse when the ALU instruction has completed.
     gemm_held : Out(1)
-        The GEMM waits for the ALU this cycle (its next step meets the ALU's rows).
+        The GEMM waits for the ALU this cycle (its next step's ACC bank is one the ALU uses).
     abort : In(1)
         The run has failed (docs/isa.md §3.5): abandon the remaining steps; ``done`` follows as
         soon as the steps already issued have written.

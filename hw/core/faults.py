@@ -203,10 +203,11 @@ PROTOCOL_FAULTS = {
         "an ALU with use_imm and a negative immediate"),
     "compute-hazard-dst": Fault(
         "compute stage (core/compute.py)",
-        "a GEMM beside a detached ALU instruction is held only on the rows the ALU reads "
-        "(src), not on those it writes (dst), so the GEMM may read an ALU row before the ALU "
-        "writes it, or write one the ALU then overwrites",
-        "a GEMM right after an ALU instruction, touching the ALU's destination rows"),
+        "a GEMM beside a detached ALU instruction is held only on the ACC banks of the rows "
+        "the ALU reads (src), not of those it writes (dst), so the GEMM may read an ALU row "
+        "before the ALU writes it, write one the ALU then overwrites, or share a bank's port "
+        "with the ALU",
+        "a GEMM right after an ALU instruction, in the bank of the ALU's destination rows"),
     "gemm-reset-sticky": Fault(
         "GEMM (core/gemm.py)",
         "the reset flag is latched by the first GEMM with reset and never cleared, so every "
