@@ -12,7 +12,7 @@ stage's long weight bursts.
 """
 
 __all__ = ["FETCH_LATENCY", "INSN_OVERHEAD", "LOAD_LATENCY", "STORE_ROW_OVERHEAD",
-           "COMPUTE_FILL", "gemm_fill", "row_cycles", "load_cycles", "store_cycles",
+           "COMPUTE_FILL", "ALU_FILL", "gemm_fill", "row_cycles", "load_cycles", "store_cycles",
            "compute_cycles"]
 
 #: Cycles from launch until the first instruction can start in its stage (fetching it from DRAM
@@ -26,10 +26,12 @@ LOAD_LATENCY = 4
 #: A STORE's cycles per DRAM row besides the row's beats (its write burst's address and
 #: response; 6 on default and huge).
 STORE_ROW_OVERHEAD = 6
-#: Cycles of an ALU instruction besides its micro-op steps, and of a GEMM whose dot product has
-#: no pipeline registers: the cycle it starts and the pipeline it drains (consecutive compute
-#: instructions do not overlap).
+#: Cycles of a GEMM whose dot product has no pipeline registers besides its micro-op steps: the
+#: cycle it starts and the pipeline it drains (consecutive compute instructions do not overlap).
 COMPUTE_FILL = 4
+#: Cycles of an ALU instruction besides its micro-op steps: :data:`COMPUTE_FILL` and one for the
+#: register between its ACC read and its lanes (hw/core/alu.py).
+ALU_FILL = COMPUTE_FILL + 1
 
 
 def gemm_fill(cfg):
@@ -65,8 +67,9 @@ def store_cycles(cfg, y_size, x_size):
                                      + STORE_ROW_OVERHEAD)
 
 
-def compute_cycles(steps, *, step_cycles=1, fill=COMPUTE_FILL):
+def compute_cycles(steps, *, fill, step_cycles=1):
     """A GEMM or ALU instruction of ``steps`` micro-op steps issued every ``step_cycles`` cycles
     (2 for an ALU instruction reading two ACC operands through one read port) with ``fill``
-    cycles besides them (:func:`gemm_fill` for a GEMM); one cycle when it has no steps."""
+    cycles besides them (:func:`gemm_fill` for a GEMM, :data:`ALU_FILL` for an ALU
+    instruction); one cycle when it has no steps."""
     return step_cycles * steps + fill if steps else 1

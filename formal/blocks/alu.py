@@ -57,7 +57,7 @@ __all__ = ["checks", "STEP_BITS"]
 #: Width of the step count ``pipe`` tracks a step by (one of the first 2^STEP_BITS steps).
 STEP_BITS = 3
 #: ``pipe``'s BMC depth (cycles from power-on).
-PIPE_DEPTH = 10
+PIPE_DEPTH = 11
 
 
 class AluHarness(Harness):
@@ -137,7 +137,7 @@ class AluUnitHarness(Harness):
             m.d.sync += acc_addr_b.eq(dut.acc_rd_b.addr)
             m.d.comb += dut.acc_rd_b.data.eq(Mux(acc_addr_b == src_idx, row_src, row_dst))
 
-        # The operands the lanes get (read-only: Alu.lanes) in the step's s2 cycle, and the
+        # The operands the lanes get (read-only: Alu.lanes) in the step's s3 cycle, and the
         # row written a cycle later: the lanes' own result (alu.ops proves the lanes equal
         # docs/isa.md §3.4 for every operand, so together the write is f(A, B)).
         lanes = dut.lanes

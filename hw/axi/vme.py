@@ -1,7 +1,8 @@
 """VME: the memory engine, one AXI4 manager for every memory client of the core.
 
 Read clients (fetch, loads, …) share one :class:`.read_engine.ReadEngine` through a round-robin
-:class:`.read_arbiter.ReadArbiter`; the write client (the store stage) has the
+:class:`.read_arbiter.ReadArbiter`, their beats one cycle later through a
+:class:`.beat_register.BeatRegister`; the write client (the store stage) has the
 :class:`.write_engine.WriteEngine`. Both split bursts at 4 KiB; reads keep several commands in
 flight and complete out of order across commands (AXI IDs are tag-buffer slots); writes use ID 0.
 """
@@ -11,6 +12,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out, flipped
 
 from ..mem_client import ReadClientSignature, WriteClientSignature
+from .beat_register import BeatRegister
 from .read_arbiter import ReadArbiter, shared_tag_layout
 from .read_engine import ReadEngine
 from .signatures import AxiSignature, id_bits
@@ -67,7 +69,14 @@ class MemoryEngine(wiring.Component):
                                                    faults=self._faults)
         for index, name in enumerate(self._read_clients):
             wiring.connect(m, arbiter.client(index), flipped(getattr(self, name)))
-        wiring.connect(m, arbiter.engine, reader.client)
+        # Commands go straight to the engine; beats pass a register on their way back (the
+        # clients' row arithmetic starts at a flip-flop, docs/architecture.md).
+        m.submodules.beats = beats = BeatRegister(reader.client.data.payload.shape())
+        m.d.comb += [reader.client.cmd.valid.eq(arbiter.engine.cmd.valid),
+                     reader.client.cmd.payload.eq(arbiter.engine.cmd.payload),
+                     arbiter.engine.cmd.ready.eq(reader.client.cmd.ready)]
+        wiring.connect(m, reader.client.data, beats.i)
+        wiring.connect(m, beats.o, arbiter.engine.data)
         wiring.connect(m, writer.client, flipped(self.write))
         for name, member in self.m_axi.signature.members.items():
             # AR and R members start with "ar" or "r"; no AW, W or B member does.

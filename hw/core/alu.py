@@ -8,14 +8,20 @@ s0    :class:`LoopGen` offers the step; the micro-op buffer is read.
 s1    indices = micro-op fields + offsets; ACC[src] is read (port A), and ACC[dst] too when
       the operation needs it: on port B in the same cycle, or on port A one cycle later
       (the step then spends two cycles in s1).
-s2    operands arrive, forwarded; :class:`AluLanes` computes the result.
-s3    the result is written to ACC[dst] (the compute stage mirrors it to OUT).
+s2    operands arrive, forwarded, and are registered as the lanes' A and B.
+s3    the registered operands, forwarded, go to :class:`AluLanes`; the result is registered.
+s4    the result is written to ACC[dst] (the compute stage mirrors it to OUT).
 ====  ===================================================================================
+
+The register between s2 and s3 keeps the ACC block RAM's read, the banks' forwarding and this
+unit's forwarding out of the path through the lanes (on an ECP5 that path was the core's
+longest); it costs every ALU instruction one cycle (:data:`avta.isa.costs.ALU_FILL`).
 
 Read-after-write at any distance, through dst and src (docs/isa.md §3.4): a read issued in the cycle
 of a write returns the new data (transparent ports); every operand value that was read before a
-write and is still waiting (in s2, or ACC[src] held through the second s1 cycle) is replaced by
-the write data when the indices match. So each step sees all earlier steps with no interlock.
+write and is still waiting (in s2, in the s3 operand register, or ACC[src] held through the
+second s1 cycle) is replaced by the write data when the indices match. So each step sees all
+earlier steps with no interlock.
 """
 
 from amaranth.hdl import Const, Module, Mux, Signal
@@ -144,7 +150,6 @@ class Alu(wiring.Component):
         m.d.comb += [src_val.eq(forward(Mux(held2, src_hold, self.acc_rd.data), src2)),
                      dst_val.eq(forward(dst_read, dst2))]
 
-        m.submodules.lanes = lanes = self.lanes
         imm_row = Signal(row_layout(cfg, "acc"))
         imm = insn.imm.as_signed()
         if "alu-imm-zext" in self._faults:
@@ -153,22 +158,44 @@ class Alu(wiring.Component):
         for b in range(cfg.batch):
             for o in range(cfg.block_out):
                 m.d.comb += imm_row[b][o].eq(imm)
-        m.d.comb += [
-            lanes.op.eq(insn.alu_opcode),
-            lanes.a.eq(Mux(insn.use_imm, src_val, dst_val)),
-            lanes.b.eq(Mux(insn.use_imm, imm_row, src_val)),
-        ]
 
         # -- s3 -----------------------------------------------------------------------------------
+        # While a step's operands wait in s3, the step ahead of it (in s3 now, in s4 then) writes.
+        # Whether that write's row is an operand's is decided here, a cycle early, so that only
+        # one mux stands between the operand register and the lanes.
         v3, last3 = Signal(), Signal()
         dst3 = Signal(acc_bits)
-        result3 = Signal(row_layout(cfg, "acc"))
-        m.d.sync += [v3.eq(v2), last3.eq(last2), dst3.eq(dst2), result3.eq(lanes.out)]
-        m.d.comb += [wr.addr.eq(dst3), wr.data.eq(result3),
-                     wr.en.eq(v3.replicate(geo["acc"].en_bits))]
+        a3, b3 = Signal(row_layout(cfg, "acc")), Signal(row_layout(cfg, "acc"))
+        a_hit3, b_hit3 = Signal(), Signal()
+        src_hit = v3 & (dst3 == src2)
+        dst_hit = v3 & (dst3 == dst2)
+        if "alu-no-forward" in self._faults:
+            # Planted bug (avta.hw.core.faults), for testing the verification tools only.
+            src_hit = dst_hit = Const(0, 1)
+        m.d.sync += [v3.eq(v2), last3.eq(last2), dst3.eq(dst2),
+                     a3.eq(Mux(insn.use_imm, src_val, dst_val)),
+                     b3.eq(Mux(insn.use_imm, imm_row, src_val)),
+                     a_hit3.eq(Mux(insn.use_imm, src_hit, dst_hit)),
+                     b_hit3.eq(~insn.use_imm & src_hit)]
+
+        m.submodules.lanes = lanes = self.lanes
+        m.d.comb += [
+            lanes.op.eq(insn.alu_opcode),
+            # The write landing now is wr (s4's result), the step ahead's, when a_hit3/b_hit3.
+            lanes.a.eq(Mux(a_hit3, wr.data, a3)),
+            lanes.b.eq(Mux(b_hit3, wr.data, b3)),
+        ]
+
+        # -- s4 -----------------------------------------------------------------------------------
+        v4, last4 = Signal(), Signal()
+        dst4 = Signal(acc_bits)
+        result4 = Signal(row_layout(cfg, "acc"))
+        m.d.sync += [v4.eq(v3), last4.eq(last3), dst4.eq(dst3), result4.eq(lanes.out)]
+        m.d.comb += [wr.addr.eq(dst4), wr.data.eq(result4),
+                     wr.en.eq(v4.replicate(geo["acc"].en_bits))]
 
         # -- control ------------------------------------------------------------------------------
         instruction_control(m, name="alu", start=self.start, empty=loop.empty,
-                            retired=v3 & last3, done=self.done, abort=self.abort,
-                            in_flight=loop.valid | v1 | v2 | v3)
+                            retired=v4 & last4, done=self.done, abort=self.abort,
+                            in_flight=loop.valid | v1 | v2 | v3 | v4)
         return m

@@ -18,13 +18,13 @@ them and schedules the three stages the way the token protocol of
 
 Instruction costs are the RTL's as measured on tsim, the figures fsim's cycle model uses too
 (:mod:`avta.isa.costs`): a GEMM of N steps takes N + ``gemm_fill(cfg)``, an ALU instruction
-N + ``COMPUTE_FILL``; a LOAD its start and first-beat latency plus, per DRAM row, its bus beats
+N + ``ALU_FILL``; a LOAD its start and first-beat latency plus, per DRAM row, its bus beats
 (or one cycle per element when elements are narrower than the bus); a STORE its start plus, per
 DRAM row, its beats and the row overhead. Border padding, micro-op loads and fetch are left out:
 the estimate ranks tilings, it does not predict a run to the cycle.
 """
 
-from avta.isa.costs import COMPUTE_FILL, gemm_fill, load_cycles, store_cycles
+from avta.isa.costs import ALU_FILL, gemm_fill, load_cycles, store_cycles
 
 __all__ = ["estimate", "lower_bound", "TAIL_STEPS"]
 #: ALU passes over an output tile after its GEMMs, by default: accumulator start (reset GEMM or
@@ -56,7 +56,7 @@ class _Costs:
         return th * tw * nco * nci * self.kk + gemm_fill(self.cfg)
 
     def alu_pass(self, th, tw, nco):
-        return th * tw * nco + COMPUTE_FILL
+        return th * tw * nco + ALU_FILL
 
     def store(self, th, tw, nco):
         key = ("store", th, tw, nco)
@@ -111,7 +111,7 @@ def lower_bound(cfg, shape, t, *, tail_steps=TAIL_STEPS):
     last_store = costs.store(last_th, last_tw, cob - (_ceil(cob, t.tco) - 1) * t.tco)
     # With two threads the tail after the accumulator start may run beside the GEMMs.
     passes = 1 if t.threads > 1 and t.acc_banks > 1 else tail_steps
-    compute = gemm + tasks * gemm_fill(cfg) + passes * (rows + tiles * COMPUTE_FILL)
+    compute = gemm + tasks * gemm_fill(cfg) + passes * (rows + tiles * ALU_FILL)
     return first_load + compute - costs.alu_pass(th, tw, nco) + last_store
 
 

@@ -53,7 +53,8 @@ ESTIMATED = frozenset(CYCLE_COUNTERS) | {"cycles"}
 
 def cost(cfg, insn, elem_bytes=None):
     """Estimated cycles of one legal instruction; ``elem_bytes`` for a LOAD/STORE's elements. A
-    GEMM's fill grows with its dot product's pipeline (:func:`~avta.isa.costs.gemm_fill`)."""
+    GEMM's fill grows with its dot product's pipeline (:func:`~avta.isa.costs.gemm_fill`); an
+    ALU instruction's is :data:`~avta.isa.costs.ALU_FILL`."""
     if insn.opcode == Opcode.STORE:
         return costs.store_cycles(cfg, insn.y_size, insn.x_size)
     if insn.opcode == Opcode.LOAD:
@@ -65,7 +66,8 @@ def cost(cfg, insn, elem_bytes=None):
                  and cfg.acc_read_ports == 1)
     if insn.opcode == Opcode.GEMM:
         return costs.compute_cycles(insn.steps, fill=costs.gemm_fill(cfg))
-    return costs.compute_cycles(insn.steps, step_cycles=2 if two_reads else 1)
+    return costs.compute_cycles(insn.steps, step_cycles=2 if two_reads else 1,
+                                fill=costs.ALU_FILL)
 
 
 def acc_row_writes(insn):

@@ -6,7 +6,7 @@ Relations measured on ``tiny`` and asserted here:
   bins add up to CYCLES, and the compute stage's ``gemm`` cycles are GEMM_STEPS plus
   ``avta.isa.costs.gemm_fill`` (5 on tiny) per GEMM instruction (the cycle it starts and the
   four stages of the pipeline it drains, one of them the dot product's register; an ALU with
-  an immediate has ``COMPUTE_FILL``, 4, and the cycle its copy is latched). fsim's model
+  an immediate has ``ALU_FILL``, 5, and the cycle its copy is latched). fsim's model
   charges the same, so the two agree exactly on GEMM and ALU busy cycles.
 * The load lane agrees less: on ``tiny`` most LOADs are a few short rows, whose first-beat
   latency fsim's model (measured on ResNet-18's long loads, sim/fsim/timing.py) undercharges.
@@ -42,7 +42,7 @@ UOPS, WGT, INP, OUT = 0x1000, 0x2000, 0x3000, 0x6000
 STAGE_COUNTERS = {"load": "LD", "compute": "CP", "store": "ST"}
 #: An ALU instruction's busy cycles besides its steps: the fill, and the cycle its copy is
 #: latched (sim/fsim/timing.py, hw/core/compute.py).
-ALU_EXTRA = costs.COMPUTE_FILL + timing.ALU_LATCH
+ALU_EXTRA = costs.ALU_FILL + timing.ALU_LATCH
 #: A GEMM instruction's busy cycles besides its steps (its pipeline's fill).
 GEMM_EXTRA = costs.gemm_fill(CFG)
 

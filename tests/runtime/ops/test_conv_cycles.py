@@ -20,7 +20,7 @@ def test_one_task_by_hand():
     t = tiling_for(cfg, shape, 4, 4, 1, 1, 2, bias=True)
     inp = 6 + 6 * (6 * 16 // 8)             # 6 rows of a 6-pixel window, 12 beats each
     wgt = 6 + 9 * 256 // 8                  # one row of 9 kernel blocks
-    start = 16 + 4                          # 16 ACC rows, pipeline fill
+    start = 16 + 5                          # 16 ACC rows, the ALU's pipeline fill
     gemm = 16 * 9 + 4 + 2                   # fill and the dot product's two registers
     store = 2 + (16 * 16 // 8 + 6)          # the tile is whole rows: one DRAM row
     assert estimate(cfg, shape, t) == inp + wgt + gemm + 3 * start + store

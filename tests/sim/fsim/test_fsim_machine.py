@@ -121,10 +121,10 @@ CYCLE_CASES = [
     # A GEMM's fill counts its dot product's pipeline registers (one on tiny).
     ([gemm(iters=(3, 4))], 12 + costs.gemm_fill(load_config("tiny")) + 1),
     # An ALU instruction starts a cycle late (its copy is latched, timing.py).
-    ([alu(AluOp.ADD, iters=(2, 5), imm=1)], 10 + costs.COMPUTE_FILL + timing.ALU_LATCH + 1),
-    ([alu(AluOp.ADD, iters=(2, 5))], 20 + costs.COMPUTE_FILL + timing.ALU_LATCH + 1),
+    ([alu(AluOp.ADD, iters=(2, 5), imm=1)], 10 + costs.ALU_FILL + timing.ALU_LATCH + 1),
+    ([alu(AluOp.ADD, iters=(2, 5))], 20 + costs.ALU_FILL + timing.ALU_LATCH + 1),
     # MOV reads only ACC[src].
-    ([alu(AluOp.MOV, iters=(2, 5))], 10 + costs.COMPUTE_FILL + timing.ALU_LATCH + 1),
+    ([alu(AluOp.MOV, iters=(2, 5))], 10 + costs.ALU_FILL + timing.ALU_LATCH + 1),
     ([gemm(iters=(0, 4))], 1 + 1),
     # WGT: 3 rows of 5 elements, 80 bytes = 10 beats each.
     ([load(MemType.WGT, y=3, x=5, push_next=1), sync("pop_prev")], LOAD_FIXED + 30 + SYNC_FINISH),
@@ -148,7 +148,7 @@ def test_cycle_estimate(tiny_cfg, insns, cycles):
 def test_two_read_ports_halve_two_operand_alu(tiny_cfg):
     image = Image(tiny_cfg.replace(acc_read_ports=2))
     image.add(alu(AluOp.ADD, iters=(2, 5)), finish())
-    assert image.run()[0].cycles == (costs.FETCH_LATENCY + 10 + costs.COMPUTE_FILL
+    assert image.run()[0].cycles == (costs.FETCH_LATENCY + 10 + costs.ALU_FILL
                                      + timing.ALU_LATCH + 1)
 
 
