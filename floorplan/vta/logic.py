@@ -46,17 +46,17 @@ class LogicModel:
 
     The defaults are the fit of ``avta area --calibrate`` to Yosys syntheses of tiny,
     1x8x8 with 128-bit AXI, 1x4x16 and default (generic45 cell areas) with the banked
-    scratchpads and the pipelined GEMM; on the held-out 2x8x8 with 256-bit AXI the model is
+    scratchpads, the pipelined GEMM and the ALU's operand register; on the held-out 2x8x8 with 256-bit AXI the model is
     within 0.5 % of synthesis per block (docs/cli.md, logic-area calibration).
     """
     ge_gemm_fixed: int = 2_344
     ge_per_mac: int = 877
     ge_gemm_per_lane: int = 381
-    ge_alu_fixed: int = 2_045
-    ge_per_alu_lane: int = 3_895
-    ge_control: int = 108_798
-    ge_control_per_lane: int = 1_751
-    ge_per_axi_bit: int = 32
+    ge_alu_fixed: int = 2_186
+    ge_per_alu_lane: int = 4_494
+    ge_control: int = 109_225
+    ge_control_per_lane: int = 1_753
+    ge_per_axi_bit: int = 40
 
     def __post_init__(self):
         for f in fields(self):
