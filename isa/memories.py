@@ -168,6 +168,11 @@ class Scratchpad:
         """Rows of one bank (the whole depth when the scratchpad is not banked)."""
         return self.depth // self.banks
 
+    @property
+    def bank_row_bits(self):
+        """Bits of a row index within its bank: the index's top bits above them pick the bank."""
+        return self.bank_rows.bit_length() - 1
+
     def bank_of(self, row):
         """The bank that holds ``row``: its index's top bits."""
         return row // self.bank_rows

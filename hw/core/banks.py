@@ -67,6 +67,7 @@ class BankedScratchpad(wiring.Component):
         self._geo = geo = geometry(cfg, name)
         pad = scratchpad(cfg, name)
         self.banks, self.bank_rows = pad.banks, pad.bank_rows
+        self._local_bits = pad.bank_row_bits
         self.copies = 1 + max(readers.values())
         self._writers, self._readers, self._forward = tuple(writers), dict(readers), forward
         members = {f"wr_{w}": Out(write_signature(geo)) for w in self._writers}
@@ -82,7 +83,7 @@ class BankedScratchpad(wiring.Component):
 
     def _split(self, addr):
         """``(bank, local)`` parts of a logical address signal."""
-        local_bits = self.bank_rows.bit_length() - 1
+        local_bits = self._local_bits
         bank = addr[local_bits:] if self.banks > 1 else 0
         return bank, addr[:local_bits]
 

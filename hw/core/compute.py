@@ -25,7 +25,6 @@ for its second operand when ``ACC_READ_PORTS`` is 2; ACC and OUT banks for the t
 """
 
 from amaranth.hdl import Cat, Module, Signal, unsigned
-from amaranth.utils import exact_log2
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 
@@ -183,7 +182,7 @@ class Compute(wiring.Component):
                          starting_alu, ranges, bounded, known)
         # The ACC banks (hw/core/banks.py) have one write and one read port each, so the GEMM
         # step waits while its row's bank is one the ALU's rows reach, not only its row.
-        bank_bits = exact_log2(scratchpad(cfg, "acc").bank_rows)
+        bank_bits = scratchpad(cfg, "acc").bank_row_bits
         bank = gemm.acc_index[bank_bits:]
         clash = ~known | ~bounded
         for op, (lo, hi) in ranges.items():

@@ -368,7 +368,7 @@ class _Launch:
         # A GEMM's rows are bounded only when an ALU may run beside it (micro-ops never change
         # during a GEMM or ALU instruction, so after executing it is as good as before).
         alu_running = alu_free > ready and insn.opcode == Opcode.GEMM and not timing.banks_meet(
-            self._acc_bounds(insn), self.alu_bounds, scratchpad(self.cfg, "acc").bank_rows)
+            self._acc_bounds(insn), self.alu_bounds, scratchpad(self.cfg, "acc"))
         if not alu_running:
             ready = max(ready, alu_free)
         waits_from = min(max(start, alu_free), ready)

@@ -101,11 +101,13 @@ def acc_row_bounds(insn, nest, depth):
     return bounds
 
 
-def banks_meet(a, b, bank_rows):
-    """Whether two :func:`acc_row_bounds` may share an ACC bank of ``bank_rows`` rows (``None``
-    meets everything): a bank has one write and one read port (hw/core/banks.py), so a GEMM runs
-    beside an ALU instruction only on banks the ALU does not use."""
+def banks_meet(a, b, pad):
+    """Whether two :func:`acc_row_bounds` may share a bank of ``pad`` (the ACC
+    :class:`~avta.isa.memories.Scratchpad`; ``None`` meets everything): a bank has one write and
+    one read port (hw/core/banks.py), so a GEMM runs beside an ALU instruction only on banks the
+    ALU does not use."""
     if a is None or b is None:
         return True
-    return any(lo_a // bank_rows <= hi_b // bank_rows and lo_b // bank_rows <= hi_a // bank_rows
+    bank = pad.bank_of
+    return any(bank(lo_a) <= bank(hi_b) and bank(lo_b) <= bank(hi_a)
                for lo_a, hi_a in a for lo_b, hi_b in b)
