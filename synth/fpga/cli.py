@@ -5,11 +5,11 @@ report. Exit 1 when the design does not fit (by the plan, or by synthesis) or a 
 import json
 import sys
 
-from avta.errors import check_output_dir, check_output_file
+from avta.errors import UserError, check_output_dir, check_output_file
 from avta.isa.config import load_config
 
 from .devices import device
-from .flow import ToolFailed, tool_versions
+from .flow import ToolFailed, tool_versions, write_atomic
 from .plan import plan_design
 
 __all__ = ["cmd_fpga", "unit_of_path"]
@@ -23,14 +23,16 @@ def unit_of_path(path):
 
 
 def _write_json(path, data):
-    from pathlib import Path
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=1) + "\n")
-    tmp.replace(path)
+    write_atomic(path, json.dumps(data, indent=1) + "\n")
+
+
+#: nextpnr's --seed is a 32-bit signed integer; a seed is a placement choice, so not negative.
+MAX_SEED = (1 << 31) - 1
 
 
 def cmd_fpga(args):
+    if not 0 <= args.seed <= MAX_SEED:
+        raise UserError(f"--seed {args.seed}: give a placement seed from 0 to {MAX_SEED}")
     if args.json:
         check_output_file(args.json, "JSON report")
     dev = device(args.device)

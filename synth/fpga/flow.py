@@ -30,7 +30,8 @@ from avta.errors import UserError
 from avta.sim.verilator import cache_root
 
 __all__ = ["FpgaResult", "run_flow", "yosys_script", "nextpnr_args", "ToolMissing",
-           "ToolFailed", "FLOW_VERSION", "TOP", "cells_by_instance", "instances_of"]
+           "ToolFailed", "FLOW_VERSION", "TOP", "cells_by_instance", "instances_of",
+           "write_atomic"]
 
 #: Bumped when the flow changes in a way the hash of the scripts does not show.
 FLOW_VERSION = 3
@@ -187,7 +188,10 @@ def _cache_dir():
     return cache_root() / "fpga"
 
 
-def _write_atomic(path, text):
+def write_atomic(path, text):
+    """Write ``text`` to ``path`` through a temporary file renamed over it (a reader never sees
+    half a file)."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(text)
@@ -209,7 +213,7 @@ def run_flow(rtlil, device, *, seed=1, cache=True, keep=None, bar=None):
     if cache and path.exists():
         result = FpgaResult(**json.loads(path.read_text()), cached=True)
         if keep:
-            _write_atomic(Path(keep) / "result.json", path.read_text())
+            write_atomic(Path(keep) / "result.json", path.read_text())
         return result
     seconds = {}
     with tempfile.TemporaryDirectory(prefix="avta-fpga-") as tmp:
@@ -244,7 +248,7 @@ def run_flow(rtlil, device, *, seed=1, cache=True, keep=None, bar=None):
                          "nextpnr.log", "report.json"):
                 if Path(tmp, name).exists():
                     shutil.copyfile(Path(tmp, name), keep / name)
-            _write_atomic(keep / "result.json", text)
+            write_atomic(keep / "result.json", text)
     if cache:
-        _write_atomic(path, text)
+        write_atomic(path, text)
     return result

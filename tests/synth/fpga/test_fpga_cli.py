@@ -27,6 +27,8 @@ def test_plan_only_prints_the_plan_and_writes_json(tmp_path, capsys):
     # A configuration error lists every problem of the file, a line each (docs/cli.md).
     (["--config", "nosuch"], "no shipped configuration named 'nosuch'", 2),
     (["--json", "/no/such/folder/r.json"], "does not exist", 1),
+    (["--seed", "-1"], "give a placement seed from 0 to", 1),
+    (["--seed", str(1 << 31)], "give a placement seed from 0 to", 1),
 ])
 def test_bad_input_is_an_error_for_a_person_and_status_2(argv, words, lines, capsys):
     assert cli.main(["fpga", "--config", "tiny", "--plan-only", *argv]) == 2
