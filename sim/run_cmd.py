@@ -20,20 +20,38 @@ from pathlib import Path
 import numpy as np
 
 from avta.errors import UserError, check_output_file
+from avta.files import output_files, write_atomic
 from avta.isa.config import load_config
 from avta.progress import progress
 
-__all__ = ["cmd_run", "load_network", "make_device"]
+__all__ = ["cmd_run", "load_network", "make_device", "check_seed", "MAX_SEED"]
+
+#: The largest seed: numpy's generators take any integer from 0, and 32 bits are plenty.
+MAX_SEED = (1 << 32) - 1
 
 _COLUMNS = ("layer", "op", "output", "MACs", "cycles", "ideal", "util", "loaded", "stored",
             "insns", "uops", "bound")
 
 
-def load_network(name, input_size, seed):
-    """The :class:`~avta.runtime.net.graph.Graph` named ``name``: a builder or a YAML path."""
+def check_seed(seed, what="--seed"):
+    """``seed``, or a :class:`UserError` when it is not an integer from 0 to :data:`MAX_SEED`."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise UserError(f"{what} {seed!r}: give a seed from 0 to {MAX_SEED}")
+    return seed
+
+
+def load_network(name, input_size, seed, cfg=None):
+    """The :class:`~avta.runtime.net.graph.Graph` named ``name``: a builder or a YAML path.
+    With ``cfg``, a network too large for the device's DRAM on it is refused before anything
+    large is made (a builder's calibration runs the whole network)."""
     from avta.runtime.net import BUILDERS, GraphError, build, load
+    from avta.runtime.net.executor import check_dram
+    check_seed(seed)
     if name in BUILDERS:
         try:
+            if cfg is not None:
+                check_dram(cfg, build(name, input_size=input_size or 224, seed=seed,
+                                      calibrate=False))
             return build(name, input_size=input_size or 224, seed=seed)
         except GraphError as error:
             raise UserError(f"--input-size {input_size}: {error}") from None
@@ -46,7 +64,10 @@ def load_network(name, input_size, seed):
                         "own input shape")
     if not path.is_file():
         raise UserError(f"network file {name} does not exist")
-    return load(path)
+    graph = load(path)
+    if cfg is not None:
+        check_dram(cfg, graph)
+    return graph
 
 
 def make_device(cfg, target, dram_size, *, activity=False):
@@ -66,13 +87,17 @@ def _input(graph, path, seed):
     """The device's int8 input: a seeded random one, or ``--input``'s array, which for an
     imported model is the model's own input, converted by the network's host step."""
     from avta.runtime.net import random_input, to_device
-    (name, shape), = graph.inputs.items()
     if path is None:
         return random_input(graph, seed=seed)
+    (name, shape), = graph.inputs.items()
     try:
         x = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as error:
         raise UserError(f"--input {path}: not a readable .npy file ({error})") from None
+    if not isinstance(x, np.ndarray):
+        x.close()
+        raise UserError(f"--input {path}: an .npz archive; give one array as a .npy file "
+                        f"(numpy.save)")
     if name in graph.host_inputs:
         try:
             return to_device(graph, x)
@@ -110,7 +135,12 @@ def cmd_run(args):
     for option, path in (("--json", args.json), ("--output", args.output)):
         if path:
             check_output_file(path, option)
-    graph = load_network(args.network, args.input_size, args.seed)
+    graph = load_network(args.network, args.input_size, args.seed, cfg)
+    for option, given, tensors in (("--input", args.input, graph.inputs),
+                                   ("--output", args.output, graph.outputs)):
+        if given and len(tensors) != 1:
+            raise UserError(f"{option} takes one array, but {graph.name} has {len(tensors)} "
+                            f"{option[2:]}s ({', '.join(tensors)}); run it without {option}")
     x = _input(graph, args.input, args.seed)
     device = make_device(cfg, args.target, dram_bytes(cfg, graph))
     with progress(len(graph.topological()) + 1, f"{graph.name} on {cfg.name} ({args.target})",
@@ -122,9 +152,9 @@ def cmd_run(args):
         bar.update(len(run.layers) - bar.n)
         bar.set_postfix_str("numpy reference")
         reference = run_reference(graph, x, keep=False)
-    (out_name,) = graph.outputs
-    mine, want = run.outputs[out_name], reference[out_name]
-    match = bool(np.array_equal(mine, want))
+    differs = {name: (run.outputs[name], reference[name]) for name in graph.outputs
+               if not np.array_equal(run.outputs[name], reference[name])}
+    match = not differs
 
     total = run.total
     print(f"{graph.name} on {cfg.name} ({cfg.shape_name}, AXI {cfg.axi_data_bits}), "
@@ -136,19 +166,24 @@ def cmd_run(args):
           + (f"; {len(host)} layer(s) on the host" if host else ""))
     for r in host:
         print(f"  {r.name} ran on the host: {r.why}")
+    several = len(graph.outputs) > 1
     if match:
-        print("output matches the numpy reference")
-    else:
+        print(("every output matches" if several else "output matches")
+              + " the numpy reference")
+    for name, (mine, want) in differs.items():
         where = np.argwhere(mine != want)[0]
-        print(f"output DIFFERS from the numpy reference: {int((mine != want).sum())} of "
-              f"{mine.size} values, first at {tuple(int(i) for i in where)}")
+        print(f"output {f'{name} ' if several else ''}DIFFERS from the numpy reference: "
+              f"{int((mine != want).sum())} of {mine.size} values, first at "
+              f"{tuple(int(i) for i in where)}")
     if args.output:
         from avta.runtime.net import from_device
-        (value,) = from_device(graph, {out_name: mine}).values()
-        np.save(args.output, value)
+        (out_name,) = graph.outputs
+        (value,) = from_device(graph, {out_name: run.outputs[out_name]}).values()
+        with output_files(args.output) as tmp, open(tmp, "wb") as f:
+            np.save(f, value)
     if args.json:
-        (shape,) = graph.inputs.values()
+        shape = next(iter(graph.inputs.values()))
         record = run.to_dict() | {"target": args.target, "input_size": shape[-1],
                                   "match": match}
-        Path(args.json).write_text(json.dumps(record, indent=2) + "\n")
+        write_atomic(args.json, json.dumps(record, indent=2) + "\n")
     return 0 if match else 1

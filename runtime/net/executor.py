@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from avta.isa import formats
 from avta.isa.enums import MemType
 
 from ..ops.conv2d import Conv2dBuffers, bias_bound, build_conv2d, pack_bias
@@ -45,9 +46,11 @@ from ..ops.pool import (GlobalPoolShape, build_avg_pool2d, build_global_avg_pool
                         build_max_pool2d)
 from ..ops.window import WindowShape
 from ..packing import pack_nchw, pack_oihw
+from .graph import GraphError
 from .reference import run_node
 
-__all__ = ["LayerReport", "NetworkRun", "run_network", "dram_bytes", "patches"]
+__all__ = ["LayerReport", "NetworkRun", "run_network", "dram_bytes", "check_dram", "DRAM_LIMIT",
+           "patches"]
 
 #: Counters of the DRAM bytes a layer reads (docs/architecture.md, control registers).
 _LOADED = ("INP_LD", "WGT_LD", "ACC_LD", "UOP_LD")
@@ -141,6 +144,22 @@ def dram_bytes(cfg, graph):
             _, _, oh, ow = graph.shapes[node.output]
             total += layout.nbytes((n, c * node.weights.shape[2] * node.weights.shape[3], oh, ow))
     return _round_up(total + total // 4 + (64 << 20), 4096)
+
+
+#: The most DRAM a device can address: DRAM addresses are 32 bits (isa.md, LOAD and STORE).
+DRAM_LIMIT = 1 << formats.DRAM_ADDR_BITS
+
+
+def check_dram(cfg, graph):
+    """:func:`dram_bytes` of ``graph`` on ``cfg``, or a :class:`GraphError` when that is more
+    than the device can address (:data:`DRAM_LIMIT`), before anything is allocated."""
+    need = dram_bytes(cfg, graph)
+    if need > DRAM_LIMIT:
+        raise GraphError(f"{graph.name} needs {need / 2**30:.1f} GiB of device DRAM on "
+                         f"{cfg.name} (its tensors and weights padded to the blocks), more than "
+                         f"the {DRAM_LIMIT >> 30} GiB that 32-bit DRAM addresses reach; give "
+                         f"it smaller shapes")
+    return need
 
 
 def patches(x, kh, kw, *, stride=1, pad=0, pad_value=0):

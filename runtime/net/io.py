@@ -17,6 +17,7 @@ import numpy as np
 import yaml
 
 from avta.errors import UserError, read_input
+from avta.files import output_files
 
 from ..ops.requant import Requant
 from .graph import OPS, Graph, GraphError, Node
@@ -133,16 +134,20 @@ def _arrays(graph):
 
 def save(graph, path):
     """Write ``graph`` to ``path`` (YAML) and its weights to ``path`` with the suffix ``.npz``.
-    Returns the two paths."""
+    Returns the two paths. Both are written whole to temporaries before either replaces an
+    old file (:func:`avta.files.output_files`; the weights first, then the YAML that names
+    them), so a failure while writing (a full disk) leaves the old pair as it was."""
     path = Path(path)
     weights = path.with_suffix(".npz")
     if weights == path:
         raise GraphError(f"network file {str(path)!r} must not end in .npz (that is where its "
                          f"weights go)")
-    # np.savez would append .npz to a name without it; write the zip through a file object.
-    with open(weights, "wb") as f:
-        np.savez(f, **_arrays(graph))
-    path.write_text(to_yaml(graph, weights.name))
+    text = to_yaml(graph, weights.name)
+    with output_files(weights, path) as (weights_tmp, path_tmp):
+        # np.savez would append .npz to a name without it; write the zip through a file object.
+        with open(weights_tmp, "wb") as f:
+            np.savez(f, **_arrays(graph))
+        path_tmp.write_text(text)
     return path, weights
 
 

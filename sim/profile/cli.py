@@ -32,7 +32,7 @@ def cmd_profile(args):
         return _profile_image(cfg, args, out)
     if args.insn_addr is not None or args.insn_count is not None:
         raise UserError("--insn-addr and --insn-count go with --image")
-    graph = load_network(args.network, args.input_size, args.seed)
+    graph = load_network(args.network, args.input_size, args.seed, cfg)
     x = random_input(graph, seed=args.seed)
     device = make_device(cfg, args.target, dram_bytes(cfg, graph), activity=True)
     with progress(len(graph.topological()), f"{graph.name} on {cfg.name} ({args.target})",

@@ -7,6 +7,7 @@ import html
 import json
 from pathlib import Path
 
+from avta.files import output_files
 from avta.sim.profile import layer_rows
 from avta.sim.profile.charts import roofline_chart, timeline_chart
 
@@ -21,20 +22,31 @@ def _config(cfg):
 
 def write_profile(profile, out_dir):
     """Write ``layers.csv``, ``profile.json``, ``timeline.{svg,png}``, ``roofline.{svg,png}`` and
-    ``report.html`` into ``out_dir``; returns ``{kind: Path}``."""
+    ``report.html`` into ``out_dir``; returns ``{kind: Path}``. The seven files are written to
+    temporaries first and renamed only when all are complete (:func:`avta.files.output_files`):
+    a failure leaves the previous profile whole."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    paths = {"csv": out / "layers.csv", "json": out / "profile.json",
+             "timeline_svg": out / "timeline.svg", "timeline_png": out / "timeline.png",
+             "roofline_svg": out / "roofline.svg", "roofline_png": out / "roofline.png",
+             "html": out / "report.html"}
+    # report.html last: it is what a reader opens, and it shows the charts renamed before it.
+    with output_files(*paths.values()) as temps:
+        _write(profile, dict(zip(paths, temps)))
+    return paths
+
+
+def _write(profile, paths):
     run, cfg, timeline = profile.run, profile.cfg, profile.timeline
     rows = layer_rows(profile)
     estimate = " (fsim estimate)" if timeline.estimated else ""
     title = f"{run.network} on {cfg.name} ({profile.target or 'device'})"
-    paths = {"csv": out / "layers.csv", "json": out / "profile.json",
-             "html": out / "report.html"}
-    sizes = {"timeline": timeline_chart(timeline, out / "timeline", title=title),
-             "roofline": roofline_chart(rows, cfg, out / "roofline", title=title,
-                                        estimated=timeline.estimated)}
-    for kind in sizes:
-        paths[f"{kind}_png"], paths[f"{kind}_svg"] = out / f"{kind}.png", out / f"{kind}.svg"
+    sizes = {"timeline": timeline_chart(timeline, (paths["timeline_svg"], paths["timeline_png"]),
+                                        title=title),
+             "roofline": roofline_chart(rows, cfg, (paths["roofline_svg"],
+                                                    paths["roofline_png"]),
+                                        title=title, estimated=timeline.estimated)}
 
     with open(paths["csv"], "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["name"])
@@ -78,7 +90,6 @@ MAC-bound {totals['ideal_cycles']:,}, utilization {totals['utilization']:.1%}</p
 </body></html>
 """
     paths["html"].write_text(page)
-    return paths
 
 
 def _fmt(value):

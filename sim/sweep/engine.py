@@ -9,12 +9,14 @@ row says ``error``, and which the next run tries again).
 """
 
 import csv
+import io
 import json
 import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from avta.files import output_files, write_atomic
 
 from .point import AREA_COLUMNS, evaluate, point_key, task
 
@@ -57,17 +59,6 @@ def pareto(rows):
             q["cycles"] <= r["cycles"] and q["area_mm2"] <= r["area_mm2"]
             and (q["cycles"] < r["cycles"] or q["area_mm2"] < r["area_mm2"]) for q in ok)
     return rows
-
-
-def _write_atomic(path, text):
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _read_cache(path):
@@ -120,7 +111,7 @@ def run_sweep(spec, out, *, exact=False, workers=None, scheduler=None, log=None,
         rows[t["index"]] = row
         result.ran += 1
         if row.get("status") == "ok":
-            _write_atomic(cache / f"{row['key']}.json", json.dumps(row, sort_keys=True) + "\n")
+            write_atomic(cache / f"{row['key']}.json", json.dumps(row, sort_keys=True) + "\n")
         log(f"[{result.ran}/{len(todo)}] point {t['index']} {t['values']}: {row['status']}"
             + (f", {row['cycles']:,} cycles, {row['area_mm2']:.3f} mm^2"
                if row["status"] == "ok" else f": {row.get('message', '')}"))
@@ -166,12 +157,14 @@ def write_results(result, out):
     columns = _columns(result)
     rows = [{c: row.get(c, "") for c in columns} for row in result.rows]
     csv_path, json_path = out / "results.csv", out / "results.json"
-    with open(csv_path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(rows)
-    json_path.write_text(json.dumps({"varied": result.varied, "rows": result.rows},
-                                    indent=2) + "\n")
+    table = io.StringIO(newline="")
+    writer = csv.DictWriter(table, fieldnames=columns)
+    writer.writeheader()
+    writer.writerows(rows)
+    with output_files(csv_path, json_path) as (csv_tmp, json_tmp):
+        csv_tmp.write_text(table.getvalue(), newline="")
+        json_tmp.write_text(json.dumps({"varied": result.varied, "rows": result.rows},
+                                       indent=2) + "\n")
     return {"csv": csv_path, "json": json_path}
 
 

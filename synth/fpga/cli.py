@@ -6,10 +6,11 @@ import json
 import sys
 
 from avta.errors import UserError, check_output_dir, check_output_file
+from avta.files import write_atomic
 from avta.isa.config import load_config
 
 from .devices import device
-from .flow import ToolFailed, tool_versions, write_atomic
+from .flow import ToolFailed, tool_versions
 from .plan import plan_design
 
 __all__ = ["cmd_fpga", "unit_of_path"]

@@ -17,7 +17,6 @@ scripts, both tool versions, the device and the seed; written to a temporary fil
 import functools
 import hashlib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -27,11 +26,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from avta.errors import UserError
+from avta.files import write_atomic
 from avta.sim.verilator import cache_root
+from avta.tools import find_tool
 
 __all__ = ["FpgaResult", "run_flow", "yosys_script", "nextpnr_args", "ToolMissing",
-           "ToolFailed", "FLOW_VERSION", "TOP", "cells_by_instance", "instances_of",
-           "write_atomic"]
+           "ToolFailed", "FLOW_VERSION", "TOP", "cells_by_instance", "instances_of"]
 
 #: Bumped when the flow changes in a way the hash of the scripts does not show.
 FLOW_VERSION = 3
@@ -122,11 +122,12 @@ def nextpnr_args(device, seed):
 def _run(tool, args, cwd, bar=None, log_name=None):
     """Run ``tool``; ``bar`` (a progress bar) shows the last step it printed."""
     try:
-        proc = subprocess.Popen([tool, *args], cwd=cwd, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True)
-    except FileNotFoundError:
+        path = find_tool(tool, package=_PACKAGES[tool], user="avta fpga")
+    except UserError:
         raise ToolMissing(f"{tool} is not installed: pip install {_PACKAGES[tool]} (or "
                           f"pip install 'avta[fpga]')") from None
+    proc = subprocess.Popen([path, *args], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
     lines = []
     for line in proc.stdout:
         lines.append(line)
@@ -186,16 +187,6 @@ def libmap_decisions(log):
 
 def _cache_dir():
     return cache_root() / "fpga"
-
-
-def write_atomic(path, text):
-    """Write ``text`` to ``path`` through a temporary file renamed over it (a reader never sees
-    half a file)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
 
 
 def run_flow(rtlil, device, *, seed=1, cache=True, keep=None, bar=None):

