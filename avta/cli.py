@@ -322,6 +322,9 @@ def build_parser():
     p.add_argument("--workers", type=int, metavar="N",
                    help="LocalCluster worker processes (default: the cores); 0 runs the points "
                         "one by one in this process, without Dask")
+    p.add_argument("--worker-timeout", type=float, metavar="S",
+                   help="give up on the points not done when the cluster has had no worker "
+                        "for S seconds (default 120; a rerun runs them)")
     p.set_defaults(run=_lazy("avta.sim.sweep.cli", "cmd_sweep"))
 
     p = sub.add_parser("bench", help="benchmarks that print figures",
@@ -423,6 +426,11 @@ def main(argv=None):
     except (UserError, OSError) as error:      # OSError: a file the checks above did not foresee
         print(f"avta {args.command}: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # Ctrl-C is the person's choice, not a bug: one line and the shell's status for SIGINT
+        # (128 + 2). Every output is written atomically (avta.files), so none is left half done.
+        print(f"avta {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -122,7 +122,7 @@ def to_yaml(graph, weights_file):
                 lines.append(f"  {key}:")
                 lines += [f"    {_flow(tensor)}: {_flow(_host_dict(spec))}"
                           for tensor, spec in steps.items()]
-    lines.append("nodes:")
+    lines.append("nodes:" if graph.nodes else "nodes: []")
     lines += [f"  - {_flow(_node_dict(node))}" for node in graph.nodes]
     return "\n".join(lines) + "\n"
 
@@ -258,8 +258,15 @@ def load(path):
         _fail(path, f"not valid YAML: {error}")
     arrays = {}
     if isinstance(doc, dict) and doc.get("weights") is not None:
-        weights = path.parent / str(doc["weights"])
+        if not isinstance(doc["weights"], str):
+            _fail(path, f"weights is {doc['weights']!r}; give the name of the .npz file that "
+                        f"holds the arrays, relative to the network file")
+        weights = path.parent / doc["weights"]
         data = read_input(weights, "weights file", binary=True)
+        # np.load reads a .npy file too, as one array: only an .npz archive names its arrays.
+        if not zipfile.is_zipfile(io.BytesIO(data)):
+            _fail(weights, "not a numpy .npz file (numpy.savez writes one; a .npy file holds "
+                           "one unnamed array)")
         try:
             with np.load(io.BytesIO(data), allow_pickle=False) as npz:
                 arrays = {key: npz[key] for key in npz.files}

@@ -255,6 +255,10 @@ class _Importer:
                                 host_inputs=self.host_inputs, host_outputs=self.host_outputs)
         except GraphError as error:
             raise OnnxImportError(f"the imported network is not valid: {error}") from None
+        if not graph.nodes:
+            raise OnnxImportError(f"the model's outputs ({', '.join(self.wanted)}) are its "
+                                  f"inputs, quantized: there is no operator to run on the "
+                                  f"device; --outputs names the tensors to import")
         return Imported(graph, self.scales)
 
     def _needed(self, producers):
@@ -732,6 +736,9 @@ def cmd_import(args):
     """Handler of ``avta import``: import, print the scales, write NET.yaml and NET.npz."""
     from .io import save
     check_output_file(args.output, "-o")
+    if Path(args.output).suffix not in (".yaml", ".yml"):
+        raise UserError(f"-o {args.output}: name the network file NAME.yaml (avta run takes "
+                        f"a network by its .yaml or .yml suffix; the weights go to NAME.npz)")
     outputs = [o for o in (args.outputs or "").split(",") if o] or None
     imported = import_onnx(args.model, batch=args.batch, outputs=outputs,
                            host_requant=args.host_requant)

@@ -8,6 +8,7 @@ roofline charts (SVG, PNG), the per-layer table (``layers.csv``, ``profile.json`
 DRAM address 0, as for ``avta exec``) as one layer without MACs. Exit status 0, 2 for bad input. docs/cli.md has the options.
 """
 
+import math
 from pathlib import Path
 
 from avta.errors import UserError
@@ -104,6 +105,10 @@ def cmd_profile_diff(args):
         args.cycle_tolerance = DEFAULT_CYCLE_TOLERANCE
     if args.share_tolerance is None:
         args.share_tolerance = DEFAULT_SHARE_TOLERANCE
+    for option, value in (("--cycle-tolerance", args.cycle_tolerance),
+                          ("--share-tolerance", args.share_tolerance)):
+        if not 0 <= value < math.inf:
+            raise UserError(f"{option} {value:g}: give a tolerance of 0 or more")
     records = []
     for path in (args.a, args.b):
         try:

@@ -72,11 +72,41 @@ class Comparison:
 
 
 def load_record(path):
-    """The ``profile.json`` record of a profile directory (or of the file itself)."""
+    """The ``profile.json`` record of a profile directory (or of the file itself); ValueError
+    when the file is not one (not JSON, or without the fields :func:`compare_profiles` reads,
+    each of its type)."""
     path = Path(path)
     if path.is_dir():
         path = path / "profile.json"
-    return json.loads(path.read_text())
+    record = json.loads(path.read_text())
+    _check_record(record)
+    return record
+
+
+def _count(value):
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _check_record(record):
+    """ValueError unless ``record`` has what a comparison reads: a network name, the total
+    cycles, and layers whose cycles and lane cycles are counts."""
+    if not isinstance(record, dict):
+        raise ValueError(f"the file holds a JSON {type(record).__name__}, not a profile's "
+                         f"mapping")
+    if not isinstance(record.get("network"), str) or not isinstance(record.get("layers"), list) \
+            or not isinstance(record.get("total"), dict):
+        raise ValueError("a profile has a network name, a total and a list of layers")
+    if not _count(record["total"].get("cycles")):
+        raise ValueError(f"the total's cycles {record['total'].get('cycles')!r} are not a "
+                         f"count of cycles")
+    lanes = [f"{lane}_{kind}" for lane in LANES for kind in ("busy", "wait")]
+    for i, row in enumerate(record["layers"]):
+        if not isinstance(row, dict) or not isinstance(row.get("name"), str):
+            raise ValueError(f"layer #{i} is not a mapping with a name")
+        for key in ("cycles", *lanes):
+            if not _count(row.get(key)):
+                raise ValueError(f"layer {row['name']!r}: {key} {row.get(key)!r} is not a "
+                                 f"count of cycles")
 
 
 def _shares(row):

@@ -6,6 +6,7 @@ the Pareto front. Exit status 0 when every valid point ran, 1 when a point faile
 why; a rerun tries it again), 2 for bad input.
 """
 
+import math
 import sys
 
 from avta.errors import UserError, check_output_dir
@@ -15,7 +16,7 @@ __all__ = ["cmd_sweep"]
 
 def cmd_sweep(args):
     from .chart import write_chart
-    from .engine import front_table, run_sweep, write_results
+    from .engine import WORKER_TIMEOUT, front_table, run_sweep, write_results
     from .spec import load_spec
     spec = load_spec(args.spec)
     if args.workers is not None and args.workers < 0:
@@ -23,9 +24,12 @@ def cmd_sweep(args):
     if args.workers is not None and args.scheduler:
         raise UserError("--workers sizes the LocalCluster; with --scheduler the cluster has "
                         "its own workers")
+    timeout = WORKER_TIMEOUT if args.worker_timeout is None else args.worker_timeout
+    if not 0 < timeout < math.inf:
+        raise UserError(f"--worker-timeout {timeout:g}: give a positive number of seconds")
     out = check_output_dir(args.output, "output folder")
     result = run_sweep(spec, out, exact=args.exact, workers=args.workers,
-                       scheduler=args.scheduler,
+                       scheduler=args.scheduler, worker_timeout=timeout,
                        log=lambda message: print(message, file=sys.stderr, flush=True))
     files = write_results(result, out)
     where = (f"{spec.workload}" + (f" at {spec.input_size}" if spec.input_size else ""))

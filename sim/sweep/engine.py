@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from avta.errors import UserError
 from avta.files import output_files, write_atomic
 
 from .point import AREA_COLUMNS, evaluate, point_key, task
@@ -61,27 +62,48 @@ def pareto(rows):
     return rows
 
 
+#: The figures a cached ``ok`` row must hold, as numbers, to be used (the results, the front).
+_FIGURES = ("cycles", "ideal_cycles", "utilization", "macs", *AREA_COLUMNS)
+
+
 def _read_cache(path):
+    """The row cached at ``path``, or None (run it again) when it is missing, half-written or
+    not a row: not a mapping, or without every figure as a number."""
     try:
-        return json.loads(path.read_text())
+        row = json.loads(path.read_text())
     except (OSError, ValueError):
-        return None                  # missing or half-written: run it again
+        return None
+    if not isinstance(row, dict) or not all(
+            isinstance(row.get(k), (int, float)) and not isinstance(row.get(k), bool)
+            for k in _FIGURES):
+        return None
+    return row
 
 
 def _client(workers, scheduler):
     from dask.distributed import Client, LocalCluster
     if scheduler:
-        return Client(scheduler), None
+        try:
+            return Client(scheduler), None
+        except (ValueError, TypeError) as error:
+            raise UserError(f"--scheduler {scheduler!r}: not a scheduler address ({error}); "
+                            f"give one as tcp://HOST:PORT") from None
     cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
                            processes=True, dashboard_address=":0")
     return Client(cluster), cluster
 
 
+#: Seconds a sweep waits for a cluster without any worker before it gives up on its points.
+WORKER_TIMEOUT = 120.0
+
+
 def run_sweep(spec, out, *, exact=False, workers=None, scheduler=None, log=None,
-              evaluate_fn=evaluate):
+              evaluate_fn=evaluate, worker_timeout=WORKER_TIMEOUT):
     """Run every point of ``spec`` not yet cached in ``out``; a :class:`SweepResult` whose rows
     are in point order. ``log(message)`` hears about progress. ``evaluate_fn`` runs one task
-    (:func:`~.point.evaluate`; tests count runs with it)."""
+    (:func:`~.point.evaluate`; tests count runs with it). When the cluster has had no worker
+    for ``worker_timeout`` seconds, the points not done are ``error`` rows (uncached: a rerun
+    runs them)."""
     log = log or (lambda message: None)
     start = time.perf_counter()
     out = Path(out)
@@ -120,18 +142,19 @@ def run_sweep(spec, out, *, exact=False, workers=None, scheduler=None, log=None,
         for t in todo:
             done(t, evaluate_fn(t))
     elif todo:
-        from dask.distributed import as_completed
         client, cluster = _client(workers, scheduler)
         try:
             futures = {client.submit(evaluate_fn, t, key=f"avta-sweep-{point_key(t)}",
                                      pure=False): t for t in todo}
-            for future in as_completed(futures):
-                t = futures[future]
+            for future, error in _results(client, futures, worker_timeout, log):
+                t, row = futures[future], None
                 try:
-                    row = future.result()
-                except Exception as error:          # e.g. KilledWorker: only this point
+                    row = future.result() if error is None else None
+                except Exception as failure:        # e.g. KilledWorker: only this point
+                    error = f"{type(failure).__name__}: {failure}"
+                if row is None:
                     row = {"index": t["index"], **t["values"], "key": point_key(t),
-                           "status": "error", "message": f"{type(error).__name__}: {error}"}
+                           "status": "error", "message": error}
                 done(t, row)
         finally:
             client.close()
@@ -140,6 +163,35 @@ def run_sweep(spec, out, *, exact=False, workers=None, scheduler=None, log=None,
     result.rows = pareto([rows[i] for i in sorted(rows)])
     result.seconds = time.perf_counter() - start
     return result
+
+
+def _results(client, futures, worker_timeout, log):
+    """``(future, None)`` for each finished future, as they finish; once the cluster has had no
+    worker for ``worker_timeout`` seconds, ``(future, message)`` for each one not finished
+    (cancelled). A cluster that lost its workers would otherwise be waited on forever."""
+    from dask.distributed import as_completed
+    pending = as_completed(futures)
+    alone_since = None
+    while not pending.is_empty():
+        if pending.has_ready():
+            for future in pending.next_batch(block=False):
+                yield future, None
+            continue
+        if client.nthreads():
+            alone_since = None
+        elif alone_since is None:
+            alone_since = time.monotonic()
+            log(f"the cluster has no worker; waiting up to {worker_timeout:g} s for one")
+        elif time.monotonic() - alone_since > worker_timeout:
+            left = [f for f in futures if not f.done()]
+            client.cancel(left)
+            message = (f"the cluster had no worker for {worker_timeout:g} s; the point did not "
+                       f"run (a rerun runs it)")
+            log(f"giving up: {message.split(';')[0]}; {len(left)} point(s) not run")
+            for future in left:
+                yield future, message
+            return
+        time.sleep(0.2)
 
 
 def _columns(result):

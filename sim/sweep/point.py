@@ -80,7 +80,7 @@ def evaluate(task):
     try:
         cfg = Config.from_dict(task["config"], name=task["name"])
         row["shape"] = f"{cfg.batch}x{cfg.block_in}x{cfg.block_out}"
-        graph = load_network(task["workload"], task["input_size"], task["seed"])
+        graph = load_network(task["workload"], task["input_size"], task["seed"], cfg)
         x = random_input(graph, seed=task["seed"])
         target = "tsim" if task["exact"] else "fsim"
         run = run_network(make_device(cfg, target, dram_bytes(cfg, graph)), graph, x,
