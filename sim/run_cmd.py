@@ -14,13 +14,14 @@ output matched, 1 when it did not, 2 for bad input.
 docs/cli.md has the options and the ``--json`` schema.
 """
 
+import io
 import json
 from pathlib import Path
 
 import numpy as np
 
 from avta.errors import UserError, check_output_file
-from avta.files import output_files, write_atomic
+from avta.files import write_atomic
 from avta.isa.config import load_config
 from avta.progress import progress
 
@@ -179,8 +180,11 @@ def cmd_run(args):
         from avta.runtime.net import from_device
         (out_name,) = graph.outputs
         (value,) = from_device(graph, {out_name: run.outputs[out_name]}).values()
-        with output_files(args.output) as tmp, open(tmp, "wb") as f:
-            np.save(f, value)
+        # Serialized in memory first: numpy writes an array to a real file with fwrite and
+        # does not notice a full disk, so a truncated file would be renamed over the old one.
+        data = io.BytesIO()
+        np.save(data, value)
+        write_atomic(args.output, data.getvalue())
     if args.json:
         shape = next(iter(graph.inputs.values()))
         record = run.to_dict() | {"target": args.target, "input_size": shape[-1],

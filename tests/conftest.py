@@ -29,3 +29,20 @@ def default_cfg():
 @pytest.fixture
 def tiny_cfg():
     return load_config("tiny")
+
+
+@pytest.fixture
+def avta_on_a_full_disk():
+    """``run(args, limit, cwd)``: ``avta ARGS`` in a subprocess whose files may not grow past
+    ``limit`` bytes (``RLIMIT_FSIZE``; Python ignores SIGXFSZ), so that a write past it fails
+    with EFBIG just as on a full disk. Returns the ``CompletedProcess``."""
+    import resource
+    import subprocess
+    import sys
+
+    def run(args, limit, cwd):
+        def limited():
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+        return subprocess.run([sys.executable, "-m", "avta.cli", *map(str, args)], cwd=cwd,
+                              capture_output=True, text=True, preexec_fn=limited, timeout=600)
+    return run

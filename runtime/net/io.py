@@ -143,10 +143,12 @@ def save(graph, path):
         raise GraphError(f"network file {str(path)!r} must not end in .npz (that is where its "
                          f"weights go)")
     text = to_yaml(graph, weights.name)
+    # np.savez would append .npz to a name without it, and numpy writes arrays to a real file
+    # with fwrite, which does not notice a full disk: the archive is made in memory.
+    archive = io.BytesIO()
+    np.savez(archive, **_arrays(graph))
     with output_files(weights, path) as (weights_tmp, path_tmp):
-        # np.savez would append .npz to a name without it; write the zip through a file object.
-        with open(weights_tmp, "wb") as f:
-            np.savez(f, **_arrays(graph))
+        weights_tmp.write_bytes(archive.getvalue())
         path_tmp.write_text(text)
     return path, weights
 
