@@ -254,7 +254,7 @@ def test_list_faults_and_bad_names(capsys):
     assert "unknown fault" in err and "axi-wlast-early" in err
 
 
-@pytest.mark.parametrize("seconds", ["nan", "inf", "0", "-3"])
+@pytest.mark.parametrize("seconds", ["nan", "inf"])
 def test_a_timeout_that_is_not_a_number_of_seconds(seconds, tmp_path, capsys):
     assert main(["formal", "--config", "tiny", "--block", "tokens", "-o", str(tmp_path),
                  "--timeout", seconds]) == 2
