@@ -18,7 +18,7 @@ import numpy as np
 
 from avta.errors import UserError
 
-__all__ = ["HostInput", "HostOutput", "DTYPES", "to_device", "from_device"]
+__all__ = ["HostInput", "HostOutput", "DTYPES", "to_device", "from_device", "shared_source"]
 
 #: What a host step hands in or out: float32 (quantized/dequantized), or int8/uint8 values.
 DTYPES = ("float32", "int8", "uint8")
@@ -79,11 +79,14 @@ class HostInput:
             x = np.clip(q, -128, 127).astype(np.int8)
         elif self.dtype == "uint8":
             x = (x.astype(np.int16) - 128).astype(np.int8)
-        x = x.reshape(self.unpadded(device_shape))
-        if self.pad:
-            p = self.pad
-            x = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)), constant_values=self.pad_value)
-        return x
+        return self.pad_int8(x.reshape(self.unpadded(device_shape)))
+
+    def pad_int8(self, x):
+        """The int8 device tensor ``x`` (before the host's padding) with the padding added."""
+        if not self.pad:
+            return x
+        p = self.pad
+        return np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)), constant_values=self.pad_value)
 
 
 @dataclass(frozen=True)
@@ -111,12 +114,32 @@ class HostOutput:
         return q
 
 
+def shared_source(graph):
+    """The model input's name when the host makes several of ``graph``'s device inputs from
+    one model input (padded for one reader, unpadded for another); else None."""
+    specs = [graph.host_inputs.get(tensor) for tensor in graph.inputs]
+    if len(specs) < 2 or None in specs or len({s.name for s in specs}) != 1:
+        return None
+    return specs[0].name
+
+
 def to_device(graph, x):
-    """The int8 device input(s) of ``graph`` for the model's input(s) ``x`` (an array for a
-    graph with one input, or a dict by device tensor name): host inputs are converted, other
+    """The int8 device input(s) of ``graph`` for the model's input(s) ``x``: an array for a
+    graph with one input, or one model input that feeds several device inputs (then a dict of
+    them comes back); else a dict by device tensor name. Host inputs are converted, other
     inputs pass as they are."""
-    single = not isinstance(x, dict)
-    arrays = {next(iter(graph.inputs)): x} if single else dict(x)
+    if not isinstance(x, dict):
+        if shared_source(graph) is not None:
+            return {tensor: spec.apply(x, graph.inputs[tensor])
+                    for tensor, spec in graph.host_inputs.items()}
+        if len(graph.inputs) != 1:
+            raise HostIOError(f"network {graph.name!r} has inputs {list(graph.inputs)}; give "
+                              f"an array for each")
+        x = {next(iter(graph.inputs)): x}
+        single = True
+    else:
+        single = False
+    arrays = dict(x)
     for tensor, spec in graph.host_inputs.items():
         if tensor in arrays:
             arrays[tensor] = spec.apply(arrays[tensor], graph.inputs[tensor])
