@@ -34,7 +34,8 @@ def load_network(name, input_size, seed):
     from avta.runtime.net import BUILDERS, GraphError, build, load
     if name in BUILDERS:
         try:
-            return build(name, input_size=input_size or 224, seed=seed)
+            return build(name, input_size=224 if input_size is None else input_size,
+                         seed=seed)
         except GraphError as error:
             raise UserError(f"--input-size {input_size}: {error}") from None
     path = Path(name)
@@ -63,25 +64,43 @@ def make_device(cfg, target, dram_size, *, activity=False):
 
 
 def _input(graph, path, seed):
-    """The device's int8 input: a seeded random one, or ``--input``'s array, which for an
-    imported model is the model's own input, converted by the network's host step."""
+    """The device's int8 input(s): seeded random ones, or ``--input``'s array, which for an
+    imported model is the model's own input, converted by the network's host step(s)."""
     from avta.runtime.net import random_input, to_device
-    (name, shape), = graph.inputs.items()
     if path is None:
         return random_input(graph, seed=seed)
     try:
         x = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as error:
         raise UserError(f"--input {path}: not a readable .npy file ({error})") from None
-    if name in graph.host_inputs:
+    if graph.host_inputs:
         try:
             return to_device(graph, x)
         except UserError as error:
             raise UserError(f"--input {path}: {error}") from None
+    if len(graph.inputs) != 1:
+        raise UserError(f"--input {path}: {graph.name} has inputs {list(graph.inputs)}; "
+                        f"--input gives one array")
+    (name, shape), = graph.inputs.items()
     if x.dtype != np.int8 or tuple(x.shape) != tuple(shape):
         raise UserError(f"--input {path}: {x.dtype} {list(x.shape)}, but {graph.name}'s input "
                         f"{name!r} is int8 {list(shape)}")
     return x
+
+
+def _input_size(graph):
+    """The side of the network's input image as its user gives it: the model's input shape
+    where the host pads it (an imported model), else the device's."""
+    tensor, shape = next(iter(graph.inputs.items()))
+    spec = graph.host_inputs.get(tensor)
+    return (spec.shape if spec is not None else shape)[-1]
+
+
+def _save_output(path, value):
+    """``value`` as a .npy file at exactly ``path`` (``np.save`` of a name would append
+    ``.npy`` to a name without it)."""
+    with open(path, "wb") as file:
+        np.save(file, value, allow_pickle=False)
 
 
 def _table(run):
@@ -145,10 +164,9 @@ def cmd_run(args):
     if args.output:
         from avta.runtime.net import from_device
         (value,) = from_device(graph, {out_name: mine}).values()
-        np.save(args.output, value)
+        _save_output(args.output, value)
     if args.json:
-        (shape,) = graph.inputs.values()
-        record = run.to_dict() | {"target": args.target, "input_size": shape[-1],
+        record = run.to_dict() | {"target": args.target, "input_size": _input_size(graph),
                                   "match": match}
         Path(args.json).write_text(json.dumps(record, indent=2) + "\n")
     return 0 if match else 1
