@@ -10,6 +10,7 @@ row says ``error``, and which the next run tries again).
 
 import csv
 import json
+import math
 import os
 import tempfile
 import time
@@ -70,11 +71,26 @@ def _write_atomic(path, text):
         raise
 
 
-def _read_cache(path):
+#: What a cached row must hold to stand for its point: these figures, as non-negative numbers.
+_CACHED_FIGURES = ("cycles", "ideal_cycles", "utilization", "macs", "host_layers", *AREA_COLUMNS)
+
+
+def _read_cache(path, key):
+    """The cached ``ok`` row of the point ``key`` at ``path``, or None (run it again) when the
+    file is missing, half-written, not a row, another point's row (its own ``key`` differs)
+    or short of a figure."""
     try:
-        return json.loads(path.read_text())
+        row = json.loads(path.read_text())
     except (OSError, ValueError):
-        return None                  # missing or half-written: run it again
+        return None
+    if not isinstance(row, dict) or row.get("key") != key or row.get("status") != "ok":
+        return None
+    for name in _CACHED_FIGURES:
+        value = row.get(name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not math.isfinite(value) or value < 0:
+            return None
+    return row
 
 
 def _client(workers, scheduler):
@@ -106,8 +122,9 @@ def run_sweep(spec, out, *, exact=False, workers=None, scheduler=None, log=None,
             result.invalid += 1
             continue
         t = task(spec, point, exact=exact)
-        hit = _read_cache(cache / f"{point_key(t)}.json")
-        if hit is not None and hit.get("status") == "ok":
+        key = point_key(t)
+        hit = _read_cache(cache / f"{key}.json", key)
+        if hit is not None:
             rows[point.index] = hit | {"index": point.index, **point.values, "cached": True}
             result.cached += 1
         else:
