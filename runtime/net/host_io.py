@@ -24,6 +24,10 @@ __all__ = ["HostInput", "HostOutput", "DTYPES", "to_device", "from_device", "sha
 DTYPES = ("float32", "int8", "uint8")
 
 
+#: The largest float32: a scale above it is infinite where the host computes.
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
 class HostIOError(UserError):
     """An array that does not fit a network's host step; the message names the tensor."""
 
@@ -36,6 +40,9 @@ def _check(spec, what):
         if spec.scale is None or not spec.scale > 0 or spec.zero_point is None:
             raise HostIOError(f"{what} {spec.name!r}: a float32 tensor needs a positive scale "
                               f"and a zero point")
+        if not (spec.scale <= _FLOAT32_MAX and np.float32(spec.scale) > 0):
+            raise HostIOError(f"{what} {spec.name!r}: scale {spec.scale} is 0 or infinite in "
+                              f"float32, which the host computes in")
         if not -128 <= spec.zero_point <= 127:
             raise HostIOError(f"{what} {spec.name!r}: zero point {spec.zero_point} is not int8")
     if not spec.shape or min(spec.shape) < 1:
@@ -75,6 +82,10 @@ class HostInput:
             raise HostIOError(f"input {self.name!r} is {self.dtype} {list(self.shape)}; got "
                               f"{x.dtype} {list(x.shape)}")
         if self.dtype == "float32":
+            if not np.isfinite(x).all():
+                bad = np.argwhere(~np.isfinite(x))[0]
+                raise HostIOError(f"input {self.name!r} holds {x[tuple(bad)]} at "
+                                  f"{tuple(int(i) for i in bad)}; a model's input must be finite")
             q = np.rint(x / np.float32(self.scale)) + self.zero_point
             x = np.clip(q, -128, 127).astype(np.int8)
         elif self.dtype == "uint8":
