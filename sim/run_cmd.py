@@ -50,10 +50,10 @@ def load_network(name, input_size, seed, cfg=None):
     check_seed(seed)
     if name in BUILDERS:
         try:
+            size = 224 if input_size is None else input_size
             if cfg is not None:
-                check_dram(cfg, build(name, input_size=input_size or 224, seed=seed,
-                                      calibrate=False))
-            return build(name, input_size=input_size or 224, seed=seed)
+                check_dram(cfg, build(name, input_size=size, seed=seed, calibrate=False))
+            return build(name, input_size=size, seed=seed)
         except GraphError as error:
             raise UserError(f"--input-size {input_size}: {error}") from None
     path = Path(name)
@@ -85,12 +85,11 @@ def make_device(cfg, target, dram_size, *, activity=False):
 
 
 def _input(graph, path, seed):
-    """The device's int8 input: a seeded random one, or ``--input``'s array, which for an
-    imported model is the model's own input, converted by the network's host step."""
+    """The device's int8 input(s): seeded random ones, or ``--input``'s array, which for an
+    imported model is the model's own input, converted by the network's host step(s)."""
     from avta.runtime.net import random_input, to_device
     if path is None:
         return random_input(graph, seed=seed)
-    (name, shape), = graph.inputs.items()
     try:
         x = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as error:
@@ -99,15 +98,37 @@ def _input(graph, path, seed):
         x.close()
         raise UserError(f"--input {path}: an .npz archive; give one array as a .npy file "
                         f"(numpy.save)")
-    if name in graph.host_inputs:
+    if graph.host_inputs:
         try:
             return to_device(graph, x)
         except UserError as error:
             raise UserError(f"--input {path}: {error}") from None
+    if len(graph.inputs) != 1:
+        raise UserError(f"--input {path}: {graph.name} has inputs {list(graph.inputs)}; "
+                        f"--input gives one array")
+    (name, shape), = graph.inputs.items()
     if x.dtype != np.int8 or tuple(x.shape) != tuple(shape):
         raise UserError(f"--input {path}: {x.dtype} {list(x.shape)}, but {graph.name}'s input "
                         f"{name!r} is int8 {list(shape)}")
     return x
+
+
+def _input_size(graph):
+    """The side of the network's input image as its user gives it: the model's input shape
+    where the host pads it (an imported model), else the device's."""
+    tensor, shape = next(iter(graph.inputs.items()))
+    spec = graph.host_inputs.get(tensor)
+    return (spec.shape if spec is not None else shape)[-1]
+
+
+def _save_output(path, value):
+    """``value`` as a .npy file at exactly ``path`` (``np.save`` of a name would append
+    ``.npy`` to a name without it), written atomically (:func:`avta.files.write_atomic`)."""
+    # Serialized in memory first: numpy writes an array to a real file with fwrite and does
+    # not notice a full disk, so a truncated file would be renamed over the old one.
+    data = io.BytesIO()
+    np.save(data, value, allow_pickle=False)
+    write_atomic(path, data.getvalue())
 
 
 def _table(run):
@@ -137,11 +158,10 @@ def cmd_run(args):
         if path:
             check_output_file(path, option)
     graph = load_network(args.network, args.input_size, args.seed, cfg)
-    for option, given, tensors in (("--input", args.input, graph.inputs),
-                                   ("--output", args.output, graph.outputs)):
-        if given and len(tensors) != 1:
-            raise UserError(f"{option} takes one array, but {graph.name} has {len(tensors)} "
-                            f"{option[2:]}s ({', '.join(tensors)}); run it without {option}")
+    if args.output and len(graph.outputs) != 1:
+        raise UserError(f"--output takes one array, but {graph.name} has "
+                        f"{len(graph.outputs)} outputs ({', '.join(graph.outputs)}); run it "
+                        f"without --output")
     x = _input(graph, args.input, args.seed)
     device = make_device(cfg, args.target, dram_bytes(cfg, graph))
     with progress(len(graph.topological()) + 1, f"{graph.name} on {cfg.name} ({args.target})",
@@ -180,14 +200,9 @@ def cmd_run(args):
         from avta.runtime.net import from_device
         (out_name,) = graph.outputs
         (value,) = from_device(graph, {out_name: run.outputs[out_name]}).values()
-        # Serialized in memory first: numpy writes an array to a real file with fwrite and
-        # does not notice a full disk, so a truncated file would be renamed over the old one.
-        data = io.BytesIO()
-        np.save(data, value)
-        write_atomic(args.output, data.getvalue())
+        _save_output(args.output, value)
     if args.json:
-        shape = next(iter(graph.inputs.values()))
-        record = run.to_dict() | {"target": args.target, "input_size": shape[-1],
+        record = run.to_dict() | {"target": args.target, "input_size": _input_size(graph),
                                   "match": match}
         write_atomic(args.json, json.dumps(record, indent=2) + "\n")
     return 0 if match else 1

@@ -18,12 +18,13 @@ import yaml
 
 from avta.errors import UserError, read_input
 from avta.files import output_files
+from avta.isa.config import ConfigError, load_yaml_unique
 
 from ..ops.requant import Requant
 from .graph import OPS, Graph, GraphError, Node
 from .host_io import HostInput, HostOutput
 
-__all__ = ["FORMAT", "save", "load", "to_yaml", "from_yaml"]
+__all__ = ["FORMAT", "save", "load", "to_yaml", "from_yaml", "source_files"]
 
 #: The value of the ``format`` key; a later incompatible format changes the number.
 FORMAT = "avta-network/1"
@@ -182,10 +183,7 @@ def _requant(value, source, where):
 def from_yaml(text, arrays, source="network"):
     """The :class:`Graph` that the YAML ``text`` describes, taking its arrays from ``arrays``
     (a mapping of ``.npz`` keys to numpy arrays); ``source`` names the file in errors."""
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        _fail(source, f"not valid YAML: {error}")
+    doc = _parse(text, source)
     if not isinstance(doc, dict):
         _fail(source, "a network file is a YAML mapping with the keys " + ", ".join(_TOP_KEYS))
     if doc.get("format") != FORMAT:
@@ -250,14 +248,32 @@ def from_yaml(text, arrays, source="network"):
         _fail(source, str(error))
 
 
+def _parse(text, source):
+    """The YAML document of the network file ``source``; a key given twice is an error."""
+    try:
+        return load_yaml_unique(text)
+    except yaml.YAMLError as error:
+        _fail(source, f"not valid YAML: {error}")
+    except ConfigError as error:                  # a key given twice
+        _fail(source, "; ".join(error.violations))
+
+
+def source_files(path):
+    """The files the network stored at ``path`` reads: the YAML, then the weights file it
+    names (if it names one). What a cache of its results must hash."""
+    path = Path(path)
+    doc = _parse(read_input(path, "network file"), path)
+    files = [path]
+    if isinstance(doc, dict) and doc.get("weights") is not None:
+        files.append(path.parent / str(doc["weights"]))
+    return files
+
+
 def load(path):
     """The :class:`Graph` stored at ``path`` (YAML) and the weights file it names."""
     path = Path(path)
     text = read_input(path, "network file")
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        _fail(path, f"not valid YAML: {error}")
+    doc = _parse(text, path)
     arrays = {}
     if isinstance(doc, dict) and doc.get("weights") is not None:
         if not isinstance(doc["weights"], str):

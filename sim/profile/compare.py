@@ -115,14 +115,29 @@ def _shares(row):
                    "wait": 100.0 * row[f"{lane}_wait"] / cycles} for lane in LANES}
 
 
+def _same_config(a, b):
+    """Refuse profiles of different configurations: by every key where both records have
+    them, else by the figures both give (older records)."""
+    if not a or not b:
+        return
+    if "keys" in a and "keys" in b:
+        a, b = a["keys"], b["keys"]
+    differ = sorted(k for k in set(a) & set(b) if k != "name" and a[k] != b[k])
+    if differ:
+        what = ", ".join(f"{k} {a[k]} and {b[k]}" for k in differ[:4])
+        raise ValueError(f"the profiles are of different configurations: {what}")
+
+
 def compare_profiles(a, b):
     """Compare two ``profile.json`` records of the same network (see the module docstring).
 
     Only layers that ran on the device in both (cycles > 0) are compared. Raises ValueError when
-    the records are of different networks or their device layers differ."""
+    the records are of different networks or configurations, or their device layers differ
+    (in names, order, shapes or MACs)."""
     if a["network"] != b["network"]:
         raise ValueError(f"the profiles are of different networks: {a['network']!r} and "
                          f"{b['network']!r}")
+    _same_config(a.get("config"), b.get("config"))
     rows_a = {r["name"]: r for r in a["layers"] if r["cycles"]}
     rows_b = {r["name"]: r for r in b["layers"] if r["cycles"]}
     if list(rows_a) != list(rows_b):
@@ -132,6 +147,10 @@ def compare_profiles(a, b):
     diffs = []
     for name, ra in rows_a.items():
         rb = rows_b[name]
+        for key in ("shape", "macs"):
+            if key in ra and key in rb and ra[key] != rb[key]:
+                raise ValueError(f"layer {name!r} has {key} {ra[key]} in one profile and "
+                                 f"{rb[key]} in the other (another input size or network)")
         sa, sb = _shares(ra), _shares(rb)
         share_diff = {lane: {k: sa[lane][k] - sb[lane][k] for k in ("busy", "wait")}
                       for lane in LANES}

@@ -15,9 +15,11 @@ __all__ = ["write_profile"]
 
 
 def _config(cfg):
+    """The configuration of a profile: a few figures to read, and ``keys``, every key and
+    value (what ``avta profile-diff`` compares)."""
     return {"name": cfg.name, "shape": cfg.shape_name, "batch": cfg.batch,
             "block_in": cfg.block_in, "block_out": cfg.block_out,
-            "axi_data_bits": cfg.axi_data_bits}
+            "axi_data_bits": cfg.axi_data_bits, "keys": cfg.to_dict()}
 
 
 def write_profile(profile, out_dir):
@@ -74,7 +76,7 @@ def _write(profile, paths):
         f"<tr><td>{e(lane)}</td>" + "".join(f"<td>{e(s)} {v:,}</td>" for s, v in states.items())
         + "</tr>\n" for lane, states in totals["lanes"].items())
     conf = "".join(f"<tr><td>{e(k)}</td><td>{e(str(v))}</td></tr>"
-                   for k, v in record["config"].items())
+                   for k, v in record["config"].items() if k != "keys")
     page = f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>{e(title)}</title>
 <style>body{{font-family:sans-serif;margin:1em}}table{{border-collapse:collapse;font-size:12px}}

@@ -11,6 +11,7 @@ row says ``error``, and which the next run tries again).
 import csv
 import io
 import json
+import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -62,21 +63,25 @@ def pareto(rows):
     return rows
 
 
-#: The figures a cached ``ok`` row must hold, as numbers, to be used (the results, the front).
-_FIGURES = ("cycles", "ideal_cycles", "utilization", "macs", *AREA_COLUMNS)
+#: What a cached row must hold to stand for its point: these figures, as non-negative numbers.
+_CACHED_FIGURES = ("cycles", "ideal_cycles", "utilization", "macs", "host_layers", *AREA_COLUMNS)
 
 
-def _read_cache(path):
-    """The row cached at ``path``, or None (run it again) when it is missing, half-written or
-    not a row: not a mapping, or without every figure as a number."""
+def _read_cache(path, key):
+    """The cached ``ok`` row of the point ``key`` at ``path``, or None (run it again) when the
+    file is missing, half-written, not a row, another point's row (its own ``key`` differs)
+    or short of a figure."""
     try:
         row = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(row, dict) or not all(
-            isinstance(row.get(k), (int, float)) and not isinstance(row.get(k), bool)
-            for k in _FIGURES):
+    if not isinstance(row, dict) or row.get("key") != key or row.get("status") != "ok":
         return None
+    for name in _CACHED_FIGURES:
+        value = row.get(name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not math.isfinite(value) or value < 0:
+            return None
     return row
 
 
@@ -119,8 +124,9 @@ def run_sweep(spec, out, *, exact=False, workers=None, scheduler=None, log=None,
             result.invalid += 1
             continue
         t = task(spec, point, exact=exact)
-        hit = _read_cache(cache / f"{point_key(t)}.json")
-        if hit is not None and hit.get("status") == "ok":
+        key = point_key(t)
+        hit = _read_cache(cache / f"{key}.json", key)
+        if hit is not None:
             rows[point.index] = hit | {"index": point.index, **point.values, "cached": True}
             result.cached += 1
         else:

@@ -21,14 +21,16 @@ def _version():
 
 
 def _workload_id(workload):
-    """A builder's name, or a network file's content hash (the YAML and its ``.npz``)."""
+    """A builder's name, or a network file's content hash: the YAML and the weights file it
+    names (whatever its name), so that changing either runs the points again."""
+    from avta.runtime.net.io import source_files
     path = Path(workload)
     if path.suffix not in (".yaml", ".yml"):
         return workload
-    digest = hashlib.sha256(path.read_bytes())
-    weights = path.with_suffix(".npz")
-    if weights.is_file():
-        digest.update(weights.read_bytes())
+    digest = hashlib.sha256()
+    for file in source_files(path):
+        digest.update(str(file.name).encode() + b"\0")
+        digest.update(file.read_bytes() if file.is_file() else b"(missing)")
     return f"{path.name}:{digest.hexdigest()[:16]}"
 
 

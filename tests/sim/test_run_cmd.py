@@ -50,3 +50,32 @@ def test_bad_input_is_exit_2(tmp_path, capsys):
     assert "[1, 3, 32, 32]" in capsys.readouterr().err
     assert main(["run", str(tmp_path / "missing.yaml"), "--config", "tiny"]) == 2
     assert main(["run", "resnet18", "--config", "tiny", "--json", str(tmp_path)]) == 2
+
+
+def test_output_is_written_at_exactly_the_path_given(tmp_path, capsys):
+    out = tmp_path / "y.bin"
+    assert main(["run", "resnet18", "--config", "tiny", "--input-size", "32",
+                 "--output", str(out)]) == 0
+    assert out.is_file() and not (tmp_path / "y.bin.npy").exists()
+    assert np.load(out).dtype == np.int8
+
+
+def test_input_size_zero_is_refused_not_224(capsys):
+    assert main(["run", "resnet18", "--config", "tiny", "--input-size", "0"]) == 2
+    assert "input size 0" in capsys.readouterr().err
+
+
+def test_json_input_size_is_the_models_not_the_host_padded_one(tmp_path, capsys):
+    """An imported model whose input the host pads (zero point 7, a padded first conv): the
+    report gives the model's 8, not the device's 10."""
+    from avta.runtime.net import Graph, GraphBuilder, HostInput
+    b = GraphBuilder("padded")
+    b.input("x", (1, 16, 10, 10))
+    y = b.conv2d("c", "x", np.ones((16, 16, 3, 3), np.int8), stride=1, pad=0)
+    g = b.build([y])
+    g = Graph(g.name, g.inputs, g.nodes, g.outputs,
+              host_inputs={"x": HostInput("x", (1, 16, 8, 8), "int8", pad=1, pad_value=7)})
+    path, _ = save(g, tmp_path / "p.yaml")
+    report = tmp_path / "r.json"
+    assert main(["run", str(path), "--config", "tiny", "--json", str(report)]) == 0
+    assert json.loads(report.read_text())["input_size"] == 8

@@ -48,6 +48,9 @@ def test_offset_with_a_left_shift_and_bad_values():
         Requant(3, zero_point=4)
     with pytest.raises(ValueError, match="positive real"):
         Requant(scale=-1.0)
+    for scale in (1e300, 1e-50):            # inf and 0 in float32, where the host multiplies
+        with pytest.raises(ValueError, match="float32 holds"):
+            Requant(scale=scale)
 
 
 def test_a_scale_is_the_hosts():
