@@ -180,6 +180,15 @@ def _requant(value, source, where):
         _fail(source, f"{where}: {error}")
 
 
+def _names(value, source, what):
+    """``value``, a list of tensor names (or one name), as a tuple (or the name)."""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
+        _fail(source, f"{what} is {value!r}; give a list of tensor names")
+    return tuple(value)
+
+
 def from_yaml(text, arrays, source="network"):
     """The :class:`Graph` that the YAML ``text`` describes, taking its arrays from ``arrays``
     (a mapping of ``.npz`` keys to numpy arrays); ``source`` names the file in errors."""
@@ -229,9 +238,9 @@ def from_yaml(text, arrays, source="network"):
         requant = None
         if "requant" in item:
             requant = _requant(item["requant"], source, f"{op} {where}")
-        inputs = item.get("inputs", [])
+        inputs = _names(item.get("inputs", []), source, f"{op} {where}: inputs")
         try:
-            nodes.append(Node(name, op, inputs if isinstance(inputs, str) else tuple(inputs),
+            nodes.append(Node(name, op, inputs,
                               item.get("output"),
                               {k: v for k, v in item.items() if k in spec.attrs},
                               requant=requant, **fields))
@@ -241,8 +250,9 @@ def from_yaml(text, arrays, source="network"):
     if extra:
         _fail(source, f"the weights file holds arrays no node names: {extra}")
     host = _host(doc["host"], source) if doc.get("host") is not None else {}
+    outputs = _names(doc["outputs"], source, "outputs")
     try:
-        return Graph(doc["name"], doc["inputs"], nodes, doc["outputs"],
+        return Graph(doc["name"], doc["inputs"], nodes, outputs,
                      host_inputs=host.get("inputs"), host_outputs=host.get("outputs"))
     except GraphError as error:
         _fail(source, str(error))

@@ -1,5 +1,6 @@
-"""The network file's ``weights:`` names an .npz archive: a .npy file or a number is one line
-naming the file, never a traceback; a network without nodes is written as one."""
+"""Values of the network file that are not what they should be — ``weights:`` naming a .npy
+file or a number, a node's ``inputs: 5``, ``outputs: 5`` — are one line naming the file, never
+a traceback; a network without nodes is written as one."""
 
 import numpy as np
 import pytest
@@ -38,3 +39,18 @@ def test_weights_that_are_not_a_file_name(one_conv, value, capsys):
 def test_a_network_without_nodes_is_written_with_an_empty_list():
     text = to_yaml(Graph("none", {"x": (1, 16, 4, 4)}, [], ["x"]), "none.npz")
     assert text.rstrip().endswith("nodes: []")
+
+
+@pytest.mark.parametrize("value", ["5", "{a: 1}", "[[x]]"])
+def test_a_node_inputs_that_are_not_a_list_of_names(one_conv, value, capsys):
+    text = one_conv.read_text()
+    one_conv.write_text(text.replace("op: conv2d, inputs: [x]", f"op: conv2d, inputs: {value}"))
+    assert main(["run", str(one_conv), "--config", "tiny"]) == 2
+    assert "conv2d node 'c': inputs is " in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["5", "[[c]]", "{c: 1}"])
+def test_outputs_that_are_not_a_list_of_names(one_conv, value, capsys):
+    one_conv.write_text(one_conv.read_text().replace("outputs: [c]", f"outputs: {value}"))
+    assert main(["run", str(one_conv), "--config", "tiny"]) == 2
+    assert "one.yaml: outputs is " in capsys.readouterr().err
