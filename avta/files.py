@@ -43,8 +43,8 @@ def _flush_to_disk(path):
 
 @contextmanager
 def output_files(*paths):
-    """Temporary paths, one for each of ``paths`` (in the same folder, same suffix), to write
-    the outputs to; when the block ends without an exception each is renamed over its path, in
+    """Temporary paths, one for each of ``paths`` (in the same folder, same suffix; the one
+    path alone when one is given), to write the outputs to; when the block ends without an exception each is renamed over its path, in
     order, after every one is complete. On an exception no path is touched and the temporaries
     are removed. The folders must exist.
 
