@@ -1,4 +1,4 @@
-"""Progress bars show on a terminal only (issue 14): logs and pipes get the results alone."""
+"""Progress bars show on a terminal only: logs and pipes get the results alone."""
 
 import io
 
