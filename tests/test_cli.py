@@ -168,7 +168,7 @@ def _bad_inputs(tmp):
     ("floorplan --config tiny -o a_file", "is a file, not a folder"),
 ])
 def test_bad_input_is_one_message_and_exit_2(tmp_path, monkeypatch, capsys, args, message):
-    """Every bad input is exit 2 with one message and no traceback (issue 12, defect 7)."""
+    """Every bad input is exit 2 with one message and no traceback."""
     _bad_inputs(tmp_path)
     monkeypatch.chdir(tmp_path)
     assert main(args.split()) == 2

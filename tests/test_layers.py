@@ -119,3 +119,15 @@ def test_the_rules_can_fail(tmp_path, monkeypatch):
     assert _violations([folder / "leaky.py"]) == [
         "avta.runtime.leaky imports avta.sim.fsim; avta.runtime may import only avta.isa, "
         "avta.errors, avta.files"]
+
+
+def test_the_ground_modules_load_nothing_heavy():
+    """``import avta.errors`` (and the other ground modules) loads neither Amaranth nor numpy:
+    the command line's lazy imports stay lazy."""
+    import subprocess
+    import sys
+    code = ("import sys, avta.errors, avta.version, avta.progress, avta.files, avta.tools; "
+            "print(sorted(m for m in ('amaranth', 'numpy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"

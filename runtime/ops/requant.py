@@ -1,7 +1,7 @@
 """Requantization: the ALU tail that turns 32-bit accumulators into 8-bit outputs.
 
 Upstream's conv2d and GEMM tests compute ``clip((acc >> shift) + bias, lo, hi)`` and keep the low
-8 bits (upstream-vta.md §6.2); on VTA that is ALU SHR with an immediate, ALU ADD of a bias row,
+8 bits; on VTA that is ALU SHR with an immediate, ALU ADD of a bias row,
 then either MIN and MAX with immediates or the Intel Labs CLP (clip to [−b, b], docs/isa.md §3.4).
 STORE writes the low 8 bits of each lane (OUT mirrors ACC, docs/isa.md §3).
 

@@ -10,6 +10,7 @@ lane's Fmax on an ECP5) and :mod:`.onnx` (imported ONNX models against onnxrunti
 are noisy: these are figures to read, not timed tests.
 """
 
+from avta.errors import UserError
 from avta.isa.config import load_config
 
 __all__ = ["BENCHMARKS", "cmd_bench"]
@@ -120,7 +121,6 @@ def cmd_bench(args):
             print(f"  {name:<16} {description}")
         return 0
     if args.name not in BENCHMARKS:
-        print(f"avta bench: unknown benchmark {args.name!r}; known: {', '.join(BENCHMARKS)}")
-        return 2
+        raise UserError(f"unknown benchmark {args.name!r}; known: {', '.join(BENCHMARKS)}")
     config = args.config or DEFAULT_CONFIGS.get(args.name, "default")
     return BENCHMARKS[args.name][1](load_config(config))

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from avta.cli import main
-from avta.runtime.net import Graph, Node, run_reference, save
+from avta.runtime.net import Graph, Node, save
 from avta.runtime.ops.requant import Requant
 
 

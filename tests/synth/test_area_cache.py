@@ -16,6 +16,8 @@ from avta.isa.config import load_config
 from avta.synth.yosys import read_cached, synthesize
 from avta.sim.verilator import cache_root
 
+pytestmark = pytest.mark.yosys
+
 
 @pytest.fixture(scope="module")
 def tiny_result():

@@ -1,4 +1,4 @@
-"""The requantization tail's imported-model features (issue 17): a bias before the shift, a
+"""The requantization tail's imported-model features: a bias before the shift, a
 constant offset made of ALU immediates around the shift, a host-only real scale; and a
 convolution whose padding holds −128, and an add with one input shifted left. On fsim (and on
 tsim through the mirrored ``device`` fixture) bit for bit against the numpy references."""
