@@ -11,6 +11,7 @@ row says ``error``, and which the next run tries again).
 import csv
 import io
 import json
+import logging
 import math
 import os
 import time
@@ -93,8 +94,10 @@ def _client(workers, scheduler):
         except (ValueError, TypeError) as error:
             raise UserError(f"--scheduler {scheduler!r}: not a scheduler address ({error}); "
                             f"give one as tcp://HOST:PORT") from None
+    # Warnings of the workers' own (a task cancelled by Ctrl-C, a worker killed at shutdown)
+    # are not the sweep's news: a failed point is its row.
     cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
-                           processes=True, dashboard_address=":0")
+                           processes=True, dashboard_address=":0", silence_logs=logging.ERROR)
     return Client(cluster), cluster
 
 
@@ -162,6 +165,13 @@ def run_sweep(spec, out, *, exact=False, workers=None, scheduler=None, log=None,
                     row = {"index": t["index"], **t["values"], "key": point_key(t),
                            "status": "error", "message": error}
                 done(t, row)
+        except KeyboardInterrupt:
+            # Ctrl-C reaches the workers too; what the cluster says while it falls apart is
+            # noise after the one line the command line prints.
+            for name in ("distributed", "distributed.nanny", "distributed.core",
+                         "distributed.worker", "tornado", "asyncio"):
+                logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+            raise
         finally:
             client.close()
             if cluster is not None:
