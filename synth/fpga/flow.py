@@ -31,7 +31,7 @@ from avta.sim.verilator import cache_root
 from avta.tools import find_tool
 
 __all__ = ["FpgaResult", "run_flow", "yosys_script", "nextpnr_args", "ToolMissing",
-           "ToolFailed", "FLOW_VERSION", "TOP", "cells_by_instance", "instances_of"]
+           "ToolFailed", "FLOW_VERSION", "TOP", "cells_by_instance", "instances_of", "read_cached"]
 
 #: Bumped when the flow changes in a way the hash of the scripts does not show.
 FLOW_VERSION = 3
@@ -189,6 +189,23 @@ def _cache_dir():
     return cache_root() / "fpga"
 
 
+def read_cached(path, key):
+    """The :class:`FpgaResult` cached at ``path`` under ``key``, or None when there is none or
+    it is not one (truncated, not JSON, another key, a field missing or of the wrong type): such
+    an entry is run again and overwritten, never trusted."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    types = {"key": str, "device": str, "seed": int, "stat": dict, "nextpnr": (dict, type(None)),
+             "over": dict, "versions": dict, "seconds": dict, "memories": dict, "cells": dict}
+    optional = {"memories", "cells"}                 # fields older entries lack
+    if not isinstance(data, dict) or not set(types) - optional <= set(data) <= set(types) \
+            or data["key"] != key or not all(isinstance(data[k], types[k]) for k in data):
+        return None
+    return FpgaResult(**data, cached=True)
+
+
 def run_flow(rtlil, device, *, seed=1, cache=True, keep=None, bar=None):
     """Synthesize and place and route ``rtlil`` (a wrapper's, top module :data:`TOP`) on
     ``device``: an :class:`FpgaResult`, from the cache when it has it. ``keep`` (a folder)
@@ -201,8 +218,8 @@ def run_flow(rtlil, device, *, seed=1, cache=True, keep=None, bar=None):
                                     device.name, str(seed), str(FLOW_VERSION)]).encode()
                          ).hexdigest()[:24]
     path = _cache_dir() / f"{key}.json"
-    if cache and path.exists():
-        result = FpgaResult(**json.loads(path.read_text()), cached=True)
+    result = read_cached(path, key) if cache else None
+    if result is not None:
         if keep:
             write_atomic(Path(keep) / "result.json", path.read_text())
         return result
