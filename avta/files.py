@@ -10,7 +10,8 @@ temporary behind.
 :func:`output_files` does the same for an output of several files (``avta import``'s NET.yaml
 and NET.npz, ``avta profile``'s seven files): every file is written completely before the first
 rename, so a failure while writing any of them leaves every old file as it was. The renames
-follow in the order given, the file that names the others (NET.yaml) last.
+follow in the order given, the file that names the others (NET.yaml) last; only the machine
+stopping in the microseconds between two renames could leave a mix, no error can.
 
 A ground module: it imports nothing of avta, so every layer may use it.
 """
