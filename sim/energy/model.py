@@ -1,0 +1,56 @@
+"""Energy of a run: :class:`EventCounts` times an :class:`~.table.EnergyTable`, plus leakage.
+
+Each category (:data:`CATEGORIES`) is in picojoules:
+
+* ``mac``: the GEMM's multiply-accumulates (reset steps do none);
+* ``alu``: the ALU's lane operations;
+* ``uop``, ``inp``, ``wgt``, ``acc``, ``out``: each scratchpad's row reads and writes, an access
+  costing :meth:`~.table.EnergyTable.sram_access` of the row's bits on one bank (a banked
+  scratchpad is ``banks`` macros of ``depth / banks`` rows, hw/core/banks.py); a write goes to
+  every copy of a scratchpad that keeps copies for a second reader, a read to one;
+* ``dram``: the bytes moved over AXI, instructions included;
+* ``control``: each instruction's fetch and decode;
+* ``leakage``: the logic's gate equivalents (the floorplan's :class:`LogicModel`) and every SRAM
+  bit (copies included) leaking for the run's ``cycles`` at the clock.
+"""
+
+from avta.floorplan.vta import LogicModel
+from avta.isa.memories import SCRATCHPADS, scratchpads
+
+__all__ = ["CATEGORIES", "energy_pj", "leakage_nw", "logic_ge", "sram_bits"]
+
+CATEGORIES = ("mac", "alu", *SCRATCHPADS, "dram", "control", "leakage")
+_LOGIC_BLOCKS = ("gemm", "alu", "ctrl")
+
+
+def logic_ge(cfg, model=None):
+    """Gate equivalents of the design's logic by the floorplan's calibrated model."""
+    model = model or LogicModel()
+    return sum(model.block(cfg, block) for block in _LOGIC_BLOCKS)
+
+
+def sram_bits(cfg):
+    """Bits of SRAM of every scratchpad, each copy counted."""
+    return sum(pad.depth * pad.row_bits * pad.copies for pad in scratchpads(cfg).values())
+
+
+def leakage_nw(cfg, table):
+    """The design's leakage power (nW)."""
+    return logic_ge(cfg) * table.leak_logic_per_ge + sram_bits(cfg) * table.leak_sram_per_bit
+
+
+def energy_pj(cfg, events, table, clock_mhz):
+    """``{category: pJ}`` of a run with ``events`` on ``cfg`` at ``clock_mhz``."""
+    if not clock_mhz > 0:
+        raise ValueError(f"clock {clock_mhz!r} MHz: must be a positive frequency")
+    out = {"mac": events.macs * table.mac_int8, "alu": events.alu_ops * table.alu_op_int32}
+    for name, pad in scratchpads(cfg).items():
+        macro_bytes = pad.bank_rows * pad.row_bytes
+        read = table.sram_access(pad.row_bits, macro_bytes)
+        write = table.sram_access(pad.row_bits, macro_bytes, write=True)
+        out[name] = events.reads[name] * read + events.writes[name] * write * pad.copies
+    out["dram"] = events.dram_bytes * table.dram_per_byte
+    out["control"] = events.insns * table.insn_decode
+    # nW x s = 1e-9 J/s x cycles / (MHz x 1e6) = 1e-3 pJ x nW x cycles / MHz.
+    out["leakage"] = leakage_nw(cfg, table) * events.cycles / clock_mhz * 1e-3
+    return {category: out[category] for category in CATEGORIES}
