@@ -19,9 +19,11 @@ def _config(cfg):
             "axi_data_bits": cfg.axi_data_bits}
 
 
-def write_profile(profile, out_dir):
+def write_profile(profile, out_dir, *, energy=None):
     """Write ``layers.csv``, ``profile.json``, ``timeline.{svg,png}``, ``roofline.{svg,png}`` and
-    ``report.html`` into ``out_dir``; returns ``{kind: Path}``."""
+    ``report.html`` into ``out_dir``; returns ``{kind: Path}``. ``energy`` (from
+    :func:`energy_section`) adds each layer's latency, energy and EDP to the table and JSON and
+    ``energy.{svg,png}``, the energy per layer stacked by category."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     run, cfg, timeline = profile.run, profile.cfg, profile.timeline
@@ -33,6 +35,13 @@ def write_profile(profile, out_dir):
     sizes = {"timeline": timeline_chart(timeline, out / "timeline", title=title),
              "roofline": roofline_chart(rows, cfg, out / "roofline", title=title,
                                         estimated=timeline.estimated)}
+    if energy is not None:
+        from avta.sim.profile.energy_chart import energy_chart
+        sizes["energy"] = energy_chart(energy["figures"]["layers"], out / "energy", title=title)
+        keys = ("latency_us", "energy_uj", "edp_js")
+        rows = [row | {k: f[k] for k in keys} | {f"energy_{c}_pj": v
+                                                  for c, v in f["energy_pj"].items()}
+                for row, f in zip(rows, energy["figures"]["layers"])]
     for kind in sizes:
         paths[f"{kind}_png"], paths[f"{kind}_svg"] = out / f"{kind}.png", out / f"{kind}.svg"
 
@@ -45,6 +54,9 @@ def write_profile(profile, out_dir):
               "estimated": timeline.estimated, "total": totals, "layers": rows,
               "boundaries": [{"start": s, "cycles": c, "name": n}
                              for s, c, n in timeline.boundaries]}
+    if energy is not None:
+        record["energy"] = {"clock": energy["clock"].to_dict(), "tech": energy["table"].name,
+                            "total": energy["figures"]["total"]}
     paths["json"].write_text(json.dumps(record, indent=2) + "\n")
 
     def img(kind):
@@ -74,11 +86,28 @@ MAC-bound {totals['ideal_cycles']:,}, utilization {totals['utilization']:.1%}</p
 <table>{lane_rows}</table>
 <h2>Timeline</h2>{img("timeline")}
 <h2>Roofline</h2>{img("roofline")}
+{_energy_html(energy, img)}
 <h2>Layers</h2><table>{table}</table>
 </body></html>
 """
     paths["html"].write_text(page)
     return paths
+
+
+def energy_section(cfg, run, table, clock):
+    """What :func:`write_profile` takes as ``energy``: the run's figures at ``clock`` with
+    ``table`` (:func:`avta.sim.energy.report.network_figures`)."""
+    from avta.sim.energy.report import network_figures
+    return {"figures": network_figures(cfg, run, table, clock.mhz), "clock": clock,
+            "table": table}
+
+
+def _energy_html(energy, img):
+    if energy is None:
+        return ""
+    from avta.sim.energy.report import format_summary
+    line = format_summary(energy["figures"]["total"], energy["clock"], energy["table"])
+    return (f"<h2>Energy</h2><p>{html.escape(line)}</p>{img('energy')}")
 
 
 def _fmt(value):
