@@ -26,7 +26,8 @@ def test_one_layer_by_hand(run_layer):
     assert events.writes == {"uop": 80, "inp": 160, "wgt": 36, "acc": 4 + 1296 + 292,
                              "out": 4 + 1296 + 292}
     assert events.dram_bytes == 64 + 384 + 576 + 320 + 288 + 52 * 16
-    # The table: 10 pJ per 64 bits of an 8 KB SRAM, times sqrt(macro bytes / 8 KB).
+    # The table: 10 pJ per 64 bits of an 8 KB SRAM, times sqrt(macro bytes / 8 KB); on tiny
+    # every row is one macro wide, a bank deep.
     uop = 10 * 32 / 64 * math.sqrt(1024 / 8192)     # 256 x 32 bits, kept twice
     inp = 10 * 32 / 64 * math.sqrt(1024 / 8192)     # 256 x 32 bits
     wgt = 10 * 128 / 64 * math.sqrt(4096 / 8192)    # 256 x 128 bits
@@ -45,6 +46,21 @@ def test_one_layer_by_hand(run_layer):
     assert list(got) == list(CATEGORIES)
     for category in CATEGORIES:
         assert got[category] == pytest.approx(want[category], rel=1e-12), category
+
+
+def test_a_row_across_several_macros():
+    """default's WGT row (2,048 bits) is eight 1,024 x 256-bit macros side by side (the
+    floorplan's inventory): a read costs eight 256-bit reads of a 32 KB macro."""
+    from avta.isa.config import load_config
+    from avta.isa.memories import SCRATCHPADS
+    from avta.sim.energy import EventCounts
+    cfg = load_config("default")
+    none = dict.fromkeys(SCRATCHPADS, 0)
+    events = EventCounts(0, 0, 0, 0, none | {"wgt": 1}, none | {"acc": 1}, 0)
+    got = energy_pj(cfg, events, load_table(), 100.0)
+    assert got["wgt"] == pytest.approx(8 * 10 * 256 / 64 * math.sqrt(32768 / 8192))
+    # ACC: two 256-bit columns of 1,024-word macros (the 512-bit row of 16 int32).
+    assert got["acc"] == pytest.approx(2 * 10 * 256 / 64 * math.sqrt(32768 / 8192))
 
 
 def test_a_reset_gemm_does_no_macs(run_layer):
