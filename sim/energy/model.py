@@ -21,7 +21,7 @@ import functools
 from avta.floorplan.vta import LogicModel
 from avta.isa.memories import SCRATCHPADS, scratchpads
 
-__all__ = ["CATEGORIES", "energy_pj", "leakage_nw", "logic_ge", "sram_bits"]
+__all__ = ["CATEGORIES", "energy_pj", "row_access_pj", "leakage_nw", "logic_ge", "sram_bits"]
 
 CATEGORIES = ("mac", "alu", *SCRATCHPADS, "dram", "control", "leakage")
 _LOGIC_BLOCKS = ("gemm", "alu", "ctrl")
@@ -51,15 +51,21 @@ def _macros(cfg):
     return plan_inventory(cfg, load_technology()).plans
 
 
+def row_access_pj(cfg, table, name, *, write=False):
+    """pJ of reading (or writing one copy of) a row of scratchpad ``name``: its ``columns``
+    macros side by side, each accessed for its slice of the row."""
+    plan = _macros(cfg)[name]
+    return plan.columns * table.sram_access(plan.bits, plan.words * plan.bits / 8, write=write)
+
+
 def energy_pj(cfg, events, table, clock_mhz):
     """``{category: pJ}`` of a run with ``events`` on ``cfg`` at ``clock_mhz``."""
     if not clock_mhz > 0:
         raise ValueError(f"clock {clock_mhz!r} MHz: must be a positive frequency")
     out = {"mac": events.macs * table.mac_int8, "alu": events.alu_ops * table.alu_op_int32}
     for name, plan in _macros(cfg).items():
-        macro_bytes = plan.words * plan.bits / 8
-        read = plan.columns * table.sram_access(plan.bits, macro_bytes)
-        write = plan.columns * table.sram_access(plan.bits, macro_bytes, write=True)
+        read = row_access_pj(cfg, table, name)
+        write = row_access_pj(cfg, table, name, write=True)
         out[name] = events.reads[name] * read + events.writes[name] * write * plan.copies
     out["dram"] = events.dram_bytes * table.dram_per_byte
     out["control"] = events.insns * table.insn_decode
