@@ -22,9 +22,11 @@ to (:func:`fit`; the defaults of :class:`TimingModel` are that fit, and a test c
 (:func:`errors`, docs/cli.md). All figures are nextpnr-ecp5's, seed 1, on the ECP5.
 """
 
+import functools
 import hashlib
 import json
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -114,6 +116,7 @@ def errors(model=None):
 
 # -- measured clocks ---------------------------------------------------------------------------
 
+@functools.lru_cache(maxsize=1)
 def _sources_hash():
     """A hash of the RTL's and the ISA's source files (what the design is generated from)."""
     digest = hashlib.sha256()
@@ -153,7 +156,7 @@ def record_measured(cfg, device, seed, fmax_mhz):
         "config": cfg.name, "device": device, "seed": seed, "fmax_mhz": float(fmax_mhz)}
     path = _index_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{id(index)}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(index, indent=1, sort_keys=True) + "\n")
     tmp.replace(path)
 
