@@ -48,10 +48,16 @@ def write_objective_charts(rows, objectives, out, *, title=""):
             ax.scatter([r[cx] for r in front], [r[cy] for r in front], s=90,
                        facecolors="none", edgecolors="black", zorder=4,
                        label=f"front of {', '.join(objectives)}")
-        for key, set_scale in ((cy, ax.set_yscale), (cx, ax.set_xscale)):
+        from matplotlib.ticker import FuncFormatter
+        plain = FuncFormatter(lambda v, _: f"{v:g}")
+        for key, axis, set_scale in ((cy, ax.yaxis, ax.set_yscale),
+                                     (cx, ax.xaxis, ax.set_xscale)):
             values = [r[key] for r in ok]
             if min(values) > 0 and max(values) > 3 * min(values):
                 set_scale("log")
+                # Plain numbers on the ticks (3, 4, 6, 10 mm²), not powers of ten.
+                axis.set_major_formatter(plain)
+                axis.set_minor_formatter(plain)
         ax.set_xlabel(OBJECTIVES[x][1])
         ax.set_ylabel(OBJECTIVES[y][1])
         ax.grid(True, linewidth=0.4, alpha=0.5)
