@@ -36,6 +36,17 @@ def _network_args(parser, *, optional=False):
                              "default 224)")
     parser.add_argument("--seed", type=int, default=0, metavar="S",
                         help="seed of the built-in network's weights and of the random input")
+    _energy_args(parser)
+
+
+def _energy_args(parser):
+    """The technology table and clock the latency and energy are reported with."""
+    parser.add_argument("--tech", metavar="FILE",
+                        help="energy table (YAML, docs/cli.md, energy; default: the shipped "
+                             "horowitz45)")
+    parser.add_argument("--clock", type=float, metavar="MHZ",
+                        help="the clock latency and leakage are computed at (default: avta "
+                             "fpga's measured Fmax of the configuration, else the timing model)")
 
 
 # -- config -------------------------------------------------------------------------------------
@@ -317,6 +328,12 @@ def build_parser():
                    help="results, chart and the per-point cache (DIR/cache/)")
     p.add_argument("--exact", action="store_true",
                    help="count cycles on tsim (Verilator builds, cached) instead of fsim's model")
+    p.add_argument("--objectives", metavar="A,B[,C]",
+                   help="the Pareto front's objectives, two or three of latency, energy, edp, "
+                        "area, cycles (default: cycles,area)")
+    p.add_argument("--tech", metavar="FILE",
+                   help="energy table (YAML, docs/cli.md, energy; default: the shipped "
+                        "horowitz45)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="a running Dask scheduler (tcp://host:8786) instead of a LocalCluster")
     p.add_argument("--workers", type=int, metavar="N",

@@ -24,6 +24,8 @@ from avta.errors import UserError, check_output_file
 from avta.files import write_atomic
 from avta.isa.config import load_config
 from avta.progress import progress
+from avta.sim.energy import load_table
+from avta.sim.energy.report import format_summary, network_figures, resolve_clock
 
 __all__ = ["cmd_run", "load_network", "make_device", "check_seed", "MAX_SEED"]
 
@@ -149,6 +151,18 @@ def _table(run):
     return "\n".join(lines)
 
 
+def energy_record(record, energy, clock, table):
+    """``run.to_dict()``'s record with each layer's and the total's latency, energy (with its
+    breakdown) and EDP, the clock and the energy table (docs/cli.md, the --json schema)."""
+    keys = ("latency_us", "energy_uj", "energy_pj", "edp_js")
+    layers = [layer | {k: figures[k] for k in keys}
+              for layer, figures in zip(record["layers"], energy["layers"])]
+    return record | {"layers": layers,
+                     "total": record["total"] | {k: energy["total"][k] for k in keys},
+                     "clock": clock.to_dict(), "tech": {"name": table.name,
+                                                        "file": table.source}}
+
+
 def cmd_run(args):
     """Handler of ``avta run``; returns the exit status of the module docstring."""
     from avta.runtime.net import run_reference
@@ -157,6 +171,7 @@ def cmd_run(args):
     for option, path in (("--json", args.json), ("--output", args.output)):
         if path:
             check_output_file(path, option)
+    table, clock = load_table(args.tech), resolve_clock(cfg, args.clock)
     graph = load_network(args.network, args.input_size, args.seed, cfg)
     if args.output and len(graph.outputs) != 1:
         raise UserError(f"--output takes one array, but {graph.name} has "
@@ -176,6 +191,7 @@ def cmd_run(args):
     differs = {name: (run.outputs[name], reference[name]) for name in graph.outputs
                if not np.array_equal(run.outputs[name], reference[name])}
     match = not differs
+    energy = network_figures(cfg, run, table, clock.mhz)
 
     total = run.total
     print(f"{graph.name} on {cfg.name} ({cfg.shape_name}, AXI {cfg.axi_data_bits}), "
@@ -185,6 +201,7 @@ def cmd_run(args):
     print(f"total: {total['macs']:,} MACs, {total['cycles']:,} cycles, MAC-bound "
           f"{total['ideal_cycles']:,}, utilization {total['utilization']:.1%}"
           + (f"; {len(host)} layer(s) on the host" if host else ""))
+    print(f"time and energy: {format_summary(energy['total'], clock, table)}")
     for r in host:
         print(f"  {r.name} ran on the host: {r.why}")
     several = len(graph.outputs) > 1
@@ -202,7 +219,7 @@ def cmd_run(args):
         (value,) = from_device(graph, {out_name: run.outputs[out_name]}).values()
         _save_output(args.output, value)
     if args.json:
-        record = run.to_dict() | {"target": args.target, "input_size": _input_size(graph),
-                                  "match": match}
+        record = energy_record(run.to_dict(), energy, clock, table) | {
+            "target": args.target, "input_size": _input_size(graph), "match": match}
         write_atomic(args.json, json.dumps(record, indent=2) + "\n")
     return 0 if match else 1

@@ -24,6 +24,11 @@ ALLOWED = {
     # Design-space exploration weighs the simulators' cycles against the floorplan's area.
     "avta.sim.sweep": ("avta.isa", "avta.hw", "avta.runtime", "avta.sim", "avta.floorplan",
                        "avta.errors", "avta.version", "avta.progress", "avta.files"),
+    # Energy weighs the runs' events against a technology table; leakage needs the logic's
+    # gate equivalents (the floorplan's calibrated model), the clock avta fpga's results or the
+    # timing model calibrated on them (avta.synth.clock).
+    "avta.sim.energy": ("avta.isa", "avta.runtime", "avta.sim", "avta.floorplan", "avta.synth",
+                        "avta.errors", "avta.version", "avta.progress", "avta.files"),
     # Area from synthesis: the RTL through Yosys, memories as the floorplan's macros; the
     # synthesis cache sits with the Verilator builds (avta.sim.verilator.cache_root); avta fpga
     # shows its minutes-long runs' progress.

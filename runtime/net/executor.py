@@ -60,7 +60,9 @@ _STAGES = (("load", "LD"), ("compute", "CP"), ("store", "ST"))
 @dataclass
 class LayerReport:
     """One node's run. ``on`` is ``"device"`` or ``"host"`` (with ``why``); ``bound`` the stage
-    that was busy longest (``load``, ``compute``, ``store``); counts of a host layer are 0."""
+    that was busy longest (``load``, ``compute``, ``store``); counts of a host layer are 0.
+    ``counters`` holds the run's performance counters and ``mix`` its program's
+    :meth:`~avta.runtime.program.Program.step_mix`: the event counts an energy estimate needs."""
     name: str
     op: str
     shape: tuple
@@ -75,6 +77,8 @@ class LayerReport:
     bound: str = ""
     on: str = "device"
     why: str = ""
+    counters: dict = field(default_factory=dict)
+    mix: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -251,6 +255,7 @@ class _Executor:
         report.bytes_loaded = sum(counters[name] for name in _LOADED)
         report.bytes_stored = counters["OUT_ST"]
         report.insns, report.uops = len(program), len(program.uops)
+        report.counters, report.mix = dict(counters), program.step_mix()
         busy = {stage: report.cycles - counters[f"IDLE_{s}"] - counters[f"STALL_{s}"]
                 for stage, s in _STAGES}
         report.bound = max(busy, key=busy.get)

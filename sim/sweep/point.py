@@ -76,6 +76,8 @@ def evaluate(task):
     from avta.runtime.net import random_input
     from avta.runtime.net.executor import dram_bytes, run_network
     from avta.sim.run_cmd import load_network, make_device
+
+    from .objectives import event_columns
     start = time.perf_counter()
     row = {"index": task["index"], **task["values"], "key": point_key(task),
            "fitted": task.get("fitted", "")}
@@ -96,6 +98,7 @@ def evaluate(task):
         if host:
             row["message"] = f"{len(host)} layer(s) on the host: {host[0].name}: {host[0].why}"
         row.update(area(cfg, task["style"]))
+        row.update(event_columns(cfg, run))
     except Exception as error:          # a point's failure is its row, not the sweep's
         row.update(status="error", message=f"{type(error).__name__}: {error}")
     row["seconds"] = round(time.perf_counter() - start, 3)

@@ -63,6 +63,10 @@ def cmd_fpga(args):
     except ToolFailed as error:
         print(f"avta fpga: {error}", file=sys.stderr)
         return 1
+    if report.fmax_mhz:
+        # avta run, profile and sweep take this configuration's clock from here (synth/clock.py).
+        from avta.synth.clock import record_measured
+        record_measured(cfg, dev.name, args.seed, report.fmax_mhz)
     print()
     print("\n".join(report.table()))
     # LUT4s per MAC: the whole design's (memory engine, registers and control included) over

@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pytest
 
 from avta.cli import main
 from avta.runtime.net import build, random_input, run_reference, save
@@ -79,3 +80,33 @@ def test_json_input_size_is_the_models_not_the_host_padded_one(tmp_path, capsys)
     report = tmp_path / "r.json"
     assert main(["run", str(path), "--config", "tiny", "--json", str(report)]) == 0
     assert json.loads(report.read_text())["input_size"] == 8
+def test_latency_energy_and_edp(tmp_path, capsys, monkeypatch):
+    """avta run prints the time and energy line; --json has them per layer and in total."""
+    monkeypatch.setenv("AVTA_CACHE", str(tmp_path))
+    report = tmp_path / "r.json"
+    assert main(["run", "mobilenet1.0", "--config", "default", "--input-size", "32",
+                 "--clock", "50", "--json", str(report)]) == 0
+    text = capsys.readouterr().out
+    assert "time and energy: clock 50.0 MHz (--clock), latency " in text
+    data = json.loads(report.read_text())
+    assert data["clock"]["mhz"] == 50 and data["tech"]["name"] == "horowitz45"
+    device = [layer for layer in data["layers"] if layer["on"] == "device"]
+    for layer in device:
+        assert layer["latency_us"] == layer["cycles"] / 50
+        assert layer["energy_uj"] == pytest.approx(sum(layer["energy_pj"].values()) * 1e-6)
+        assert layer["edp_js"] == pytest.approx(layer["energy_uj"] * layer["latency_us"] * 1e-12)
+    total = data["total"]
+    assert total["energy_uj"] == pytest.approx(sum(layer["energy_uj"] for layer in device))
+    assert total["latency_us"] == pytest.approx(total["cycles"] / 50)
+    assert total["energy_pj"]["dram"] > 0 and total["energy_pj"]["leakage"] > 0
+
+
+@pytest.mark.parametrize("option, message", [
+    (["--clock", "0"], "--clock 0.0: give the clock in MHz"),
+    (["--clock", "nan"], "--clock nan: give the clock in MHz"),
+    (["--clock", "1e9"], "--clock 1000000000.0: give the clock in MHz"),
+    (["--tech", "missing.yaml"], "energy table 'missing.yaml' does not exist"),
+])
+def test_a_bad_clock_or_table_is_refused(capsys, option, message):
+    assert main(["run", "mobilenet1.0", "--input-size", "32", *option]) == 2
+    assert message in capsys.readouterr().err
