@@ -42,6 +42,7 @@ from ..ops.conv_plan import Conv2dShape, PlanError
 from ..ops.depthwise import (build_depthwise_conv2d, build_depthwise_gemm,
                              pack_depthwise_weights, plan_depthwise)
 from ..ops.elementwise import build_add
+from ..ops.residual import AddBuffers, build_add_gemm, pack_add_weights, plan_add
 from ..ops.pool import (GlobalPoolShape, build_avg_pool2d, build_global_avg_pool,
                         build_max_pool2d)
 from ..ops.window import WindowShape
@@ -370,10 +371,24 @@ class _Executor:
                                      self._out(node), requant=node.requant)
 
     def _build_add(self, node):
+        cfg = self.cfg
         shape = self.layout.padded(self.graph.input_shapes(node)[0])
+        shift_a = node.attrs.get("shift_a", 0)
+        # The faster of the GEMM core (operands as INP rows, diagonal weights) and the ALU, by
+        # the cycle estimates (ops/residual.py).
+        plan = plan_add(cfg, shape, shift_a=shift_a, requant=node.requant)
+        if plan.path == "gemm":
+            if node.name not in self.weights:
+                self.weights[node.name] = (self.device.upload(pack_add_weights(cfg, shift_a),
+                                                              mem=MemType.WGT), None)
+            a, b = (self._elem(t, MemType.INP) for t in node.inputs)
+            bufs = AddBuffers(a, b, self.weights[node.name][0].elem(cfg, MemType.WGT),
+                              self._out(node))
+            return build_add_gemm(cfg, shape, bufs, requant=node.requant, shift_a=shift_a,
+                                  tiling=plan.tiling)
         a, b = (self._elem(t, MemType.ACC_8BIT) for t in node.inputs)
-        return build_add(self.cfg, shape, a, b, self._out(node), requant=node.requant,
-                         shift_a=node.attrs.get("shift_a", 0))
+        return build_add(cfg, shape, a, b, self._out(node), requant=node.requant,
+                         shift_a=shift_a)
 
     # -- the host's part -------------------------------------------------------------------------
 
