@@ -107,3 +107,20 @@ def test_window_errors(default_cfg, device):
     with pytest.raises(PlanError, match="no tile"):
         plan_window(default_cfg, huge, rows_per_block=lambda i, o: 10 ** 9,
                     uops_per_tile=lambda t: 1, insns_per_tile=lambda t: 1)
+
+
+def test_max_pool_folds_rows_first(default_cfg, int8):
+    """ResNet's 3x3 stride-2 pool folds each window's rows first, in place, then the rows'
+    first columns: 6 MAX steps an output pixel for tall tiles instead of 8, bit for bit."""
+    from avta.isa.enums import Opcode
+    from avta.sim.fsim.backend import fsim_device
+    cfg = default_cfg
+    x = int8((1, 32, 28, 28))
+    dev = fsim_device(cfg)
+    out = max_pool2d(dev, x, k=3, stride=2, pad=1)
+    np.testing.assert_array_equal(out, max_pool_ref(x, k=3, stride=2, pad=1))
+    steps = sum(i.iter_out * i.iter_in * (i.uop_end - i.uop_bgn)
+                for i in dev.last_program.insns
+                if i.opcode == Opcode.ALU and i.alu_opcode == AluOp.MAX)
+    pixels = 2 * 14 * 14                                 # two channel blocks of 14x14
+    assert 6 * pixels <= steps < 7 * pixels
