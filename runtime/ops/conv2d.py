@@ -267,7 +267,7 @@ class _Conv2dEmitter:
         bias = None
         if self.bufs.bias is not None and not self.bias_start:
             bias = self._tile_rows(tile, va, bias=True)
-        passes = _AluRecorder()
+        passes = AluRecorder()
         self.requant.emit(passes, self._tile_rows(tile, va, bias=False), bias)
         self.tail = (tile, passes.insns)
         if not passes.insns:
@@ -348,7 +348,7 @@ class _Conv2dEmitter:
         self._flush_tail()
 
 
-class _AluRecorder:
+class AluRecorder:
     """Stands in for a StreamBuilder to record the ALU instructions a requantization emits."""
 
     def __init__(self):
@@ -364,7 +364,7 @@ def tail_steps(cfg, requant, bias_added):
     port, docs/architecture.md, compute stage)."""
     if requant.on_host:
         return 1
-    passes = _AluRecorder()
+    passes = AluRecorder()
     requant.emit(passes, None, object() if bias_added else None)
     return 1 + sum(2 if imm is None and op != AluOp.MOV and cfg.acc_read_ports == 1 else 1
                    for _, op, imm in passes.insns)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from avta.isa.costs import ALU_FILL, gemm_fill, load_cycles, store_cycles
-from avta.isa.enums import AluOp, MemType
+from avta.isa.enums import MemType
 from avta.isa.formats import ITER_BITS
 from avta.isa.memories import scratchpad
 
@@ -30,9 +30,9 @@ from ..packing import pack_nchw
 from ..pipeline import Pipeline
 from ..stream import StreamBuilder
 from ..uop_kernel import Loop, UopKernel
-from .conv2d import _AluRecorder, tail_steps
+from .conv2d import AluRecorder, tail_steps
 from .conv_plan import PlanError
-from .elementwise import _feature_rows, build_add
+from .elementwise import feature_rows, build_add
 from .requant import Requant
 
 __all__ = ["MAX_SHIFT_A", "AddBuffers", "AddTiling", "AddPlan", "plan_add", "plan_add_gemm",
@@ -108,8 +108,8 @@ def plan_add_gemm(cfg, n, *, threads=2, rows=None, requant=Requant()):
 
 
 def _passes(cfg, requant):
-    """The requantization's ALU instructions ``[(op, imm)]`` and their cycles per row."""
-    rec = _AluRecorder()
+    """The requantization's ALU instructions, ``[(op, imm)]``."""
+    rec = AluRecorder()
     requant.emit(rec, None)
     return [(op, imm) for _, op, imm in rec.insns]
 
@@ -179,7 +179,7 @@ def plan_add(cfg, shape, *, shift_a=0, requant=Requant(), threads=2, path=None):
     ``path`` (``"gemm"`` or ``"alu"``) itself."""
     if path not in (None, "gemm", "alu"):
         raise ValueError(f"add path {path!r} is not one of ('gemm', 'alu')")
-    n = _feature_rows(cfg, shape)
+    n = feature_rows(cfg, shape)
     cycles, why, tiling = {}, _why_not_gemm(cfg, shift_a, requant), None
     if path in (None, "gemm") and not why:
         try:
@@ -201,7 +201,7 @@ def build_add_gemm(cfg, shape, bufs, *, requant, shift_a=0, threads=2, tiling=No
     why = _why_not_gemm(cfg, shift_a, requant)
     if why:
         raise PlanError(f"the add cannot run on the GEMM core of {cfg.name!r}: {why}")
-    n = _feature_rows(cfg, shape)
+    n = feature_rows(cfg, shape)
     t = tiling or plan_add_gemm(cfg, n, threads=threads, requant=requant)
     b = StreamBuilder(cfg)
     pipe = Pipeline(b, threads=t.threads)
@@ -294,7 +294,7 @@ def add_on_device(device, a, b, *, requant, shift_a=0, threads=2, path=None, til
             bufs = AddBuffers(a_buf.elem(cfg, mem), b_buf.elem(cfg, mem),
                               wgt.elem(cfg, MemType.WGT), out.elem(cfg, MemType.OUT))
             tiling = plan.tiling if tile_rows is None else plan_add_gemm(
-                cfg, _feature_rows(cfg, a.shape), threads=threads, rows=tile_rows)
+                cfg, feature_rows(cfg, a.shape), threads=threads, rows=tile_rows)
             program = build_add_gemm(cfg, a.shape, bufs, requant=requant, shift_a=shift_a,
                                      threads=threads, tiling=tiling)
         else:
