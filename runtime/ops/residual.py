@@ -11,10 +11,15 @@ int8 weights, so ``shift_a`` ≤ :data:`MAX_SHIFT_A`). Products are exact and th
 reference's, so the requantization that follows is too.
 
 Rows are the flattened packed layout ``(N/B, C/BO, H, W)`` (the add is element-wise on rows), in
-tiles of ``rows`` ACC rows double buffered between the ACC banks. A tile's requantization
-passes run beside the next tile's GEMMs (docs/architecture.md, compute stage: a GEMM runs beside
-the ALU instruction before it on the other bank): pass 1 before the reset, pass 2 before the
-``a`` steps, pass 3 before the ``b`` steps, any others after them.
+tiles of ``rows`` ACC rows; the operands are double buffered in INP, the accumulators in
+``slots`` buffers that alternate between the ACC banks. A tile's requantization passes run
+beside the next tile's GEMMs (docs/architecture.md, compute stage: a GEMM runs beside the ALU
+instruction before it on the other bank): pass 1 before the reset, pass 2 before the ``a``
+steps, pass 3 before the ``b`` steps, any others after them. With two accumulator buffers a
+tile's reset waits for the STORE of the tile two before, which could start only after that
+tile's last pass, beside the previous tile's GEMMs: the STORE sits between them. With four (two
+per bank, when the token counters hold four: the compute and store stages then pass up to four
+tokens) it has three tiles' time.
 """
 
 from dataclasses import dataclass
@@ -22,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from avta.isa.costs import ALU_FILL, gemm_fill, load_cycles, store_cycles
-from avta.isa.enums import MemType
+from avta.isa.enums import MemType, Stage
 from avta.isa.formats import ITER_BITS
 from avta.isa.memories import scratchpad
 
@@ -42,6 +47,8 @@ __all__ = ["MAX_SHIFT_A", "AddBuffers", "AddTiling", "AddPlan", "plan_add", "pla
 #: The largest ``shift_a`` the GEMM path takes: ``2^shift_a`` must be an int8 weight.
 MAX_SHIFT_A = 6
 
+C, S = Stage.COMPUTE, Stage.STORE
+
 
 @dataclass(frozen=True)
 class AddBuffers:
@@ -55,15 +62,21 @@ class AddBuffers:
 
 @dataclass(frozen=True)
 class AddTiling:
-    """``rows`` ACC rows per tile; buffer ``v`` at ACC row ``(v mod banks) · bank_rows +
-    (v div banks) · rows``, its operands at INP rows ``2·v·rows`` (``a``) and after (``b``)."""
+    """``rows`` ACC rows per tile. Tile ``j``'s operands are in INP buffer ``v = j mod
+    threads``, at INP rows ``2·v·rows`` (``a``) and after (``b``); its accumulators in slot
+    ``u = j mod slots``, at ACC row ``(u mod banks) · bank_rows + (u div banks) · rows``."""
     rows: int
     threads: int
     banks: int
     bank_rows: int
+    slots: int = 0
 
-    def acc_base(self, v):
-        return (v % self.banks) * self.bank_rows + (v // self.banks) * self.rows
+    def __post_init__(self):
+        if not self.slots:
+            object.__setattr__(self, "slots", self.threads)
+
+    def acc_base(self, u):
+        return (u % self.banks) * self.bank_rows + (u // self.banks) * self.rows
 
 
 def pack_add_weights(cfg, shift_a):
@@ -94,17 +107,27 @@ def plan_add_gemm(cfg, n, *, threads=2, rows=None, requant=Requant()):
     pad = scratchpad(cfg, "acc")
     banks = min(threads, pad.banks)
     bank_rows = pad.bank_rows if banks > 1 else pad.depth
-    per_bank = -(-threads // banks)
-    limit = min(cfg.inp_depth // (2 * threads), bank_rows // per_bank, (1 << ITER_BITS) - 1, n)
-    if limit < 1 or cfg.wgt_depth < 2 or (rows is not None and not 1 <= rows <= limit):
+    slot_counts = [threads]
+    if banks > 1 and (1 << cfg.token_bits) - 1 >= 2 * threads:
+        slot_counts.append(2 * threads)
+    tilings, limit = [], 0
+    for slots in slot_counts:
+        most = min(cfg.inp_depth // (2 * threads), bank_rows // -(-slots // banks),
+                   (1 << ITER_BITS) - 1, n)
+        limit = max(limit, most)
+        if most < 1 or cfg.wgt_depth < 2:
+            continue
+        if rows is not None:
+            if rows <= most:
+                tilings.append(AddTiling(rows, threads, banks, bank_rows, slots))
+            continue
+        fewest = -(-n // most)
+        tilings += [AddTiling(-(-n // min(n, fewest * k)), threads, banks, bank_rows, slots)
+                    for k in (1, 2, 3, 4, 6, 8, 12, 16)]
+    if not tilings or (rows is not None and rows < 1):
         raise PlanError(f"the add on the GEMM core does not fit {cfg.name!r} in tiles of "
                         f"{rows or 1} rows (at most {limit})")
-    if rows is not None:
-        return AddTiling(rows, threads, banks, bank_rows)
-    fewest = -(-n // limit)
-    candidates = {-(-n // min(n, fewest * k)) for k in (1, 2, 3, 4, 6, 8, 12, 16)}
-    return min((AddTiling(r, threads, banks, bank_rows) for r in sorted(candidates)),
-               key=lambda t: estimate_add_gemm(cfg, n, t, requant))
+    return min(tilings, key=lambda t: estimate_add_gemm(cfg, n, t, requant))
 
 
 def _passes(cfg, requant):
@@ -127,14 +150,14 @@ def estimate_add_gemm(cfg, n, t, requant):
     for j, rows in enumerate(tiles):
         start = load_free if j < t.threads else max(load_free, gemm_done[j - t.threads])
         load_free = start + 2 * load_cycles(cfg, 1, rows, cfg.inp_elem_bytes)
-        if pending and t.threads == 1:        # one buffer: the previous tile ends first
+        if pending and t.slots == 1:          # one buffer: the previous tile ends first
             compute_free += pending[0]
             store_free = max(store_free, compute_free) + pending[1]
             store_done.append(store_free)
             pending = None
         begin = max(compute_free, load_free)
-        if j >= t.threads:
-            begin = max(begin, store_done[j - t.threads])
+        if j >= t.slots:
+            begin = max(begin, store_done[j - t.slots])
         gemm = 3 * (rows + gemm_fill(cfg))
         alu = pending[0] if pending else 0
         compute_free = begin + max(gemm, alu)
@@ -218,30 +241,31 @@ def build_add_gemm(cfg, shape, bufs, *, requant, shift_a=0, threads=2, tiling=No
         pipe.end_load()
 
     def tail_kernel(j):
-        acc = t.acc_base(j % t.threads)
+        acc = t.acc_base(j % t.slots)
         return UopKernel([(acc, acc)], [Loop(tiles[j][1], 1, 1)])
 
-    def store(j):
+    def end_tile(j):
+        """Tile ``j``'s passes are emitted: push C→S, and its STORE (C→S in, S→C out: the
+        slot's next tile, ``slots`` later, pops it before its reset)."""
+        b.dep_push(C, S)
         start, rows = tiles[j]
-        pipe.begin_store()
-        b.store(sram=t.acc_base(j % t.threads), dram=bufs.out + start, x_size=rows)
-        pipe.end_store()
+        b.dep_pop(C, S)
+        b.store(sram=t.acc_base(j % t.slots), dram=bufs.out + start, x_size=rows)
+        b.dep_push(S, C)
 
     loaded = 0
     for j, (start, rows) in enumerate(tiles):
         while loaded < min(len(tiles), j + t.threads):
             load(loaded)
             loaded += 1
-        v = j % t.threads
-        acc, inp = t.acc_base(v), 2 * v * t.rows
+        acc, inp = t.acc_base(j % t.slots), 2 * (j % t.threads) * t.rows
         reset = UopKernel([(acc, 0, 0)], [Loop(rows, 1, 0)])
         gemm = UopKernel([(acc, inp, 0), (acc, inp + t.rows, 1)], [Loop(rows, 1, 1)])
         left = []
-        if j and t.threads == 1:              # one buffer: the previous tile ends first
+        if j and t.slots == 1:                # one buffer: the previous tile ends first
             for op, imm in passes:
                 b.alu(tail_kernel(j - 1), op, imm=imm)
-            pipe.end_tile()
-            store(j - 1)
+            end_tile(j - 1)
         elif j:                               # the previous tile's passes, beside these GEMMs
             kernel = tail_kernel(j - 1)
             left = [(kernel, op, imm) for op, imm in passes]
@@ -254,7 +278,8 @@ def build_add_gemm(cfg, shape, bufs, *, requant, shift_a=0, threads=2, tiling=No
                 b.alu(kernel, op, imm=imm)
 
         one_pass()
-        pipe.begin_tile()
+        if j >= t.slots:
+            b.dep_pop(S, C)                   # the slot's previous tile is stored
         b.gemm(reset, reset=True)
         one_pass()
         pipe.begin_compute()
@@ -264,25 +289,26 @@ def build_add_gemm(cfg, shape, bufs, *, requant, shift_a=0, threads=2, tiling=No
         pipe.end_compute()
         while left:
             one_pass()
-        if j and t.threads > 1:
-            pipe.end_tile()
-            store(j - 1)
+        if j and t.slots > 1:
+            end_tile(j - 1)
     last = len(tiles) - 1
     for op, imm in passes:
         b.alu(tail_kernel(last), op, imm=imm)
-    pipe.end_tile()
-    store(last)
+    end_tile(last)
     return b.finish()
 
 
-def add_on_device(device, a, b, *, requant, shift_a=0, threads=2, path=None, tile_rows=None):
+def add_on_device(device, a, b, *, requant, shift_a=0, threads=2, path=None, tile_rows=None,
+                  tiling=None):
     """int8 residual add of ``a[N, C, H, W]`` and ``b`` on ``device`` on the faster path (or
-    ``path``, in tiles of ``tile_rows`` rows when given); bit for bit
-    :func:`~avta.runtime.ops.reference.add_ref`."""
+    ``path``, in tiles of ``tile_rows`` rows when given; an :class:`AddTiling` ``tiling`` runs
+    on the GEMM core as it says); bit for bit :func:`~avta.runtime.ops.reference.add_ref`."""
     cfg = device.cfg
     a, b = np.asarray(a, np.int8), np.asarray(b, np.int8)
     if a.shape != b.shape:
         raise ValueError(f"add of tensors of shapes {a.shape} and {b.shape}; they must be equal")
+    if tiling is not None:
+        path = "gemm"
     plan = plan_add(cfg, a.shape, shift_a=shift_a, requant=requant, threads=threads, path=path)
     mem = MemType.INP if plan.path == "gemm" else MemType.ACC_8BIT
     with device.scratch() as s:
@@ -293,8 +319,10 @@ def add_on_device(device, a, b, *, requant, shift_a=0, threads=2, path=None, til
             wgt = s.upload(pack_add_weights(cfg, shift_a), mem=MemType.WGT)
             bufs = AddBuffers(a_buf.elem(cfg, mem), b_buf.elem(cfg, mem),
                               wgt.elem(cfg, MemType.WGT), out.elem(cfg, MemType.OUT))
-            tiling = plan.tiling if tile_rows is None else plan_add_gemm(
-                cfg, feature_rows(cfg, a.shape), threads=threads, rows=tile_rows)
+            if tiling is None:
+                tiling = plan.tiling if tile_rows is None else plan_add_gemm(
+                    cfg, feature_rows(cfg, a.shape), threads=threads, rows=tile_rows,
+                    requant=requant)
             program = build_add_gemm(cfg, a.shape, bufs, requant=requant, shift_a=shift_a,
                                      threads=threads, tiling=tiling)
         else:
