@@ -12,6 +12,9 @@ scratchpad layout. Tiles are described in :mod:`avta.runtime.ops.conv_plan`.
 With a bias whose bound is known and small enough (:meth:`Requant.bias_starts_acc`), the resident
 bias rows are shifted left once per layer and each tile's accumulators start as a copy of them
 (ALU MOV, II = 1) instead of a reset GEMM and an ADD after the shift (II = 2 on one ACC read port).
+Without a bias they start as an ALU MOV of the immediate 0 (once an earlier tile has written the
+buffer's rows: the MOV reads them). Either MOV of the next tile runs beside the last GEMM part
+of this one, which a reset GEMM could not.
 """
 
 from dataclasses import dataclass
@@ -85,6 +88,14 @@ class _Conv2dEmitter:
         #: The accumulators start at the shifted bias (no reset GEMM, no ADD in the tail).
         self.bias_start = bufs.bias is not None and requant.bias_starts_acc(
             bias_bound, shape.products)
+        #: The accumulators start by an ALU MOV — of the shifted bias, or of the immediate 0
+        #: without a bias — which can run beside the previous tile's last GEMM (a reset GEMM
+        #: cannot): only a bias added after the shift needs the reset.
+        self.alu_start = self.bias_start or bufs.bias is None
+        #: Per accumulator buffer, the output blocks and pixels (a prefix of each block's rows)
+        #: some tile has written: a MOV of 0 reads its rows first, and reading a row nothing
+        #: wrote is not well-formed (docs/isa.md §3 rule (e)), so a buffer's first tiles reset.
+        self.written = [(0, 0)] * tiling.threads
         self.pad_value = _PAD_VALUES[shape.pad_value]
         #: The requantization of the last tile ended, waiting to run beside the next GEMMs:
         #: ``(tile, [(kernel, op, imm), ...])`` (see :meth:`emit`).
@@ -205,6 +216,11 @@ class _Conv2dEmitter:
         if self.bias_start:
             self.b.alu(self._tile_rows(tile, va, bias=True), AluOp.MOV)
             return va
+        blocks, pixels = self.written[va]
+        if self.alu_start and nco <= blocks and tile.th * tile.tw <= pixels:
+            self.b.alu(self._tile_rows(tile, va, bias=False), AluOp.MOV, imm=0)
+            return va
+        self.written[va] = (max(blocks, nco), max(pixels, tile.th * tile.tw))
         reset = UopKernel([(acc + co * self.t.acc_pitch, 0, 0) for co in range(nco)],
                           self._tile_loops(tile))
         self.b.gemm(reset, reset=True)
@@ -241,7 +257,7 @@ class _Conv2dEmitter:
         n = len(uops)
         beside = [alu_kernel for alu_kernel, _, _ in self.tail[1]] if self.tail else []
         if ahead is not None:
-            beside.append(self._tile_rows(ahead, self.pipe.tile_buffer(), bias=True))
+            beside.append(self._tile_rows(ahead, self.pipe.tile_buffer(), bias=self.bias_start))
         parts = max(1, min(len(beside), n))
         if beside:
             self.b.preload(kernel)
@@ -337,10 +353,10 @@ class _Conv2dEmitter:
                 loaded += 1
             if cit == 0:
                 va = early if early is not None else self.begin_tile(tile)
-            # With two buffers and a bias MOV to start the accumulators, the next tile starts
+            # With two buffers and a MOV to start the accumulators, the next tile starts
             # beside this tile's last GEMM part (hw/core/compute.py runs GEMM beside ALU).
             last = cit == n_cit - 1
-            ahead = (tasks[j + 1][0] if last and j + 1 < len(tasks) and self.bias_start
+            ahead = (tasks[j + 1][0] if last and j + 1 < len(tasks) and self.alu_start
                      and self.t.threads > 1 else None)
             early = self.emit_gemm(tile, cit, va, ahead)
             if last:
