@@ -40,12 +40,14 @@ from avta.isa.enums import MemType
 
 from ..ops.conv2d import Conv2dBuffers, bias_bound, build_conv2d, pack_bias
 from ..ops.conv_plan import Conv2dShape, PlanError
-from ..ops.depthwise import build_depthwise_conv2d, pack_depthwise_weights
+from ..ops.depthwise import (build_depthwise_conv2d, build_depthwise_gemm,
+                             pack_depthwise_weights, plan_depthwise)
 from ..ops.elementwise import build_add
+from ..ops.residual import AddBuffers, build_add_gemm, pack_add_weights, plan_add
 from ..ops.pool import (GlobalPoolShape, build_avg_pool2d, build_global_avg_pool,
                         build_max_pool2d)
 from ..ops.window import WindowShape
-from ..packing import pack_nchw, pack_oihw
+from ..packing import pack_diagonal, pack_nchw, pack_oihw
 from .graph import GraphError
 from .reference import run_node
 
@@ -353,15 +355,25 @@ class _Executor:
         shape = WindowShape(shape.n, shape.c, shape.h, shape.w, node.weights.shape[2],
                             node.attrs.get("pad", 0), node.attrs.get("stride", 1))
         shape.check(cfg)
-        inp = self._elem(node.inputs[0], MemType.ACC_8BIT)
+        # The faster of the GEMM core (diagonal weight blocks) and the ALU, by the cycle
+        # estimates (ops/depthwise.py); the weights are packed for the path chosen.
+        plan = plan_depthwise(cfg, shape, requant=node.requant)
+        gemm = plan.path == "gemm"
+        mem = MemType.WGT if gemm else MemType.ACC_8BIT
         if node.name not in self.weights:
             padded = np.zeros((shape.c,) + node.weights.shape[1:], np.int8)
             padded[:node.weights.shape[0]] = node.weights
-            self.weights[node.name] = (self.device.upload(pack_depthwise_weights(cfg, padded),
-                                                          mem=MemType.ACC_8BIT), None)
-        wgt = self.weights[node.name][0].elem(cfg, MemType.ACC_8BIT)
-        return build_depthwise_conv2d(cfg, shape, inp, wgt, self._out(node),
-                                      requant=node.requant)
+            packed = pack_diagonal(padded, cfg.block_out) if gemm else \
+                pack_depthwise_weights(cfg, padded)
+            self.weights[node.name] = (self.device.upload(packed, mem=mem), None)
+        wgt = self.weights[node.name][0].elem(cfg, mem)
+        if gemm:
+            bufs = Conv2dBuffers(self._elem(node.inputs[0], MemType.INP), wgt, self._out(node))
+            return build_depthwise_gemm(cfg, shape, bufs, requant=node.requant,
+                                        tiling=plan.tiling)
+        return build_depthwise_conv2d(cfg, shape, self._elem(node.inputs[0], MemType.ACC_8BIT),
+                                      wgt, self._out(node), requant=node.requant,
+                                      tiling=plan.tiling)
 
     def _build_max_pool(self, node):
         shape = self._window(node)
@@ -383,10 +395,24 @@ class _Executor:
                                      self._out(node), requant=node.requant)
 
     def _build_add(self, node):
+        cfg = self.cfg
         shape = self.layout.padded(self.graph.input_shapes(node)[0])
+        shift_a = node.attrs.get("shift_a", 0)
+        # The faster of the GEMM core (operands as INP rows, diagonal weights) and the ALU, by
+        # the cycle estimates (ops/residual.py).
+        plan = plan_add(cfg, shape, shift_a=shift_a, requant=node.requant)
+        if plan.path == "gemm":
+            if node.name not in self.weights:
+                self.weights[node.name] = (self.device.upload(pack_add_weights(cfg, shift_a),
+                                                              mem=MemType.WGT), None)
+            a, b = (self._elem(t, MemType.INP) for t in node.inputs)
+            bufs = AddBuffers(a, b, self.weights[node.name][0].elem(cfg, MemType.WGT),
+                              self._out(node))
+            return build_add_gemm(cfg, shape, bufs, requant=node.requant, shift_a=shift_a,
+                                  tiling=plan.tiling)
         a, b = (self._elem(t, MemType.ACC_8BIT) for t in node.inputs)
-        return build_add(self.cfg, shape, a, b, self._out(node), requant=node.requant,
-                         shift_a=node.attrs.get("shift_a", 0))
+        return build_add(cfg, shape, a, b, self._out(node), requant=node.requant,
+                         shift_a=shift_a)
 
     # -- the host's part -------------------------------------------------------------------------
 

@@ -12,6 +12,9 @@ scratchpad layout. Tiles are described in :mod:`avta.runtime.ops.conv_plan`.
 With a bias whose bound is known and small enough (:meth:`Requant.bias_starts_acc`), the resident
 bias rows are shifted left once per layer and each tile's accumulators start as a copy of them
 (ALU MOV, II = 1) instead of a reset GEMM and an ADD after the shift (II = 2 on one ACC read port).
+Without a bias they start as an ALU MOV of the immediate 0 (once an earlier tile has written the
+buffer's rows: the MOV reads them). Either MOV of the next tile runs beside the last GEMM part
+of this one, which a reset GEMM could not.
 """
 
 from dataclasses import dataclass
@@ -27,7 +30,7 @@ from ..uop_kernel import ITER_BITS, Loop, UopKernel
 from .conv_plan import Conv2dShape, plan_conv2d
 from .requant import Requant
 
-__all__ = ["Conv2dBuffers", "bias_bound", "build_conv2d", "conv2d", "pack_bias"]
+__all__ = ["Conv2dBuffers", "bias_bound", "build_conv2d", "conv2d", "pack_bias", "tail_steps"]
 
 
 #: What the padding of a convolution may hold, and the LOAD pad value that makes it.
@@ -80,11 +83,19 @@ class _Conv2dEmitter:
         self.inp_held = [None] * tiling.threads      # what each INP buffer holds
         self.inp_loaded = set()                        # resident INP slots loaded
         self.wgt_held = [None] * tiling.threads
-        self.n_cit = -(-self.cib // tiling.tci)
+        self.n_cit = shape.input_chunks(self.cfg, tiling.tci)
         self.resident_loaded = set()                    # (cot, cit) chunks in their WGT slots
         #: The accumulators start at the shifted bias (no reset GEMM, no ADD in the tail).
         self.bias_start = bufs.bias is not None and requant.bias_starts_acc(
-            bias_bound, shape.cin * shape.kh * shape.kw)
+            bias_bound, shape.products)
+        #: The accumulators start by an ALU MOV — of the shifted bias, or of the immediate 0
+        #: without a bias — which can run beside the previous tile's last GEMM (a reset GEMM
+        #: cannot): only a bias added after the shift needs the reset.
+        self.alu_start = self.bias_start or bufs.bias is None
+        #: Per accumulator buffer, the output blocks and pixels (a prefix of each block's rows)
+        #: some tile has written: a MOV of 0 reads its rows first, and reading a row nothing
+        #: wrote is not well-formed (docs/isa.md §3 rule (e)), so a buffer's first tiles reset.
+        self.written = [(0, 0)] * tiling.threads
         self.pad_value = _PAD_VALUES[shape.pad_value]
         #: The requantization of the last tile ended, waiting to run beside the next GEMMs:
         #: ``(tile, [(kernel, op, imm), ...])`` (see :meth:`emit`).
@@ -96,9 +107,17 @@ class _Conv2dEmitter:
         co0 = tile.cot * self.t.tco
         return co0, min(self.t.tco, self.cob - co0)
 
-    def _ci_range(self, cit):
+    def _ci_range(self, tile, cit):
+        """First input block and count of task ``(tile, cit)``; a depthwise tile's are its
+        output blocks."""
+        if self.shape.depthwise:
+            return self._co_range(tile)
         ci0 = cit * self.t.tci
         return ci0, min(self.t.tci, self.cib - ci0)
+
+    def _chunk_rows(self, nco, nci):
+        """WGT rows of a weight chunk, ``[co][ci][kh][kw]`` (depthwise: ``[co][kh][kw]``)."""
+        return self.shape.kernel_blocks(nco, nci) * self.kk
 
     def _window(self, tile):
         """Input rows and columns of the tile: (ih0, th_in, iw0, tw_in), before clipping."""
@@ -110,7 +129,7 @@ class _Conv2dEmitter:
 
     def emit_load(self, tile, cit):
         v = self.pipe.begin_load()
-        ci0, nci = self._ci_range(cit)
+        ci0, nci = self._ci_range(tile, cit)
         co0, nco = self._co_range(tile)
         sh, b = self.shape, self.b
         chunk = (tile.cot, cit)
@@ -120,7 +139,12 @@ class _Conv2dEmitter:
         else:
             load_wgt = self.t.reload_weights or self.wgt_held[v] != (co0, ci0)
             self.wgt_held[v] = (co0, ci0)
-        if load_wgt:
+        if load_wgt and sh.depthwise:
+            # Rows [co][kh][kw] (pack_diagonal): the chunk's diagonal blocks are contiguous.
+            rows = self._chunk_rows(nco, nci)
+            b.load(MemType.WGT, sram=self._wgt_base(v, *chunk),
+                   dram=self.bufs.wgt + co0 * self.kk, y_size=1, x_size=rows, x_stride=rows)
+        elif load_wgt:
             # Rows [co][ci][kh][kw]: one DRAM row per output block, its input blocks contiguous.
             b.load(MemType.WGT, sram=self._wgt_base(v, *chunk),
                    dram=self.bufs.wgt + (co0 * self.cib + ci0) * self.kk, y_size=nco,
@@ -155,9 +179,10 @@ class _Conv2dEmitter:
 
     def _wgt_base(self, v, cot, cit):
         """First WGT row of chunk ``(cot, cit)``: its resident slot, or buffer ``v``'s."""
+        rows = self._chunk_rows(self.t.tco, self.t.tci)
         if self.t.wgt_resident:
-            return (cot * self.n_cit + cit) * self.t.tco * self.t.tci * self.kk
-        return self.t.wgt_base(v, self.kk)
+            return (cot * self.n_cit + cit) * rows
+        return self.t.wgt_base(v, rows)
 
     # -- compute stage --------------------------------------------------------------------------
 
@@ -191,6 +216,11 @@ class _Conv2dEmitter:
         if self.bias_start:
             self.b.alu(self._tile_rows(tile, va, bias=True), AluOp.MOV)
             return va
+        blocks, pixels = self.written[va]
+        if self.alu_start and nco <= blocks and tile.th * tile.tw <= pixels:
+            self.b.alu(self._tile_rows(tile, va, bias=False), AluOp.MOV, imm=0)
+            return va
+        self.written[va] = (max(blocks, nco), max(pixels, tile.th * tile.tw))
         reset = UopKernel([(acc + co * self.t.acc_pitch, 0, 0) for co in range(nco)],
                           self._tile_loops(tile))
         self.b.gemm(reset, reset=True)
@@ -202,8 +232,8 @@ class _Conv2dEmitter:
         beside the last part: then returns that tile's accumulator buffer."""
         vi = self.pipe.compute_buffer()
         sh, t = self.shape, self.t
-        ci0, nci = self._ci_range(cit)
-        co0, nco = self._co_range(tile)
+        _, nci = self._ci_range(tile, cit)
+        _, nco = self._co_range(tile)
         _, th_in, _, tw_in = self._window(tile)
         acc = t.acc_base(va)
         inp = t.inp_base(self._inp_slot(tile, cit) if t.inp_resident else vi)
@@ -213,7 +243,10 @@ class _Conv2dEmitter:
             for kh in range(sh.kh):
                 for kw in range(sh.kw):
                     for co in range(nco):           # innermost: successive uops differ in dst
-                        wgt = wgt0 + (co * nci + ci) * self.kk
+                        if sh.depthwise and co != ci:
+                            continue                # off the diagonal: zero weights
+                        block = co if sh.depthwise else co * nci + ci
+                        wgt = wgt0 + block * self.kk
                         uops.append((acc + co * t.acc_pitch, inp + ci * t.inp_pitch +
                                      kh * tw_in + kw, wgt + kh * sh.kw + kw))
         s = sh.stride
@@ -224,7 +257,7 @@ class _Conv2dEmitter:
         n = len(uops)
         beside = [alu_kernel for alu_kernel, _, _ in self.tail[1]] if self.tail else []
         if ahead is not None:
-            beside.append(self._tile_rows(ahead, self.pipe.tile_buffer(), bias=True))
+            beside.append(self._tile_rows(ahead, self.pipe.tile_buffer(), bias=self.bias_start))
         parts = max(1, min(len(beside), n))
         if beside:
             self.b.preload(kernel)
@@ -250,7 +283,7 @@ class _Conv2dEmitter:
         bias = None
         if self.bufs.bias is not None and not self.bias_start:
             bias = self._tile_rows(tile, va, bias=True)
-        passes = _AluRecorder()
+        passes = AluRecorder()
         self.requant.emit(passes, self._tile_rows(tile, va, bias=False), bias)
         self.tail = (tile, passes.insns)
         if not passes.insns:
@@ -308,7 +341,7 @@ class _Conv2dEmitter:
                     rows = UopKernel([(base, base)], [Loop(self.cob, 1, 1)])
                     self.b.alu(rows, AluOp.SHR, imm=-self.requant.bias_shift)    # bias << shift
         tasks = [(tile, cit) for tile in _tiles(self.cfg, self.shape, self.t)
-                 for cit in range(-(-self.cib // self.t.tci))]
+                 for cit in range(self.n_cit)]
         n_cit = self.n_cit
         loaded = 0
         va = early = None
@@ -320,10 +353,10 @@ class _Conv2dEmitter:
                 loaded += 1
             if cit == 0:
                 va = early if early is not None else self.begin_tile(tile)
-            # With two buffers and a bias MOV to start the accumulators, the next tile starts
+            # With two buffers and a MOV to start the accumulators, the next tile starts
             # beside this tile's last GEMM part (hw/core/compute.py runs GEMM beside ALU).
             last = cit == n_cit - 1
-            ahead = (tasks[j + 1][0] if last and j + 1 < len(tasks) and self.bias_start
+            ahead = (tasks[j + 1][0] if last and j + 1 < len(tasks) and self.alu_start
                      and self.t.threads > 1 else None)
             early = self.emit_gemm(tile, cit, va, ahead)
             if last:
@@ -331,7 +364,7 @@ class _Conv2dEmitter:
         self._flush_tail()
 
 
-class _AluRecorder:
+class AluRecorder:
     """Stands in for a StreamBuilder to record the ALU instructions a requantization emits."""
 
     def __init__(self):
@@ -341,13 +374,13 @@ class _AluRecorder:
         self.insns.append((kernel, op, imm))
 
 
-def _tail_steps(cfg, requant, bias_added):
+def tail_steps(cfg, requant, bias_added):
     """ALU passes over each output row for the planner's estimate: the accumulator start, then
     every instruction of the requantization tail (a two-operand one twice on one ACC read
     port, docs/architecture.md, compute stage)."""
     if requant.on_host:
         return 1
-    passes = _AluRecorder()
+    passes = AluRecorder()
     requant.emit(passes, None, object() if bias_added else None)
     return 1 + sum(2 if imm is None and op != AluOp.MOV and cfg.acc_read_ports == 1 else 1
                    for _, op, imm in passes.insns)
@@ -364,7 +397,7 @@ def build_conv2d(cfg, shape, bufs, *, requant=Requant(), threads=2, tiling=None,
         bias_added = bufs.bias is not None and not requant.bias_starts_acc(
             bias_bound, shape.cin * shape.kh * shape.kw)
         tiling = plan_conv2d(cfg, shape, threads=threads, bias=bufs.bias is not None,
-                             tail_steps=_tail_steps(cfg, requant, bias_added))
+                             tail_steps=tail_steps(cfg, requant, bias_added))
     builder = StreamBuilder(cfg)
     _Conv2dEmitter(builder, shape, tiling, bufs, requant, bias_bound).emit()
     return builder.finish()

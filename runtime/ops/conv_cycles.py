@@ -50,10 +50,16 @@ class _Costs:
         return nci * load_cycles(self.cfg, th_in, tw_in, self.cfg.inp_elem_bytes)
 
     def weight_load(self, nco, nci):
+        if self.shape.depthwise:        # the diagonal blocks of the chunk: one DRAM row
+            return load_cycles(self.cfg, 1, nco * self.kk, self.cfg.wgt_elem_bytes)
         return load_cycles(self.cfg, nco, nci * self.kk, self.cfg.wgt_elem_bytes)
 
+    def uops(self, nco, nci):
+        """Micro-ops of a task's GEMM kernel (steps per output pixel)."""
+        return self.shape.kernel_blocks(nco, nci) * self.kk
+
     def gemm(self, th, tw, nco, nci):
-        return th * tw * nco * nci * self.kk + gemm_fill(self.cfg)
+        return th * tw * self.uops(nco, nci) + gemm_fill(self.cfg)
 
     def alu_pass(self, th, tw, nco):
         return th * tw * nco + ALU_FILL
@@ -74,7 +80,7 @@ def _tasks(cfg, shape, t):
     """(tile index, spatial tile index, th, tw, nco, cot, cit, nci, first, last) in the
     emitter's order."""
     cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
-    n_ci = _ceil(cib, t.tci)
+    n_ci = shape.input_chunks(cfg, t.tci)
     n_spatial = _ceil(shape.oh, t.th) * _ceil(shape.ow, t.tw)
     tile = 0
     for nb in range(shape.n // cfg.batch):
@@ -86,7 +92,7 @@ def _tasks(cfg, shape, t):
                 for ow0 in range(0, shape.ow, t.tw):
                     tw = min(t.tw, shape.ow - ow0)
                     for cit in range(n_ci):
-                        nci = min(t.tci, cib - cit * t.tci)
+                        nci = nco if shape.depthwise else min(t.tci, cib - cit * t.tci)
                         yield (tile, spatial, th, tw, nco, cot, cit, nci, cit == 0,
                                cit == n_ci - 1)
                     tile += 1
@@ -99,9 +105,9 @@ def lower_bound(cfg, shape, t, *, tail_steps=TAIL_STEPS):
     cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
     tiles = (shape.n // cfg.batch) * _ceil(cob, t.tco) * _ceil(shape.oh, t.th) * \
         _ceil(shape.ow, t.tw)
-    tasks = tiles * _ceil(cib, t.tci)
+    tasks = tiles * shape.input_chunks(cfg, t.tci)
     rows = (shape.n // cfg.batch) * cob * shape.oh * shape.ow      # ACC rows of the whole layer
-    gemm = shape.macs // (cfg.batch * cfg.block_in * cfg.block_out)
+    gemm = shape.gemm_steps(cfg)
     costs = _Costs(cfg, shape, t, tail_steps)
     th, tw = min(t.th, shape.oh), min(t.tw, shape.ow)
     nco, nci = min(t.tco, cob), min(t.tci, cib)
@@ -120,7 +126,7 @@ def estimate(cfg, shape, t, *, tail_steps=TAIL_STEPS, give_up=None):
     as soon as the estimate passes ``give_up`` (the planner's best so far)."""
     costs = _Costs(cfg, shape, t, tail_steps)
     threads = t.threads
-    gemm_left = shape.macs // (cfg.batch * cfg.block_in * cfg.block_out)  # steps still to run
+    gemm_left = shape.gemm_steps(cfg)                                    # steps still to run
     load_free = compute_free = store_free = 0
     gemm_done = []            # per task: when its GEMM released the input buffer
     store_done = []           # per tile: when its store released the accumulator buffer
@@ -158,7 +164,7 @@ def estimate(cfg, shape, t, *, tail_steps=TAIL_STEPS, give_up=None):
         begin = max(compute_free, load_free)
         compute_free = begin + costs.gemm(th, tw, nco, nci)
         if pending:
-            parts = min(pending[0], nco * nci * costs.kk)
+            parts = min(pending[0], costs.uops(nco, nci))
             beside = parts * pending[1]
             compute_free = max(compute_free, begin + beside)
             pending[0] -= parts
@@ -166,7 +172,7 @@ def estimate(cfg, shape, t, *, tail_steps=TAIL_STEPS, give_up=None):
                 finish_tail(begin + beside)
                 pending = None
         gemm_done.append(compute_free)
-        gemm_left -= th * tw * nco * nci * costs.kk
+        gemm_left -= th * tw * costs.uops(nco, nci)
         if last:
             if pending:             # passes of the previous tile no GEMM took run alone
                 compute_free += pending[0] * pending[1]

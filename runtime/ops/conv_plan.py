@@ -48,7 +48,14 @@ class Conv2dShape:
     """An NCHW convolution: batch ``n``, channels ``cin → cout``, ``h × w`` input, square
     ``kh × kw`` kernel, symmetric padding ``pad`` and ``stride``. The padding holds
     ``pad_value``: 0, or −128 (the LOAD's ``PadValue.MIN``), which an imported model whose input
-    zero point is −128 needs (docs/onnx.md)."""
+    zero point is −128 needs (docs/onnx.md).
+
+    ``depthwise``: each output channel sums its own input channel only (``cin = cout``, weights
+    ``[C, 1, KH, KW]``). On the GEMM core a kernel position of one channel block is then a
+    diagonal weight block (:func:`~avta.runtime.packing.pack_diagonal`): an output block reads
+    the input block of the same channels and nothing else, so a task's input blocks are its
+    tile's output blocks (``tci = tco``, one input chunk) and a chunk holds ``tco`` weight blocks
+    per kernel position, not ``tco · tci``."""
     n: int
     cin: int
     h: int
@@ -59,6 +66,7 @@ class Conv2dShape:
     pad: int = 0
     stride: int = 1
     pad_value: int = 0
+    depthwise: bool = False
 
     @property
     def oh(self):
@@ -69,8 +77,29 @@ class Conv2dShape:
         return (self.w + 2 * self.pad - self.kw) // self.stride + 1
 
     @property
+    def products(self):
+        """int8 products summed into each output value."""
+        return (1 if self.depthwise else self.cin) * self.kh * self.kw
+
+    @property
     def macs(self):
-        return self.n * self.cout * self.oh * self.ow * self.cin * self.kh * self.kw
+        return self.n * self.cout * self.oh * self.ow * self.products
+
+    def gemm_steps(self, cfg):
+        """GEMM micro-op steps of the whole layer: one per output row, kernel position and
+        weight block (:meth:`kernel_blocks`)."""
+        per_step = cfg.batch * cfg.block_out * (1 if self.depthwise else cfg.block_in)
+        return self.macs // per_step
+
+    def kernel_blocks(self, nco, nci):
+        """Weight blocks per kernel position of a task of ``nco`` output and ``nci`` input
+        blocks: every pair, or only the diagonal of a depthwise convolution."""
+        return nco if self.depthwise else nco * nci
+
+    def input_chunks(self, cfg, tci):
+        """Load tasks per output tile: the input blocks in chunks of ``tci``, or one for a
+        depthwise convolution (a tile's input blocks are its output blocks)."""
+        return 1 if self.depthwise else -(-(self.cin // cfg.block_in) // tci)
 
     def check(self, cfg, pad_limit=MAX_PAD):
         """Raise :class:`PlanError` unless the layer maps onto ``cfg``'s blocks."""
@@ -83,6 +112,11 @@ class Conv2dShape:
                 raise PlanError(f"{what} = {value} is not a multiple of {key} = {block} on "
                                 f"{cfg.name!r}; pad {hint} with zeros "
                                 f"(avta.runtime.packing.pad_channels)")
+        if self.depthwise and (self.cin != self.cout or cfg.block_in != cfg.block_out):
+            raise PlanError(f"a depthwise convolution on the GEMM core needs cin = cout (got "
+                            f"{self.cin}, {self.cout}) and BLOCK_IN = BLOCK_OUT (got "
+                            f"{cfg.block_in}, {cfg.block_out} on {cfg.name!r}): its weight "
+                            f"blocks are diagonal")
         if not 0 <= self.pad <= pad_limit:
             raise PlanError(f"pad {self.pad} is outside 0..{pad_limit} (the LOAD pad fields)")
         if self.pad >= max(self.kh, self.kw) or self.stride < 1 or self.oh < 1 or self.ow < 1:
@@ -123,8 +157,9 @@ class Conv2dTiling:
         """First ACC row of the bias copy that buffer ``v``'s ALU instructions read."""
         return (v % self.acc_banks) * self.acc_bank_rows
 
-    def wgt_base(self, v, kk):
-        return 0 if self.wgt_resident else v * self.tco * self.tci * kk
+    def wgt_base(self, v, chunk_rows):
+        """First WGT row of buffer ``v`` (weights per task), chunks of ``chunk_rows`` rows."""
+        return 0 if self.wgt_resident else v * chunk_rows
 
 
 def _sizes(n):
@@ -136,9 +171,12 @@ def _window(t, stride, k):
     return (t - 1) * stride + k
 
 
-def _resident_rows(cob, cib, tco, tci, kk):
-    """WGT rows of resident weights: one slot of ``tco × tci`` blocks per chunk."""
-    return -(-cob // tco) * tco * -(-cib // tci) * tci * kk
+def _resident_rows(cfg, shape, tco, tci):
+    """WGT rows of resident weights: one slot of ``tco × tci`` blocks (depthwise: ``tco``)
+    per chunk."""
+    cob = shape.cout // cfg.block_out
+    return (-(-cob // tco) * shape.input_chunks(cfg, tci) * shape.kernel_blocks(tco, tci)
+            * shape.kh * shape.kw)
 
 
 def _acc_banks(cfg, threads, bias_rows, tile_rows):
@@ -156,13 +194,16 @@ def _acc_banks(cfg, threads, bias_rows, tile_rows):
 def _misfits(cfg, shape, th, tw, tco, tci, threads, bias):
     """The sentences of :func:`misfits`, lazily (planning asks only whether there is one)."""
     s, kk = shape.stride, shape.kh * shape.kw
-    cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
+    cob = shape.cout // cfg.block_out
     th_in, tw_in = _window(th, s, shape.kh), _window(tw, s, shape.kw)
     inp_pitch, acc_pitch = th_in * tw_in, th * tw
     bias_rows = cob if bias else 0
-    resident_rows = _resident_rows(cob, cib, tco, tci, kk)
+    chunk_rows = shape.kernel_blocks(tco, tci) * kk
+    resident_rows = _resident_rows(cfg, shape, tco, tci)
     resident = resident_rows <= cfg.wgt_depth
-    wgt_rows = resident_rows if resident else threads * tco * tci * kk
+    wgt_rows = resident_rows if resident else threads * chunk_rows
+    if shape.depthwise and tci != tco:
+        yield f"a depthwise task reads its {tco} output blocks' inputs, not {tci} blocks"
     if threads * tci * inp_pitch > cfg.inp_depth:
         yield (f"{threads} x {tci} input window(s) of {th_in}x{tw_in} pixels need "
                f"{threads * tci * inp_pitch} INP rows, the INP scratchpad has {cfg.inp_depth}")
@@ -174,13 +215,14 @@ def _misfits(cfg, shape, th, tw, tco, tci, threads, bias):
                f"pixels need {bias_rows + threads * tco * acc_pitch} ACC rows, the ACC "
                f"scratchpad has {cfg.acc_depth}")
     # Loop factors must fit their fields (docs/isa.md §2): dst advances by tw per output row, src by
-    # s·TW_in; the GEMM kernel (tco·tci·KK micro-ops) leaves room for the small ALU kernels.
+    # s·TW_in; the GEMM kernel (tco·tci·KK micro-ops, depthwise tco·KK) leaves room for the
+    # small ALU kernels.
     if tw >= 1 << cfg.acc_factor_bits:
         yield f"dst factor {tw} does not fit the {cfg.acc_factor_bits}-bit field"
     if s * tw_in >= 1 << cfg.inp_factor_bits or s >= 1 << cfg.inp_factor_bits:
         yield f"src factor {s * tw_in} does not fit the {cfg.inp_factor_bits}-bit field"
-    if tco * tci * kk > cfg.uop_depth // (2 * threads + 1):
-        yield (f"a GEMM kernel of {tco * tci * kk} micro-ops exceeds "
+    if chunk_rows > cfg.uop_depth // (2 * threads + 1):
+        yield (f"a GEMM kernel of {chunk_rows} micro-ops exceeds "
                f"{cfg.uop_depth // (2 * threads + 1)}, its share of the {cfg.uop_depth}-row "
                f"micro-op scratchpad")
 
@@ -196,15 +238,17 @@ def tiling_for(cfg, shape, th, tw, tco, tci, threads, *, bias):
     (:func:`misfits` says why)."""
     if next(_misfits(cfg, shape, th, tw, tco, tci, threads, bias), None) is not None:
         return None
-    s, kk = shape.stride, shape.kh * shape.kw
+    s = shape.stride
     cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
     inp_pitch = _window(th, s, shape.kh) * _window(tw, s, shape.kw)
-    resident = _resident_rows(cob, cib, tco, tci, kk) <= cfg.wgt_depth
+    resident = _resident_rows(cfg, shape, tco, tci) <= cfg.wgt_depth
     windows = (shape.n // cfg.batch) * -(-shape.oh // th) * -(-shape.ow // tw) * -(-cib // tci)
     banks, bank_rows = _acc_banks(cfg, threads, cob if bias else 0, tco * th * tw)
+    # A depthwise tile's window is its own output blocks' (no other tile reads it): no slots.
     return Conv2dTiling(th, tw, tco, tci, threads, resident, inp_pitch, th * tw,
                         cob if bias else 0,
-                        inp_resident=windows * tci * inp_pitch <= cfg.inp_depth,
+                        inp_resident=(not shape.depthwise
+                                      and windows * tci * inp_pitch <= cfg.inp_depth),
                         acc_banks=banks, acc_bank_rows=bank_rows)
 
 
@@ -218,12 +262,14 @@ def _cost(cfg, shape, t):
     cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
     nb = shape.n // cfg.batch
     n_h, n_w = -(-shape.oh // t.th), -(-shape.ow // t.tw)
-    n_co, n_ci = -(-cob // t.tco), -(-cib // t.tci)
+    n_co, n_ci = -(-cob // t.tco), shape.input_chunks(cfg, t.tci)
     tiles = nb * n_co * n_h * n_w
     tasks = tiles * n_ci
     loads = tasks // n_co if t.inp_resident else tasks         # input windows loaded
     inp_rows = loads * t.tci * _window(t.th, s, shape.kh) * _window(t.tw, s, shape.kw)
-    if t.wgt_resident:
+    if shape.depthwise:
+        wgt_rows = cob * kk if t.wgt_resident else tiles * t.tco * kk
+    elif t.wgt_resident:
         wgt_rows = cob * cib * kk
     elif n_ci == 1:
         wgt_rows = n_co * t.threads * t.tco * cib * kk
@@ -238,7 +284,7 @@ def _fitting(cfg, shape, threads, bias):
     """Every tiling of ``shape`` that fits ``cfg``."""
     cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
     for tci in _sizes(cib):
-        for tco in _sizes(cob):
+        for tco in [tci] if shape.depthwise else _sizes(cob):
             for tw in _sizes(shape.ow):
                 for th in _sizes(shape.oh):
                     t = tiling_for(cfg, shape, th, tw, tco, tci, threads, bias=bias)

@@ -30,7 +30,7 @@ from .conv_plan import PlanError
 from .requant import Requant
 
 __all__ = ["elementwise", "build_elementwise", "emit_readback", "combine_planes", "lane_bytes",
-           "add", "build_add"]
+           "add", "build_add", "feature_rows"]
 
 
 def lane_bytes(cfg):
@@ -156,7 +156,7 @@ def elementwise(device, a, steps, b=None, *, a_8bit=False, threads=2, tile_rows=
     return combine_planes(list(raw)).reshape(np.shape(a))
 
 
-def _feature_rows(cfg, shape):
+def feature_rows(cfg, shape):
     """ACC rows of an int8 ``[N, C, H, W]`` map in the packed OUT layout."""
     if len(shape) != 4:
         raise ValueError(f"expected an NCHW feature map, got shape {tuple(shape)}")
@@ -172,7 +172,7 @@ def build_add(cfg, shape, a, b, out, *, requant, shift_a=0, threads=2, tile_rows
     elements ``a`` and ``b`` (``(N/B, C/BO, H, W, B, BO)``, conv2d's output layout): ``requant((a
     << shift_a) + b)`` (int32 sum) as int8 OUT elements at ``out``, in the same layout. The left
     shift is an SHR by ``−shift_a`` (inputs whose scales are 2^shift_a apart)."""
-    rows = _feature_rows(cfg, shape)
+    rows = feature_rows(cfg, shape)
     steps = ([(AluOp.SHR, -shift_a)] if shift_a else []) + [(AluOp.ADD, "b"), requant]
     return build_elementwise(cfg, rows, steps, a, out, b=b,
                              a_mem=MemType.ACC_8BIT, b_mem=MemType.ACC_8BIT, readback=False,
@@ -187,7 +187,7 @@ def add(device, a, b, *, requant, shift_a=0, threads=2, tile_rows=None):
     a, b = np.asarray(a, np.int8), np.asarray(b, np.int8)
     if a.shape != b.shape:
         raise ValueError(f"add of tensors of shapes {a.shape} and {b.shape}; they must be equal")
-    _feature_rows(cfg, a.shape)
+    feature_rows(cfg, a.shape)
     with device.scratch() as s:
         a_buf = s.upload(pack_nchw(a, cfg.batch, cfg.block_out), mem=MemType.ACC_8BIT)
         b_buf = s.upload(pack_nchw(b, cfg.batch, cfg.block_out), mem=MemType.ACC_8BIT)

@@ -9,7 +9,12 @@ lanes, so nothing crosses lanes and no GEMM is needed.
 (docs/isa.md §3.1), which never wins a MAX, so border windows need no special case. Per tile and
 channel block: MOV copies the first element of every window into the output rows, then one MAX
 instruction folds in the other ``k² − 1`` window positions (one micro-op each, the two loops
-walking the output pixels). STORE keeps the low 8 bits, the int8 maximum.
+walking the output pixels). When the stride is smaller than the window (ResNet's 3×3 stride 2)
+the window is folded rows first instead (:func:`_separable`): one MAX folds, in place, each
+input row's ``k`` columns of every output column into its first, then MOV and MAX fold the ``k``
+rows of those first columns into the output: 6 two-operand steps an output pixel for a tall
+tile instead of 8, rows of the window shared by two output rows folded once. STORE keeps the
+low 8 bits, the int8 maximum.
 
 **Average pooling.** The same with zero padding (a padded cell counts as 0 and as a cell of the
 window) and ADD instead of MAX: the int32 window sum, then the requantization tail
@@ -50,6 +55,16 @@ __all__ = ["max_pool2d", "build_max_pool2d", "plan_max_pool2d", "avg_pool2d",
 
 # -- k × k windows: max and average ---------------------------------------------------------------
 
+def _separable(shape):
+    """Whether the window is folded rows first: k − 1 steps per input row and output column,
+    then a MOV and k − 1 steps per output pixel, instead of a MOV and k² − 1 steps per output
+    pixel. A tile of ``th`` output rows has ``(th − 1)·s + k`` input rows, so that is
+    ``(k − 1)·((th − 1)·s + k + th)`` steps per output column against ``(k − 1)·(k + 1)·th``:
+    never more, and fewer once th > 1, exactly when ``s < k`` (ResNet's 3×3 stride 2: 6 steps
+    a pixel for a tall tile instead of 8)."""
+    return 1 < shape.k and shape.stride < shape.k
+
+
 def _plan_pool(cfg, shape, threads, tail_insns):
     kk = shape.k * shape.k
     return plan_window(cfg, shape, rows_per_block=lambda inp, out: inp + out,
@@ -83,11 +98,22 @@ def _build_pool(cfg, shape, inp, out, tiling, *, pad_value, fold, requant):
             return [(out_base + c * t.out_pitch, base + c * t.inp_pitch + kh * tw_in + kw)
                     for c in range(tile.ncb)]
 
-        b.alu(UopKernel(uops(0, 0), loops), AluOp.MOV)
-        rest = [u for kh in range(k) for kw in range(k) if (kh, kw) != (0, 0)
-                for u in uops(kh, kw)]
-        if rest:
-            b.alu(UopKernel(rest, loops), fold)
+        if _separable(shape):
+            # Rows first, in place: the window's column j folded into its first column (a
+            # multiple of the stride; the later windows' first columns are read before they are
+            # written, micro-ops run in order), then the first columns of its rows.
+            s, th_in = shape.stride, (tile.th - 1) * shape.stride + k
+            cols = [(base + c * t.inp_pitch, base + c * t.inp_pitch + j)
+                    for c in range(tile.ncb) for j in range(1, k)]
+            b.alu(UopKernel(cols, (Loop(th_in, tw_in, tw_in), Loop(tile.tw, s, s))), fold)
+            b.alu(UopKernel(uops(0, 0), loops), AluOp.MOV)
+            b.alu(UopKernel([u for i in range(1, k) for u in uops(i, 0)], loops), fold)
+        else:
+            b.alu(UopKernel(uops(0, 0), loops), AluOp.MOV)
+            rest = [u for kh in range(k) for kw in range(k) if (kh, kw) != (0, 0)
+                    for u in uops(kh, kw)]
+            if rest:
+                b.alu(UopKernel(rest, loops), fold)
         if requant is not None:
             requant.emit(b, UopKernel([(out_base + c * t.out_pitch,) * 2
                                        for c in range(tile.ncb)], em.out_loops(tile)))

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from avta.runtime.packing import pack_nchw, pack_oihw, pad_channels, unpack_nchw
+from avta.runtime.packing import pack_diagonal, pack_nchw, pack_oihw, pad_channels, unpack_nchw
 
 
 def test_nchw_element_is_a_row():
@@ -29,3 +29,26 @@ def test_pad_channels_appends_zeros():
     assert not p[:, 3].any()
     assert pad_channels(x, 3) is x                    # already a multiple: unchanged
     assert pad_channels(x, 4, axis=0).shape == (4, 3, 2, 2)
+
+
+def test_diagonal_is_the_dense_kernels_diagonal_blocks():
+    """A depthwise kernel packed for the GEMM core is the diagonal of the packed dense kernel
+    that holds w[c, 0] at [c, c] (every block off the diagonal is zero and never stored)."""
+    rng = np.random.default_rng(1)
+    w = rng.integers(-128, 128, (8, 1, 3, 3), dtype=np.int8)
+    dense = np.zeros((8, 8, 3, 3), np.int8)
+    dense[np.arange(8), np.arange(8)] = w[:, 0]
+    blocks = pack_oihw(dense, 4, 4)
+    p = pack_diagonal(w, 4)
+    assert p.shape == (2, 3, 3, 4, 4)
+    for j in range(2):
+        np.testing.assert_array_equal(p[j], blocks[j, j])
+        assert not blocks[j, 1 - j].any()
+
+
+def test_diagonal_refuses_other_shapes():
+    import pytest
+    with pytest.raises(ValueError, match=r"\[C, 1, KH, KW\]"):
+        pack_diagonal(np.zeros((8, 2, 3, 3), np.int8), 4)
+    with pytest.raises(ValueError, match="multiple of 4"):
+        pack_diagonal(np.zeros((6, 1, 3, 3), np.int8), 4)

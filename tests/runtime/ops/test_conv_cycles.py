@@ -97,11 +97,11 @@ def test_resident_inputs_load_once(default_cfg, rng, int8, device):
 def test_tail_steps_follow_the_requantization():
     """The planner's ALU passes per output row: the accumulator start plus the tail's
     instructions, a two-operand ADD twice on one ACC read port."""
-    from avta.runtime.ops.conv2d import _tail_steps
+    from avta.runtime.ops.conv2d import tail_steps
     cfg = load_config("default")
     relu = Requant(8, (0, 127))
-    assert _tail_steps(cfg, relu, bias_added=False) == 4           # MOV, SHR, MIN, MAX
-    assert _tail_steps(cfg, relu, bias_added=True) == 6            # reset, SHR, ADD x2, MIN, MAX
-    assert _tail_steps(cfg.replace(acc_read_ports=2), relu, bias_added=True) == 5
-    assert _tail_steps(cfg, Requant(8, (-127, 127), use_clp=True), bias_added=False) == 3
-    assert _tail_steps(cfg, Requant(), bias_added=False) == 1
+    assert tail_steps(cfg, relu, bias_added=False) == 4           # MOV, SHR, MIN, MAX
+    assert tail_steps(cfg, relu, bias_added=True) == 6            # reset, SHR, ADD x2, MIN, MAX
+    assert tail_steps(cfg.replace(acc_read_ports=2), relu, bias_added=True) == 5
+    assert tail_steps(cfg, Requant(8, (-127, 127), use_clp=True), bias_added=False) == 3
+    assert tail_steps(cfg, Requant(), bias_added=False) == 1

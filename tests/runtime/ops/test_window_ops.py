@@ -1,4 +1,5 @@
-"""Max pooling (min-value padded loads) and depthwise conv2d (ALU MUL) on fsim."""
+"""Max pooling (min-value padded loads) and depthwise conv2d on the ALU path (MUL) on fsim
+(tests/runtime/ops/test_depthwise_gemm.py has the GEMM path and the choice)."""
 
 import numpy as np
 import pytest
@@ -53,7 +54,8 @@ def test_depthwise(cfg, int8, device, geometry, threads):
     for sizes in DEPTHWISE_TILES:
         dev = device(cfg, schedule="random", seed=threads)
         out = depthwise_conv2d(dev, x, wt, stride=stride, pad=pad, requant=rq, threads=threads,
-                               tiling=tiling(cfg, x, k, stride, pad, sizes, threads))
+                               tiling=tiling(cfg, x, k, stride, pad, sizes, threads),
+                               path="alu")
         np.testing.assert_array_equal(out, ref, err_msg=f"tiles {sizes}")
     assert any(i.opcode == 4 and i.alu_opcode == AluOp.MUL for i in dev.last_program.insns)
 
@@ -73,7 +75,7 @@ def test_depthwise_strided(cfg, int8, device, geometry):
     ref = depthwise_ref(x, wt, stride=stride, pad=pad, requant=rq)
     for sizes in (None, (1, 2, 1), (2, 1, 1)):
         out = depthwise_conv2d(device(cfg), x, wt, stride=stride, pad=pad, requant=rq,
-                               tiling=tiling(cfg, x, k, stride, pad, sizes, 2))
+                               tiling=tiling(cfg, x, k, stride, pad, sizes, 2), path="alu")
         np.testing.assert_array_equal(out, ref, err_msg=f"tiles {sizes}")
 
 
@@ -81,7 +83,7 @@ def test_depthwise_min_max_tail(default_cfg, int8, device):
     cfg = default_cfg
     x, wt = int8((1, 32, 9, 9)), int8((32, 1, 3, 3))
     for rq in (Requant(), Requant(7, (0, 127)), Requant(-1)):
-        out = depthwise_conv2d(device(cfg), x, wt, stride=1, pad=1, requant=rq)
+        out = depthwise_conv2d(device(cfg), x, wt, stride=1, pad=1, requant=rq, path="alu")
         np.testing.assert_array_equal(out, depthwise_ref(x, wt, stride=1, pad=1, requant=rq))
 
 
@@ -105,3 +107,20 @@ def test_window_errors(default_cfg, device):
     with pytest.raises(PlanError, match="no tile"):
         plan_window(default_cfg, huge, rows_per_block=lambda i, o: 10 ** 9,
                     uops_per_tile=lambda t: 1, insns_per_tile=lambda t: 1)
+
+
+def test_max_pool_folds_rows_first(default_cfg, int8):
+    """ResNet's 3x3 stride-2 pool folds each window's rows first, in place, then the rows'
+    first columns: 6 MAX steps an output pixel for tall tiles instead of 8, bit for bit."""
+    from avta.isa.enums import Opcode
+    from avta.sim.fsim.backend import fsim_device
+    cfg = default_cfg
+    x = int8((1, 32, 28, 28))
+    dev = fsim_device(cfg)
+    out = max_pool2d(dev, x, k=3, stride=2, pad=1)
+    np.testing.assert_array_equal(out, max_pool_ref(x, k=3, stride=2, pad=1))
+    steps = sum(i.iter_out * i.iter_in * (i.uop_end - i.uop_bgn)
+                for i in dev.last_program.insns
+                if i.opcode == Opcode.ALU and i.alu_opcode == AluOp.MAX)
+    pixels = 2 * 14 * 14                                 # two channel blocks of 14x14
+    assert 6 * pixels <= steps < 7 * pixels

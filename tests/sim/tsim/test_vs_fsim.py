@@ -81,12 +81,16 @@ def scenario_max_pool(dev, rng, threads):
                       threads=threads)
 
 
-def scenario_depthwise(dev, rng, threads):
+def scenario_depthwise(dev, rng, threads, path="gemm"):
     cfg = dev.cfg
-    x = _i8(rng, (cfg.batch, cfg.block_out, 5, 5))
-    w = _i8(rng, (cfg.block_out, 1, 3, 3))
+    x = _i8(rng, (cfg.batch, 2 * cfg.block_out, 5, 5))
+    w = _i8(rng, (2 * cfg.block_out, 1, 3, 3))
     return depthwise_conv2d(dev, x, w, pad=1, requant=Requant(shift=3, clip=(-127, 127)),
-                            threads=threads)
+                            threads=threads, path=path)
+
+
+def scenario_depthwise_alu(dev, rng, threads):
+    return scenario_depthwise(dev, rng, threads, path="alu")
 
 
 SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items()
@@ -117,7 +121,7 @@ def test_same_on_both_targets(run_both, cfg, scenario):
 
 
 @pytest.mark.parametrize("scenario", ["matmul", "alu_tensors", "conv2d", "max_pool",
-                                      "depthwise"])
+                                      "depthwise", "depthwise_alu"])
 def test_same_with_a_shaking_memory(run_both, cfg, scenario):
     assert_same(run_both(cfg, scenario, seed=12, knobs=MemoryKnobs.random(seed=3)))
 
