@@ -4,7 +4,7 @@ The core never drives AXI itself. Each of its memory users (fetch, the load stag
 stage's loads, the store stage) is a *client* of the memory engine (VME, docs/architecture.md) through
 one of the two signatures below; the VME turns client commands into AXI4 bursts and arbitrates
 between clients. In simulation a Python model serves the same streams
-(:mod:`avta.hw.sim.dram`).
+(:mod:`avta.sim.amaranth.dram`).
 
 Read client (:class:`ReadClientSignature`, seen from the client):
 

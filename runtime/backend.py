@@ -5,7 +5,7 @@ A backend is the smallest thing that can stand in for the hardware: DRAM that th
 writes, a CONFIG_ID register, and "run these instructions" (the control registers of
 docs/architecture.md: INSN_ADDR, INSN_COUNT, the *_BASE registers, launch, then the outcome and
 counters). Simulators implement it next to themselves (``avta.sim.fsim.backend``,
-``avta.sim.tsim.backend``, ``avta.sim.cocotb.backend``, ``avta.hw.sim.backend``); those driven
+``avta.sim.tsim.backend``, ``avta.sim.cocotb.backend``, ``avta.sim.amaranth.backend``); those driven
 through the control registers share one host protocol (:mod:`avta.runtime.host`).
 
 ``avta exec`` prints :meth:`RunResult.summary` as its last line (docs/architecture.md, command

@@ -4,7 +4,7 @@
 Everything a host does above the backend (allocation, linking a program, checking results) lives
 here, once for every backend, as Glasgow's host code runs unchanged on simulated and real
 devices. The backends live beside their simulators (``avta.sim.fsim.backend``,
-``avta.sim.tsim.backend``, ``avta.sim.cocotb.backend``, ``avta.hw.sim.backend``); the runtime
+``avta.sim.tsim.backend``, ``avta.sim.cocotb.backend``, ``avta.sim.amaranth.backend``); the runtime
 imports none of them.
 """
 

@@ -2,7 +2,7 @@
 
 Three memory models stand behind the design in simulation: tsim's C++ AXI4 memory
 (:mod:`avta.sim.tsim`), the Amaranth simulator's model of the memory engine's clients
-(:class:`avta.hw.sim.dram.DramModel`) and cocotbext-axi's AXI RAM (:mod:`avta.sim.cocotb`). They
+(:class:`avta.sim.amaranth.dram.DramModel`) and cocotbext-axi's AXI RAM (:mod:`avta.sim.cocotb`). They
 all take a :class:`MemoryKnobs`; every random choice comes from its ``seed``, so a failing run
 replays. A model that cannot honour a knob says so when it is given one (cocotbext-axi's RAM
 answers in order after a fixed delay: it takes ``seed`` and ``backpressure`` only).

@@ -17,8 +17,6 @@ ALLOWED = {
     "avta.runtime": ("avta.isa", "avta.errors", "avta.files"),
     "avta.floorplan": ("avta.isa", "avta.errors", "avta.files"),
     "avta.hw": ("avta.isa", "avta.version"),
-    # The Amaranth-simulator harness is a simulator: it runs the core as a runtime backend.
-    "avta.hw.sim": ("avta.hw", "avta.isa", "avta.runtime", "avta.sim.memory_knobs"),
     "avta.sim": ("avta.isa", "avta.hw", "avta.runtime", "avta.errors", "avta.version",
                  "avta.progress", "avta.files"),
     # Design-space exploration weighs the simulators' cycles against the floorplan's area.

@@ -110,7 +110,7 @@ class Core(wiring.Component):
     st_mem : Out(WriteClientSignature)
     bank_conflict : Out(len(SCRATCHPADS))
         Per scratchpad (:data:`SCRATCHPADS` order): two units on one port of its memories this cycle (hw/core/banks.py): never, by
-        the compute stage's protocol; the Amaranth simulator's runs check it (hw/sim/core_run.py).
+        the compute stage's protocol; the Amaranth simulator's runs check it (sim/amaranth/core_run.py).
         ``vta_top`` leaves it unconnected, so synthesis removes it.
     """
 

@@ -19,7 +19,7 @@ from avta.isa.config import load_config
 from avta.isa.encoding import codec
 from avta.isa.enums import AluOp, MemType, Opcode
 from avta.isa.insn import AluInsn, GemmInsn, MemoryInsn, Uop
-from avta.hw.sim.core_run import run_core
+from avta.sim.amaranth.core_run import run_core
 
 __all__ = ["measure", "instruction_cycles", "print_table", "main"]
 

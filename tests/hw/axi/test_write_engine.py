@@ -7,7 +7,7 @@ import pytest
 
 from avta.hw.axi.signatures import PAGE_BYTES, Resp
 from avta.hw.axi.write_engine import WriteEngine
-from avta.hw.sim.testbench import run_sim, stream_get, stream_put
+from avta.sim.amaranth.testbench import run_sim, stream_get, stream_put
 
 DATA_BITS = 64
 BEAT = DATA_BITS // 8

@@ -12,9 +12,9 @@ they must agree byte for byte, in status and in the exact counters.
 import numpy as np
 import pytest
 
-from avta.hw.sim.backend import CoreSimBackend
-from avta.hw.sim.harness import ScratchpadHarness
-from avta.hw.sim.testbench import SimTimeout, run_sim, start_insn
+from avta.sim.amaranth.backend import CoreSimBackend
+from avta.sim.amaranth.harness import ScratchpadHarness
+from avta.sim.amaranth.testbench import SimTimeout, run_sim, start_insn
 from avta.isa.config import load_config
 from avta.isa.encoding import codec
 from avta.isa.memories import scratchpad

@@ -5,7 +5,7 @@ counters of docs/architecture.md."""
 import numpy as np
 import pytest
 
-from avta.hw.sim.core_run import run_core
+from avta.sim.amaranth.core_run import run_core
 from avta.isa.config import load_config
 from avta.isa.encoding import codec, finish
 from avta.isa.enums import AluOp, MemType, Opcode
@@ -167,8 +167,8 @@ def test_stream_without_finish_times_out():
 
 def test_launch_while_busy_is_ignored():
     from avta.hw.core.core import Core
-    from avta.hw.sim.testbench import run_sim, wait_until
-    from avta.hw.sim.dram import DramModel
+    from avta.sim.amaranth.testbench import run_sim, wait_until
+    from avta.sim.amaranth.dram import DramModel
 
     cfg = load_config("tiny")
     prog, uops = matmul_program(cfg)

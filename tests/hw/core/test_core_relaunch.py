@@ -9,8 +9,8 @@ never drained (it hung) and they could land in the new run's instruction ring.
 import pytest
 
 from avta.hw.core.core import Core
-from avta.hw.sim.core_run import core_memory, launch
-from avta.hw.sim.testbench import run_sim
+from avta.sim.amaranth.core_run import core_memory, launch
+from avta.sim.amaranth.testbench import run_sim
 from avta.isa.config import load_config
 from avta.isa.encoding import INSN_BYTES, codec, finish
 from avta.isa.enums import AluOp, MemType, Opcode

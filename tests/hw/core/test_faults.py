@@ -18,7 +18,7 @@ import pytest
 from avta.hw.core.faults import (FAULT_LOOP_BITS, FAULT_PAGE_BYTES, FAULT_STORE_ROWS,
                                  FAULT_STRIDE_BITS, FAULT_TOKEN_BITS, FAULTS, Fault,
                                  check_faults, fault_table)
-from avta.hw.sim.core_run import run_core
+from avta.sim.amaranth.core_run import run_core
 from avta.isa.config import load_config
 from avta.isa.encoding import codec
 from avta.isa.enums import AluOp, MemType, Opcode

@@ -7,8 +7,8 @@ import random
 import pytest
 
 from avta.hw.core.fetch import Fetch
-from avta.hw.sim.testbench import SimTimeout, run_sim
-from avta.hw.sim.dram import DramModel
+from avta.sim.amaranth.testbench import SimTimeout, run_sim
+from avta.sim.amaranth.dram import DramModel
 from avta.sim.memory_knobs import MemoryKnobs
 from avta.isa.config import load_config
 from avta.isa.encoding import codec

@@ -8,7 +8,7 @@ import pytest
 
 from avta.hw.core.loop_gen import LoopGen
 from avta.hw.core.pad_walker import PadWalker
-from avta.hw.sim.testbench import run_sim
+from avta.sim.amaranth.testbench import run_sim
 
 BITS = {"dst": 6, "src": 5, "wgt": 4}
 UOP_BITS = 3

@@ -7,7 +7,7 @@ import pytest
 
 from avta.hw.core.queue import InsnQueue
 from avta.hw.core.tokens import TokenCounter
-from avta.hw.sim.testbench import run_sim
+from avta.sim.amaranth.testbench import run_sim
 from avta.isa.config import load_config
 
 

@@ -10,10 +10,10 @@ import pytest
 from amaranth.back import rtlil
 
 from avta.hw.core.tensor_load import COMPUTE_STAGE_TYPES, LOAD_STAGE_TYPES, TensorLoad
-from avta.hw.sim.testbench import run_sim, start_insn, wait_until
-from avta.hw.sim.dram import DramModel
+from avta.sim.amaranth.testbench import run_sim, start_insn, wait_until
+from avta.sim.amaranth.dram import DramModel
 from avta.sim.memory_knobs import MemoryKnobs
-from avta.hw.sim.harness import ScratchpadHarness
+from avta.sim.amaranth.harness import ScratchpadHarness
 from avta.isa.config import load_config
 from avta.isa.enums import MemType, Opcode, PadValue
 from avta.isa.insn import MemoryInsn

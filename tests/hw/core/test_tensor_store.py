@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from avta.hw.core.tensor_store import TensorStore
-from avta.hw.sim.testbench import SimTimeout, run_sim, start_insn
-from avta.hw.sim.dram import DramModel
+from avta.sim.amaranth.testbench import SimTimeout, run_sim, start_insn
+from avta.sim.amaranth.dram import DramModel
 from avta.sim.memory_knobs import MemoryKnobs
-from avta.hw.sim.harness import ScratchpadHarness
+from avta.sim.amaranth.harness import ScratchpadHarness
 from avta.isa.config import load_config
 from avta.isa.enums import MemType, Opcode
 from avta.isa.insn import MemoryInsn

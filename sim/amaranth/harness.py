@@ -8,7 +8,7 @@ behind the units' read and write ports; :class:`ScratchpadHarness` builds them f
 from amaranth.hdl import Elaboratable, Module
 from amaranth.lib.wiring import connect
 
-from ..core.sram import geometry, make_memory
+from avta.hw.core.sram import geometry, make_memory
 
 __all__ = ["ScratchpadHarness"]
 

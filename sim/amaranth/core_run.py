@@ -10,7 +10,7 @@ from avta.isa.registers import COUNTER_NAMES
 from avta.runtime.host import check_bases, run_result
 from avta.sim.memory_knobs import MemoryKnobs
 
-from ..core.core import READ_CLIENTS, WRITE_CLIENTS, Core
+from avta.hw.core.core import READ_CLIENTS, WRITE_CLIENTS, Core
 from .dram import DramModel
 from .testbench import run_sim
 

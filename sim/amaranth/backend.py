@@ -15,7 +15,7 @@ __all__ = ["CoreSimBackend"]
 
 
 class CoreSimBackend(ArrayDramBackend):
-    """The core of ``cfg`` with the DRAM model (:class:`avta.hw.sim.dram.DramModel`).
+    """The core of ``cfg`` with the DRAM model (:class:`avta.sim.amaranth.dram.DramModel`).
 
     Parameters
     ----------
