@@ -26,6 +26,19 @@ def _config_arg(parser, *, required=False, default="default"):
                           f"to a YAML/JSON file (default: {chosen})")
 
 
+def _program_args(parser, *, required):
+    """``--image``, ``--insn-addr`` and ``--insn-count``: a raw DRAM image and the instructions
+    in it to run (``avta exec``; ``avta profile --image``). Their values are checked by
+    :func:`avta.sim.exec_cmd.check_program`."""
+    parser.add_argument("--image", required=required, metavar="IMG",
+                        help="a raw DRAM image, loaded at address 0")
+    parser.add_argument("--insn-addr", required=required, type=lambda t: int(t, 0),
+                        metavar="A", help="byte address of the first instruction"
+                        + ("" if required else " (default 0)"))
+    parser.add_argument("--insn-count", required=required, type=lambda t: int(t, 0),
+                        metavar="N", help="instructions to run")
+
+
 def _network_args(parser, *, optional=False):
     """NETWORK and the options that pick and build it (``avta run``, ``avta profile``)."""
     parser.add_argument("network", metavar="NETWORK", nargs="?" if optional else None)
@@ -193,9 +206,7 @@ def build_parser():
                                    "error_insn).")
     _config_arg(p)
     p.add_argument("--target", choices=("fsim", "tsim"), default="fsim")
-    p.add_argument("--image", required=True, metavar="IMG")
-    p.add_argument("--insn-addr", required=True, type=lambda s: int(s, 0), metavar="A")
-    p.add_argument("--insn-count", required=True, type=lambda s: int(s, 0), metavar="N")
+    _program_args(p, required=True)
     p.add_argument("-o", "--output", metavar="OUT", help="write the final DRAM image here")
     p.add_argument("--dram-size", type=lambda s: int(s, 0), metavar="B",
                    help="DRAM bytes (default: the image's size)")
@@ -277,12 +288,7 @@ def build_parser():
                                    "(SVG, PNG), the per-layer table (CSV, JSON) and a "
                                    "self-contained report.html. fsim's cycles are estimates.")
     _network_args(p, optional=True)
-    p.add_argument("--image", metavar="IMG",
-                   help="profile a raw DRAM image (as for avta exec) instead of a network")
-    p.add_argument("--insn-addr", type=lambda t: int(t, 0), metavar="A",
-                   help="byte address of the image's first instruction (default 0)")
-    p.add_argument("--insn-count", type=lambda t: int(t, 0), metavar="N",
-                   help="instructions of the image to run")
+    _program_args(p, required=False)        # profile an image (as for avta exec), not a network
     p.add_argument("-o", "--output", required=True, metavar="DIR",
                    help="directory to write the report into (created if missing)")
     p.set_defaults(run=_lazy("avta.sim.profile.cli", "cmd_profile"))

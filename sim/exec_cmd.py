@@ -35,7 +35,7 @@ from avta.isa.encoding import INSN_BYTES
 from avta.isa.memories import BASE_KEYS, DRAM_PAGE_BYTES
 from avta.sim.memory_knobs import MemoryKnobs
 
-__all__ = ["cmd_exec", "load_image", "memory_knobs", "base_registers"]
+__all__ = ["cmd_exec", "check_program", "load_image", "memory_knobs", "base_registers"]
 
 _MAX_DRAM = 1 << 32       # 32-bit AXI addresses
 _MAX_SEED = (1 << 64) - 1  # tsim's memory model takes a 64-bit seed
@@ -62,14 +62,19 @@ def load_image(path, dram_size=None, *, say=None):
     return dram
 
 
+def check_program(insn_addr, insn_count):
+    """Refuse ``--insn-addr`` and ``--insn-count`` values no run can take (one line each)."""
+    if insn_addr < 0 or insn_addr % INSN_BYTES:
+        raise UserError(f"--insn-addr 0x{insn_addr:x} must be a non-negative multiple of "
+                        f"{INSN_BYTES}: instructions are {INSN_BYTES}-byte aligned")
+    if insn_addr >= _MAX_DRAM:
+        raise UserError(f"--insn-addr 0x{insn_addr:x} is beyond the 32-bit address space")
+    if not 0 <= insn_count < _MAX_DRAM:
+        raise UserError(f"--insn-count {insn_count} must be in 0..2^32-1")
+
+
 def _check_args(args):
-    if args.insn_addr < 0 or args.insn_addr % INSN_BYTES:
-        raise UserError(f"--insn-addr 0x{args.insn_addr:x} must be a non-negative multiple of "
-                          f"{INSN_BYTES}: instructions are {INSN_BYTES}-byte aligned")
-    if args.insn_addr >= _MAX_DRAM:
-        raise UserError(f"--insn-addr 0x{args.insn_addr:x} is beyond the 32-bit address space")
-    if not 0 <= args.insn_count < _MAX_DRAM:
-        raise UserError(f"--insn-count {args.insn_count} must be in 0..2^32-1")
+    check_program(args.insn_addr, args.insn_count)
     if args.max_cycles is not None and args.max_cycles < 1:
         raise UserError(f"--max-cycles {args.max_cycles} must be at least 1 (leave it out for "
                         f"the default, {DEFAULT_MAX_CYCLES:,})")

@@ -57,7 +57,7 @@ def cmd_profile(args):
 
 def _profile_image(cfg, args, out):
     """A raw program image (as for ``avta exec``) profiled as one layer."""
-    from avta.sim.exec_cmd import load_image
+    from avta.sim.exec_cmd import check_program, load_image
     from avta.sim.profile import profile_program
     from avta.sim.profile.report import write_profile
     from avta.sim.run_cmd import make_device
@@ -70,9 +70,7 @@ def _profile_image(cfg, args, out):
     if args.insn_count is None:
         raise UserError("--image needs --insn-count")
     addr = args.insn_addr or 0
-    if addr < 0 or addr % 16 or not 0 <= args.insn_count < 1 << 32:
-        raise UserError(f"--insn-addr 0x{addr:x} must be a non-negative multiple of 16 and "
-                        f"--insn-count in 0..2^32-1")
+    check_program(addr, args.insn_count)
     dram = load_image(args.image)
     device = make_device(cfg, args.target, len(dram), activity=True)
     device.backend.write(0, bytes(dram))
