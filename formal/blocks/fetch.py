@@ -71,7 +71,7 @@ class DecodeHarness(Harness):
         insn = self.input("insn", INSN_BITS)
         m.d.comb += dut.insn.eq(insn)
         view = layouts(self._cfg).insn(insn)
-        error, stage = insn_error(m, view, name="ref_error"), insn_stage(m, view, name="ref_stage")
+        error, stage = insn_error(m, view, name="ref_error", cfg=self._cfg), insn_stage(m, view, name="ref_stage")
         self.promise(m, dut.error == error)
         self.promise(m, (error != ErrorCode.NONE) | (dut.stage == stage))
         for code in DECODE_CODES:
@@ -143,7 +143,7 @@ class FetchHarness(Harness):
 
         # -- promises -----------------------------------------------------------------------------
         view = layouts(cfg).insn(track)
-        ref_error = insn_error(m, view, name="ref_error")
+        ref_error = insn_error(m, view, name="ref_error", cfg=cfg)
         ref_stage = insn_stage(m, view, name="ref_stage")
         self.promise(m, sum(f.as_unsigned() for f in fired.values()) <= 1)
         for stage, port in ports.items():
