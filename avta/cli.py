@@ -100,9 +100,9 @@ def cmd_disasm(args):
                         f"{INSN_BYTES}-byte instructions")
     for index, insn in enumerate(codec(cfg).decode_program(blob)):
         if args.json:
-            print(json.dumps(insn_to_json(insn)))
+            print(json.dumps(insn_to_json(insn, cfg=cfg)))
         else:
-            obj = insn_to_json(insn)
+            obj = insn_to_json(insn, cfg=cfg)
             error = f"    ; error {obj['error']}: {obj['reason']}" if "error" in obj else ""
             print(f"{index:5d}: {format_insn(insn)}{error}")
     return 0
