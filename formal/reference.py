@@ -78,15 +78,14 @@ def alu_lane(m: Module, cfg, op, a, b, *, name):
             m.d.comb += out.eq(b)
         if cfg.alu_scale:
             with m.Case(AluOp.SCL):
-                # Written as floor((A·m + 2^14) / 2^15) over a 64-bit signed product, then the
-                # low 32 bits: the definition, not the RTL's narrower datapath.
-                wide = 2 * width
-                product = Signal(wide, name=f"{name}_scl_product")
-                m.d.comb += product.eq(sign_extend(a, wide).as_signed()
-                                       * sign_extend(b[:SCALE_BITS], wide).as_signed())
-                rounded = Signal(wide, name=f"{name}_scl_rounded")
-                m.d.comb += rounded.eq(product + (1 << (SCALE_FRACTION - 1)))
-                m.d.comb += out.eq(rounded[SCALE_FRACTION:SCALE_FRACTION + width])
+                # floor(A·m / 2^15) plus the half bit (bit 14 of the product): rounding half up
+                # written as a correction, where the RTL adds 2^14 before it shifts.
+                m_value = b[:SCALE_BITS].as_signed()
+                product = Signal(width + SCALE_BITS, name=f"{name}_scl_product")
+                m.d.comb += product.eq(a * m_value)
+                floor = product.as_signed() >> SCALE_FRACTION
+                half = product[SCALE_FRACTION - 1]
+                m.d.comb += out.eq((floor + half)[:width])
     return out
 
 
