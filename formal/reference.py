@@ -10,7 +10,7 @@ in a clever formulation does not cancel out; widths come from the configuration
 import functools
 import operator
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 
 from avta.isa import formats
 from avta.isa.enums import AluOp, ErrorCode, MemType, Opcode, PadValue, Stage
@@ -25,7 +25,7 @@ __all__ = ["alu_lane", "insn_stage", "insn_error", "SHIFT_BITS", "MUL_BITS", "SC
 SHIFT_BITS = 6
 #: MUL multiplies the sign-extended low bytes (docs/isa.md §3.4).
 MUL_BITS = 8
-#: SCL multiplies by sext(B[15:0]) / 2^15, rounding half up (docs/isa.md §3.4).
+#: SCL multiplies by sext(B[15:0]) / 2^15, rounding down (docs/isa.md §3.4).
 SCALE_BITS = 16
 SCALE_FRACTION = 15
 
@@ -78,14 +78,12 @@ def alu_lane(m: Module, cfg, op, a, b, *, name):
             m.d.comb += out.eq(b)
         if cfg.alu_scale:
             with m.Case(AluOp.SCL):
-                # floor(A·m / 2^15) plus the half bit (bit 14 of the product): rounding half up
-                # written as a correction, where the RTL adds 2^14 before it shifts.
+                # floor(A·m / 2^15) as a signed division by a power of two: the arithmetic
+                # shift of the exact product, kept to the low ``width`` bits (wrapping).
                 m_value = b[:SCALE_BITS].as_signed()
-                product = Signal(width + SCALE_BITS, name=f"{name}_scl_product")
+                product = Signal(signed(width + SCALE_BITS), name=f"{name}_scl_product")
                 m.d.comb += product.eq(a * m_value)
-                floor = product.as_signed() >> SCALE_FRACTION
-                half = product[SCALE_FRACTION - 1]
-                m.d.comb += out.eq((floor + half)[:width])
+                m.d.comb += out.eq((product >> SCALE_FRACTION)[:width])
     return out
 
 

@@ -138,7 +138,7 @@ _MEANINGS = {
         "MUL": "sext(A[7:0]) · sext(B[7:0]) (the Intel Labs 8-bit product)",
         "CLP": "max(min(A, B), −B): clip A to [−B, B] (extension)",
         "MOV": "B (extension; with two operands only ACC[src] is read)",
-        "SCL": "(A · sext(B[15:0]) + 2^14) >> 15, wrapping: a Q15 scale rounding half up "
+        "SCL": "(A · sext(B[15:0])) >> 15 (arithmetic), wrapping: a Q15 scale rounding down "
                "(extension; only with `ALU_SCALE: 1`, else error 2)",
     },
     PadValue: {

@@ -45,8 +45,8 @@ class AluOp(enum.IntEnum, shape=formats.ALU_OPCODE_BITS):
     CLP = 5
     #: B.
     MOV = 6
-    #: (A * sext(B[15:0]) + 2^14) >> 15: a Q15 fixed-point scale rounding half up (extension,
-    #: only with ``ALU_SCALE: 1``).
+    #: (A * sext(B[15:0])) >> 15: a Q15 fixed-point scale rounding down (extension, only with
+    #: ``ALU_SCALE: 1``).
     SCL = 7
 
 

@@ -11,7 +11,7 @@ from .sram import row_layout
 __all__ = ["AluLanes"]
 
 # SHR takes B[5:0] as a signed shift amount (docs/isa.md §3.4); MUL takes the low byte of each operand;
-# SCL multiplies by sext(B[15:0]) / 2^15, rounding half up.
+# SCL multiplies by sext(B[15:0]) / 2^15, rounding down.
 _SHIFT_BITS = 6
 _MUL_BITS = 8
 _SCALE_BITS = 16
@@ -81,10 +81,9 @@ class AluLanes(wiring.Component):
                 m.d.comb += [y.eq(b) for a, b, y in lanes]
             if cfg.alu_scale:
                 with m.Case(AluOp.SCL):
-                    # A 32×16 signed product (48 bits, exact); bits [46:15] after adding half.
+                    # A 32×16 signed product (48 bits, exact); its bits [46:15] are the floor.
                     for i, (a, b, y) in enumerate(lanes):
                         product = Signal(cfg.acc_width + _SCALE_BITS, name=f"scl_{i}")
-                        m.d.comb += product.eq(a * b[:_SCALE_BITS].as_signed()
-                                               + (1 << (_SCALE_FRACTION - 1)))
+                        m.d.comb += product.eq(a * b[:_SCALE_BITS].as_signed())
                         m.d.comb += y.eq(product[_SCALE_FRACTION:])
         return m

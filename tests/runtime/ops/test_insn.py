@@ -44,7 +44,7 @@ def alu_model(op, a, b):
     if op == AluOp.MOV:
         return b
     if op == AluOp.SCL:
-        return wrap((a * sext(b, 16) + (1 << 14)) >> 15)
+        return wrap((a * sext(b, 16)) >> 15)
     raise AssertionError(op)
 
 

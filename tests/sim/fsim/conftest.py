@@ -35,10 +35,8 @@ def _ref_op(op, a, b):
     if op == AluOp.MOV:
         return b
     if op == AluOp.SCL:
-        # round(A·m / 2^15) with halves up, m = sext(B[15:0]), wrapped to int32.
-        product = a * _sext(b, 16)
-        quotient, remainder = divmod(product, 2**15)
-        return _wrap32(quotient + (1 if 2 * remainder >= 2**15 else 0))
+        # ⌊A·m / 2^15⌋ with m = sext(B[15:0]), wrapped to int32.
+        return _wrap32((a * _sext(b, 16)) // 2**15)
     raise AssertionError(op)
 
 

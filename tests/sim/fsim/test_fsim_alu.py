@@ -69,10 +69,10 @@ VALUES = [
     (AluOp.CLP, 100, 50, 50), (AluOp.CLP, -100, 50, -50), (AluOp.CLP, 10, 50, 10),
     (AluOp.CLP, 5, -3, 3), (AluOp.CLP, 7, -2**31, -2**31),
     (AluOp.MOV, 9, -7, -7),
-    # SCL: A·m/2^15 rounded half up; B[31:16] ignored; the one wrapping case.
-    (AluOp.SCL, 1000, 1 << 14, 500), (AluOp.SCL, 3, 1 << 14, 2), (AluOp.SCL, -3, 1 << 14, -1),
-    (AluOp.SCL, -5, 1 << 14, -2), (AluOp.SCL, 7, -(1 << 15), -7), (AluOp.SCL, 1, 1 << 14, 1),
-    (AluOp.SCL, -1, 1 << 14, 0), (AluOp.SCL, 12345, 0x7FFF0000 | 0x5555, 8230),
+    # SCL: ⌊A·m/2^15⌋; B[31:16] ignored; the one wrapping case.
+    (AluOp.SCL, 1000, 1 << 14, 500), (AluOp.SCL, 3, 1 << 14, 1), (AluOp.SCL, -3, 1 << 14, -2),
+    (AluOp.SCL, -5, 1 << 14, -3), (AluOp.SCL, 7, -(1 << 15), -7), (AluOp.SCL, 1, 1 << 14, 0),
+    (AluOp.SCL, -1, 1 << 14, -1), (AluOp.SCL, 12345, 0x7FFF0000 | 0x5555, 8229),
     (AluOp.SCL, 2**31 - 1, 0x7FFF, 2**31 - 2**16 - 1), (AluOp.SCL, -2**31, 0x7FFF, -2**31 + 2**16),
     (AluOp.SCL, -2**31, 0x8000, -2**31), (AluOp.SCL, 2**31 - 1, -(1 << 15), -2**31 + 1),
     (AluOp.SCL, 100, 0, 0), (AluOp.SCL, 40000, 0x10000 - 3, -4),
