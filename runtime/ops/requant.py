@@ -16,6 +16,13 @@ added before the shift, which is how a rounding half-unit and zero points reach 
 bias rows (pools, the residual add). A ``scale`` (a real multiplier) is the host's
 requantization: such a node cannot run on the accelerator and the executor runs it with the
 numpy reference.
+
+With ALU SCL (``ALU_SCALE: 1``, docs/isa.md §3.4) a real multiplier runs on the device in fixed
+point: ``multiplier`` m scales the accumulator by ``m / 2^15`` (rounding down) before the
+offset and the shift, so ``(⌊acc · m / 2^15⌋ + offset) >> shift`` with ``offset = 2^(shift−1)``
+is ``acc · m / 2^(15+shift)`` rounded once, half up (a floor composes exactly with the
+rounding shift). ``pre_shift`` shifts the accumulator left first, for a multiplier of 1/2 or
+more, where the caller has checked the headroom.
 """
 
 import math
@@ -26,7 +33,8 @@ import numpy as np
 from avta.isa.enums import AluOp
 from avta.isa.formats import IMM_BITS
 
-__all__ = ["Requant", "IMM_MIN", "IMM_MAX", "SHIFT_MIN", "SHIFT_MAX", "PRODUCT_MAX"]
+__all__ = ["Requant", "IMM_MIN", "IMM_MAX", "SHIFT_MIN", "SHIFT_MAX", "PRODUCT_MAX",
+           "SCALE_FRACTION", "MULTIPLIER_MAX"]
 
 #: The ALU immediate is a signed IMM_BITS-bit field (docs/isa.md §2).
 IMM_MIN, IMM_MAX = -(1 << (IMM_BITS - 1)), (1 << (IMM_BITS - 1)) - 1
@@ -34,6 +42,10 @@ IMM_MIN, IMM_MAX = -(1 << (IMM_BITS - 1)), (1 << (IMM_BITS - 1)) - 1
 SHIFT_MIN, SHIFT_MAX = -32, 31
 #: The largest magnitude of one int8 × int8 product, (−128)·(−128).
 PRODUCT_MAX = 1 << 14
+#: SCL multiplies by m / 2^SCALE_FRACTION, m a signed 16-bit immediate (docs/isa.md §3.4); a
+#: requantization's multiplier is positive, so at most MULTIPLIER_MAX.
+SCALE_FRACTION = 15
+MULTIPLIER_MAX = IMM_MAX
 #: An offset is an int32.
 IMM32_MIN, IMM32_MAX = -(1 << 31), (1 << 31) - 1
 
@@ -64,6 +76,13 @@ class Requant:
     zero_point : int
         With a ``scale``: the output's zero point, added after the rounding (without a scale it
         must be 0: the shift's offset carries it).
+    multiplier : int or None
+        A fixed-point factor ``multiplier / 2^15`` (1..2^15 − 1) applied to the accumulator
+        (after the bias when ``bias_first``) before the offset and the shift: one ALU SCL,
+        rounding down; needs a configuration with ``ALU_SCALE: 1``.
+    pre_shift : int
+        With a ``multiplier``: a left shift (0..31) of the accumulator before SCL, for factors
+        of 1/2 or more; the caller makes sure that it does not overflow.
     """
     shift: int = 0
     clip: tuple = None
@@ -72,7 +91,8 @@ class Requant:
     offset: int = 0
     scale: float = None
     zero_point: int = 0
-
+    multiplier: int = None
+    pre_shift: int = 0
 
     def __post_init__(self):
         if not SHIFT_MIN <= self.shift <= SHIFT_MAX:
@@ -92,6 +112,19 @@ class Requant:
             raise ValueError(f"offset {self.offset} is not an int32")
         if self.scale is not None and not (math.isfinite(self.scale) and self.scale > 0):
             raise ValueError(f"scale {self.scale} must be a positive real number")
+        if self.multiplier is not None:
+            if isinstance(self.multiplier, bool) or not isinstance(self.multiplier, int) \
+                    or not 1 <= self.multiplier <= MULTIPLIER_MAX:
+                raise ValueError(f"multiplier {self.multiplier!r} must be an integer in 1.."
+                                 f"{MULTIPLIER_MAX} (SCL's 16-bit immediate, docs/isa.md §3.4)")
+            if self.scale is not None:
+                raise ValueError("a requantization has a host scale or a device multiplier, "
+                                 "not both")
+        if isinstance(self.pre_shift, bool) or not isinstance(self.pre_shift, int) \
+                or not 0 <= self.pre_shift <= SHIFT_MAX:
+            raise ValueError(f"pre_shift {self.pre_shift!r} must be an integer in 0..{SHIFT_MAX}")
+        if self.pre_shift and self.multiplier is None:
+            raise ValueError("pre_shift belongs to a requantization with a multiplier")
         if self.scale is None:
             if self.zero_point:
                 raise ValueError("zero_point is for a host requantization (with a scale); a "
@@ -162,6 +195,10 @@ class Requant:
                              f"host (a shift is a power of two)")
         if bias is not None and self.bias_first:
             builder.alu(bias, AluOp.ADD)
+        if self.pre_shift:
+            builder.alu(same, AluOp.SHR, imm=-self.pre_shift)
+        if self.multiplier is not None:
+            builder.alu(same, AluOp.SCL, imm=self.multiplier)
         if self.offset:
             for op, imm in self._offset_steps():
                 builder.alu(same, op, imm=imm)
@@ -188,10 +225,13 @@ class Requant:
             scaled = _wrap(r + self.offset).astype(np.float32) * np.float32(self.scale)
             r = np.clip(np.rint(scaled), -2.0 ** 31, 2.0 ** 31 - 1).astype(np.int64)
             r = _wrap(r + self.zero_point)
-        elif self.shift >= 0:
-            r = _wrap(r + self.offset) >> self.shift
         else:
-            r = _wrap(_wrap(r << -self.shift) + self.offset)
+            if self.multiplier is not None:        # ⌊acc · 2^pre_shift · m / 2^15⌋
+                r = _wrap((_wrap(r << self.pre_shift) * self.multiplier) >> SCALE_FRACTION)
+            if self.shift >= 0:
+                r = _wrap(r + self.offset) >> self.shift
+            else:
+                r = _wrap(_wrap(r << -self.shift) + self.offset)
         if bias is not None:
             r = _wrap(r + np.asarray(bias, dtype=np.int64))
         if self.clip is not None:
