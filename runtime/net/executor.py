@@ -362,7 +362,8 @@ class _Executor:
         shape = self.layout.padded(self.graph.input_shapes(node)[0])
         a, b = (self._elem(t, MemType.ACC_8BIT) for t in node.inputs)
         return build_add(self.cfg, shape, a, b, self._out(node), requant=node.requant,
-                         shift_a=node.attrs.get("shift_a", 0))
+                         shift_a=node.attrs.get("shift_a", 0),
+                         scale_a=node.attrs.get("scale_a", 0), scale_b=node.attrs.get("scale_b", 0))
 
     # -- the host's part -------------------------------------------------------------------------
 

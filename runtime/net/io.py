@@ -31,7 +31,8 @@ _OPTIONAL_KEYS = ("weights", "host")
 _HOST_KEYS = ("name", "shape", "dtype", "scale", "zero_point", "pad", "pad_value")
 _NODE_KEYS = ("name", "op", "inputs", "output", "weights", "bias", "requant")
 _ARRAYS = {"weights": np.int8, "bias": np.int32}
-_REQUANT_KEYS = ("shift", "clip", "use_clp", "bias_first", "offset", "scale", "zero_point")
+_REQUANT_KEYS = ("shift", "clip", "use_clp", "bias_first", "offset", "scale", "zero_point",
+                 "multiplier", "pre_shift")
 
 
 def _requant_dict(q):
@@ -48,6 +49,10 @@ def _requant_dict(q):
         out["scale"] = float(q.scale)
     if q.zero_point:
         out["zero_point"] = q.zero_point
+    if q.multiplier is not None:
+        out["multiplier"] = q.multiplier
+    if q.pre_shift:
+        out["pre_shift"] = q.pre_shift
     return out
 
 
@@ -167,7 +172,8 @@ def _requant(value, source, where):
         scale = value.get("scale")
         return Requant(value.get("shift", 0), clip, bool(value.get("use_clp", False)),
                        bool(value.get("bias_first", False)), value.get("offset", 0),
-                       None if scale is None else float(scale), value.get("zero_point", 0))
+                       None if scale is None else float(scale), value.get("zero_point", 0),
+                       value.get("multiplier"), value.get("pre_shift", 0))
     except (TypeError, ValueError) as error:
         _fail(source, f"{where}: {error}")
 
