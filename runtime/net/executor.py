@@ -300,10 +300,11 @@ class _Executor:
             wgt = self.device.upload(pack_oihw(padded, cfg.block_out, cfg.block_in),
                                      mem=MemType.WGT)
             bias = None
-            if node.bias is not None:
+            if node.bias is not None or node.requant.per_channel:
                 b = np.zeros(po, np.int32)
-                b[:o] = node.bias
-                bias = self.device.upload(pack_bias(cfg, b), mem=MemType.ACC)
+                if node.bias is not None:
+                    b[:o] = node.bias
+                bias = self.device.upload(pack_bias(cfg, b, node.requant), mem=MemType.ACC)
             self.weights[node.name] = (wgt, bias)
         wgt, bias = self.weights[node.name]
         bufs = Conv2dBuffers(inp, wgt.elem(cfg, MemType.WGT), self._out(node),

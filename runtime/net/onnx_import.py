@@ -95,7 +95,8 @@ class Imported:
                  f"{'error':>10}  where"]
         for s in self.scales:
             where = "host" if s.on_host else "device"
-            fixed = "" if s.fixed is None else s.fixed
+            fixed = "" if s.fixed is None else \
+                f"×{len(s.fixed)}" if isinstance(s.fixed, tuple) else s.fixed
             lines.append(f"{s.node:<28} {s.op:<16} {s.multiplier:>12.6g} {s.shift:>5} "
                          f"{fixed:>6} {_error_text(s.error):>10}  {where}")
         worst = max((abs(s.error) for s in self.scales if not s.on_host), default=0.0)

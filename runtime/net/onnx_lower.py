@@ -60,7 +60,8 @@ class Scale:
     magnitude over channels and inputs), ``on_host`` (the layer keeps onnxruntime's real
     multiplier and runs on the host) and ``uniform`` (false when the channels' multipliers
     differ); ``fixed`` is the device's 15-bit multiplier ``m`` (``M ≈ m · 2^−(15+shift)``,
-    ``error`` then that approximation's) or ``None`` for a power of two."""
+    ``error`` then that approximation's), a tuple of them (one per output channel, each with
+    its own shift) or ``None`` for a power of two."""
     node: str
     op: str
     multiplier: float
@@ -117,6 +118,33 @@ def _fixed_requant(multiplier, bound, clip, zy, *, exact=False, acc_offset=0, bi
     except ValueError:
         return None
     return requant, m, shift - pre, error
+
+
+def _fixed_channels(multipliers, bound, clip, zy):
+    """``(Requant, multipliers, error)`` of one fixed-point multiplier and shift per output
+    channel (rows of ACC, ALU SCL/ADD/SHR with two operands), or ``None`` where they do not fit;
+    ``error`` is the largest in magnitude over the channels."""
+    pairs = [fixed_point(float(m)) for m in multipliers]
+    pre = max(0, 1 - min(s for _, s in pairs))
+    if (int(bound) << pre) >= 1 << 31:
+        return None
+    ms, shifts, offsets, errors = [], [], [], []
+    for multiplier, (m, s) in zip(multipliers, pairs):
+        shift = s + pre
+        while shift > SHIFT_MAX and m > 1:
+            m, shift = (m + 1) >> 1, shift - 1
+        if shift > SHIFT_MAX:
+            return None
+        ms.append(m)
+        shifts.append(shift)
+        offsets.append(zy * (1 << shift) + (1 << (shift - 1)))
+        errors.append(m * 2.0 ** -(SCALE_FRACTION + shift - pre) / float(multiplier) - 1.0)
+    try:
+        requant = Requant(0, clip, bias_first=True, multiplier=tuple(ms), pre_shift=pre,
+                          shifts=tuple(shifts), offsets=tuple(int(o) for o in offsets))
+    except ValueError:
+        return None
+    return requant, tuple(ms), max(errors, key=abs)
 
 
 def _round_half(shift):
@@ -188,9 +216,15 @@ def conv_like(name, op, *, weights, w_zero, sx, zx, sw, sy, zy, bias, activation
         requant = Requant(0, clip, bias_first=True, scale=float(ort), zero_point=int(zy))
         return weights, _int32(total, "its bias with the zero-point terms"), requant, \
             pad_value, scale
+    products = int(np.prod(weights.shape[1:]))
+    bound = products * PRODUCT_MAX + int(np.abs(total).max(initial=0))
+    if fixed and not scale.uniform:
+        lowered = _fixed_channels(multipliers, bound, clip, zy)
+        if lowered is not None:
+            requant, scale.fixed, scale.error = lowered
+            return weights, _int32(total, "its bias with the zero-point terms"), requant, \
+                pad_value, scale
     if fixed and scale.uniform and error != 0.0:
-        products = int(np.prod(weights.shape[1:]))
-        bound = products * PRODUCT_MAX + int(np.abs(total).max(initial=0))
         lowered = _fixed_requant(float(multipliers[0]), bound, clip, zy, bias_first=True)
         if lowered is not None:
             requant, scale.fixed, scale.shift, scale.error = lowered

@@ -106,3 +106,19 @@ def test_fixed_point_and_host_requant_exclude_each_other(onnx_kit):
                            matmul=True))
     with pytest.raises(UserError, match="not both"):
         import_onnx(model, batch=3, fixed_point=True, host_requant=True)
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_per_channel_weights(onnx_kit, form):
+    """Weight scales one per output channel, 30× apart: a multiplier and a shift per channel,
+    as rows of ACC loaded once per layer with the bias."""
+    rng = np.random.default_rng(16)
+    ws = SW * np.exp(rng.uniform(-1.7, 1.7, 8))
+    m = getattr(onnx_kit, form)((2, 4, 7, 7), SX, -128)
+    y = m.conv(m.x, _weights(rng, (8, 4, 3, 3)), ws, rng.integers(-3000, 3000, 8), SY, 4,
+               pad=1, stride=2)
+    imported, _ = _agree(onnx_kit, m.build(y), _input(rng, (2, 4, 7, 7), -128), SY)
+    (scale,) = imported.scales
+    assert not scale.uniform and len(scale.fixed) == 8 and abs(scale.error) < 32e-6
+    assert imported.graph.nodes[0].requant.per_channel
+    assert "×8" in imported.report()
