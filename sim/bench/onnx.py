@@ -3,8 +3,9 @@ onnxruntime, on the whole digits data set.
 
 Writes the two quantized models of :mod:`avta.runtime.net.onnx_examples` (the digits MLP and
 the small CNN), the first image and the whole data set as ``.npy`` into ``build/onnx-digits/``,
-imports each model (the device's nearest powers of two, and the inexact layers on the host),
-runs all 1797 images as one batch on fsim and prints the scale report, the agreement with
+imports each model (the device's nearest powers of two, the inexact layers on the host, and
+15-bit fixed-point multipliers for ALU SCL on the configuration with ``ALU_SCALE: 1``), runs
+all 1797 images as one batch on fsim and prints the scale report, the agreement with
 onnxruntime's quantized model, both accuracies and the cycles; then the ``avta import`` and
 ``avta run`` commands that run one image from those files.
 """
@@ -56,17 +57,21 @@ def onnx_digits(cfg):
     for title, path, inputs, outputs in (("digits MLP", mlp, x, [logits]),
                                          ("small CNN", cnn, x.reshape(-1, 1, 8, 8), None)):
         theirs = _ort_predictions(path, inputs)
-        for host in (False, True):
-            imported = import_onnx(path, batch=len(x), outputs=outputs, host_requant=host)
-            ours, run = _run(cfg, imported, inputs)
+        for mode in ("shift", "host", "fixed"):
+            imported = import_onnx(path, batch=len(x), outputs=outputs,
+                                   host_requant=mode == "host", fixed_point=mode == "fixed")
+            on = cfg if mode != "fixed" or cfg.alu_scale else \
+                cfg.replace(alu_scale=1, name=f"{cfg.name}-scale")
+            ours, run = _run(on, imported, inputs)
             agree = float(np.mean(ours == theirs))
-            where = "inexact layers on the host" if host else "nearest powers of two"
-            print(f"\n{title} ({path.name}), {where}, {len(x)} images on {cfg.name} (fsim):")
+            where = {"shift": "nearest powers of two", "host": "inexact layers on the host",
+                     "fixed": "fixed-point multipliers (SCL, ALU_SCALE: 1)"}[mode]
+            print(f"\n{title} ({path.name}), {where}, {len(x)} images on {on.name} (fsim):")
             print(imported.report())
             print(f"agreement with onnxruntime {agree:.2%}; accuracy {np.mean(ours == y):.2%}, "
                   f"onnxruntime's {np.mean(theirs == y):.2%}; {run.total['cycles']:,} cycles "
                   f"({'estimated' if run.estimated else 'counted'})")
-            if title == "digits MLP" and not host and agree < 0.99:
+            if title == "digits MLP" and mode == "shift" and agree < 0.99:
                 status = 1
     print(f"\none image through the command line (files in {FOLDER}):")
     print(f"  avta import {mlp} --outputs {logits} -o {FOLDER / 'digits_mlp.yaml'}")
