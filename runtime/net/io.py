@@ -32,7 +32,7 @@ _HOST_KEYS = ("name", "shape", "dtype", "scale", "zero_point", "pad", "pad_value
 _NODE_KEYS = ("name", "op", "inputs", "output", "weights", "bias", "requant")
 _ARRAYS = {"weights": np.int8, "bias": np.int32}
 _REQUANT_KEYS = ("shift", "clip", "use_clp", "bias_first", "offset", "scale", "zero_point",
-                 "multiplier", "pre_shift", "shifts")
+                 "multiplier", "pre_shift", "shifts", "offsets")
 
 
 def _requant_dict(q):
@@ -54,7 +54,7 @@ def _requant_dict(q):
     if q.pre_shift:
         out["pre_shift"] = q.pre_shift
     if q.per_channel:
-        out["shifts"] = list(q.shifts)
+        out["shifts"], out["offsets"] = list(q.shifts), list(q.offsets)
     return out
 
 
@@ -172,11 +172,12 @@ def _requant(value, source, where):
         clip = tuple(clip)
     try:
         scale = value.get("scale")
-        multiplier, shifts = (_tuple(value.get(key)) for key in ("multiplier", "shifts"))
+        multiplier, shifts, offsets = (_tuple(value.get(key))
+                                       for key in ("multiplier", "shifts", "offsets"))
         return Requant(value.get("shift", 0), clip, bool(value.get("use_clp", False)),
                        bool(value.get("bias_first", False)), value.get("offset", 0),
                        None if scale is None else float(scale), value.get("zero_point", 0),
-                       multiplier, value.get("pre_shift", 0), shifts)
+                       multiplier, value.get("pre_shift", 0), shifts, offsets)
     except (TypeError, ValueError) as error:
         _fail(source, f"{where}: {error}")
 

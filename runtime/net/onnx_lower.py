@@ -17,17 +17,14 @@ is exact when ``M`` is a power of two, except that ``+ 2^(s−1)`` then ``>>`` r
 point (it holds the real value 0): 0 when ``zx = 0``, the LOAD's −128 when ``zx = −128``.
 
 With ``fixed_point`` (a device with ALU SCL, ``ALU_SCALE: 1``) ``M`` is carried in fixed point
-instead: ``M ≈ m · 2^−(15+s)`` with ``m`` in [2^14, 2^15) (:func:`fixed_point`). A convolution
-or dense layer starts its accumulators at
+instead: ``M ≈ m · 2^−(15+s)`` with ``m`` in [2^14, 2^15) (:func:`fixed_point`), the bias (with
+the zero-point terms in accumulator units) starts the accumulators, and
 
-    B = b − zx · Σ w' + round((zy + 1/2) · 2^(15+s) / m)      and      y = clip(⌊(Σ x·w' + B) · m / 2^15⌋ >> s)
+    y = clip((⌊(Σ x·w' + b − zx · Σ w') · m / 2^15⌋ + zy · 2^s + 2^(s−1)) >> s)
 
-(SCL, then SHR: two ALU passes besides the clip; per channel, ``m`` and ``s`` are rows of ACC):
-the output's zero point and the rounding half ride in the bias, in accumulator units, which is
-off from adding them after SCL by less than half an accumulator unit, ``M / 2`` of an output
-step. An add multiplies both inputs by integers exactly (a left shift by 15, then SCL) and a
-pool its sum, and both add ``zy · 2^s + 2^(s−1)`` after that exact product, so they round
-once, exactly (SCL rounds down, which composes with the rounding shift; docs/isa.md §3.4).
+rounds ``(Σ x·w' + B) · m · 2^−(15+s)`` once (SCL rounds down, which composes exactly with the
+rounding shift; docs/isa.md §3.4). An add multiplies both inputs by integers exactly (a left
+shift by 15, then SCL) and a pool its sum, so their zero-point terms stay exact integers too.
 
 :class:`Scale` is one layer's requantization as imported: the ideal multiplier, the shift,
 its relative error and whether the layer runs on the host.
@@ -98,7 +95,7 @@ def fixed_point(multiplier):
     return m, -e - 1
 
 
-def _fixed_requant(multiplier, bound, clip, zy, *, exact=False, acc_offset=0):
+def _fixed_requant(multiplier, bound, clip, zy, *, exact=False, acc_offset=0, bias_first=False):
     """``(Requant, m, s, error)`` of ``M = multiplier`` in fixed point for accumulators of
     magnitude at most ``bound``, or ``None`` where it does not fit (the caller keeps the power
     of two). ``exact``: shift the accumulator left by 15 first so that SCL multiplies exactly
@@ -116,23 +113,22 @@ def _fixed_requant(multiplier, bound, clip, zy, *, exact=False, acc_offset=0):
     error = m * 2.0 ** -(SCALE_FRACTION + shift - pre) / multiplier - 1.0
     offset = acc_offset * m + zy * (1 << shift) + (1 << (shift - 1))
     try:
-        requant = Requant(shift, clip, offset=int(offset), multiplier=m, pre_shift=pre)
+        requant = Requant(shift, clip, bias_first=bias_first, offset=int(offset), multiplier=m,
+                          pre_shift=pre)
     except ValueError:
         return None
     return requant, m, shift - pre, error
 
 
 def _fixed_channels(multipliers, bound, clip, zy):
-    """``(Requant, half, multipliers, shift, error)`` of one fixed-point multiplier and shift
-    per output channel (rows of ACC, ALU SCL and SHR with two operands), or ``None`` where they
-    do not fit. ``half`` is ``(zy + 1/2) · 2^(15+s) / 2^pre_shift`` per channel: divided by the
-    channel's multiplier, what the bias gains in accumulator units; ``shift`` and ``error`` are
-    the largest in magnitude over the channels."""
+    """``(Requant, multipliers, error)`` of one fixed-point multiplier and shift per output
+    channel (rows of ACC, ALU SCL/ADD/SHR with two operands), or ``None`` where they do not fit;
+    ``error`` is the largest in magnitude over the channels."""
     pairs = [fixed_point(float(m)) for m in multipliers]
     pre = max(0, 1 - min(s for _, s in pairs))
     if (int(bound) << pre) >= 1 << 31:
         return None
-    ms, shifts, halves, errors = [], [], [], []
+    ms, shifts, offsets, errors = [], [], [], []
     for multiplier, (m, s) in zip(multipliers, pairs):
         shift = s + pre
         while shift > SHIFT_MAX and m > 1:
@@ -141,14 +137,14 @@ def _fixed_channels(multipliers, bound, clip, zy):
             return None
         ms.append(m)
         shifts.append(shift)
-        halves.append((zy + 0.5) * 2.0 ** (SCALE_FRACTION + shift - pre))
+        offsets.append(zy * (1 << shift) + (1 << (shift - 1)))
         errors.append(m * 2.0 ** -(SCALE_FRACTION + shift - pre) / float(multiplier) - 1.0)
     try:
         requant = Requant(0, clip, bias_first=True, multiplier=tuple(ms), pre_shift=pre,
-                          shifts=tuple(shifts))
+                          shifts=tuple(shifts), offsets=tuple(int(o) for o in offsets))
     except ValueError:
         return None
-    return requant, np.array(halves), tuple(ms), max(shifts) - pre, max(errors, key=abs)
+    return requant, tuple(ms), max(errors, key=abs)
 
 
 def _round_half(shift):
@@ -222,22 +218,18 @@ def conv_like(name, op, *, weights, w_zero, sx, zx, sw, sy, zy, bias, activation
             pad_value, scale
     products = int(np.prod(weights.shape[1:]))
     bound = products * PRODUCT_MAX + int(np.abs(total).max(initial=0))
-    if fixed and (error != 0.0 or not scale.uniform):
+    if fixed and not scale.uniform:
         lowered = _fixed_channels(multipliers, bound, clip, zy)
         if lowered is not None:
-            requant, half, ms, shift, err = lowered
-            start = total + np.rint(half / np.asarray(ms, np.float64)).astype(np.int64)
-            headroom = products * PRODUCT_MAX + int(np.abs(start).max(initial=0))
-            if (headroom << requant.pre_shift) < 1 << 31:
-                scale.shift, scale.error = shift, err
-                if scale.uniform:               # one multiplier: immediates, no rows
-                    scale.fixed = ms[0]
-                    requant = Requant(requant.shifts[0], clip, bias_first=True,
-                                      multiplier=ms[0], pre_shift=requant.pre_shift)
-                else:
-                    scale.fixed = ms
-                return weights, _int32(start, "its bias with the zero-point terms"), \
-                    requant, pad_value, scale
+            requant, scale.fixed, scale.error = lowered
+            return weights, _int32(total, "its bias with the zero-point terms"), requant, \
+                pad_value, scale
+    if fixed and scale.uniform and error != 0.0:
+        lowered = _fixed_requant(float(multipliers[0]), bound, clip, zy, bias_first=True)
+        if lowered is not None:
+            requant, scale.fixed, scale.shift, scale.error = lowered
+            return weights, _int32(total, "its bias with the zero-point terms"), requant, \
+                pad_value, scale
     if shift >= 0:
         total = total + zy * (1 << shift) + _round_half(shift)
         requant = Requant(shift, clip, bias_first=True)

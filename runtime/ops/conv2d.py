@@ -387,8 +387,8 @@ def _row_blocks(requant):
 
 def pack_bias(cfg, bias, requant=None):
     """``bias[COUT]`` int32 as ACC elements ``(COUT/BO, BATCH, BO)``, the same for every batch
-    row; with a per-channel ``requant``, its multipliers and shifts follow as two more blocks
-    of rows (:meth:`Requant.channel_rows`), loaded with the bias in one LOAD."""
+    row; with a per-channel ``requant``, its multipliers, offsets and shifts follow as three
+    more blocks of rows (:meth:`Requant.channel_rows`), loaded with the bias in one LOAD."""
     rows = [np.asarray(bias, dtype=np.int32)]
     if requant is not None and requant.per_channel:
         rows += list(requant.channel_rows(rows[0].size))

@@ -24,11 +24,10 @@ is ``acc · m / 2^(15+shift)`` rounded once, half up (a floor composes exactly w
 rounding shift). ``pre_shift`` shifts the accumulator left first, for a multiplier of 1/2 or
 more, where the caller has checked the headroom.
 
-Per output channel (a tuple ``multiplier`` with ``shifts``, for conv2d and dense) SCL and SHR
-read ACC rows instead of immediates: a row of multipliers, a row of shifts
-(:meth:`Requant.channel_rows`), rows that stay resident beside the bias rows for the whole layer
-(:data:`CHANNEL_ROW_BLOCKS`). The rounding half and the zero point then go into the bias, in
-accumulator units (``avta.runtime.net.onnx_lower``).
+Per output channel (a tuple ``multiplier`` with ``shifts`` and ``offsets``, for conv2d and
+dense) the same three steps read ACC rows instead of immediates: SCL by a row of multipliers,
+ADD a row of offsets, SHR by a row of shifts (:meth:`Requant.channel_rows`), rows that stay
+resident beside the bias rows for the whole layer (:data:`CHANNEL_ROW_BLOCKS`).
 """
 
 import math
@@ -53,8 +52,8 @@ PRODUCT_MAX = 1 << 14
 SCALE_FRACTION = 15
 MULTIPLIER_MAX = IMM_MAX
 #: ACC row blocks a layer with per-channel requantization keeps resident: its bias, then the
-#: multipliers and the shifts (one row per output block each).
-CHANNEL_ROW_BLOCKS = 3
+#: multipliers, offsets and shifts (one row per output block each).
+CHANNEL_ROW_BLOCKS = 4
 #: An offset is an int32.
 IMM32_MIN, IMM32_MAX = -(1 << 31), (1 << 31) - 1
 
@@ -92,10 +91,10 @@ class Requant:
     pre_shift : int
         With a ``multiplier``: a left shift (0..31) of the accumulator before SCL, for factors
         of 1/2 or more; the caller makes sure that it does not overflow.
-    shifts : tuple or None
+    shifts, offsets : tuple or None
         With a tuple ``multiplier`` (one per output channel, :attr:`per_channel`): each
-        channel's shift (1..31), ``⌊acc · m_c / 2^15⌋ >> shift_c``; ``shift`` and ``offset``
-        are then 0 and the bias comes first.
+        channel's shift (1..31) and offset (int32), ``(⌊acc · m_c / 2^15⌋ + offset_c) >>
+        shift_c``; ``shift`` and ``offset`` are then 0 and the bias comes first.
     """
     shift: int = 0
     clip: tuple = None
@@ -107,6 +106,7 @@ class Requant:
     multiplier: int = None
     pre_shift: int = 0
     shifts: tuple = None
+    offsets: tuple = None
 
     def __post_init__(self):
         if not SHIFT_MIN <= self.shift <= SHIFT_MAX:
@@ -128,8 +128,8 @@ class Requant:
             raise ValueError(f"scale {self.scale} must be a positive real number")
         if self.per_channel:
             self._check_channels()
-        elif self.shifts is not None:
-            raise ValueError("shifts belong to a per-channel multiplier (a tuple)")
+        elif self.shifts is not None or self.offsets is not None:
+            raise ValueError("shifts and offsets belong to a per-channel multiplier (a tuple)")
         elif self.multiplier is not None:
             _check_multiplier(self.multiplier)
         if self.multiplier is not None:
@@ -156,23 +156,27 @@ class Requant:
         n = len(self.multiplier)
         for m in self.multiplier:
             _check_multiplier(m)
-        if not (isinstance(self.shifts, tuple) and len(self.shifts) == n):
-            raise ValueError(f"a per-channel multiplier of {n} channels needs {n} shifts (a "
-                             f"tuple)")
+        if not (isinstance(self.shifts, tuple) and isinstance(self.offsets, tuple)
+                and len(self.shifts) == len(self.offsets) == n):
+            raise ValueError(f"a per-channel multiplier of {n} channels needs {n} shifts and "
+                             f"{n} offsets (tuples)")
         for s in self.shifts:
             if isinstance(s, bool) or not isinstance(s, int) or not 1 <= s <= SHIFT_MAX:
                 raise ValueError(f"per-channel shift {s!r} must be an integer in 1..{SHIFT_MAX}")
+        for o in self.offsets:
+            if isinstance(o, bool) or not isinstance(o, int) or not IMM32_MIN <= o <= IMM32_MAX:
+                raise ValueError(f"per-channel offset {o!r} must be an int32")
         if self.shift or self.offset or not self.bias_first:
             raise ValueError("a per-channel requantization has shift 0 and offset 0 (its rows "
                              "carry them) and adds its bias first")
 
     def channel_rows(self, channels):
-        """``[2, channels]`` int32: the multipliers and shifts of every output channel, padded
-        channels (beyond the requantization's) with multiplier 0 and shift 1."""
-        rows = np.zeros((CHANNEL_ROW_BLOCKS - 1, channels), np.int64)
-        rows[1] = 1
+        """``[3, channels]`` int32: the multipliers, offsets and shifts of every output channel,
+        padded channels (beyond the requantization's) with multiplier 0, offset 0, shift 1."""
+        rows = np.zeros((3, channels), np.int64)
+        rows[2] = 1
         n = len(self.multiplier)
-        rows[:, :n] = [self.multiplier, self.shifts]
+        rows[:, :n] = [self.multiplier, self.offsets, self.shifts]
         return rows.astype(np.int32)
 
     def _offset_steps(self):
@@ -234,7 +238,7 @@ class Requant:
         """Emit the tail on ``builder``: ``same`` is an ALU kernel whose micro-ops have
         src = dst over the rows to requantize; ``bias`` one whose src is each row's bias row;
         ``channel(k)`` one whose src is each row's channel row of block ``k`` (0 multipliers, 1
-        shifts; needed with :attr:`per_channel`). A requantization with a ``scale``
+        offsets, 2 shifts; needed with :attr:`per_channel`). A requantization with a ``scale``
         raises ``ValueError`` (it is the host's)."""
         if self.scale is not None:
             raise ValueError(f"requantization by the real scale {self.scale:.6g} runs on the "
@@ -247,7 +251,7 @@ class Requant:
             if channel is None:
                 raise ValueError("a per-channel requantization reads its channel rows: only "
                                  "conv2d and dense have them")
-            for k, op in enumerate((AluOp.SCL, AluOp.SHR)):
+            for k, op in enumerate((AluOp.SCL, AluOp.ADD, AluOp.SHR)):
                 builder.alu(channel(k), op)
         elif self.multiplier is not None:
             builder.alu(same, AluOp.SCL, imm=self.multiplier)
@@ -280,9 +284,10 @@ class Requant:
         else:
             if self.per_channel:                   # channels along axis 1: [N, C, ...]
                 shape = (1, -1) + (1,) * (r.ndim - 2)
-                m, s = (np.asarray(v, np.int64).reshape(shape)
-                        for v in (self.multiplier, self.shifts))
-                r = _wrap((_wrap(r << self.pre_shift) * m) >> SCALE_FRACTION) >> s
+                m, off, s = (np.asarray(v, np.int64).reshape(shape)
+                             for v in (self.multiplier, self.offsets, self.shifts))
+                r = _wrap((_wrap(r << self.pre_shift) * m) >> SCALE_FRACTION)
+                r = _wrap(r + off) >> s
             elif self.multiplier is not None:      # ⌊acc · 2^pre_shift · m / 2^15⌋
                 r = _wrap((_wrap(r << self.pre_shift) * self.multiplier) >> SCALE_FRACTION)
             if self.per_channel:

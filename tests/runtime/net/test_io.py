@@ -171,7 +171,7 @@ def test_round_trip_of_fixed_point_requantizations(tmp_path):
     rng = np.random.default_rng(2)
     w = rng.integers(-20, 20, size=(8, 3, 3, 3), dtype=np.int8)
     per_channel = Requant(0, (-128, 127), bias_first=True, multiplier=tuple(range(20000, 20008)),
-                          shifts=tuple(range(9, 17)))
+                          shifts=tuple(range(9, 17)), offsets=tuple(range(256, 264)))
     nodes = [
         Node("a", "conv2d", ["image"], attrs=dict(pad=1), weights=w, bias=np.arange(8, dtype=np.int32),
              requant=per_channel),

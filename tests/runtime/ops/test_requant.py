@@ -149,28 +149,29 @@ def test_a_multiplier_needs_alu_scale(tiny_cfg, device, int8):
         _conv_pad_value(device(tiny_cfg), x, w, bias, Requant(9, multiplier=23117))
 
 
-def _per_channel(rng, channels):
+def _per_channel(rng, channels, zy=3):
     """A per-channel requantization: random multipliers in [2^14, 2^15), shifts 8..14."""
     m = tuple(int(v) for v in rng.integers(1 << 14, 1 << 15, channels))
     s = tuple(int(v) for v in rng.integers(8, 15, channels))
-    return Requant(0, (-128, 127), bias_first=True, multiplier=m, shifts=s)
+    return Requant(0, (-128, 127), bias_first=True, multiplier=m, shifts=s,
+                   offsets=tuple(zy * (1 << k) + (1 << (k - 1)) for k in s))
 
 
 def test_per_channel_values_are_checked():
     with pytest.raises(ValueError, match="needs 2 shifts"):
-        Requant(bias_first=True, multiplier=(5, 6), shifts=(3,))
+        Requant(bias_first=True, multiplier=(5, 6), shifts=(3,), offsets=(0, 0))
     with pytest.raises(ValueError, match="shift 0 and offset 0"):
-        Requant(3, bias_first=True, multiplier=(5,), shifts=(3,))
+        Requant(3, bias_first=True, multiplier=(5,), shifts=(3,), offsets=(0,))
     with pytest.raises(ValueError, match="per-channel shift"):
-        Requant(bias_first=True, multiplier=(5,), shifts=(0,))
+        Requant(bias_first=True, multiplier=(5,), shifts=(0,), offsets=(0,))
     with pytest.raises(ValueError, match="belong to a per-channel"):
-        Requant(3, shifts=(3,))
+        Requant(3, shifts=(3,), offsets=(0,))
 
 
 @pytest.mark.parametrize("shape", [(1, 4, 5, 6), (2, 8, 4, 4)])
 def test_conv2d_per_channel_on_the_device(tiny_cfg, device, int8, shape):
-    """Multipliers and shifts as resident ACC rows beside the bias: SCL and SHR with two
-    operands, against the reference channel by channel."""
+    """Multipliers, offsets and shifts as resident ACC rows beside the bias: SCL, ADD, SHR with
+    two operands, against the reference channel by channel."""
     cfg = tiny_cfg.replace(alu_scale=1)
     rng = np.random.default_rng(shape[1])
     x, w = int8(shape), int8((12, shape[1], 3, 3))
@@ -183,4 +184,4 @@ def test_conv2d_per_channel_on_the_device(tiny_cfg, device, int8, shape):
     assert len(np.unique(want)) > 20              # not all clipped
     two_operand = {insn.alu_opcode for insn in dev.last_program.insns
                    if insn.opcode == 4 and not insn.use_imm}
-    assert {AluOp.SCL, AluOp.SHR} <= two_operand
+    assert {AluOp.SCL, AluOp.ADD, AluOp.SHR} <= two_operand
