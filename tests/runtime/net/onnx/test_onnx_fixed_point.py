@@ -122,3 +122,22 @@ def test_per_channel_weights(onnx_kit, form):
     assert not scale.uniform and len(scale.fixed) == 8 and abs(scale.error) < 32e-6
     assert imported.graph.nodes[0].requant.per_channel
     assert "×8" in imported.report()
+
+
+@pytest.mark.tsim
+def test_per_channel_conv_add_and_pool_on_tsim(onnx_kit):
+    """The Verilated RTL with SCL runs the fixed-point layers as fsim does (run_device checks
+    the device's int8 tensors against the numpy reference)."""
+    rng = np.random.default_rng(17)
+    m = onnx_kit.QDQ((1, 4, 6, 6), SX, -128)
+    a = m.conv(m.x, _weights(rng, (4, 4, 3, 3)), SW * np.exp(rng.uniform(-1, 1, 4)), None,
+               0.05, 3, pad=1)
+    b = m.conv(m.x, _weights(rng, (4, 4, 1, 1)), SW, None, 0.05 * 1.37, -7)
+    y = m.global_avg_pool(m.add(a, b, SY * 1.9, 11), SY, 2)
+    model = m.build(y)
+    x = _input(rng, (1, 4, 6, 6), -128)
+    imported = import_onnx(model, batch=1, fixed_point=True)
+    outputs, run = onnx_kit.run_device(imported.graph, x, config=SCALE_TINY, target="tsim")
+    assert all(layer.on == "device" for layer in run.layers)
+    (ours,), (theirs,) = outputs.values(), onnx_kit.run_ort(model, x)
+    assert np.abs(np.rint((ours - theirs) / SY)).max() <= 1
