@@ -124,9 +124,9 @@ def cmd_disasm(args):
                         f"{INSN_BYTES}-byte instructions")
     for index, insn in enumerate(codec(cfg).decode_program(blob)):
         if args.json:
-            print(json.dumps(insn_to_json(insn)))
+            print(json.dumps(insn_to_json(insn, cfg=cfg)))
         else:
-            obj = insn_to_json(insn)
+            obj = insn_to_json(insn, cfg=cfg)
             error = f"    ; error {obj['error']}: {obj['reason']}" if "error" in obj else ""
             print(f"{index:5d}: {format_insn(insn)}{error}")
     return 0
@@ -280,6 +280,10 @@ def build_parser():
                    help="layers whose scale ratio is not a power of two keep onnxruntime's "
                         "real-valued requantization and run on the host (default: the "
                         "nearest power of two, on the device)")
+    p.add_argument("--fixed-point", action="store_true",
+                   help="carry each scale ratio as a 15-bit fixed-point multiplier (ALU SCL): "
+                        "exact to a few parts per million on a configuration with ALU_SCALE: "
+                        "1; elsewhere those layers run on the host")
     p.set_defaults(run=_lazy("avta.runtime.net.onnx_import", "cmd_import"))
 
     p = sub.add_parser("profile", help="where a network's cycles go: timeline, roofline, report",

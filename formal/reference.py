@@ -10,20 +10,24 @@ in a clever formulation does not cancel out; widths come from the configuration
 import functools
 import operator
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 
 from avta.isa import formats
 from avta.isa.enums import AluOp, ErrorCode, MemType, Opcode, PadValue, Stage
-from avta.isa.legality import LOADABLE_MEMORY_TYPES
+from avta.isa.legality import LOADABLE_MEMORY_TYPES, alu_ops
 from avta.isa.memories import stage_of
 
-__all__ = ["alu_lane", "insn_stage", "insn_error", "SHIFT_BITS", "MUL_BITS", "sign_extend",
+__all__ = ["alu_lane", "insn_stage", "insn_error", "SHIFT_BITS", "MUL_BITS", "SCALE_BITS",
+           "SCALE_FRACTION", "sign_extend",
            "loop_empty", "loop_offset", "LoopNest", "PadRows", "dot_lane"]
 
 #: SHR reads B[5:0] as a signed shift amount (docs/isa.md §3.4).
 SHIFT_BITS = 6
 #: MUL multiplies the sign-extended low bytes (docs/isa.md §3.4).
 MUL_BITS = 8
+#: SCL multiplies by sext(B[15:0]) / 2^15, rounding down (docs/isa.md §3.4).
+SCALE_BITS = 16
+SCALE_FRACTION = 15
 
 
 def dot_lane(inp, wgt, width):
@@ -72,6 +76,14 @@ def alu_lane(m: Module, cfg, op, a, b, *, name):
             m.d.comb += out.eq(Mux(low >= neg_b.as_signed(), low, neg_b))
         with m.Case(AluOp.MOV):
             m.d.comb += out.eq(b)
+        if cfg.alu_scale:
+            with m.Case(AluOp.SCL):
+                # floor(A·m / 2^15) as a signed division by a power of two: the arithmetic
+                # shift of the exact product, kept to the low ``width`` bits (wrapping).
+                m_value = b[:SCALE_BITS].as_signed()
+                product = Signal(signed(width + SCALE_BITS), name=f"{name}_scl_product")
+                m.d.comb += product.eq(a * m_value)
+                m.d.comb += out.eq((product >> SCALE_FRACTION)[:width])
     return out
 
 
@@ -100,16 +112,18 @@ def insn_stage(m: Module, insn, *, name):
     return out
 
 
-def insn_error(m: Module, insn, *, name):
-    """The decode-time error of ``insn`` (docs/isa.md §3.5, codes 1–6 and 8: the lowest code of
-    the rules it breaks) or NONE, as a new signal."""
+def insn_error(m: Module, insn, *, name, cfg):
+    """The decode-time error of ``insn`` at ``cfg`` (docs/isa.md §3.5, codes 1–6 and 8: the
+    lowest code of the rules it breaks; SCL is legal only with ``ALU_SCALE: 1``) or NONE, as a
+    new signal."""
     head, mem, alu = insn.head, insn.memory, insn.alu
     opcode = head.opcode
     stage = insn_stage(m, insn, name=f"{name}_stage")
     pads = [mem.y_pad_0, mem.y_pad_1, mem.x_pad_0, mem.x_pad_1]
     broken = {
         ErrorCode.ILLEGAL_OPCODE: ~_among(opcode, Opcode),
-        ErrorCode.ILLEGAL_ALU_OPCODE: (opcode == Opcode.ALU) & ~_among(alu.alu_opcode, AluOp),
+        ErrorCode.ILLEGAL_ALU_OPCODE: (opcode == Opcode.ALU) & ~_among(alu.alu_opcode,
+                                                                      alu_ops(cfg)),
         ErrorCode.ILLEGAL_MEMORY_TYPE:
             (opcode == Opcode.LOAD) & ~_among(mem.memory_type, LOADABLE_MEMORY_TYPES),
         ErrorCode.ILLEGAL_PAD_VALUE: (opcode == Opcode.LOAD) & ~_among(mem.pad_value, PadValue),

@@ -3,7 +3,8 @@
 JSON form (docs/architecture.md, command line): one object per instruction with ``"op"`` (LOAD,
 STORE, GEMM, FINISH, ALU) and every field of its format by its docs/isa.md §2 name, zeros included;
 ``memory_type`` is a number, ``imm`` is signed, and an ALU instruction has ``"alu_op"`` (MIN…MOV)
-in place of ``alu_opcode``. ``asm`` treats a missing field as 0. Opcodes 5..7 disassemble as
+in place of ``alu_opcode`` (SCL, opcode 7, assembles at any configuration; its legality is the
+configuration's, docs/isa.md §3.5). ``asm`` treats a missing field as 0. Opcodes 5..7 disassemble as
 ``{"op": "ILLEGAL", "opcode": N, "raw": "0x…"}``. Disassembly of an illegal instruction adds
 ``"error"`` (the docs/isa.md §3.5 code) and ``"reason"``.
 """
@@ -23,8 +24,9 @@ class AsmError(UserError, ValueError):
     """An assembly line that cannot be turned into an instruction."""
 
 
-def insn_to_json(insn, *, with_errors=True):
-    """The JSON object (a dict) of one instruction."""
+def insn_to_json(insn, *, with_errors=True, cfg=None):
+    """The JSON object (a dict) of one instruction; ``cfg`` decides the errors it reports (SCL
+    is legal only with ``ALU_SCALE: 1``; ``None``: without)."""
     if isinstance(insn, IllegalInsn):
         obj = {"op": "ILLEGAL", "opcode": insn.opcode, "raw": f"0x{insn.raw:032x}"}
     else:
@@ -35,7 +37,7 @@ def insn_to_json(insn, *, with_errors=True):
             else:
                 obj[name] = int(value)
     if with_errors:
-        violation = check(insn)
+        violation = check(insn, cfg)
         if violation is not None:
             obj["error"] = int(violation.code)
             obj["reason"] = violation.reason
@@ -73,8 +75,8 @@ def insn_from_json(obj, *, where="instruction"):
             try:
                 alu_op = AluOp[alu_op.upper()]
             except KeyError:
-                raise AsmError(f"{where}: unknown alu_op {alu_op!r} (MIN, MAX, ADD, SHR, MUL, "
-                               f"CLP, MOV)") from None
+                raise AsmError(f"{where}: unknown alu_op {alu_op!r} "
+                               f"({', '.join(op.name for op in AluOp)})") from None
         obj["alu_opcode"] = alu_op
     if isinstance(obj.get("memory_type"), str):
         try:

@@ -43,6 +43,7 @@ KEYS = {
     "LOG_ACC_FACTOR_RESTRICT": (0, ">= 0 and < the ACC index width"),
     "ACC_READ_PORTS": (1, "1 or 2"),
     "TOKEN_BITS": (8, "2..16"),
+    "ALU_SCALE": (0, "0 or 1"),
     # Optional: absent (None) means derived, and an absent key is left out of to_dict() (so of
     # CONFIG_ID); it changes the GEMM's latency, never the ISA.
     "GEMM_PIPE_STAGES": (None, "0..LOG_BLOCK_IN; absent: derived from BLOCK_IN"),
@@ -50,6 +51,10 @@ KEYS = {
 
 #: The keys that may be absent (their default is None).
 _OPTIONAL = {key for key, (default, _) in KEYS.items() if default is None}
+
+#: Keys added after configurations were first identified: at their default value they are left
+#: out of to_dict() (so of CONFIG_ID), which keeps every older configuration's identity.
+_OMITTED_AT_DEFAULT = {"ALU_SCALE"}
 
 
 def derived_gemm_stages(log_block_in):
@@ -64,7 +69,7 @@ _ALLOWED = {
     "LOG_BATCH": set(range(0, 4)), "LOG_BLOCK_IN": set(range(1, 8)),
     "LOG_BLOCK_OUT": set(range(1, 8)), "LOG_UOP_WIDTH": {5, 6},
     "AXI_DATA_BITS": {64, 128, 256, 512}, "ACC_READ_PORTS": {1, 2},
-    "TOKEN_BITS": set(range(2, 17)),
+    "TOKEN_BITS": set(range(2, 17)), "ALU_SCALE": {0, 1},
 }
 
 #: Keys of upstream's and the Intel fork's ``vta_config.json`` that describe software or the
@@ -134,6 +139,7 @@ class Config:
     log_acc_factor_restrict: int = _field("LOG_ACC_FACTOR_RESTRICT")
     acc_read_ports: int = _field("ACC_READ_PORTS")
     token_bits: int = _field("TOKEN_BITS")
+    alu_scale: int = _field("ALU_SCALE")
     gemm_pipe_stages: int | None = _field("GEMM_PIPE_STAGES")
 
     def __post_init__(self):
@@ -187,9 +193,12 @@ class Config:
 
     def to_dict(self):
         """The configuration keys (upper case) and their values, without derived quantities; an
-        optional key that is absent is left out."""
-        return {key: getattr(self, key.lower()) for key in KEYS
-                if getattr(self, key.lower()) is not None or key not in _OPTIONAL}
+        optional key that is absent, and a key of :data:`_OMITTED_AT_DEFAULT` at its default,
+        are left out."""
+        values = {key: getattr(self, key.lower()) for key in KEYS}
+        return {key: value for key, value in values.items()
+                if not (value is None and key in _OPTIONAL)
+                and not (key in _OMITTED_AT_DEFAULT and value == KEYS[key][0])}
 
     # -- shape ----------------------------------------------------------------------------------
 

@@ -138,6 +138,8 @@ _MEANINGS = {
         "MUL": "sext(A[7:0]) · sext(B[7:0]) (the Intel Labs 8-bit product)",
         "CLP": "max(min(A, B), −B): clip A to [−B, B] (extension)",
         "MOV": "B (extension; with two operands only ACC[src] is read)",
+        "SCL": "(A · sext(B[15:0])) >> 15 (arithmetic), wrapping: a Q15 scale rounding down "
+               "(extension; only with `ALU_SCALE: 1`, else error 2)",
     },
     PadValue: {
         "ZERO": "padding rows hold 0",
@@ -149,7 +151,7 @@ _MEANINGS = {
     ErrorCode: {
         "NONE": "no error (ERR_CODE after a run that finished)",
         "ILLEGAL_OPCODE": "decode: opcode 5, 6 or 7",
-        "ILLEGAL_ALU_OPCODE": "decode: ALU `alu_opcode` 7",
+        "ILLEGAL_ALU_OPCODE": "decode: ALU `alu_opcode` 7 (SCL) where `ALU_SCALE` is 0",
         "ILLEGAL_MEMORY_TYPE": "decode: LOAD with `memory_type` 4 (OUT), 6 or 7",
         "ILLEGAL_PAD_VALUE": "decode: LOAD with `pad_value` 3",
         "ILLEGAL_STORE": "decode: STORE with `x_size` > 0 and a memory type other than OUT, or "
@@ -233,6 +235,8 @@ _KEY_MEANINGS = {
                                "`src_factor_*` fields (A)",
     "ACC_READ_PORTS": "ACC read ports: 1, a two-operand ALU step takes 2 cycles; 2, it takes 1",
     "TOKEN_BITS": "width of each dependency-token counter",
+    "ALU_SCALE": "1: the ALU has ALU opcode 7, SCL, a 32×16-bit multiplier per lane (§3.4); 0: "
+                 "opcode 7 is error 2, as upstream. Left out of CONFIG_ID's hash at 0",
     "GEMM_PIPE_STAGES": "pipeline registers in the GEMM's dot product (each adds a cycle to a "
                         "GEMM instruction; not part of the ISA); absent: `ceil(LOG_BLOCK_IN / 2)`",
 }

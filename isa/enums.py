@@ -31,7 +31,9 @@ class MemType(enum.IntEnum, shape=formats.MEMORY_TYPE_BITS):
 
 
 class AluOp(enum.IntEnum, shape=formats.ALU_OPCODE_BITS):
-    """ALU ``alu_opcode`` (docs/isa.md §3.4). 7 is illegal (error 2)."""
+    """ALU ``alu_opcode`` (docs/isa.md §3.4). SCL exists only where the configuration key
+    ``ALU_SCALE`` is 1; elsewhere 7 is illegal (error 2), as upstream
+    (:func:`avta.isa.legality.alu_ops`)."""
     MIN = 0
     MAX = 1
     ADD = 2
@@ -43,6 +45,9 @@ class AluOp(enum.IntEnum, shape=formats.ALU_OPCODE_BITS):
     CLP = 5
     #: B.
     MOV = 6
+    #: (A * sext(B[15:0])) >> 15: a Q15 fixed-point scale rounding down (extension, only with
+    #: ``ALU_SCALE: 1``).
+    SCL = 7
 
 
 class PadValue(enum.IntEnum, shape=formats.PAD_VALUE_BITS):

@@ -10,10 +10,18 @@ from .enums import AluOp, ErrorCode, MemType, Opcode, PadValue, Stage
 from .insn import AluInsn, GemmInsn, IllegalInsn, MemoryInsn
 from .memories import LOADABLE
 
-__all__ = ["Violation", "check", "check_program", "LOADABLE_MEMORY_TYPES"]
+__all__ = ["Violation", "check", "check_program", "alu_ops", "LOADABLE_MEMORY_TYPES"]
 
 #: LOAD memory types; any other (OUT, 6, 7) is error 3.
 LOADABLE_MEMORY_TYPES = frozenset(LOADABLE)
+
+
+def alu_ops(cfg=None):
+    """The ALU operations an instruction may use at ``cfg``: every :class:`AluOp`, less SCL
+    unless the configuration key ``ALU_SCALE`` is 1 (docs/isa.md §3.4). ``None`` stands for a
+    configuration without the scale multipliers, upstream's set."""
+    scale = cfg is not None and cfg.alu_scale
+    return tuple(op for op in AluOp if op != AluOp.SCL or scale)
 
 
 @dataclass(frozen=True)
@@ -23,30 +31,35 @@ class Violation:
     reason: str
 
 
-def check(insn):
-    """The :class:`Violation` of ``insn`` with the lowest code, or ``None`` when it is legal."""
-    found = _violations(insn)
+def check(insn, cfg=None):
+    """The :class:`Violation` of ``insn`` with the lowest code, or ``None`` when it is legal;
+    ``cfg`` decides whether SCL exists (:func:`alu_ops`; ``None``: it does not)."""
+    found = _violations(insn, alu_ops(cfg))
     return min(found, key=lambda v: v.code) if found else None
 
 
-def check_program(insns):
+def check_program(insns, cfg=None):
     """``(index, Violation)`` of the first illegal instruction, or ``None``."""
     for index, insn in enumerate(insns):
-        violation = check(insn)
+        violation = check(insn, cfg)
         if violation is not None:
             return index, violation
     return None
 
 
-def _violations(insn):
+def _violations(insn, legal_alu_ops):
     if isinstance(insn, IllegalInsn):
         return [Violation(ErrorCode.ILLEGAL_OPCODE,
                           f"opcode {insn.opcode} is undefined (LOAD 0, STORE 1, GEMM 2, "
                           f"FINISH 3, ALU 4)")]
     found = []
-    if isinstance(insn, AluInsn) and insn.alu_opcode not in AluOp._value2member_map_:
+    if isinstance(insn, AluInsn) and insn.alu_opcode not in legal_alu_ops:
+        names = ", ".join(f"{op.name} {op.value}" for op in legal_alu_ops)
         found.append(Violation(ErrorCode.ILLEGAL_ALU_OPCODE,
-                               f"ALU opcode {insn.alu_opcode} is undefined (MIN 0 … MOV 6)"))
+                               f"ALU opcode {insn.alu_opcode} is undefined here ({names}; SCL 7 "
+                               f"needs the configuration key ALU_SCALE: 1)"
+                               if insn.alu_opcode == AluOp.SCL else
+                               f"ALU opcode {insn.alu_opcode} is undefined ({names})"))
     if isinstance(insn, MemoryInsn) and insn.opcode == Opcode.LOAD:
         if insn.memory_type not in LOADABLE_MEMORY_TYPES:
             found.append(Violation(ErrorCode.ILLEGAL_MEMORY_TYPE,

@@ -22,7 +22,7 @@ caller's job, and :mod:`avta.runtime.wellformed` checks it.
 from avta.isa.encoding import EncodeError, codec, finish as finish_insn
 from avta.isa.enums import AluOp, MemType, Opcode, PadValue, Stage
 from avta.isa.insn import AluInsn, GemmInsn, MemoryInsn
-from avta.isa.legality import LOADABLE_MEMORY_TYPES
+from avta.isa.legality import LOADABLE_MEMORY_TYPES, alu_ops
 from avta.isa.memories import memory
 
 from .program import Program
@@ -263,6 +263,9 @@ class StreamBuilder:
         """An ALU instruction running ``kernel`` (docs/isa.md §3.4): ``op`` of ACC[src] and ``imm``
         when given, else of ACC[dst] and ACC[src]; ``wrap`` as for :meth:`gemm`."""
         op = AluOp(op)
+        if op not in alu_ops(self._cfg):
+            raise StreamError(f"ALU {op.name} needs the configuration key ALU_SCALE: 1 "
+                              f"({self._cfg.name} has 0; docs/isa.md §3.4)")
         dst, src, _ = kernel.max_indices()
         self._check_index("ALU", "dst (ACC)", dst, self._cfg.acc_depth, wrap)
         self._check_index("ALU", "src (ACC)", src, self._cfg.acc_depth, wrap)

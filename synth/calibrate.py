@@ -47,11 +47,17 @@ def fit(samples):
     """A :class:`LogicModel` fitted to ``samples``, a list of ``(cfg, {block: GE})``.
 
     Each block's coefficients minimise the sum of squared relative errors; a coefficient the
-    least squares would make negative is dropped (set to 0) and the rest fitted again.
+    least squares would make negative is dropped (set to 0) and the rest fitted again. A term
+    whose quantity is 0 at every point (SCL's lanes when no point has ``ALU_SCALE: 1``) keeps
+    the default model's coefficient.
     """
     values = {}
     for block in BLOCKS:
-        terms = list(LOGIC_TERMS[block])
+        terms = [(field, q) for field, q in LOGIC_TERMS[block]
+                 if any(quantities(cfg)[q] for cfg, _ in samples)]
+        for field, q in LOGIC_TERMS[block]:
+            if (field, q) not in terms:
+                values[field] = getattr(LogicModel(), field)
         while True:
             a = np.array([[quantities(cfg)[q] for _, q in terms] for cfg, _ in samples], float)
             y = np.array([ge[block] for _, ge in samples], float)

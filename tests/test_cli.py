@@ -68,7 +68,25 @@ def test_disasm_flags_illegal_instructions(tmp_path, capsys):
     assert main(["disasm", "--config", "default", str(path), "--json"]) == 0
     first, second = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert first["op"] == "ILLEGAL" and first["error"] == 1
-    assert second["op"] == "ALU" and second["alu_op"] == 7 and second["error"] == 2
+    assert second["op"] == "ALU" and second["alu_op"] == "SCL" and second["error"] == 2
+    assert "ALU_SCALE: 1" in second["reason"]
+
+
+def test_scl_assembles_and_is_legal_where_alu_scale_is_on(tmp_path, capsys):
+    config = tmp_path / "scale.yaml"
+    config.write_text("name: tiny_scale\nLOG_BLOCK_IN: 2\nLOG_BLOCK_OUT: 2\n"
+                      "LOG_UOP_BUFF_SIZE: 10\nLOG_INP_BUFF_SIZE: 10\nLOG_WGT_BUFF_SIZE: 12\n"
+                      "LOG_ACC_BUFF_SIZE: 12\nALU_SCALE: 1\n")
+    src = tmp_path / "p.jsonl"
+    src.write_text('{"op": "ALU", "alu_op": "SCL", "use_imm": 1, "imm": 16384}\n')
+    binary = tmp_path / "p.bin"
+    assert main(["asm", "--config", str(config), str(src), "-o", str(binary)]) == 0
+    capsys.readouterr()
+    assert main(["disasm", "--config", str(config), str(binary), "--json"]) == 0
+    line = json.loads(capsys.readouterr().out)
+    assert line["alu_op"] == "SCL" and line["imm"] == 16384 and "error" not in line
+    assert main(["disasm", "--config", str(config), str(binary)]) == 0
+    assert "ALU SCL imm 16384" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("line, message", [

@@ -3,7 +3,7 @@ docs/isa.md §3.4.
 
 ``ops``
     For every operand value and every legal ALU op (MIN, MAX, ADD, SHR both ways, MUL, CLP,
-    MOV), each lane of every batch row equals :func:`avta.formal.reference.alu_lane` at the
+    MOV, and SCL where ``ALU_SCALE`` is 1), each lane of every batch row equals :func:`avta.formal.reference.alu_lane` at the
     configured widths. The lanes are combinational, so this is proven at once (k = 1).
 ``operands``
     The whole ALU unit (loop, micro-op read, ACC reads, operand selection, write) runs one
@@ -39,6 +39,9 @@ docs/isa.md §3.4.
     unpipelined unit reads. Bounded (BMC, :data:`PIPE_DEPTH`).
 """
 
+import functools
+import operator
+
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 
@@ -48,6 +51,7 @@ from avta.hw.core.sram import geometry, row_layout
 from avta.isa import formats
 from avta.isa.enums import AluOp
 from avta.isa.layout import layouts
+from avta.isa.legality import alu_ops
 
 from ..harness import Check, Harness
 from ..reference import alu_lane, sign_extend
@@ -71,7 +75,7 @@ class AluHarness(Harness):
         row = row_layout(cfg, "acc")
         op = self.input("op", 3)
         a, b = self.input("a", row.size), self.input("b", row.size)
-        self.assume(m, op <= max(AluOp))
+        self.assume(m, _legal_op(cfg, op))
         m.d.comb += [dut.op.eq(op), dut.a.eq(a), dut.b.eq(b)]
         out = Signal(row.size)
         m.d.comb += out.eq(dut.out.as_value())
@@ -80,8 +84,13 @@ class AluHarness(Harness):
             bits = slice(lane * width, (lane + 1) * width)
             want = alu_lane(m, cfg, op, a[bits], b[bits], name=f"want{lane}")
             self.promise(m, out[bits] == want)
-        for value in AluOp:
+        for value in alu_ops(cfg):
             self.cover(m, (op == value) & (out != 0))
+
+
+def _legal_op(cfg, op):
+    """``op`` is an ALU operation of ``cfg`` (SCL only with ``ALU_SCALE: 1``)."""
+    return functools.reduce(operator.or_, (op == int(value) for value in alu_ops(cfg)))
 
 
 def _operands_ok(cfg, lanes, alu, row_dst, row_src):
@@ -121,7 +130,7 @@ class AluUnitHarness(Harness):
         alu, uop = lay.alu(insn), lay.uop(uop_word)
         # One step: the first micro-op of a 1 × 1 nest, so the offsets are 0.
         self.assume(m, (alu.iter_out == 1) & (alu.iter_in == 1) &
-                    (alu.uop_end == alu.uop_bgn + 1) & (alu.alu_opcode <= max(AluOp)))
+                    (alu.uop_end == alu.uop_bgn + 1) & _legal_op(cfg, alu.alu_opcode))
         m.d.comb += [dut.start.eq(~self.started(m)), dut.abort.eq(0), dut.insn.eq(insn)]
 
         # The memories: synchronous reads; the micro-op buffer holds the micro-op, ACC holds
@@ -192,7 +201,7 @@ class AluPipeHarness(Harness):
         acc_bits = geometry(cfg, "acc").addr_bits
         insn = self.constant(m, "insn", lay.alu.size)
         alu = lay.alu(insn)
-        self.assume(m, alu.alu_opcode <= max(AluOp))
+        self.assume(m, _legal_op(cfg, alu.alu_opcode))
         started = self.started(m)
         m.d.comb += [dut.start.eq(~started), dut.abort.eq(0), dut.insn.eq(insn)]
 

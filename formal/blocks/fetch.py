@@ -43,8 +43,9 @@ from avta.hw.core.queue import INDEX_BITS
 from avta.hw.mem_client import ADDR_BITS
 from avta.isa.encoding import INSN_BYTES
 from avta.isa.enums import ErrorCode, Stage
-from avta.isa.formats import INSN_BITS
+from avta.isa.formats import ALU_OPCODE_BITS, INSN_BITS
 from avta.isa.layout import layouts
+from avta.isa.legality import alu_ops
 
 from ..harness import Check, Harness
 from ..reference import insn_error, insn_stage
@@ -61,6 +62,14 @@ DECODE_CODES = (ErrorCode.ILLEGAL_OPCODE, ErrorCode.ILLEGAL_ALU_OPCODE,
                 ErrorCode.FINISH_WITH_TOKEN)
 
 
+def decode_codes(cfg):
+    """The decode errors an instruction can have at ``cfg``: :data:`DECODE_CODES`, less code 2
+    where every ALU opcode is legal (``ALU_SCALE: 1``, docs/isa.md §3.5)."""
+    every_alu_op = len(alu_ops(cfg)) == 1 << ALU_OPCODE_BITS
+    return tuple(code for code in DECODE_CODES
+                 if not (every_alu_op and code == ErrorCode.ILLEGAL_ALU_OPCODE))
+
+
 class DecodeHarness(Harness):
     def __init__(self, cfg, faults):
         super().__init__()
@@ -71,10 +80,10 @@ class DecodeHarness(Harness):
         insn = self.input("insn", INSN_BITS)
         m.d.comb += dut.insn.eq(insn)
         view = layouts(self._cfg).insn(insn)
-        error, stage = insn_error(m, view, name="ref_error"), insn_stage(m, view, name="ref_stage")
+        error, stage = insn_error(m, view, name="ref_error", cfg=self._cfg), insn_stage(m, view, name="ref_stage")
         self.promise(m, dut.error == error)
         self.promise(m, (error != ErrorCode.NONE) | (dut.stage == stage))
-        for code in DECODE_CODES:
+        for code in decode_codes(self._cfg):
             self.cover(m, dut.error == code)
         for s in Stage:
             self.cover(m, (dut.error == ErrorCode.NONE) & (dut.stage == s))
@@ -143,7 +152,7 @@ class FetchHarness(Harness):
 
         # -- promises -----------------------------------------------------------------------------
         view = layouts(cfg).insn(track)
-        ref_error = insn_error(m, view, name="ref_error")
+        ref_error = insn_error(m, view, name="ref_error", cfg=cfg)
         ref_stage = insn_stage(m, view, name="ref_stage")
         self.promise(m, sum(f.as_unsigned() for f in fired.values()) <= 1)
         for stage, port in ports.items():
@@ -165,6 +174,8 @@ class FetchHarness(Harness):
         self.cover(m, any_fired & (k == RING) & (ports[Stage.COMPUTE].payload.index == k))
         for code in (ErrorCode.ILLEGAL_OPCODE, ErrorCode.ILLEGAL_ALU_OPCODE,
                      ErrorCode.DRAM_OUT_OF_RANGE):
+            if code not in decode_codes(cfg) + (ErrorCode.DRAM_OUT_OF_RANGE,):
+                continue                # no illegal ALU opcode with ALU_SCALE: 1
             self.cover(m, stopped_at_k & (dut.error_code == code) & (k != 0))
         self.cover(m, dut.checked & ~dut.error & ~scanned & (count == 3))
 

@@ -10,13 +10,18 @@ from .sram import row_layout
 
 __all__ = ["AluLanes"]
 
-# SHR takes B[5:0] as a signed shift amount (docs/isa.md §3.4); MUL takes the low byte of each operand.
+# SHR takes B[5:0] as a signed shift amount (docs/isa.md §3.4); MUL takes the low byte of each operand;
+# SCL multiplies by sext(B[15:0]) / 2^15, rounding down.
 _SHIFT_BITS = 6
 _MUL_BITS = 8
+_SCALE_BITS = 16
+_SCALE_FRACTION = 15
 
 
 class AluLanes(wiring.Component):
-    """``out = f(a, b)`` lane by lane (int32, wrapping), for every batch row.
+    """``out = f(a, b)`` lane by lane (int32, wrapping), for every batch row. SCL's multipliers
+    (32×16 bits per lane) exist only where ``cfg.alu_scale`` is 1; elsewhere opcode 7 never
+    reaches the lanes (decode error 2).
 
     Ports
     -----
@@ -74,4 +79,11 @@ class AluLanes(wiring.Component):
                     m.d.comb += y.eq(Mux(low > neg, low, neg))
             with m.Case(AluOp.MOV):
                 m.d.comb += [y.eq(b) for a, b, y in lanes]
+            if cfg.alu_scale:
+                with m.Case(AluOp.SCL):
+                    # A 32×16 signed product (48 bits, exact); its bits [46:15] are the floor.
+                    for i, (a, b, y) in enumerate(lanes):
+                        product = Signal(cfg.acc_width + _SCALE_BITS, name=f"scl_{i}")
+                        m.d.comb += product.eq(a * b[:_SCALE_BITS].as_signed())
+                        m.d.comb += y.eq(product[_SCALE_FRACTION:])
         return m

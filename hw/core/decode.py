@@ -11,8 +11,9 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from avta.isa.enums import AluOp, ErrorCode, MemType, Opcode, PadValue, Stage
+from avta.isa.enums import ErrorCode, MemType, Opcode, PadValue, Stage
 from avta.isa.layout import layouts
+from avta.isa.legality import alu_ops
 from avta.isa.memories import LOADABLE, stage_types
 
 __all__ = ["InsnDecode"]
@@ -68,7 +69,7 @@ class InsnDecode(wiring.Component):
         pads = mem.y_pad_0 | mem.y_pad_1 | mem.x_pad_0 | mem.x_pad_1
         rules = [
             (ErrorCode.ILLEGAL_OPCODE, opcode > Opcode.ALU),
-            (ErrorCode.ILLEGAL_ALU_OPCODE, is_alu & (alu.alu_opcode > AluOp.MOV)),
+            (ErrorCode.ILLEGAL_ALU_OPCODE, is_alu & ~_one_of(alu.alu_opcode, alu_ops(self._cfg))),
             (ErrorCode.ILLEGAL_MEMORY_TYPE, is_load & ~loadable),
             (ErrorCode.ILLEGAL_PAD_VALUE, is_load & (mem.pad_value > PadValue.MAX)),
             (ErrorCode.ILLEGAL_STORE,

@@ -326,10 +326,11 @@ class _Executor:
             wgt = self.device.upload(pack_oihw(padded, cfg.block_out, cfg.block_in),
                                      mem=MemType.WGT)
             bias = None
-            if node.bias is not None:
+            if node.bias is not None or node.requant.per_channel:
                 b = np.zeros(po, np.int32)
-                b[:o] = node.bias
-                bias = self.device.upload(pack_bias(cfg, b), mem=MemType.ACC)
+                if node.bias is not None:
+                    b[:o] = node.bias
+                bias = self.device.upload(pack_bias(cfg, b, node.requant), mem=MemType.ACC)
             self.weights[node.name] = (wgt, bias)
         wgt, bias = self.weights[node.name]
         bufs = Conv2dBuffers(inp, wgt.elem(cfg, MemType.WGT), self._out(node),
@@ -398,9 +399,11 @@ class _Executor:
         cfg = self.cfg
         shape = self.layout.padded(self.graph.input_shapes(node)[0])
         shift_a = node.attrs.get("shift_a", 0)
+        scale_a, scale_b = node.attrs.get("scale_a", 0), node.attrs.get("scale_b", 0)
         # The faster of the GEMM core (operands as INP rows, diagonal weights) and the ALU, by
-        # the cycle estimates (ops/residual.py).
-        plan = plan_add(cfg, shape, shift_a=shift_a, requant=node.requant)
+        # the cycle estimates (ops/residual.py); inputs scaled by SCL multipliers take the ALU.
+        plan = plan_add(cfg, shape, shift_a=shift_a, requant=node.requant,
+                        path="alu" if scale_a or scale_b else None)
         if plan.path == "gemm":
             if node.name not in self.weights:
                 self.weights[node.name] = (self.device.upload(pack_add_weights(cfg, shift_a),
@@ -412,7 +415,7 @@ class _Executor:
                                   tiling=plan.tiling)
         a, b = (self._elem(t, MemType.ACC_8BIT) for t in node.inputs)
         return build_add(cfg, shape, a, b, self._out(node), requant=node.requant,
-                         shift_a=shift_a)
+                         shift_a=shift_a, scale_a=scale_a, scale_b=scale_b)
 
     # -- the host's part -------------------------------------------------------------------------
 

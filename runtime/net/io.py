@@ -33,7 +33,8 @@ _OPTIONAL_KEYS = ("weights", "host")
 _HOST_KEYS = ("name", "shape", "dtype", "scale", "zero_point", "pad", "pad_value")
 _NODE_KEYS = ("name", "op", "inputs", "output", "weights", "bias", "requant")
 _ARRAYS = {"weights": np.int8, "bias": np.int32}
-_REQUANT_KEYS = ("shift", "clip", "use_clp", "bias_first", "offset", "scale", "zero_point")
+_REQUANT_KEYS = ("shift", "clip", "use_clp", "bias_first", "offset", "scale", "zero_point",
+                 "multiplier", "pre_shift", "shifts", "offsets")
 
 
 def _requant_dict(q):
@@ -50,6 +51,12 @@ def _requant_dict(q):
         out["scale"] = float(q.scale)
     if q.zero_point:
         out["zero_point"] = q.zero_point
+    if q.multiplier is not None:
+        out["multiplier"] = list(q.multiplier) if q.per_channel else q.multiplier
+    if q.pre_shift:
+        out["pre_shift"] = q.pre_shift
+    if q.per_channel:
+        out["shifts"], out["offsets"] = list(q.shifts), list(q.offsets)
     return out
 
 
@@ -173,9 +180,12 @@ def _requant(value, source, where):
         clip = tuple(clip)
     try:
         scale = value.get("scale")
+        multiplier, shifts, offsets = (_tuple(value.get(key))
+                                       for key in ("multiplier", "shifts", "offsets"))
         return Requant(value.get("shift", 0), clip, bool(value.get("use_clp", False)),
                        bool(value.get("bias_first", False)), value.get("offset", 0),
-                       None if scale is None else float(scale), value.get("zero_point", 0))
+                       None if scale is None else float(scale), value.get("zero_point", 0),
+                       multiplier, value.get("pre_shift", 0), shifts, offsets)
     except (TypeError, ValueError) as error:
         _fail(source, f"{where}: {error}")
 
@@ -187,6 +197,9 @@ def _names(value, source, what):
     if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
         _fail(source, f"{what} is {value!r}; give a list of tensor names")
     return tuple(value)
+def _tuple(value):
+    """A YAML list as a tuple (a per-channel field); anything else as it is."""
+    return tuple(value) if isinstance(value, list) else value
 
 
 def from_yaml(text, arrays, source="network"):

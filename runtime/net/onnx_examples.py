@@ -1,6 +1,7 @@
-"""Two real quantized models to import (docs/onnx.md): a classifier trained by scikit-learn on
-its bundled 8×8 digits (no download), converted by skl2onnx, and a small CNN written with
-onnx.helper; both quantized by onnxruntime's own ``quantize_static`` (int8, in QDQ form or in
+"""Real quantized models to import (docs/onnx.md): a classifier trained by scikit-learn on
+its bundled 8×8 digits (no download), converted by skl2onnx, a small CNN written with
+onnx.helper, and a ResNet-18-shaped network with random weights (batch norm folded); all
+quantized by onnxruntime's own ``quantize_static`` (int8, in QDQ form or in
 operator form) on calibration images. The tests and ``avta bench onnx-digits`` use them.
 
 Everything here needs the optional extra: ``pip install 'avta[onnx]'``.
@@ -15,7 +16,8 @@ from avta.errors import UserError
 
 from .onnx_import import INSTALL_HINT, load_onnx
 
-__all__ = ["digits", "quantize", "digits_mlp", "small_cnn", "logits_tensor", "FORMS"]
+__all__ = ["digits", "quantize", "digits_mlp", "small_cnn", "resnet18_like", "logits_tensor",
+           "FORMS"]
 
 #: quantize_static's two formats: QuantizeLinear/DequantizeLinear around float operators, or
 #: QLinearConv, QGemm, … operators.
@@ -144,3 +146,66 @@ def small_cnn(folder, x, y, *, seed=0, form="QDQ"):
     arrays.update(wf=head.coef_.T, bf=head.intercept_)
     nodes.append(helper.make_node("Gemm", ["features", "wf", "bf"], ["logits"], name="fc"))
     return quantize(model("logits", 10), folder, images[::7], name="small_cnn", form=form)
+
+
+#: ResNet-18's stages: (output channels, stride of the first block).
+_RESNET18_STAGES = ((64, 1), (128, 2), (256, 2), (512, 2))
+
+
+def resnet18_like(folder, *, size=64, seed=0, form="QDQ", per_channel=True, calibration=32,
+                  classes=1000):
+    """ResNet-18's graph (torchvision's: 7×7/2 stem, 3×3/2 max pool, four stages of two basic
+    blocks with 1×1/2 projections, global average pool, dense) written with onnx.helper, with
+    seeded random weights and biases (batch norm folded into them: He-scaled convolutions, the
+    second of each block halved so that the residual sums stay in range), input ``[N, 3, size,
+    size]``, quantized on ``calibration`` random images (normal, seeded) with per-channel
+    weights by default; ``(path of the quantized model, float32 model)``."""
+    onnx = load_onnx()
+    helper, numpy_helper, tensor = onnx.helper, onnx.numpy_helper, onnx.TensorProto
+    rng = np.random.default_rng(seed)
+    arrays, nodes = {}, []
+
+    def conv(x, name, cin, cout, k, stride, *, gain=1.0, relu=True):
+        std = gain * np.sqrt(2.0 / (cin * k * k))
+        arrays[f"{name}.w"] = rng.normal(0, std, (cout, cin, k, k))
+        arrays[f"{name}.b"] = rng.normal(0, 0.05, cout)
+        nodes.append(helper.make_node("Conv", [x, f"{name}.w", f"{name}.b"], [name], name=name,
+                                      kernel_shape=[k, k], strides=[stride] * 2,
+                                      pads=[k // 2] * 4))
+        if not relu:
+            return name
+        nodes.append(helper.make_node("Relu", [name], [f"{name}.relu"], name=f"{name}.relu"))
+        return f"{name}.relu"
+
+    x = conv("x", "conv1", 3, 64, 7, 2)
+    nodes.append(helper.make_node("MaxPool", [x], ["maxpool"], name="maxpool",
+                                  kernel_shape=[3, 3], strides=[2, 2], pads=[1] * 4))
+    x, cin = "maxpool", 64
+    for i, (cout, stride) in enumerate(_RESNET18_STAGES, 1):
+        for j in range(2):
+            name, s = f"layer{i}.{j}", stride if j == 0 else 1
+            y = conv(x, f"{name}.conv1", cin, cout, 3, s)
+            y = conv(y, f"{name}.conv2", cout, cout, 3, 1, gain=0.5, relu=False)
+            skip = x
+            if s != 1 or cin != cout:
+                skip = conv(x, f"{name}.downsample", cin, cout, 1, s, gain=0.5, relu=False)
+            nodes.append(helper.make_node("Add", [y, skip], [f"{name}.add"], name=f"{name}.add"))
+            nodes.append(helper.make_node("Relu", [f"{name}.add"], [f"{name}.out"],
+                                          name=f"{name}.relu"))
+            x, cin = f"{name}.out", cout
+    nodes.append(helper.make_node("GlobalAveragePool", [x], ["avgpool"], name="avgpool"))
+    nodes.append(helper.make_node("Flatten", ["avgpool"], ["features"], name="flatten"))
+    arrays["fc.w"] = rng.normal(0, np.sqrt(1.0 / cin), (cin, classes))
+    arrays["fc.b"] = rng.normal(0, 0.05, classes)
+    nodes.append(helper.make_node("Gemm", ["features", "fc.w", "fc.b"], ["logits"], name="fc"))
+    graph = helper.make_graph(
+        nodes, "resnet18_like",
+        [helper.make_tensor_value_info("x", tensor.FLOAT, ["N", 3, size, size])],
+        [helper.make_tensor_value_info("logits", tensor.FLOAT, ["N", classes])],
+        [numpy_helper.from_array(np.asarray(a, np.float32), n) for n, a in arrays.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    images = rng.normal(0, 1, (calibration, 3, size, size)).astype(np.float32)
+    path = quantize(model, folder, images, name="resnet18_like", form=form,
+                    per_channel=per_channel)
+    return path, model

@@ -91,15 +91,20 @@ class Imported:
 
     def report(self):
         """A text table of the layers' scales: the real multiplier, the shift, the error."""
-        lines = [f"{'layer':<28} {'op':<16} {'multiplier':>12} {'shift':>5} {'error':>8}  where"]
+        lines = [f"{'layer':<28} {'op':<16} {'multiplier':>12} {'shift':>5} {'fixed':>6} "
+                 f"{'error':>10}  where"]
         for s in self.scales:
             where = "host" if s.on_host else "device"
+            fixed = "" if s.fixed is None else \
+                f"×{len(s.fixed)}" if isinstance(s.fixed, tuple) else s.fixed
             lines.append(f"{s.node:<28} {s.op:<16} {s.multiplier:>12.6g} {s.shift:>5} "
-                         f"{s.error:>+8.2%}  {where}")
+                         f"{fixed:>6} {_error_text(s.error):>10}  {where}")
         worst = max((abs(s.error) for s in self.scales if not s.on_host), default=0.0)
         exact = sum(s.exact for s in self.scales)
-        lines.append(f"{exact} of {len(self.scales)} requantizations are powers of two; the "
-                     f"largest scale error on the device is {worst:.2%}")
+        fixed = sum(s.fixed is not None for s in self.scales)
+        lines.append(f"{exact} of {len(self.scales)} requantizations are powers of two, {fixed} "
+                     f"fixed-point (SCL); the largest scale error on the device is "
+                     f"{_error_text(worst).lstrip('+')}")
         return "\n".join(lines)
 
 
@@ -112,11 +117,12 @@ def _attrs(onnx, node):
 
 
 class _Importer:
-    def __init__(self, onnx, model, batch, outputs, host_requant, name):
+    def __init__(self, onnx, model, batch, outputs, host_requant, name, fixed_point=False):
         self.onnx, self.model = onnx, model
         self.graph = model.graph
         self.batch = batch
         self.host_requant = host_requant
+        self.fixed_point = fixed_point
         self.builder = GraphBuilder(name)
         self.consts = {t.name: _np(onnx, t) for t in self.graph.initializer}
         self.q = {}             # int8 tensor name -> _QT
@@ -530,7 +536,7 @@ class _Importer:
         weights, total, requant, pad_value, scale = conv_like(
             name, "dense" if ints.ndim == 2 else "conv2d", weights=ints, w_zero=zw,
             sx=x.real, zx=x.zero, sw=sw, sy=sy, zy=zy, bias=bias, activation=activation,
-            padded=padded, host_requant=self.host_requant)
+            padded=padded, host_requant=self.host_requant, fixed=self.fixed_point)
         self.scales.append(scale)
         if weights.ndim == 2:
             out = self.builder.add_node(Node(name, "dense", (tensor,), weights=weights,
@@ -569,10 +575,15 @@ class _Importer:
                                   f"network's add takes one shape (no broadcasting)")
         shift_a, swap, requant, scale = add_like(name, sa=a.real, za=a.zero, sb=b.real,
                                                  zb=b.zero, sy=sy, zy=zy,
-                                                 activation=activation)
+                                                 activation=activation, fixed=self.fixed_point)
         if swap:
             a, b = b, a
         self.scales.append(scale)
+        if scale.fixed is not None:             # the inputs' multipliers, ALU SCL
+            attrs = {"scale_a": shift_a[0], "scale_b": shift_a[1]}
+            out = self.builder.add_node(Node(name, "add", (self._use(a), self._use(b)),
+                                             attrs=attrs, requant=requant))
+            return _QT(out, a.shape, sy, zy, _gain(scale))
         attrs = {"shift_a": shift_a} if shift_a else {}
         out = self.builder.add_node(Node(name, "add", (self._use(a), self._use(b)), attrs=attrs,
                                          requant=requant))
@@ -588,7 +599,8 @@ class _Importer:
         if op == "GlobalAveragePool":
             requant, scale = pool_like(name, "global_avg_pool", window=h * w, sx=x.real,
                                        zx=x.zero, sy=sy, zy=zy, activation=activation,
-                                       host_requant=self.host_requant)
+                                       host_requant=self.host_requant,
+                                       fixed=self.fixed_point)
             self.scales.append(scale)
             out = self.builder.global_avg_pool(name, tensor, requant=requant)
             return _QT(out, (n, c, 1, 1), sy, zy, _gain(scale))
@@ -614,7 +626,8 @@ class _Importer:
                                       "not the zero point")
             requant, scale = pool_like(name, "avg_pool", window=k[0] * k[0], sx=x.real,
                                        zx=x.zero, sy=sy, zy=zy, activation=activation,
-                                       host_requant=self.host_requant)
+                                       host_requant=self.host_requant,
+                                       fixed=self.fixed_point)
             self.scales.append(scale)
             out = self.builder.avg_pool(name, tensor, k=k[0], stride=geometry["stride"],
                                         requant=requant)
@@ -733,6 +746,13 @@ def _integer_types(onnx, model):
     return types
 
 
+def _error_text(error):
+    """A relative error as a percentage, or in parts per million when under 0.01 %."""
+    if error != 0.0 and abs(error) < 1e-4:
+        return f"{error * 1e6:+.1f} ppm"
+    return f"{error:+.2%}"
+
+
 def _gain(scale):
     """The ``gain`` of a layer's output (:class:`_QT`): ``1 / (1 + error)`` where the device
     approximates the layer's one multiplier by a power of two, else 1."""
@@ -752,12 +772,16 @@ def _ungroup(weights, group):
     return full
 
 
-def import_onnx(model, *, batch=None, outputs=None, host_requant=False, name=None):
+def import_onnx(model, *, batch=None, outputs=None, host_requant=False, name=None,
+                fixed_point=False):
     """Import ``model`` (a path or an ``onnx.ModelProto``) as an :class:`Imported` network of
     batch ``batch`` (default: the model's own, 1 where it is not fixed); ``outputs`` names the
     model tensors to produce (default: the model's outputs); ``host_requant`` keeps each layer
-    whose scale is not a power of two on the host.
-    An :class:`OnnxImportError` lists every node that cannot be imported."""
+    whose scale is not a power of two on the host; ``fixed_point`` carries each such scale as a
+    15-bit multiplier for ALU SCL (a device with ``ALU_SCALE: 1``; elsewhere those layers run on
+    the host). An :class:`OnnxImportError` lists every node that cannot be imported."""
+    if host_requant and fixed_point:
+        raise UserError("give --host-requant or --fixed-point, not both")
     onnx = load_onnx()
     if isinstance(model, (str, Path)):
         path = Path(model)
@@ -771,7 +795,7 @@ def import_onnx(model, *, batch=None, outputs=None, host_requant=False, name=Non
     if batch is not None and batch < 1:
         raise UserError(f"batch {batch} must be at least 1")
     name = re.sub(r"[^A-Za-z0-9_.:+-]", "_", name or model.graph.name or "model")
-    importer = _Importer(onnx, model, batch, outputs, host_requant, name)
+    importer = _Importer(onnx, model, batch, outputs, host_requant, name, fixed_point)
     return importer.run()
 
 
@@ -784,7 +808,8 @@ def cmd_import(args):
                         f"a network by its .yaml or .yml suffix; the weights go to NAME.npz)")
     outputs = [o for o in (args.outputs or "").split(",") if o] or None
     imported = import_onnx(args.model, batch=args.batch, outputs=outputs,
-                           host_requant=args.host_requant)
+                           host_requant=args.host_requant,
+                           fixed_point=getattr(args, "fixed_point", False))
     yaml_path, npz_path = save(imported.graph, args.output)
     print(imported.graph.summary())
     print(imported.report())

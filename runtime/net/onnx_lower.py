@@ -16,6 +16,16 @@ is exact when ``M`` is a power of two, except that ``+ 2^(s−1)`` then ``>>`` r
 (toward +∞) where onnxruntime rounds it to even. The padding of a convolution must be the zero
 point (it holds the real value 0): 0 when ``zx = 0``, the LOAD's −128 when ``zx = −128``.
 
+With ``fixed_point`` (a device with ALU SCL, ``ALU_SCALE: 1``) ``M`` is carried in fixed point
+instead: ``M ≈ m · 2^−(15+s)`` with ``m`` in [2^14, 2^15) (:func:`fixed_point`), the bias (with
+the zero-point terms in accumulator units) starts the accumulators, and
+
+    y = clip((⌊(Σ x·w' + b − zx · Σ w') · m / 2^15⌋ + zy · 2^s + 2^(s−1)) >> s)
+
+rounds ``(Σ x·w' + B) · m · 2^−(15+s)`` once (SCL rounds down, which composes exactly with the
+rounding shift; docs/isa.md §3.4). An add multiplies both inputs by integers exactly (a left
+shift by 15, then SCL) and a pool its sum, so their zero-point terms stay exact integers too.
+
 :class:`Scale` is one layer's requantization as imported: the ideal multiplier, the shift,
 its relative error and whether the layer runs on the host.
 """
@@ -27,10 +37,10 @@ import numpy as np
 
 from avta.errors import UserError
 
-from ..ops.requant import Requant
+from ..ops.requant import PRODUCT_MAX, SCALE_FRACTION, SHIFT_MAX, Requant
 
-__all__ = ["Scale", "UnsupportedNode", "choose_shift", "conv_like", "add_like", "pool_like",
-           "clip_bounds"]
+__all__ = ["Scale", "UnsupportedNode", "choose_shift", "fixed_point", "conv_like", "add_like",
+           "pool_like", "clip_bounds"]
 
 INT8_MIN, INT8_MAX = -128, 127
 
@@ -49,7 +59,9 @@ class Scale:
     ``shift`` (``2^−shift`` on the device), ``error`` (``2^−shift / M − 1``, the largest in
     magnitude over channels and inputs), ``on_host`` (the layer keeps onnxruntime's real
     multiplier and runs on the host) and ``uniform`` (false when the channels' multipliers
-    differ)."""
+    differ); ``fixed`` is the device's 15-bit multiplier ``m`` (``M ≈ m · 2^−(15+shift)``,
+    ``error`` then that approximation's), a tuple of them (one per output channel, each with
+    its own shift) or ``None`` for a power of two."""
     node: str
     op: str
     multiplier: float
@@ -57,6 +69,7 @@ class Scale:
     error: float
     on_host: bool = False
     uniform: bool = True
+    fixed: int = None
 
     @property
     def exact(self):
@@ -68,6 +81,70 @@ def choose_shift(multiplier):
     the relative error ``2^−s / multiplier − 1``."""
     shift = int(round(-math.log2(multiplier)))
     return shift, 2.0 ** -shift / multiplier - 1.0
+
+
+def fixed_point(multiplier):
+    """``(m, s)``: the 15-bit ``m`` in [2^14, 2^15) and the shift ``s`` with ``m · 2^−(15+s)``
+    nearest to ``multiplier`` (``s`` may be 0 or negative for a multiplier of 1/2 or more)."""
+    if not (math.isfinite(multiplier) and multiplier > 0):
+        raise UnsupportedNode(f"its scale ratio {multiplier!r} is not a positive number")
+    e = math.floor(math.log2(multiplier))
+    m = int(round(multiplier * 2.0 ** (SCALE_FRACTION - 1 - e)))
+    if m == 1 << SCALE_FRACTION:                # rounded up to the next power of two
+        m, e = m >> 1, e + 1
+    return m, -e - 1
+
+
+def _fixed_requant(multiplier, bound, clip, zy, *, exact=False, acc_offset=0, bias_first=False):
+    """``(Requant, m, s, error)`` of ``M = multiplier`` in fixed point for accumulators of
+    magnitude at most ``bound``, or ``None`` where it does not fit (the caller keeps the power
+    of two). ``exact``: shift the accumulator left by 15 first so that SCL multiplies exactly
+    (inputs small enough, as a pool's), and then ``acc_offset``, in accumulator units, is
+    added as ``acc_offset · m`` after SCL."""
+    if acc_offset and not exact:
+        raise ValueError("an offset in accumulator units needs the exact product")
+    m, s = fixed_point(multiplier)
+    pre = SCALE_FRACTION if exact else max(0, 1 - s)
+    shift = s + pre
+    while shift > SHIFT_MAX and m > 1:          # a tiny M: fewer bits, still the nearest
+        m, shift = (m + 1) >> 1, shift - 1
+    if shift < 1 or shift > SHIFT_MAX or (int(bound) << pre) >= 1 << 31:
+        return None
+    error = m * 2.0 ** -(SCALE_FRACTION + shift - pre) / multiplier - 1.0
+    offset = acc_offset * m + zy * (1 << shift) + (1 << (shift - 1))
+    try:
+        requant = Requant(shift, clip, bias_first=bias_first, offset=int(offset), multiplier=m,
+                          pre_shift=pre)
+    except ValueError:
+        return None
+    return requant, m, shift - pre, error
+
+
+def _fixed_channels(multipliers, bound, clip, zy):
+    """``(Requant, multipliers, error)`` of one fixed-point multiplier and shift per output
+    channel (rows of ACC, ALU SCL/ADD/SHR with two operands), or ``None`` where they do not fit;
+    ``error`` is the largest in magnitude over the channels."""
+    pairs = [fixed_point(float(m)) for m in multipliers]
+    pre = max(0, 1 - min(s for _, s in pairs))
+    if (int(bound) << pre) >= 1 << 31:
+        return None
+    ms, shifts, offsets, errors = [], [], [], []
+    for multiplier, (m, s) in zip(multipliers, pairs):
+        shift = s + pre
+        while shift > SHIFT_MAX and m > 1:
+            m, shift = (m + 1) >> 1, shift - 1
+        if shift > SHIFT_MAX:
+            return None
+        ms.append(m)
+        shifts.append(shift)
+        offsets.append(zy * (1 << shift) + (1 << (shift - 1)))
+        errors.append(m * 2.0 ** -(SCALE_FRACTION + shift - pre) / float(multiplier) - 1.0)
+    try:
+        requant = Requant(0, clip, bias_first=True, multiplier=tuple(ms), pre_shift=pre,
+                          shifts=tuple(shifts), offsets=tuple(int(o) for o in offsets))
+    except ValueError:
+        return None
+    return requant, tuple(ms), max(errors, key=abs)
 
 
 def _round_half(shift):
@@ -100,14 +177,15 @@ def _int32(values, what):
 
 
 def conv_like(name, op, *, weights, w_zero, sx, zx, sw, sy, zy, bias, activation, padded,
-              host_requant):
+              host_requant, fixed=False):
     """The device weights (int8), bias (int32, added before the shift), requantization,
     padding value and :class:`Scale` of a convolution or dense layer.
 
     ``weights`` are the ONNX integer weights ``[O, …]``, ``w_zero`` and ``sw`` scalars or one
     per output channel, ``bias`` int32 ``[O]`` in units of ``sx · sw`` (or ``None``);
     ``padded`` says whether the convolution pads its input; ``host_requant`` keeps an inexact
-    layer's requantization on the host."""
+    layer's requantization on the host; ``fixed`` carries the multiplier in fixed point (ALU
+    SCL) where it fits."""
     o = weights.shape[0]
     w_zero = np.broadcast_to(np.asarray(w_zero, np.int64), (o,))
     shifted = weights.astype(np.int64) - w_zero.reshape((o,) + (1,) * (weights.ndim - 1))
@@ -138,6 +216,20 @@ def conv_like(name, op, *, weights, w_zero, sx, zx, sw, sy, zy, bias, activation
         requant = Requant(0, clip, bias_first=True, scale=float(ort), zero_point=int(zy))
         return weights, _int32(total, "its bias with the zero-point terms"), requant, \
             pad_value, scale
+    products = int(np.prod(weights.shape[1:]))
+    bound = products * PRODUCT_MAX + int(np.abs(total).max(initial=0))
+    if fixed and not scale.uniform:
+        lowered = _fixed_channels(multipliers, bound, clip, zy)
+        if lowered is not None:
+            requant, scale.fixed, scale.error = lowered
+            return weights, _int32(total, "its bias with the zero-point terms"), requant, \
+                pad_value, scale
+    if fixed and scale.uniform and error != 0.0:
+        lowered = _fixed_requant(float(multipliers[0]), bound, clip, zy, bias_first=True)
+        if lowered is not None:
+            requant, scale.fixed, scale.shift, scale.error = lowered
+            return weights, _int32(total, "its bias with the zero-point terms"), requant, \
+                pad_value, scale
     if shift >= 0:
         total = total + zy * (1 << shift) + _round_half(shift)
         requant = Requant(shift, clip, bias_first=True)
@@ -158,13 +250,20 @@ def _offset_requant(acc_offset, shift, zy, clip):
         raise UnsupportedNode(f"its requantization cannot run on the ALU: {error}") from None
 
 
-def add_like(name, *, sa, za, sb, zb, sy, zy, activation):
+def add_like(name, *, sa, za, sb, zb, sy, zy, activation, fixed=False):
     """``(shift_a, swap, requant, Scale)`` of ``y = round(sa(a − za)/sy + sb(b − zb)/sy) + zy``:
     the input at the larger scale (``a`` unless ``swap``) is shifted left by ``shift_a`` to the
-    other's scale, then the sum is requantized."""
+    other's scale, then the sum is requantized. With ``fixed`` (ALU SCL) ``shift_a`` is
+    ``(scale_a, scale_b)`` instead, the inputs' integer multipliers
+    (:func:`~avta.runtime.ops.elementwise.build_add`) where they fit."""
     swap = sb > sa
     if swap:
         sa, za, sb, zb = sb, zb, sa, za
+    clip = clip_bounds(zy, sy, activation)
+    if fixed:
+        lowered = _fixed_add(name, sa, za, sb, zb, sy, zy, clip)
+        if lowered is not None:
+            return lowered[0], swap, lowered[1], lowered[2]
     shift_a, _ = choose_shift(sb / sa)              # 2^-shift_a ≈ sb / sa <= 1
     if shift_a > 23:
         raise UnsupportedNode(f"its input scales {sa:.6g} and {sb:.6g} are too far apart")
@@ -175,13 +274,39 @@ def add_like(name, *, sa, za, sb, zb, sy, zy, activation):
     return shift_a, swap, requant, Scale(name, "add", sb / sy, shift, error)
 
 
-def pool_like(name, op, *, window, sx, zx, sy, zy, activation, host_requant):
+def _fixed_add(name, sa, za, sb, zb, sy, zy, clip):
+    """``((scale_a, scale_b), Requant, Scale)`` of an add in fixed point: both inputs times
+    integers ``ma``, ``mb`` with ``sa/sy ≈ ma · 2^−(15+s)``, ``sb/sy ≈ mb · 2^−(15+s)`` and the
+    larger in [2^14, 2^15), summed exactly, then rounded once by the shift; or ``None``."""
+    ma, s = fixed_point(sa / sy)                # sa >= sb: a's multiplier is the larger
+    shift = SCALE_FRACTION + s
+    mb = int(round(sb / sy * 2.0 ** shift))
+    if mb < 1 or not 1 <= shift <= SHIFT_MAX:
+        return None
+    offset = -(za * ma + zb * mb) + zy * (1 << shift) + (1 << (shift - 1))
+    try:
+        requant = Requant(shift, clip, offset=int(offset))
+    except ValueError:
+        return None
+    errors = [ma * 2.0 ** -shift / (sa / sy) - 1.0, mb * 2.0 ** -shift / (sb / sy) - 1.0]
+    scale = Scale(name, "add", sb / sy, s, max(errors, key=abs), fixed=ma)
+    return (ma, mb), requant, scale
+
+
+def pool_like(name, op, *, window, sx, zx, sy, zy, activation, host_requant, fixed=False):
     """The requantization and :class:`Scale` of an average over ``window`` values:
     ``y = round((Σ x − window·zx) · sx / (sy · window)) + zy``; with ``host_requant`` an
-    inexact one keeps onnxruntime's real multiplier (on the host)."""
+    inexact one keeps onnxruntime's real multiplier (on the host); with ``fixed`` it is carried
+    in fixed point (ALU SCL) where it fits."""
     multiplier = sx / (sy * window)
     shift, error = choose_shift(multiplier)
     clip = clip_bounds(zy, sy, activation)
+    if fixed and error != 0.0:
+        lowered = _fixed_requant(multiplier, window * 256, clip, zy, exact=True,
+                                 acc_offset=-window * zx)
+        if lowered is not None:
+            requant, m, s, error = lowered
+            return requant, Scale(name, op, multiplier, s, error, fixed=m)
     if host_requant and error != 0.0:
         ort = np.float32(sx) / np.float32(sy) / np.float32(window)
         return Requant(0, clip, offset=-window * zx, scale=float(ort), zero_point=int(zy)), \

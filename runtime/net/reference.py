@@ -36,7 +36,8 @@ def run_node(node, inputs):
     if node.op == "global_avg_pool":
         return global_avg_pool_ref(x, requant=q)
     if node.op == "add":
-        return add_ref(inputs[0], inputs[1], shift_a=a.get("shift_a", 0), requant=q)
+        return add_ref(inputs[0], inputs[1], shift_a=a.get("shift_a", 0),
+                       scale_a=a.get("scale_a", 0), scale_b=a.get("scale_b", 0), requant=q)
     raise GraphError(f"node {node.name!r}: no reference for op {node.op!r}")  # pragma: no cover
 
 
@@ -68,6 +69,8 @@ def accumulate(node, inputs):
     if node.op == "global_avg_pool":
         return wrap32(x.sum(axis=(2, 3), keepdims=True))
     if node.op == "add":
+        if a.get("scale_a", 0):
+            return wrap32(x * a["scale_a"] + np.asarray(inputs[1], dtype=np.int64) * a["scale_b"])
         return wrap32((x << a.get("shift_a", 0)) + np.asarray(inputs[1], dtype=np.int64))
     raise GraphError(f"node {node.name!r}: no reference for op {node.op!r}")  # pragma: no cover
 

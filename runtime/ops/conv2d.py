@@ -28,7 +28,7 @@ from ..pipeline import Pipeline
 from ..stream import StreamBuilder
 from ..uop_kernel import ITER_BITS, Loop, UopKernel
 from .conv_plan import Conv2dShape, plan_conv2d
-from .requant import Requant
+from .requant import CHANNEL_ROW_BLOCKS, Requant
 
 __all__ = ["Conv2dBuffers", "bias_bound", "build_conv2d", "conv2d", "pack_bias", "tail_steps"]
 
@@ -189,14 +189,16 @@ class _Conv2dEmitter:
     def _tile_loops(self, tile, src_row=0, src_col=0):
         return (Loop(tile.th, tile.tw, src_row), Loop(tile.tw, 1, src_col))
 
-    def _tile_rows(self, tile, va, *, bias):
+    def _tile_rows(self, tile, va, *, bias, block=0):
         """An ALU kernel over every ACC row of ``tile``: src = dst, or (``bias``) src = the
-        row's bias row. One micro-op, output blocks outer and pixels inner, when the loop
-        extents allow: the compute stage bounds such an instruction's rows and runs the next
-        GEMM beside it (docs/architecture.md, compute stage)."""
+        row's bias row, or its row of resident row block ``block`` (1.., a per-channel
+        requantization's rows after the bias). One micro-op, output blocks outer and pixels
+        inner, when the loop extents allow: the compute stage bounds such an instruction's rows
+        and runs the next GEMM beside it (docs/architecture.md, compute stage)."""
         co0, nco = self._co_range(tile)
         acc, pitch, pixels = self.t.acc_base(va), self.t.acc_pitch, tile.th * tile.tw
-        bias0 = self.t.bias_base(va)        # the bias copy in the buffer's own ACC bank
+        # the bias copy in the buffer's own ACC bank, or the row block after it
+        bias0 = self.t.bias_base(va) + block * self.cob
         if max(nco, pixels) < 1 << ITER_BITS:
             if bias:
                 return UopKernel([(acc, bias0 + co0)], (Loop(nco, pitch, 1), Loop(pixels, 1, 0)))
@@ -284,7 +286,8 @@ class _Conv2dEmitter:
         if self.bufs.bias is not None and not self.bias_start:
             bias = self._tile_rows(tile, va, bias=True)
         passes = AluRecorder()
-        self.requant.emit(passes, self._tile_rows(tile, va, bias=False), bias)
+        self.requant.emit(passes, self._tile_rows(tile, va, bias=False), bias,
+                          lambda k: self._tile_rows(tile, va, bias=True, block=1 + k))
         self.tail = (tile, passes.insns)
         if not passes.insns:
             self._store_tail()
@@ -332,11 +335,13 @@ class _Conv2dEmitter:
 
     def emit(self):
         if self.bufs.bias is not None:
-            # Bias rows stay resident at ACC [0, COB) of every bank the buffers use (conv_plan);
-            # only the compute stage touches them.
+            # Bias rows stay resident at ACC [0, COB) of every bank the buffers use (conv_plan),
+            # a per-channel requantization's rows after them; only the compute stage touches
+            # them.
             for v in range(self.t.acc_banks):
                 base = self.t.bias_base(v)
-                self.b.load(MemType.ACC, sram=base, dram=self.bufs.bias, x_size=self.cob)
+                self.b.load(MemType.ACC, sram=base, dram=self.bufs.bias,
+                            x_size=self.cob * _row_blocks(self.requant))
                 if self.bias_start and self.requant.bias_shift:
                     rows = UopKernel([(base, base)], [Loop(self.cob, 1, 1)])
                     self.b.alu(rows, AluOp.SHR, imm=-self.requant.bias_shift)    # bias << shift
@@ -381,7 +386,7 @@ def tail_steps(cfg, requant, bias_added):
     if requant.on_host:
         return 1
     passes = AluRecorder()
-    requant.emit(passes, None, object() if bias_added else None)
+    requant.emit(passes, None, object() if bias_added else None, lambda k: None)
     return 1 + sum(2 if imm is None and op != AluOp.MOV and cfg.acc_read_ports == 1 else 1
                    for _, op, imm in passes.insns)
 
@@ -393,21 +398,36 @@ def build_conv2d(cfg, shape, bufs, *, requant=Requant(), threads=2, tiling=None,
     that is exact (:meth:`Requant.bias_starts_acc`); ``None`` adds the bias after the shift."""
     if shape.pad_value not in _PAD_VALUES:
         raise ValueError(f"conv2d pads with {sorted(_PAD_VALUES)}, not {shape.pad_value}")
+    if requant.per_channel and bufs.bias is None:
+        raise ValueError("a per-channel requantization needs the bias rows, with its channel "
+                         "rows after them (pack_bias(cfg, bias, requant))")
     if tiling is None:
         bias_added = bufs.bias is not None and not requant.bias_starts_acc(
             bias_bound, shape.cin * shape.kh * shape.kw)
-        tiling = plan_conv2d(cfg, shape, threads=threads, bias=bufs.bias is not None,
+        tiling = plan_conv2d(cfg, shape, threads=threads,
+                             bias=_row_blocks(requant) if bufs.bias is not None else 0,
                              tail_steps=tail_steps(cfg, requant, bias_added))
     builder = StreamBuilder(cfg)
     _Conv2dEmitter(builder, shape, tiling, bufs, requant, bias_bound).emit()
     return builder.finish()
 
 
-def pack_bias(cfg, bias):
+def _row_blocks(requant):
+    """Resident ACC row blocks of a layer with a bias: 1, or with a per-channel
+    requantization :data:`~avta.runtime.ops.requant.CHANNEL_ROW_BLOCKS`."""
+    return CHANNEL_ROW_BLOCKS if requant.per_channel else 1
+
+
+def pack_bias(cfg, bias, requant=None):
     """``bias[COUT]`` int32 as ACC elements ``(COUT/BO, BATCH, BO)``, the same for every batch
-    row."""
-    bias = np.asarray(bias, dtype=np.int32).reshape(-1, 1, cfg.block_out)
-    return np.ascontiguousarray(np.broadcast_to(bias, (bias.shape[0], cfg.batch, cfg.block_out)))
+    row; with a per-channel ``requant``, its multipliers, offsets and shifts follow as three
+    more blocks of rows (:meth:`Requant.channel_rows`), loaded with the bias in one LOAD."""
+    rows = [np.asarray(bias, dtype=np.int32)]
+    if requant is not None and requant.per_channel:
+        rows += list(requant.channel_rows(rows[0].size))
+    blocks = [np.asarray(r, np.int32).reshape(-1, 1, cfg.block_out) for r in rows]
+    return np.ascontiguousarray(np.concatenate(
+        [np.broadcast_to(b, (b.shape[0], cfg.batch, cfg.block_out)) for b in blocks]))
 
 
 def bias_bound(bias):
@@ -440,7 +460,10 @@ def conv2d(device, x, w, bias=None, *, stride=1, pad=0, requant=Requant(), threa
         wgt = s.upload(pack_oihw(np.asarray(w, np.int8), cfg.block_out, cfg.block_in),
                        mem=MemType.WGT)
         out = s.alloc(shape.n * shape.cout * shape.oh * shape.ow, mem=MemType.OUT)
-        acc = None if bias is None else s.upload(pack_bias(cfg, bias), mem=MemType.ACC)
+        if bias is None and requant.per_channel:
+            bias = np.zeros(w.shape[0], np.int32)
+        acc = None if bias is None else s.upload(pack_bias(cfg, bias, requant),
+                                                 mem=MemType.ACC)
         bufs = Conv2dBuffers(inp.elem(cfg, MemType.INP), wgt.elem(cfg, MemType.WGT),
                              out.elem(cfg, MemType.OUT),
                              None if acc is None else acc.elem(cfg, MemType.ACC))

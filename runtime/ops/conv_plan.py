@@ -197,7 +197,7 @@ def _misfits(cfg, shape, th, tw, tco, tci, threads, bias):
     cob = shape.cout // cfg.block_out
     th_in, tw_in = _window(th, s, shape.kh), _window(tw, s, shape.kw)
     inp_pitch, acc_pitch = th_in * tw_in, th * tw
-    bias_rows = cob if bias else 0
+    bias_rows = cob * int(bias)          # bias: row blocks per output block (True: 1)
     chunk_rows = shape.kernel_blocks(tco, tci) * kk
     resident_rows = _resident_rows(cfg, shape, tco, tci)
     resident = resident_rows <= cfg.wgt_depth
@@ -243,10 +243,10 @@ def tiling_for(cfg, shape, th, tw, tco, tci, threads, *, bias):
     inp_pitch = _window(th, s, shape.kh) * _window(tw, s, shape.kw)
     resident = _resident_rows(cfg, shape, tco, tci) <= cfg.wgt_depth
     windows = (shape.n // cfg.batch) * -(-shape.oh // th) * -(-shape.ow // tw) * -(-cib // tci)
-    banks, bank_rows = _acc_banks(cfg, threads, cob if bias else 0, tco * th * tw)
+    banks, bank_rows = _acc_banks(cfg, threads, cob * int(bias), tco * th * tw)
     # A depthwise tile's window is its own output blocks' (no other tile reads it): no slots.
     return Conv2dTiling(th, tw, tco, tci, threads, resident, inp_pitch, th * tw,
-                        cob if bias else 0,
+                        cob * int(bias),
                         inp_resident=(not shape.depthwise
                                       and windows * tci * inp_pitch <= cfg.inp_depth),
                         acc_banks=banks, acc_bank_rows=bank_rows)
@@ -296,6 +296,9 @@ def plan_conv2d(cfg, shape, *, threads=2, bias=False, pad_limit=MAX_PAD, tail_st
     """The fastest :class:`Conv2dTiling` of ``shape`` on ``cfg`` by the planner's cycle
     estimate (:func:`avta.runtime.ops.conv_cycles.estimate`; ``tail_steps`` ALU passes per
     output tile), fewer bytes moved breaking ties; raises :class:`PlanError` when none fits.
+    ``bias`` is how many blocks of COUT/BLOCK_OUT rows stay resident in ACC: False (0), True
+    (1: the bias) or :data:`~avta.runtime.ops.requant.CHANNEL_ROW_BLOCKS` (the bias and a
+    per-channel requantization's rows).
 
     Tilings are estimated in the order of a bound their estimate cannot beat
     (:func:`~avta.runtime.ops.conv_cycles.lower_bound`): the search ends at the first bound

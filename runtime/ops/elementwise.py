@@ -27,7 +27,7 @@ from ..pipeline import Pipeline
 from ..stream import StreamBuilder
 from ..uop_kernel import Loop, UopKernel
 from .conv_plan import PlanError
-from .requant import Requant
+from .requant import SCALE_FRACTION, Requant
 
 __all__ = ["elementwise", "build_elementwise", "emit_readback", "combine_planes", "lane_bytes",
            "add", "build_add", "feature_rows"]
@@ -71,7 +71,7 @@ def _pack_rows(cfg, array, dtype):
 
 
 def build_elementwise(cfg, n, steps, a, out, *, b=None, a_mem=MemType.ACC, b_mem=MemType.ACC,
-                      readback=True, threads=2, tile_rows=None):
+                      readback=True, threads=2, tile_rows=None, b_steps=()):
     """The program running ALU ``steps`` on ``n`` ACC rows: operand ``a`` at element ``a`` of
     memory type ``a_mem`` (ACC or ACC_8BIT), ``b`` likewise.
 
@@ -79,7 +79,8 @@ def build_elementwise(cfg, n, steps, a, out, *, b=None, a_mem=MemType.ACC, b_mem
     (``r = op(r, imm)``), the string ``"b"`` means the tensor ``b`` (``r = op(r, b)``); a
     :class:`Requant` in the list emits its tail (SHR, clip) on ``r``. With ``readback`` the
     result's lane bytes go to OUT elements ``out + k·n`` (:func:`emit_readback`), otherwise its
-    low byte (the int8 result) to OUT elements ``out``.
+    low byte (the int8 result) to OUT elements ``out``. ``b_steps``, ``(AluOp, imm)`` pairs, run
+    on the rows of ``b`` first (``b = op(b, imm)``).
     """
     uses_b = any(not isinstance(step, Requant) and step[1] == "b" for step in steps)
     if uses_b and b is None:
@@ -105,6 +106,8 @@ def build_elementwise(cfg, n, steps, a, out, *, b=None, a_mem=MemType.ACC, b_mem
         builder.load(a_mem, sram=r_row, dram=a + start, x_size=rows)
         if uses_b:
             builder.load(b_mem, sram=b_row, dram=b + start, x_size=rows)
+            for op, imm in b_steps:
+                builder.alu(_rows_kernel(b_row, b_row, rows), op, imm=imm)
         for step in steps:
             if isinstance(step, Requant):
                 step.emit(builder, _rows_kernel(r_row, r_row, rows))
@@ -167,21 +170,35 @@ def feature_rows(cfg, shape):
     return n * c * h * w // (cfg.batch * cfg.block_out)
 
 
-def build_add(cfg, shape, a, b, out, *, requant, shift_a=0, threads=2, tile_rows=None):
+def _exact_product(multiplier):
+    """ALU steps that multiply an int8 lane by the integer ``multiplier`` exactly: a left shift
+    by SCL's fraction bits, then SCL (⌊x · 2^15 · m / 2^15⌋ = x · m, docs/isa.md §3.4)."""
+    return [(AluOp.SHR, -SCALE_FRACTION), (AluOp.SCL, multiplier)] if multiplier else []
+
+
+def build_add(cfg, shape, a, b, out, *, requant, shift_a=0, scale_a=0, scale_b=0, threads=2,
+              tile_rows=None):
     """The program of one residual add of two int8 ``shape = (N, C, H, W)`` maps at ACC_8BIT
     elements ``a`` and ``b`` (``(N/B, C/BO, H, W, B, BO)``, conv2d's output layout): ``requant((a
     << shift_a) + b)`` (int32 sum) as int8 OUT elements at ``out``, in the same layout. The left
-    shift is an SHR by ``−shift_a`` (inputs whose scales are 2^shift_a apart)."""
+    shift is an SHR by ``−shift_a`` (inputs whose scales are 2^shift_a apart). With integer
+    multipliers ``scale_a`` and ``scale_b`` (ALU SCL, ``ALU_SCALE: 1``) the sum is ``a · scale_a
+    + b · scale_b`` instead, exactly."""
+    if (scale_a or scale_b) and (shift_a or not (scale_a and scale_b)):
+        raise ValueError(f"an add scales its inputs by a shift or by two multipliers (shift_a "
+                         f"{shift_a}, scale_a {scale_a}, scale_b {scale_b})")
     rows = feature_rows(cfg, shape)
-    steps = ([(AluOp.SHR, -shift_a)] if shift_a else []) + [(AluOp.ADD, "b"), requant]
+    steps = ([(AluOp.SHR, -shift_a)] if shift_a else []) + _exact_product(scale_a) \
+        + [(AluOp.ADD, "b"), requant]
     return build_elementwise(cfg, rows, steps, a, out, b=b,
                              a_mem=MemType.ACC_8BIT, b_mem=MemType.ACC_8BIT, readback=False,
-                             threads=threads, tile_rows=tile_rows)
+                             threads=threads, tile_rows=tile_rows,
+                             b_steps=_exact_product(scale_b))
 
 
-def add(device, a, b, *, requant, shift_a=0, threads=2, tile_rows=None):
+def add(device, a, b, *, requant, shift_a=0, scale_a=0, scale_b=0, threads=2, tile_rows=None):
     """int8 residual add of ``a[N, C, H, W]`` and ``b`` (same shape) on ``device``: ``requant``
-    of the int32 sum ``(a << shift_a) + b``; bit for bit
+    of the int32 sum ``(a << shift_a) + b`` (or ``a · scale_a + b · scale_b``); bit for bit
     :func:`~avta.runtime.ops.reference.add_ref`."""
     cfg = device.cfg
     a, b = np.asarray(a, np.int8), np.asarray(b, np.int8)
@@ -194,6 +211,6 @@ def add(device, a, b, *, requant, shift_a=0, threads=2, tile_rows=None):
         out = s.alloc(a.size, mem=MemType.OUT)
         device.run(build_add(cfg, a.shape, a_buf.elem(cfg, MemType.ACC_8BIT),
                              b_buf.elem(cfg, MemType.ACC_8BIT), out.elem(cfg, MemType.OUT),
-                             requant=requant, shift_a=shift_a, threads=threads,
-                             tile_rows=tile_rows))
+                             requant=requant, shift_a=shift_a, scale_a=scale_a,
+                             scale_b=scale_b, threads=threads, tile_rows=tile_rows))
         return device.read_nchw(out, *a.shape)

@@ -95,10 +95,12 @@ def global_avg_pool_ref(x, *, requant=Requant()):
     return requant.reference(wrap32(total))
 
 
-def add_ref(a, b, *, shift_a=0, requant=Requant()):
-    """int8 residual add: the int32 sum ``(a << shift_a) + b`` of two int8 tensors of one shape,
-    then ``requant``."""
+def add_ref(a, b, *, shift_a=0, scale_a=0, scale_b=0, requant=Requant()):
+    """int8 residual add: the int32 sum ``(a << shift_a) + b`` of two int8 tensors of one shape
+    (``a · scale_a + b · scale_b`` when the multipliers are given), then ``requant``."""
     a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
     if a.shape != b.shape:
         raise ValueError(f"add of tensors of shapes {a.shape} and {b.shape}; they must be equal")
+    if scale_a or scale_b:
+        return requant.reference(wrap32(a * scale_a + b * scale_b))
     return requant.reference(wrap32((a << shift_a) + b))

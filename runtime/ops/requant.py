@@ -16,6 +16,18 @@ added before the shift, which is how a rounding half-unit and zero points reach 
 bias rows (pools, the residual add). A ``scale`` (a real multiplier) is the host's
 requantization: such a node cannot run on the accelerator and the executor runs it with the
 numpy reference.
+
+With ALU SCL (``ALU_SCALE: 1``, docs/isa.md §3.4) a real multiplier runs on the device in fixed
+point: ``multiplier`` m scales the accumulator by ``m / 2^15`` (rounding down) before the
+offset and the shift, so ``(⌊acc · m / 2^15⌋ + offset) >> shift`` with ``offset = 2^(shift−1)``
+is ``acc · m / 2^(15+shift)`` rounded once, half up (a floor composes exactly with the
+rounding shift). ``pre_shift`` shifts the accumulator left first, for a multiplier of 1/2 or
+more, where the caller has checked the headroom.
+
+Per output channel (a tuple ``multiplier`` with ``shifts`` and ``offsets``, for conv2d and
+dense) the same three steps read ACC rows instead of immediates: SCL by a row of multipliers,
+ADD a row of offsets, SHR by a row of shifts (:meth:`Requant.channel_rows`), rows that stay
+resident beside the bias rows for the whole layer (:data:`CHANNEL_ROW_BLOCKS`).
 """
 
 import math
@@ -26,7 +38,8 @@ import numpy as np
 from avta.isa.enums import AluOp
 from avta.isa.formats import IMM_BITS
 
-__all__ = ["Requant", "IMM_MIN", "IMM_MAX", "SHIFT_MIN", "SHIFT_MAX", "PRODUCT_MAX"]
+__all__ = ["Requant", "IMM_MIN", "IMM_MAX", "SHIFT_MIN", "SHIFT_MAX", "PRODUCT_MAX",
+           "SCALE_FRACTION", "MULTIPLIER_MAX", "CHANNEL_ROW_BLOCKS"]
 
 #: The ALU immediate is a signed IMM_BITS-bit field (docs/isa.md §2).
 IMM_MIN, IMM_MAX = -(1 << (IMM_BITS - 1)), (1 << (IMM_BITS - 1)) - 1
@@ -34,6 +47,13 @@ IMM_MIN, IMM_MAX = -(1 << (IMM_BITS - 1)), (1 << (IMM_BITS - 1)) - 1
 SHIFT_MIN, SHIFT_MAX = -32, 31
 #: The largest magnitude of one int8 × int8 product, (−128)·(−128).
 PRODUCT_MAX = 1 << 14
+#: SCL multiplies by m / 2^SCALE_FRACTION, m a signed 16-bit immediate (docs/isa.md §3.4); a
+#: requantization's multiplier is positive, so at most MULTIPLIER_MAX.
+SCALE_FRACTION = 15
+MULTIPLIER_MAX = IMM_MAX
+#: ACC row blocks a layer with per-channel requantization keeps resident: its bias, then the
+#: multipliers, offsets and shifts (one row per output block each).
+CHANNEL_ROW_BLOCKS = 4
 #: An offset is an int32.
 IMM32_MIN, IMM32_MAX = -(1 << 31), (1 << 31) - 1
 
@@ -64,6 +84,17 @@ class Requant:
     zero_point : int
         With a ``scale``: the output's zero point, added after the rounding (without a scale it
         must be 0: the shift's offset carries it).
+    multiplier : int or None
+        A fixed-point factor ``multiplier / 2^15`` (1..2^15 − 1) applied to the accumulator
+        (after the bias when ``bias_first``) before the offset and the shift: one ALU SCL,
+        rounding down; needs a configuration with ``ALU_SCALE: 1``.
+    pre_shift : int
+        With a ``multiplier``: a left shift (0..31) of the accumulator before SCL, for factors
+        of 1/2 or more; the caller makes sure that it does not overflow.
+    shifts, offsets : tuple or None
+        With a tuple ``multiplier`` (one per output channel, :attr:`per_channel`): each
+        channel's shift (1..31) and offset (int32), ``(⌊acc · m_c / 2^15⌋ + offset_c) >>
+        shift_c``; ``shift`` and ``offset`` are then 0 and the bias comes first.
     """
     shift: int = 0
     clip: tuple = None
@@ -72,7 +103,10 @@ class Requant:
     offset: int = 0
     scale: float = None
     zero_point: int = 0
-
+    multiplier: int = None
+    pre_shift: int = 0
+    shifts: tuple = None
+    offsets: tuple = None
 
     def __post_init__(self):
         if not SHIFT_MIN <= self.shift <= SHIFT_MAX:
@@ -95,11 +129,58 @@ class Requant:
                                            and np.float32(self.scale) > 0):
             raise ValueError(f"scale {self.scale} must be a positive real number that float32 "
                              f"holds (the host multiplies in float32)")
+        if self.per_channel:
+            self._check_channels()
+        elif self.shifts is not None or self.offsets is not None:
+            raise ValueError("shifts and offsets belong to a per-channel multiplier (a tuple)")
+        elif self.multiplier is not None:
+            _check_multiplier(self.multiplier)
+        if self.multiplier is not None:
+            if self.scale is not None:
+                raise ValueError("a requantization has a host scale or a device multiplier, "
+                                 "not both")
+        if isinstance(self.pre_shift, bool) or not isinstance(self.pre_shift, int) \
+                or not 0 <= self.pre_shift <= SHIFT_MAX:
+            raise ValueError(f"pre_shift {self.pre_shift!r} must be an integer in 0..{SHIFT_MAX}")
+        if self.pre_shift and self.multiplier is None:
+            raise ValueError("pre_shift belongs to a requantization with a multiplier")
         if self.scale is None:
             if self.zero_point:
                 raise ValueError("zero_point is for a host requantization (with a scale); a "
                                  "shift's offset carries the zero point")
             self._offset_steps()                # an offset the ALU immediates cannot reach
+
+    @property
+    def per_channel(self):
+        """True when the multiplier, shift and offset are one per output channel."""
+        return isinstance(self.multiplier, tuple)
+
+    def _check_channels(self):
+        n = len(self.multiplier)
+        for m in self.multiplier:
+            _check_multiplier(m)
+        if not (isinstance(self.shifts, tuple) and isinstance(self.offsets, tuple)
+                and len(self.shifts) == len(self.offsets) == n):
+            raise ValueError(f"a per-channel multiplier of {n} channels needs {n} shifts and "
+                             f"{n} offsets (tuples)")
+        for s in self.shifts:
+            if isinstance(s, bool) or not isinstance(s, int) or not 1 <= s <= SHIFT_MAX:
+                raise ValueError(f"per-channel shift {s!r} must be an integer in 1..{SHIFT_MAX}")
+        for o in self.offsets:
+            if isinstance(o, bool) or not isinstance(o, int) or not IMM32_MIN <= o <= IMM32_MAX:
+                raise ValueError(f"per-channel offset {o!r} must be an int32")
+        if self.shift or self.offset or not self.bias_first:
+            raise ValueError("a per-channel requantization has shift 0 and offset 0 (its rows "
+                             "carry them) and adds its bias first")
+
+    def channel_rows(self, channels):
+        """``[3, channels]`` int32: the multipliers, offsets and shifts of every output channel,
+        padded channels (beyond the requantization's) with multiplier 0, offset 0, shift 1."""
+        rows = np.zeros((3, channels), np.int64)
+        rows[2] = 1
+        n = len(self.multiplier)
+        rows[:, :n] = [self.multiplier, self.offsets, self.shifts]
+        return rows.astype(np.int32)
 
     def _offset_steps(self):
         """The ALU steps of ``(acc + offset) >> shift`` for shift ≥ 0: ``[(ADD, imm) or (SHR,
@@ -156,15 +237,27 @@ class Requant:
         shift, or 0 for a bias added before the shift."""
         return 0 if self.bias_first else self.shift
 
-    def emit(self, builder, same, bias=None):
+    def emit(self, builder, same, bias=None, channel=None):
         """Emit the tail on ``builder``: ``same`` is an ALU kernel whose micro-ops have
-        src = dst over the rows to requantize; ``bias`` one whose src is each row's bias row.
-        A requantization with a ``scale`` raises ``ValueError`` (it is the host's)."""
+        src = dst over the rows to requantize; ``bias`` one whose src is each row's bias row;
+        ``channel(k)`` one whose src is each row's channel row of block ``k`` (0 multipliers, 1
+        offsets, 2 shifts; needed with :attr:`per_channel`). A requantization with a ``scale``
+        raises ``ValueError`` (it is the host's)."""
         if self.scale is not None:
             raise ValueError(f"requantization by the real scale {self.scale:.6g} runs on the "
                              f"host (a shift is a power of two)")
         if bias is not None and self.bias_first:
             builder.alu(bias, AluOp.ADD)
+        if self.pre_shift:
+            builder.alu(same, AluOp.SHR, imm=-self.pre_shift)
+        if self.per_channel:
+            if channel is None:
+                raise ValueError("a per-channel requantization reads its channel rows: only "
+                                 "conv2d and dense have them")
+            for k, op in enumerate((AluOp.SCL, AluOp.ADD, AluOp.SHR)):
+                builder.alu(channel(k), op)
+        elif self.multiplier is not None:
+            builder.alu(same, AluOp.SCL, imm=self.multiplier)
         if self.offset:
             for op, imm in self._offset_steps():
                 builder.alu(same, op, imm=imm)
@@ -191,15 +284,32 @@ class Requant:
             scaled = _wrap(r + self.offset).astype(np.float32) * np.float32(self.scale)
             r = np.clip(np.rint(scaled), -2.0 ** 31, 2.0 ** 31 - 1).astype(np.int64)
             r = _wrap(r + self.zero_point)
-        elif self.shift >= 0:
-            r = _wrap(r + self.offset) >> self.shift
         else:
-            r = _wrap(_wrap(r << -self.shift) + self.offset)
+            if self.per_channel:                   # channels along axis 1: [N, C, ...]
+                shape = (1, -1) + (1,) * (r.ndim - 2)
+                m, off, s = (np.asarray(v, np.int64).reshape(shape)
+                             for v in (self.multiplier, self.offsets, self.shifts))
+                r = _wrap((_wrap(r << self.pre_shift) * m) >> SCALE_FRACTION)
+                r = _wrap(r + off) >> s
+            elif self.multiplier is not None:      # ⌊acc · 2^pre_shift · m / 2^15⌋
+                r = _wrap((_wrap(r << self.pre_shift) * self.multiplier) >> SCALE_FRACTION)
+            if self.per_channel:
+                pass
+            elif self.shift >= 0:
+                r = _wrap(r + self.offset) >> self.shift
+            else:
+                r = _wrap(_wrap(r << -self.shift) + self.offset)
         if bias is not None:
             r = _wrap(r + np.asarray(bias, dtype=np.int64))
         if self.clip is not None:
             r = np.clip(r, *self.clip)
         return (r & 0xFF).astype(np.uint8).view(np.int8)
+
+
+def _check_multiplier(m):
+    if isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= MULTIPLIER_MAX:
+        raise ValueError(f"multiplier {m!r} must be an integer in 1..{MULTIPLIER_MAX} (SCL's "
+                         f"16-bit operand, docs/isa.md §3.4)")
 
 
 def _wrap(r):

@@ -66,6 +66,13 @@ def _onnx_digits(cfg):
     return onnx_digits(cfg)
 
 
+def _onnx_resnet18(cfg):
+    from avta.runtime.net.onnx_import import load_onnx
+    load_onnx()
+    from .onnx import onnx_resnet18
+    return onnx_resnet18(cfg)
+
+
 def _profile_overhead(cfg):
     from .profile import profile_overhead
     profile_overhead(cfg)
@@ -114,6 +121,9 @@ BENCHMARKS = {
     "onnx-digits": ("the digits MLP and a small CNN, trained, quantized by onnxruntime, "
                     "imported: agreement, accuracy, scale errors, cycles on fsim",
                     _onnx_digits),
+    "onnx-resnet18": ("a ResNet-18-shaped model (random weights, per-channel, quantize_static) "
+                      "at 64x64 imported in fixed point and at powers of two: logits against "
+                      "onnxruntime, cycles on fsim", _onnx_resnet18),
 }
 
 

@@ -3,8 +3,9 @@ onnxruntime, on the whole digits data set.
 
 Writes the two quantized models of :mod:`avta.runtime.net.onnx_examples` (the digits MLP and
 the small CNN), the first image and the whole data set as ``.npy`` into ``build/onnx-digits/``,
-imports each model (the device's nearest powers of two, and the inexact layers on the host),
-runs all 1797 images as one batch on fsim and prints the scale report, the agreement with
+imports each model (the device's nearest powers of two, the inexact layers on the host, and
+15-bit fixed-point multipliers for ALU SCL on the configuration with ``ALU_SCALE: 1``), runs
+all 1797 images as one batch on fsim and prints the scale report, the agreement with
 onnxruntime's quantized model, both accuracies and the cycles; then the ``avta import`` and
 ``avta run`` commands that run one image from those files.
 """
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["onnx_digits", "FOLDER"]
+__all__ = ["onnx_digits", "onnx_resnet18", "FOLDER"]
 
 #: Where the models and inputs are written (relative to the working folder).
 FOLDER = Path("build") / "onnx-digits"
@@ -27,15 +28,59 @@ def _ort_predictions(path, x):
     return outputs[0] if outputs[0].ndim == 1 else outputs[0].argmax(axis=1)
 
 
-def _run(cfg, imported, x):
+def _scale_config(cfg):
+    """``cfg`` with ALU SCL: itself, or a copy with ``ALU_SCALE: 1`` named ``NAME-scale``."""
+    return cfg if cfg.alu_scale else cfg.replace(alu_scale=1, name=f"{cfg.name}-scale")
+
+
+def _run(cfg, imported, x, *, logits=False):
     from avta.runtime.net import from_device, to_device
     from avta.runtime.net.executor import dram_bytes, run_network
     from avta.sim.run_cmd import make_device
     graph = imported.graph
     run = run_network(make_device(cfg, "fsim", dram_bytes(cfg, graph)), graph,
                       to_device(graph, x))
-    (logits,) = from_device(graph, run.outputs).values()
-    return logits.reshape(len(x), -1).argmax(axis=1), run
+    (values,) = from_device(graph, run.outputs).values()
+    values = values.reshape(len(x), -1)
+    return (values if logits else values.argmax(axis=1)), run
+
+
+#: The ResNet-18-shaped model's input size and test images.
+RESNET_SIZE, RESNET_IMAGES = 64, 8
+
+
+def onnx_resnet18(cfg):
+    """Print how the ResNet-18-shaped model of :func:`avta.runtime.net.onnx_examples.
+    resnet18_like` (per-channel weights, QDQ) agrees with onnxruntime on random images, imported
+    in fixed point (on ``cfg`` with ALU SCL) and at the nearest powers of two (on ``cfg``), and
+    the cycles of both on fsim. Exit status 0."""
+    import onnxruntime as ort
+
+    from avta.runtime.net import onnx_examples as ex
+    from avta.runtime.net.onnx_import import import_onnx
+    folder = FOLDER.parent / "onnx-resnet18"
+    folder.mkdir(parents=True, exist_ok=True)
+    path, _ = ex.resnet18_like(folder, size=RESNET_SIZE)
+    x = np.random.default_rng(123).normal(0, 1, (RESNET_IMAGES, 3, RESNET_SIZE, RESNET_SIZE))
+    x = x.astype(np.float32)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    theirs = session.run(None, {session.get_inputs()[0].name: x})[0]
+    for mode in ("fixed", "shift"):
+        on = _scale_config(cfg) if mode == "fixed" else cfg
+        imported = import_onnx(path, batch=len(x), fixed_point=mode == "fixed")
+        ours, run = _run(on, imported, x, logits=True)
+        graph = imported.graph
+        steps = np.rint((ours - theirs) / graph.host_outputs[graph.outputs[0]].scale)
+        where = {"fixed": "fixed-point multipliers (SCL)", "shift": "nearest powers of two"}[mode]
+        print(f"\n{path.name}, {where}, {len(x)} random {RESNET_SIZE}x{RESNET_SIZE} images on "
+              f"{on.name} (fsim):")
+        if mode == "fixed":
+            print(imported.report())
+        print(f"logits equal to onnxruntime's {np.mean(steps == 0):.2%}, within one step "
+              f"{np.mean(np.abs(steps) <= 1):.2%}, at most {int(np.abs(steps).max())} steps "
+              f"apart; top-1 equal {np.mean(ours.argmax(1) == theirs.argmax(1)):.2%}; "
+              f"{run.total['cycles']:,} cycles ({'estimated' if run.estimated else 'counted'})")
+    return 0
 
 
 def onnx_digits(cfg):
@@ -56,17 +101,20 @@ def onnx_digits(cfg):
     for title, path, inputs, outputs in (("digits MLP", mlp, x, [logits]),
                                          ("small CNN", cnn, x.reshape(-1, 1, 8, 8), None)):
         theirs = _ort_predictions(path, inputs)
-        for host in (False, True):
-            imported = import_onnx(path, batch=len(x), outputs=outputs, host_requant=host)
-            ours, run = _run(cfg, imported, inputs)
+        for mode in ("shift", "host", "fixed"):
+            imported = import_onnx(path, batch=len(x), outputs=outputs,
+                                   host_requant=mode == "host", fixed_point=mode == "fixed")
+            on = _scale_config(cfg) if mode == "fixed" else cfg
+            ours, run = _run(on, imported, inputs)
             agree = float(np.mean(ours == theirs))
-            where = "inexact layers on the host" if host else "nearest powers of two"
-            print(f"\n{title} ({path.name}), {where}, {len(x)} images on {cfg.name} (fsim):")
+            where = {"shift": "nearest powers of two", "host": "inexact layers on the host",
+                     "fixed": "fixed-point multipliers (SCL, ALU_SCALE: 1)"}[mode]
+            print(f"\n{title} ({path.name}), {where}, {len(x)} images on {on.name} (fsim):")
             print(imported.report())
             print(f"agreement with onnxruntime {agree:.2%}; accuracy {np.mean(ours == y):.2%}, "
                   f"onnxruntime's {np.mean(theirs == y):.2%}; {run.total['cycles']:,} cycles "
                   f"({'estimated' if run.estimated else 'counted'})")
-            if title == "digits MLP" and not host and agree < 0.99:
+            if title == "digits MLP" and mode == "shift" and agree < 0.99:
                 status = 1
     print(f"\none image through the command line (files in {FOLDER}):")
     print(f"  avta import {mlp} --outputs {logits} -o {FOLDER / 'digits_mlp.yaml'}")

@@ -17,6 +17,8 @@ __all__ = ["alu_op", "execute_alu", "hazard_free_chunks", "last_writer_before"]
 
 _ACC_LANE_BITS = 32             # docs/isa.md §1: LOG_ACC_WIDTH is 5 (int32)
 _SHIFT_BITS = 6                 # SHR uses B[5:0] as a signed amount (docs/isa.md §3.4)
+_SCALE_BITS = 16                # SCL multiplies by sext(B[15:0]) / 2^15, rounding down
+_SCALE_FRACTION = 15
 
 
 def _sext(value, bits):
@@ -46,6 +48,10 @@ def alu_op(op, a, b):
         return np.maximum(np.minimum(a, b), -b)
     if op == AluOp.MOV:
         return b.copy()
+    if op == AluOp.SCL:
+        # |A·m| <= 2^46: exact in int64, and >> floors.
+        product = a.astype(np.int64) * _sext(b, _SCALE_BITS).astype(np.int64)
+        return (product >> _SCALE_FRACTION).astype(np.int32)
     raise ValueError(f"ALU opcode {op} is undefined")
 
 

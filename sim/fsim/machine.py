@@ -172,7 +172,7 @@ class Fsim:
             if len(self._decoded) >= _DECODE_CACHE_LIMIT:
                 self._decoded.clear()
             insn = self._codec.decode(blob)
-            decoded = self._decoded[blob] = (insn, check(insn))
+            decoded = self._decoded[blob] = (insn, check(insn, self._cfg))
         return decoded
 
 

@@ -15,6 +15,7 @@ from avta.isa.config import INSN_QUEUE_DEPTH
 from avta.isa.encoding import INSN_BYTES, codec
 from avta.isa.enums import AluOp, MemType, Opcode, PadValue, Stage
 from avta.isa.insn import AluInsn, GemmInsn, MemoryInsn
+from avta.isa.legality import alu_ops
 from avta.isa.memories import DRAM_PAGE_BYTES, elem_bytes, memories, memory
 from avta.runtime.program import Program
 from avta.runtime.tokens import QUEUES
@@ -22,14 +23,16 @@ from avta.runtime.tokens import QUEUES
 from .errors import ERROR_KINDS
 from .program import RandomProgram
 
-__all__ = ["ISA_FEATURES", "CORNER_FEATURES", "RUN_FEATURES", "coverage"]
+__all__ = ["ISA_FEATURES", "CORNER_FEATURES", "RUN_FEATURES", "coverage", "isa_features"]
 
 #: Before the corners, every address of a random program lay below this.
 _LOW_ADDRESSES = 24 << 10
 
 L, C, S = Stage.LOAD, Stage.COMPUTE, Stage.STORE
 
-def _isa_features():
+def isa_features(cfg=None):
+    """Every instruction-set feature :func:`coverage` reports for programs of ``cfg``: the ALU
+    operations are those it has (:func:`avta.isa.legality.alu_ops`; ``None``: upstream's)."""
     names = ["LOAD UOP", "STORE", "STORE multi-row", "STORE stride>x", "STORE last row",
              "GEMM", "GEMM reset", "GEMM factors", "GEMM multi-uop", "GEMM dst repeats",
              "ALU imm negative", "ALU imm wide", "ALU SHR imm negative", "ALU SHR imm positive",
@@ -40,13 +43,13 @@ def _isa_features():
         names += [f"LOAD {mem}{what}" for what in ("", " multi-row", " stride>x", " y_pad",
                                                    " x_pad", " pad ZERO", " pad MIN", " pad MAX")]
     names += [f"{op} loops {n}" for n in range(3) for op in ("GEMM", "ALU")]
-    names += [f"ALU {op.name} {how}" for op in AluOp for how in ("imm", "two-operand")]
+    names += [f"ALU {op.name} {how}" for op in alu_ops(cfg) for how in ("imm", "two-operand")]
     return tuple(names)
 
 
-#: Every instruction-set feature :func:`coverage` reports; many seeds of :func:`random_program`
-#: cover them all.
-ISA_FEATURES = _isa_features()
+#: Every instruction-set feature :func:`coverage` reports on a configuration without SCL; many
+#: seeds of :func:`random_program` cover them all (:func:`isa_features` for any configuration).
+ISA_FEATURES = isa_features()
 
 #: The corners as they show in a program. "token counter full" needs a narrow counter
 #: (``TOKEN_BITS`` ≤ 3); "queue full" is read from the stream: more than INSN_QUEUE_DEPTH

@@ -20,7 +20,9 @@ Every kind gives one deterministic end:
 """
 
 from avta.isa.encoding import codec
-from avta.isa.enums import AluOp, ErrorCode, MemType, Opcode, Stage
+from avta.isa.enums import ErrorCode, MemType, Opcode, Stage
+from avta.isa.formats import ALU_OPCODE_BITS
+from avta.isa.legality import alu_ops
 from avta.isa.insn import AluInsn, IllegalInsn, MemoryInsn
 from avta.isa.memories import memory
 
@@ -51,7 +53,8 @@ def plant_error(kind, rng, cfg, insns, *, dram_size, address):
 
     ``address(insn)`` is the byte address of element 0 of a memory instruction's type (its base
     register). A kind that finds no instruction to break (a program without ALU instructions has
-    no ALU opcode to make illegal) falls back to an illegal opcode.
+    no ALU opcode to make illegal, nor has a configuration with ``ALU_SCALE: 1``) falls back to
+    an illegal opcode.
     """
     insns = list(insns)
     last = len(insns) - 1
@@ -66,6 +69,8 @@ def plant_error(kind, rng, cfg, insns, *, dram_size, address):
             k, flag = rng.choice(pick)
             insns[k] = insns[k].replace(**{flag: 0})
             return insns, len(insns), ("deadlock", None, None)
+    if kind == "illegal ALU opcode" and len(alu_ops(cfg)) == 1 << ALU_OPCODE_BITS:
+        pick = []       # with ALU_SCALE: 1 every ALU opcode is legal (docs/isa.md §3.5)
     if not pick:
         kind, pick = "illegal opcode", list(range(last + 1))
     k = rng.choice(pick)
@@ -122,8 +127,8 @@ def _illegal_opcode(rng, cfg, insn, dram_size, address):
 
 
 def _illegal_alu(rng, cfg, insn, dram_size, address):
-    assert len(AluOp) == 7, "ALU opcode 7 is the one illegal value (docs/isa.md §3.5)"
-    return insn.replace(alu_opcode=7)
+    illegal = sorted(set(range(1 << ALU_OPCODE_BITS)) - set(alu_ops(cfg)))
+    return insn.replace(alu_opcode=rng.choice(illegal))
 
 
 def _illegal_memory_type(rng, cfg, insn, dram_size, address):

@@ -36,6 +36,7 @@ from avta.isa.encoding import INSN_BYTES, codec
 from avta.isa.enums import AluOp, MemType, PadValue, Stage
 from avta.isa.formats import IMM_BITS, PAD_BITS
 from avta.isa.insn import AluInsn, GemmInsn, MemoryInsn
+from avta.isa.legality import alu_ops
 from avta.isa.memories import (BASE_KEYS, DRAM_PAGE_BYTES, LOADABLE, base_alignment, elem_bytes,
                                memories, memory, stage_types)
 from avta.runtime.dram import Allocator
@@ -439,7 +440,7 @@ class _Generator:
                        for name in ("wgt_factor_out", "wgt_factor_in")}
             insn = GemmInsn(reset=rng.randint(0, 1), uop_bgn=begin, uop_end=end, **fields)
         else:
-            op = rng.choice(list(AluOp))
+            op = rng.choice(alu_ops(cfg))
             insn = AluInsn(uop_bgn=begin, uop_end=end, alu_opcode=op, use_imm=rng.randint(0, 1),
                            imm=self.imm(op), **fields)
         self.b.raw(insn)
@@ -544,7 +545,7 @@ class _Generator:
     def alu(self, acc_part):
         """An ALU op into buffer ``acc_part``, reading written ACC rows anywhere."""
         rng, acc, depth = self.rng, self.valid["acc"], self.cfg.acc_depth
-        op = rng.choice(list(AluOp))
+        op = rng.choice(alu_ops(self.cfg))
         use_imm = rng.random() < 0.5
         reads_dst = not use_imm and op != AluOp.MOV
         fmax = self.factor_max["acc"]

@@ -40,7 +40,7 @@ import numpy as np
 from avta.isa.asm import insn_to_json
 from avta.sim.mirror import run_differences
 
-from .coverage import coverage
+from .coverage import coverage, isa_features
 from .program import random_program
 from .shrink import shrink
 
@@ -67,6 +67,8 @@ class FuzzSummary:
     seconds: float = 0.0
     failures: list = field(default_factory=list)
     features: object = None
+    #: The ISA features the configuration has (:func:`avta.sim.fuzz.coverage.isa_features`).
+    isa_features: tuple = ()
 
     @property
     def ok(self):
@@ -78,8 +80,8 @@ class FuzzSummary:
                  f"{self.events} trace events and {self.cycles} tsim cycles compared in "
                  f"{self.seconds:.1f} s ({rate:.1f} programs/s)"]
         if self.features is not None:
-            from .coverage import CORNER_FEATURES, ISA_FEATURES, RUN_FEATURES
-            for kind, names in (("ISA features", ISA_FEATURES),
+            from .coverage import CORNER_FEATURES, RUN_FEATURES
+            for kind, names in (("ISA features", self.isa_features),
                                 ("corner features", CORNER_FEATURES + RUN_FEATURES)):
                 missing = [name for name in names if not self.features[name]]
                 lines.append(f"coverage: {len(names) - len(missing)} of {len(names)} {kind}"
@@ -108,7 +110,7 @@ def fuzz(cfg, count, *, seed=0, out_dir="fuzz-failures", memory="random", log=No
     from avta.sim.tsim.driver import Tsim
 
     log = log or (lambda line: None)
-    summary = FuzzSummary(cfg.name)
+    summary = FuzzSummary(cfg.name, isa_features=isa_features(cfg))
     tsim = Tsim(cfg, trace=True, faults=faults)    # built (or taken from the cache) once
     features = Counter()        # coverage of every program, layout and run features included
     after_error = False         # did the previous program leave tsim after an error?
@@ -260,7 +262,7 @@ def _write_run(folder, prog, trial):
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "image.bin").write_bytes(prog.image)
     (folder / "program.jsonl").write_text(
-        "".join(json.dumps(insn_to_json(insn)) + "\n" for insn in prog.insns))
+        "".join(json.dumps(insn_to_json(insn, cfg=prog.cfg)) + "\n" for insn in prog.insns))
     for trace in trial.traces:
         (folder / trace.name).write_bytes(trace.read_bytes())
     (folder / "diff.txt").write_text(trial.report.format() + "\n")

@@ -192,3 +192,18 @@ def test_resolved_json_round_trips(shipped_cfg):
     data = json.loads(shipped_cfg.to_json())
     assert Config.from_dict(data["config"], name=shipped_cfg.name) == shipped_cfg
     assert data["derived"]["acc"]["depth"] == shipped_cfg.acc_depth
+
+
+def test_alu_scale_key_defaults_off_and_keeps_older_identities():
+    cfg = load_config("default")
+    assert cfg.alu_scale == 0 and "ALU_SCALE" not in cfg.to_dict()
+    assert cfg.config_id == 0x80070462           # unchanged by the key's arrival
+    on = cfg.replace(alu_scale=1)
+    assert on.to_dict()["ALU_SCALE"] == 1 and on.config_id != cfg.config_id
+    assert Config.from_dict(on.to_dict()) == on.replace(name="custom")
+
+
+@pytest.mark.parametrize("value", [2, -1])
+def test_alu_scale_key_is_checked(value):
+    with pytest.raises(ConfigError, match=f"ALU_SCALE = {value}: must be 0 or 1"):
+        load_config("tiny").replace(alu_scale=value)

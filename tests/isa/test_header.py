@@ -55,3 +55,10 @@ def test_default_field_positions_match_upstream(default_cfg):
     # the register map: write bit 0 to launch; bit 1 finish, bit 2 error
     assert (got["AVTA_CTRL_LAUNCH"], got["AVTA_CTRL_FINISH"], got["AVTA_CTRL_ERROR"]) == (1, 2, 4)
     assert got["AVTA_CTRL_BUSY"] == Ctrl.BUSY == Ctrl.LAUNCH
+
+
+def test_header_names_scl_only_with_alu_scale(default_cfg):
+    off = {name: value for name, value, _ in header_macros(default_cfg)}
+    on = {name: value for name, value, _ in header_macros(default_cfg.replace(alu_scale=1))}
+    assert "VTA_ALU_OPCODE_SCL" not in off and off["VTA_ALU_SCALE"] == 0
+    assert on["VTA_ALU_OPCODE_SCL"] == 7 and on["VTA_ALU_SCALE"] == 1

@@ -14,20 +14,22 @@ from avta.isa.insn import AluInsn, Uop
 from avta.sim.fsim.alu import execute_alu
 
 
-def config(name, ports):
-    return load_config(name).replace(acc_read_ports=ports)
+def config(name, ports, scale=0):
+    return load_config(name).replace(acc_read_ports=ports, alu_scale=scale)
 
 
 @pytest.fixture
 def run_alus(compare_unit, random_rows, uop_rows):
-    """``run_alus(cfg, uops, insns, seed=0)``: the instructions on the ALU and on fsim from the
-    same random ACC rows, compared; the cycles of each instruction."""
-    def run(cfg, uops, insns, seed=0):
+    """``run_alus(cfg, uops, insns, seed=0, small=True)``: the instructions on the ALU and on
+    fsim from the same random ACC rows (narrow ones when ``small``), compared; the cycles of
+    each instruction."""
+    def run(cfg, uops, insns, seed=0, small=True):
         ports = {"uop_rd": ("uop", "r"), "acc_rd": ("acc", "r"), "acc_wr": ("acc", "w")}
         if cfg.acc_read_ports == 2:
             ports["acc_rd_b"] = ("acc", "r")
         rng = np.random.default_rng(seed)
-        contents = {"acc": random_rows(cfg, "acc", rng, small=True), "uop": uop_rows(cfg, uops)}
+        contents = {"acc": random_rows(cfg, "acc", rng, small=small),
+                    "uop": uop_rows(cfg, uops)}
         return compare_unit(cfg, Alu(cfg=cfg), ports, insns, contents, execute_alu)
     return run
 
@@ -35,7 +37,7 @@ def run_alus(compare_unit, random_rows, uop_rows):
 @pytest.mark.parametrize("op", list(AluOp), ids=lambda op: op.name)
 @pytest.mark.parametrize("name,ports", [("tiny", 1), ("tiny", 2), ("batch2", 1)])
 def test_every_op(run_alus, name, ports, op):
-    cfg = config(name, ports)
+    cfg = config(name, ports, scale=int(op == AluOp.SCL))
     rng = random.Random(f"{name}{ports}{op}")
     uops = [Uop(rng.randrange(6), rng.randrange(6), 0) for _ in range(5)]
     imm = {AluOp.SHR: rng.choice([-5, 3, 31, -32]), AluOp.CLP: 100}.get(
@@ -47,6 +49,22 @@ def test_every_op(run_alus, name, ports, op):
                 dst_factor_out=3, src_factor_out=1),
     ]
     run_alus(cfg, uops, insns, seed=int(op))
+
+
+@pytest.mark.parametrize("imm", [1 << 14, 0x7FFF, -0x8000, 12345, -3, 0])
+@pytest.mark.parametrize("name,ports", [("tiny", 1), ("tiny", 2), ("batch2", 1)])
+def test_scl_on_full_range_rows(run_alus, name, ports, imm):
+    """SCL on int32 lanes of any value (the 48-bit product, its rounding and the wrap at
+    −2^31 · −2^15), with an immediate and with per-lane multipliers read from ACC."""
+    cfg = config(name, ports, scale=1)
+    uops = [Uop(0, 1, 0), Uop(2, 3, 0), Uop(4, 4, 0), Uop(5, 6, 0)]
+    insns = [
+        AluInsn(alu_opcode=AluOp.SCL, use_imm=1, imm=imm, uop_bgn=0, uop_end=4, iter_out=2,
+                iter_in=2, dst_factor_out=8, src_factor_in=1),
+        AluInsn(alu_opcode=AluOp.SCL, uop_bgn=0, uop_end=4, iter_out=3, iter_in=1,
+                dst_factor_out=1, src_factor_out=2),
+    ]
+    run_alus(cfg, uops, insns, seed=imm & 0xFFFF, small=False)
 
 
 @pytest.mark.parametrize("ports", [1, 2])

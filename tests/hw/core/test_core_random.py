@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from avta.isa.config import load_config
-from avta.isa.enums import AluOp, MemType, PadValue, Stage
+from avta.isa.enums import MemType, PadValue, Stage
+from avta.isa.legality import alu_ops
 from avta.runtime.stream import StreamBuilder
 from avta.runtime.uop_kernel import Loop, UopKernel
 
@@ -76,7 +77,7 @@ def random_program(dev, rng, rounds=3):
             elif kind == 1:
                 b.gemm(_kernel(rng, True), reset=rng.random() < 0.2)
             else:
-                op = rng.choice(list(AluOp))
+                op = rng.choice(alu_ops(cfg))
                 imm = rng.randrange(-40, 40) if rng.random() < 0.5 else None
                 b.alu(_kernel(rng, False), op, imm=imm)
         b.dep_push(C, S)
@@ -106,6 +107,11 @@ def run_random(mirrored_core_device):
 @pytest.mark.parametrize("config,seed", [("tiny", s) for s in range(4)] + [("rect", 0)])
 def test_random_program(run_random, config, seed):
     run_random(load_config(config), seed)
+
+
+def test_random_program_with_alu_scale(run_random):
+    """SCL (ALU_SCALE: 1) among the random ALU ops, forwarded like the others."""
+    run_random(load_config("tiny").replace(alu_scale=1), 5)
 
 
 def test_random_program_two_acc_read_ports(run_random):

@@ -10,6 +10,7 @@ read-after-write at distances 1 to 6 (docs/isa.md §3.3, §3.4).
 import numpy as np
 import pytest
 
+from avta.isa.config import load_config
 from avta.isa.enums import AluOp, MemType, PadValue, Stage
 from avta.runtime.ops.conv2d import conv2d
 from avta.runtime.ops.elementwise import combine_planes, elementwise, emit_readback
@@ -40,11 +41,11 @@ def test_conv2d(mirrored_core_device, pad, stride, requant):
 @pytest.mark.parametrize("operand", ["imm", "tensor"])
 @pytest.mark.parametrize("op", list(AluOp), ids=lambda op: op.name)
 def test_elementwise(mirrored_core_device, op, operand):
-    dev = mirrored_core_device()
+    dev = mirrored_core_device(load_config("tiny").replace(alu_scale=int(op == AluOp.SCL)))
     rng = np.random.default_rng(int(op))
     a = rng.integers(-3000, 3000, 3 * dev.cfg.block_out, dtype=np.int32)
     if operand == "imm":
-        imm = {AluOp.SHR: -3, AluOp.CLP: 1000}.get(op, 77)
+        imm = {AluOp.SHR: -3, AluOp.CLP: 1000, AluOp.SCL: 23456}.get(op, 77)
         steps, b = [(op, imm)], None
     else:
         b = rng.integers(-3000, 3000, a.shape, dtype=np.int32)

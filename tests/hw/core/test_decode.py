@@ -12,12 +12,18 @@ from avta.isa.enums import AluOp, ErrorCode, MemType, Opcode, Stage
 from avta.isa.insn import AluInsn, GemmInsn, MemoryInsn
 from avta.isa.legality import check
 
-CONFIGS = ["tiny", "rect"]
+CONFIGS = ["tiny", "rect", "tiny+scale"]
+
+
+def _config(name):
+    """A shipped configuration; ``+scale`` turns ALU_SCALE on (SCL, opcode 7, becomes legal)."""
+    base, _, scale = name.partition("+")
+    return load_config(base).replace(alu_scale=1) if scale else load_config(base)
 
 
 def _expected(cfg, raw):
     insn = codec(cfg).decode(raw)
-    violation = check(insn)
+    violation = check(insn, cfg)
     code = violation.code if violation else ErrorCode.NONE
     return code, insn.stage
 
@@ -65,7 +71,7 @@ def _table(cfg):
 
 @pytest.mark.parametrize("config", CONFIGS)
 def test_decode_table(config):
-    cfg = load_config(config)
+    cfg = _config(config)
     raws = _table(cfg)
     got = _run(cfg, raws)
     for raw, (code, stage) in zip(raws, got):
@@ -75,12 +81,12 @@ def test_decode_table(config):
             assert stage == want_stage
     # The table exercises every decode-time code.
     codes = {_expected(cfg, r)[0] for r in raws}
-    assert codes >= {ErrorCode.NONE, 1, 2, 3, 4, 5, 6, 8}
+    assert codes >= {ErrorCode.NONE, 1, 3, 4, 5, 6, 8} | (set() if cfg.alu_scale else {2})
 
 
 @pytest.mark.parametrize("config", CONFIGS)
 def test_decode_random(config):
-    cfg = load_config(config)
+    cfg = _config(config)
     rng = random.Random(4)
     raws = []
     for _ in range(300):

@@ -12,9 +12,9 @@ from avta.sim.amaranth.dram import DramModel
 from avta.sim.memory_knobs import MemoryKnobs
 from avta.isa.config import load_config
 from avta.isa.encoding import codec
-from avta.isa.enums import AluOp, MemType, Opcode, Stage
+from avta.isa.enums import MemType, Opcode, Stage
 from avta.isa.insn import AluInsn, GemmInsn, MemoryInsn
-from avta.isa.legality import check_program
+from avta.isa.legality import alu_ops, check_program
 
 INSN_ADDR = 0x40
 
@@ -34,7 +34,7 @@ def random_program(rng, n):
             insns.append(GemmInsn(opcode=Opcode.GEMM, uop_end=rng.randrange(4),
                                   push_prev=rng.randrange(2)))
         else:
-            insns.append(AluInsn(alu_opcode=rng.choice(list(AluOp)), imm=rng.randrange(-9, 9)))
+            insns.append(AluInsn(alu_opcode=rng.choice(alu_ops()), imm=rng.randrange(-9, 9)))
     return insns
 
 

@@ -13,6 +13,7 @@ import pytest
 from avta.isa.config import load_config
 from avta.isa.enums import AluOp, MemType, Opcode
 from avta.isa.insn import AluInsn, GemmInsn, Uop
+from avta.isa.legality import alu_ops
 from avta.isa.memories import scratchpad
 
 from .test_core import ACC, FINISH, INP, OUT, UOPS, WGT, compare, load, store
@@ -96,7 +97,7 @@ def test_random_alu_then_gemms_equal_one_after_the_other(seed):
     # ALU rows mostly among the GEMMs' (rows 0..ROWS), sometimes near the end of ACC.
     uops += [Uop(*(rng.randrange(ROWS if rng.random() < 0.8 else depth) for _ in range(2)), 0)
              for _ in range(n_alu)]
-    op = rng.choice(list(AluOp))
+    op = rng.choice(alu_ops(cfg))
     alu = AluInsn(alu_opcode=op, use_imm=rng.randint(0, 1), imm=rng.randint(-8, 8),
                   uop_bgn=2, uop_end=2 + n_alu, iter_out=rng.randint(1, 4),
                   iter_in=rng.randint(1, 8), dst_factor_out=rng.randint(0, 40),

@@ -43,6 +43,8 @@ def alu_model(op, a, b):
         return np.maximum(np.minimum(a, b), wrap(-b))
     if op == AluOp.MOV:
         return b
+    if op == AluOp.SCL:
+        return wrap((a * sext(b, 16)) >> 15)
     raise AssertionError(op)
 
 
@@ -57,11 +59,12 @@ def rand32(rng, shape):
 # -- ALU: every operation, immediate and tensor -------------------------------------------------
 
 IMMEDIATES = {AluOp.MIN: 1234, AluOp.MAX: -77, AluOp.ADD: -32768, AluOp.SHR: 5, AluOp.MUL: -3,
-              AluOp.CLP: 300, AluOp.MOV: 32767}
+              AluOp.CLP: 300, AluOp.MOV: 32767, AluOp.SCL: -23456}
 
 
 @pytest.mark.parametrize("op", list(AluOp), ids=lambda op: op.name)
 def test_alu_immediate(cfg, rng, device, op):
+    cfg = cfg.replace(alu_scale=int(op == AluOp.SCL))
     a = rand32(rng, (9, lanes(cfg)))
     imm = IMMEDIATES[op]
     out = elementwise(device(cfg), a, [(op, imm)])
@@ -70,6 +73,7 @@ def test_alu_immediate(cfg, rng, device, op):
 
 @pytest.mark.parametrize("op", list(AluOp), ids=lambda op: op.name)
 def test_alu_tensor(cfg, rng, device, op):
+    cfg = cfg.replace(alu_scale=int(op == AluOp.SCL))
     a, b = rand32(rng, (9, lanes(cfg))), rand32(rng, (9, lanes(cfg)))
     if op == AluOp.CLP:
         b = np.abs(b >> 4)                    # CLP with a negative bound is also defined...

@@ -87,7 +87,7 @@ def _conv_pad_value(device, x, w, bias, requant):
     with device.scratch() as s:
         inp = s.upload(pack_nchw(x, cfg.batch, cfg.block_in), mem=MemType.INP)
         wgt = s.upload(pack_oihw(w, cfg.block_out, cfg.block_in), mem=MemType.WGT)
-        acc = s.upload(pack_bias(cfg, bias), mem=MemType.ACC)
+        acc = s.upload(pack_bias(cfg, bias, requant), mem=MemType.ACC)
         out = s.alloc(shape.n * shape.cout * shape.oh * shape.ow, mem=MemType.OUT)
         device.run(build_conv2d(cfg, shape, Conv2dBuffers(
             inp.elem(cfg, MemType.INP), wgt.elem(cfg, MemType.WGT), out.elem(cfg, MemType.OUT),
@@ -103,3 +103,88 @@ def test_add_with_a_shifted_input_and_an_offset(tiny_cfg, device, int8, shift_a)
     np.testing.assert_array_equal(out, add_ref(a, b, shift_a=shift_a, requant=q))
     wide = (a.astype(np.int64) << shift_a) + b - (5 << shift_a) + 3 + 4
     np.testing.assert_array_equal(out, np.clip((wide >> 3) - 7, -128, 127))
+
+
+# -- fixed-point multipliers (ALU SCL, ALU_SCALE: 1) -----------------------------------------
+
+@pytest.mark.parametrize("shift, pre_shift", [(1, 0), (7, 0), (12, 0), (20, 0), (3, 4)])
+def test_a_multiplier_rounds_once(shift, pre_shift):
+    """SCL's floor, then + 2^(s−1) and >> s: acc · 2^p · m / 2^(15+s) rounded half up, once."""
+    rng = np.random.default_rng(shift)
+    acc = rng.integers(-(1 << 24), 1 << 24, 5000)
+    m = int(rng.integers(1 << 14, 1 << 15))
+    q = Requant(shift, multiplier=m, pre_shift=pre_shift, offset=1 << (shift - 1))
+    exact = (2 * (acc << pre_shift) * m + (1 << (15 + shift))) // (1 << (16 + shift))
+    np.testing.assert_array_equal(q.reference(acc), (exact & 0xFF).astype(np.uint8).view(np.int8))
+
+
+def test_multiplier_values_are_checked():
+    for bad in (0, -3, 1 << 15, 2.5, True):
+        with pytest.raises(ValueError, match="multiplier"):
+            Requant(3, multiplier=bad)
+    with pytest.raises(ValueError, match="not both"):
+        Requant(3, multiplier=5, scale=0.5)
+    with pytest.raises(ValueError, match="pre_shift"):
+        Requant(3, pre_shift=2)
+    with pytest.raises(ValueError, match="pre_shift"):
+        Requant(3, multiplier=5, pre_shift=40)
+
+
+@pytest.mark.parametrize("bias_first", [False, True])
+def test_conv2d_with_a_multiplier_on_the_device(tiny_cfg, device, int8, bias_first):
+    cfg = tiny_cfg.replace(alu_scale=1)
+    x, w = int8((1, 4, 5, 6)), int8((8, 4, 3, 3))
+    bias = np.random.default_rng(4).integers(-5000, 5000, 8).astype(np.int32)
+    q = Requant(9, (-100, 120), bias_first=bias_first, multiplier=23117,
+                offset=(1 << 8) + (7 << 9))
+    dev = device(cfg)
+    got = _conv_pad_value(dev, x, w, bias, q)
+    np.testing.assert_array_equal(got, conv2d_ref(x, w, bias, pad=1, pad_value=-128,
+                                                  requant=q))
+    assert AluOp.SCL in {insn.alu_opcode for insn in dev.last_program.insns
+                         if insn.opcode == 4}
+
+
+def test_a_multiplier_needs_alu_scale(tiny_cfg, device, int8):
+    x, w = int8((1, 4, 5, 6)), int8((8, 4, 3, 3))
+    bias = np.zeros(8, np.int32)
+    with pytest.raises(ValueError, match="ALU_SCALE: 1"):
+        _conv_pad_value(device(tiny_cfg), x, w, bias, Requant(9, multiplier=23117))
+
+
+def _per_channel(rng, channels, zy=3):
+    """A per-channel requantization: random multipliers in [2^14, 2^15), shifts 8..14."""
+    m = tuple(int(v) for v in rng.integers(1 << 14, 1 << 15, channels))
+    s = tuple(int(v) for v in rng.integers(8, 15, channels))
+    return Requant(0, (-128, 127), bias_first=True, multiplier=m, shifts=s,
+                   offsets=tuple(zy * (1 << k) + (1 << (k - 1)) for k in s))
+
+
+def test_per_channel_values_are_checked():
+    with pytest.raises(ValueError, match="needs 2 shifts"):
+        Requant(bias_first=True, multiplier=(5, 6), shifts=(3,), offsets=(0, 0))
+    with pytest.raises(ValueError, match="shift 0 and offset 0"):
+        Requant(3, bias_first=True, multiplier=(5,), shifts=(3,), offsets=(0,))
+    with pytest.raises(ValueError, match="per-channel shift"):
+        Requant(bias_first=True, multiplier=(5,), shifts=(0,), offsets=(0,))
+    with pytest.raises(ValueError, match="belong to a per-channel"):
+        Requant(3, shifts=(3,), offsets=(0,))
+
+
+@pytest.mark.parametrize("shape", [(1, 4, 5, 6), (2, 8, 4, 4)])
+def test_conv2d_per_channel_on_the_device(tiny_cfg, device, int8, shape):
+    """Multipliers, offsets and shifts as resident ACC rows beside the bias: SCL, ADD, SHR with
+    two operands, against the reference channel by channel."""
+    cfg = tiny_cfg.replace(alu_scale=1)
+    rng = np.random.default_rng(shape[1])
+    x, w = int8(shape), int8((12, shape[1], 3, 3))
+    bias = rng.integers(-5000, 5000, 12).astype(np.int32)
+    q = _per_channel(rng, 12)
+    dev = device(cfg)
+    got = _conv_pad_value(dev, x, w, bias, q)
+    want = conv2d_ref(x, w, bias, pad=1, pad_value=-128, requant=q)
+    np.testing.assert_array_equal(got, want)
+    assert len(np.unique(want)) > 20              # not all clipped
+    two_operand = {insn.alu_opcode for insn in dev.last_program.insns
+                   if insn.opcode == 4 and not insn.use_imm}
+    assert {AluOp.SCL, AluOp.ADD, AluOp.SHR} <= two_operand

@@ -33,10 +33,19 @@ def alu_program(dev, rng):
     return elementwise(dev, a, [(AluOp.ADD, "b"), (AluOp.MUL, 3), (AluOp.SHR, 1)], b)
 
 
-@pytest.mark.parametrize("program", [matmul_program, alu_program],
-                         ids=["matmul", "alu"])
-def test_core_through_cocotb_matches_fsim(program):
-    cfg = load_config("tiny")
+def scale_program(dev, rng):
+    """SCL (ALU_SCALE: 1) with a per-tensor immediate, then per-lane multipliers from ACC."""
+    shape = (2, dev.cfg.batch, dev.cfg.block_out)
+    a = rng.integers(-2**31, 2**31, shape, dtype=np.int64).astype(np.int32)
+    m = rng.integers(-2**15, 2**15, shape, dtype=np.int32)
+    return elementwise(dev, a, [(AluOp.SCL, 23456), (AluOp.SCL, "b")], m)
+
+
+@pytest.mark.parametrize("program, scale", [(matmul_program, 0), (alu_program, 0),
+                                            (scale_program, 1)],
+                         ids=["matmul", "alu", "scale"])
+def test_core_through_cocotb_matches_fsim(program, scale):
+    cfg = load_config("tiny").replace(alu_scale=scale)
     devices = [fsim_device(cfg, dram_size=DRAM_BYTES),
                Device(cfg, CocotbBackend(cfg, dram_size=DRAM_BYTES,
                                          knobs=MemoryKnobs(seed=5, backpressure=0.2)))]

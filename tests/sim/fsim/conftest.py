@@ -34,6 +34,9 @@ def _ref_op(op, a, b):
         return max(min(a, b), _wrap32(-b))
     if op == AluOp.MOV:
         return b
+    if op == AluOp.SCL:
+        # ⌊A·m / 2^15⌋ with m = sext(B[15:0]), wrapped to int32.
+        return _wrap32((a * _sext(b, 16)) // 2**15)
     raise AssertionError(op)
 
 

@@ -69,6 +69,13 @@ VALUES = [
     (AluOp.CLP, 100, 50, 50), (AluOp.CLP, -100, 50, -50), (AluOp.CLP, 10, 50, 10),
     (AluOp.CLP, 5, -3, 3), (AluOp.CLP, 7, -2**31, -2**31),
     (AluOp.MOV, 9, -7, -7),
+    # SCL: ⌊A·m/2^15⌋; B[31:16] ignored; the one wrapping case.
+    (AluOp.SCL, 1000, 1 << 14, 500), (AluOp.SCL, 3, 1 << 14, 1), (AluOp.SCL, -3, 1 << 14, -2),
+    (AluOp.SCL, -5, 1 << 14, -3), (AluOp.SCL, 7, -(1 << 15), -7), (AluOp.SCL, 1, 1 << 14, 0),
+    (AluOp.SCL, -1, 1 << 14, -1), (AluOp.SCL, 12345, 0x7FFF0000 | 0x5555, 8229),
+    (AluOp.SCL, 2**31 - 1, 0x7FFF, 2**31 - 2**16 - 1), (AluOp.SCL, -2**31, 0x7FFF, -2**31 + 2**16),
+    (AluOp.SCL, -2**31, 0x8000, -2**31), (AluOp.SCL, 2**31 - 1, -(1 << 15), -2**31 + 1),
+    (AluOp.SCL, 100, 0, 0), (AluOp.SCL, 40000, 0x10000 - 3, -4),
 ]
 
 
@@ -95,7 +102,16 @@ FORMS = [(op, None) for op in AluOp] + \
                               for o, i in FORMS])
 def test_alu_forms(run_alu, config, op, imm):
     insn = alu(op, uops=(0, 4), iters=(2, 3), dst=(12, 4), src=(5, 1), imm=imm)
-    run_alu(load_config(config), insn, KERNEL, seed=int(op) * 1000 + (imm or 0) % 1000)
+    cfg = load_config(config).replace(alu_scale=int(op == AluOp.SCL))
+    run_alu(cfg, insn, KERNEL, seed=int(op) * 1000 + (imm or 0) % 1000)
+
+
+@pytest.mark.parametrize("use_imm", [False, True], ids=["tensor", "imm"])
+def test_scl_is_error_2_without_alu_scale(tiny_cfg, use_imm):
+    image = Image(tiny_cfg, size=1 << 16)
+    result, _ = run_alone(image, alu(AluOp.SCL, uops=(0, 1), iters=(1, 1),
+                                     imm=1 << 14 if use_imm else None))
+    assert result.status == "error" and result.error_code == 2
 
 
 # (id, kernel, (iter_out, iter_in), dst factors, src factors): a step reads what an earlier

@@ -9,7 +9,7 @@ from avta.isa.enums import AluOp, MemType
 from avta.isa.insn import Uop
 from avta.sim.image import Image, alu, gemm, load, run_alone
 
-CFG = load_config("tiny")
+CFG = load_config("tiny").replace(alu_scale=1)      # every ALU op, SCL included
 INP_ROWS, WGT_ROWS, ACC_ROWS = 64, 32, 64
 UOPS, INP, WGT, ACC = 0x800, 0x1000, 0x2000, 0x4000
 

@@ -12,7 +12,7 @@ from avta.isa.encoding import INSN_BYTES
 from avta.runtime.wellformed import check_wellformed
 from avta.sim.fsim import Fsim
 from avta.sim.fuzz.corners import CORNERS
-from avta.sim.fuzz.coverage import CORNER_FEATURES, ISA_FEATURES, coverage
+from avta.sim.fuzz.coverage import CORNER_FEATURES, ISA_FEATURES, coverage, isa_features
 from avta.sim.fuzz.errors import ERROR_KINDS
 from avta.sim.fuzz.program import RandomProgram, random_program
 
@@ -196,3 +196,25 @@ def test_every_corner_appears_in_a_campaign(config, count):
     expected = set(CORNER_FEATURES) - ({"token counter full"} if cfg.token_bits > 3 else set())
     missing = sorted(name for name in expected if not found[name])
     assert not missing, missing
+
+
+def test_coverage_with_alu_scale_includes_scl():
+    cfg = load_config("tiny").replace(alu_scale=1)
+    features = isa_features(cfg)
+    assert {"ALU SCL imm", "ALU SCL two-operand"} <= set(features)
+    assert not {"ALU SCL imm", "ALU SCL two-operand"} & set(isa_features(load_config("tiny")))
+    found = coverage([random_program(cfg, s) for s in range(50)])
+    missing = [name for name in features if not found[name]]
+    assert not missing, missing
+
+
+def test_no_illegal_alu_opcode_is_planted_where_every_opcode_is_legal():
+    import random as _random
+    from avta.isa.insn import AluInsn
+    from avta.isa.encoding import finish
+    from avta.sim.fuzz.errors import plant_error
+    insns = [AluInsn(), AluInsn(), finish()]
+    for cfg, code in ((load_config("tiny"), 2), (load_config("tiny").replace(alu_scale=1), 1)):
+        _, _, expect = plant_error("illegal ALU opcode", _random.Random(1), cfg, insns,
+                                   dram_size=1 << 16, address=lambda insn: 0)
+        assert expect[:2] == ("error", code)

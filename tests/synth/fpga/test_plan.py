@@ -57,3 +57,10 @@ def test_the_verdict_names_the_resource_and_the_excess():
     assert plan.verdict()["dp16kd"] == (60, 56)
     assert "DP16KD block RAMs 60 of 56 (+4)" in "\n".join(plan.table())
     assert plan.to_dict()["over"]["dp16kd"] == {"needed": 60, "available": 56}
+
+
+def test_scl_lanes_add_their_multipliers_to_the_plan(tiny_cfg):
+    from avta.synth.fpga.plan import SCALE_LANE_MULT18, estimate_multipliers
+    lanes = tiny_cfg.batch * tiny_cfg.block_out
+    assert estimate_multipliers(tiny_cfg.replace(alu_scale=1)) \
+        == estimate_multipliers(tiny_cfg) + SCALE_LANE_MULT18 * lanes

@@ -15,7 +15,7 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-from avta.isa.config import load_config  # noqa: E402
+from avta.isa.config import Config, load_config  # noqa: E402
 from avta.runtime.net import accumulate, from_device, run_reference, to_device  # noqa: E402
 from avta.runtime.net.executor import dram_bytes, run_network  # noqa: E402
 
@@ -199,10 +199,10 @@ def run_ort(model, x, outputs=None):
 
 
 def run_device(graph, x, config="tiny", target="fsim"):
-    """The model's outputs (by model name) of ``graph`` run on ``target`` for the model's
-    input ``x``; the device's int8 outputs must equal the numpy reference's."""
+    """The model's outputs (by model name) of ``graph`` run on ``target`` (``config`` a
+    shipped name or a :class:`Config`) for the model's input ``x``; the device's int8 outputs must equal the numpy reference's."""
     from avta.sim.run_cmd import make_device
-    cfg = load_config(config)
+    cfg = config if isinstance(config, Config) else load_config(config)
     device = make_device(cfg, target, dram_bytes(cfg, graph))
     xd = to_device(graph, x)
     run = run_network(device, graph, xd, target=target)
