@@ -36,6 +36,10 @@ def _network_args(parser, *, optional=False):
                              "default 224)")
     parser.add_argument("--seed", type=int, default=0, metavar="S",
                         help="seed of the built-in network's weights and of the random input")
+    parser.add_argument("--timing-only", action="store_true",
+                        help="fsim computes no data, only cycles, counters and activity (the "
+                             "same as a bit-exact run's, many times faster); the output is "
+                             "not computed, so it is not checked")
 
 
 # -- config -------------------------------------------------------------------------------------

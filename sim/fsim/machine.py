@@ -6,6 +6,15 @@ decrements them at start and increments the counters it pushes when it completes
 instruction at a time from start to completion, which is one legal interleaving: by default the
 runnable stage whose next instruction comes first in the stream; with ``schedule="random"`` a
 seeded random runnable stage, so a program that is missing a dependency shows it.
+
+With ``timing_only=True`` the machine computes no data: it runs the same schedule, token
+counters, cycle model, counters and activity, and makes the same checks (errors 9 and 10 among
+them), but of the data only micro-op LOADs are executed, because the cycle model reads the
+micro-ops (the ACC rows an ALU instruction and a GEMM beside it touch, timing.py). Scratchpads
+other than the micro-ops and the DRAM are left as they are. The cycles, counters and activity
+are those of the bit-exact run of the same program whatever the data (tests/runtime hold them
+equal on every operator and network test), at a fraction of the time: what design-space
+exploration needs.
 """
 
 import collections
@@ -67,21 +76,27 @@ class Fsim:
         Receives one event dict per event (:mod:`avta.sim.fsim.events`); no cost when None.
     trace_mode : str
         ``retire``, or ``arch`` (alias ``equiv``, ``full``) to also see every write.
+    timing_only : bool
+        Compute no data, only the cycle estimate, counters and activity (module docstring);
+        cannot be traced.
 
     Scratchpads are zero when the object is built and keep their contents across :meth:`run`
     calls; each run starts with empty token counters, zero counters and no error (launch).
     """
 
     def __init__(self, cfg, *, strict=False, schedule="inorder", seed=None, trace=None,
-                 trace_mode="arch"):
+                 trace_mode="arch", timing_only=False):
         if schedule not in SCHEDULES:
             raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
+        #: Whether data is computed (False: timing-only mode, the module docstring).
+        self.data = not timing_only
         self._cfg = cfg
         self._codec = codec(cfg)
         self._strict = bool(strict)
         self._schedule = schedule
         self._rng = random.Random(seed)
-        self._tracer = None if trace is None else Tracer(trace, trace_mode)
+        self._tracer = None
+        self.set_trace(trace, trace_mode)
         self._pads = Scratchpads(cfg)
         self._decoded = {}
         self._token_max = (1 << cfg.token_bits) - 1
@@ -98,6 +113,9 @@ class Fsim:
 
     def set_trace(self, trace, trace_mode="arch"):
         """Send the events of later runs to ``trace`` (a callable; None: stop tracing)."""
+        if trace is not None and not self.data:
+            raise ValueError("a timing-only fsim computes no data, so it has no writes to "
+                             "trace; trace a bit-exact one (timing_only=False)")
         self._tracer = None if trace is None else Tracer(trace, trace_mode)
 
     def run_traced(self, writer, mode, dram, insn_addr, insn_count, *, bases=None):
@@ -315,12 +333,14 @@ class _Launch:
             elif insn.opcode == Opcode.GEMM:
                 execute_gemm(self.cfg, insn, self.sim._pads, self.sim._codec,
                              strict=self.sim._strict,
-                             trace_rows=tracer and tracer.row_writer(stage, index))
+                             trace_rows=tracer and tracer.row_writer(stage, index),
+                             data=self.sim.data)
                 self.counters["GEMM_STEPS"] += insn.steps
             elif insn.opcode == Opcode.ALU:
                 execute_alu(self.cfg, insn, self.sim._pads, self.sim._codec,
                             strict=self.sim._strict,
-                            trace_rows=tracer and tracer.row_writer(stage, index))
+                            trace_rows=tracer and tracer.row_writer(stage, index),
+                            data=self.sim.data)
                 self.counters["ALU_STEPS"] += insn.steps
         except MachineError as error:
             return self._error(error.code, index, str(error))
@@ -406,11 +426,14 @@ class _Launch:
         if insn.opcode == Opcode.STORE:
             if insn.x_size:
                 execute_store(self.cfg, insn, pads, self.dram, strict=strict,
-                              trace_dram=tracer and tracer.dram_writer(stage, index))
+                              trace_dram=tracer and tracer.dram_writer(stage, index),
+                              data=self.sim.data)
         else:
             if insn.x_size:
+                # The cycle model reads the micro-ops: their LOADs run in every mode.
                 execute_load(self.cfg, insn, pads, self.dram, strict=strict,
-                             trace_rows=tracer and tracer.row_writer(stage, index))
+                             trace_rows=tracer and tracer.row_writer(stage, index),
+                             data=self.sim.data or insn.memory_type == MemType.UOP)
         counter, moved = bytes_moved(self.cfg, insn)
         self.counters[counter] += moved
         return elem_bytes

@@ -34,7 +34,8 @@ def cmd_profile(args):
         raise UserError("--insn-addr and --insn-count go with --image")
     graph = load_network(args.network, args.input_size, args.seed)
     x = random_input(graph, seed=args.seed)
-    device = make_device(cfg, args.target, dram_bytes(cfg, graph), activity=True)
+    device = make_device(cfg, args.target, dram_bytes(cfg, graph), activity=True,
+                         timing_only=args.timing_only)
     with progress(len(graph.topological()), f"{graph.name} on {cfg.name} ({args.target})",
                   unit="layer") as bar:
         def step(i, n, node):
@@ -68,7 +69,8 @@ def _profile_image(cfg, args, out):
         raise UserError(f"--insn-addr 0x{addr:x} must be a non-negative multiple of 16 and "
                         f"--insn-count in 0..2^32-1")
     dram = load_image(args.image)
-    device = make_device(cfg, args.target, len(dram), activity=True)
+    device = make_device(cfg, args.target, len(dram), activity=True,
+                         timing_only=args.timing_only)
     device.backend.write(0, bytes(dram))
     name = Path(args.image).stem
     try:
