@@ -273,7 +273,8 @@ def memories(cfg):
 def memory(cfg, mtype):
     """The :class:`MemoryInfo` of memory type ``mtype`` (a :class:`MemType` or its number)."""
     try:
-        return memories(cfg)[MemType(mtype)]
+        # MemType(...) of a MemType is slow (Amaranth's enum metaclass), and planners ask often.
+        return memories(cfg)[mtype if type(mtype) is MemType else MemType(mtype)]
     except ValueError:
         raise ValueError(f"memory type {mtype!r} does not exist; the types are "
                          f"{', '.join(f'{t.name} {t.value}' for t in MemType)}") from None
