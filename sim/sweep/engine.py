@@ -5,7 +5,8 @@
 thread each, on the cluster at ``scheduler``, or (``workers=0``) one by one in this process. Each
 finished point is written to ``DIR/cache/<key>.json`` at once (temporary file, then rename), so
 an interrupted sweep resumes where it stopped and a worker that dies loses only its point (whose
-row says ``error``, and which the next run tries again).
+row says ``error``, and which the next run tries again). Each finished point's line says how
+many are done, the points per second and the time left (:class:`~.rate.Rate`).
 """
 
 import csv
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .point import AREA_COLUMNS, evaluate, point_key, task
+from .rate import Rate
 
 __all__ = ["run_sweep", "SweepResult", "pareto", "write_results", "front_table"]
 
@@ -114,6 +116,7 @@ def run_sweep(spec, out, *, exact=False, workers=None, scheduler=None, log=None,
             todo.append(t)
     log(f"{len(points)} points: {result.cached} cached, {result.invalid} invalid, "
         f"{len(todo)} to run")
+    rate = Rate(len(todo))
 
     def done(t, row):
         row = row | {"cached": False}
@@ -121,7 +124,7 @@ def run_sweep(spec, out, *, exact=False, workers=None, scheduler=None, log=None,
         result.ran += 1
         if row.get("status") == "ok":
             _write_atomic(cache / f"{row['key']}.json", json.dumps(row, sort_keys=True) + "\n")
-        log(f"[{result.ran}/{len(todo)}] point {t['index']} {t['values']}: {row['status']}"
+        log(f"{rate.done()}: point {t['index']} {t['values']}: {row['status']}"
             + (f", {row['cycles']:,} cycles, {row['area_mm2']:.3f} mm^2"
                if row["status"] == "ok" else f": {row.get('message', '')}"))
 
