@@ -323,6 +323,11 @@ def build_parser():
                    help="count cycles on tsim (Verilator builds, cached) instead of fsim's model")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="a running Dask scheduler (tcp://host:8786) instead of a LocalCluster")
+    p.add_argument("--search", type=int, metavar="N",
+                   help="search the spec's space with NSGA-II (optuna) for the front of cycles "
+                        "and area, taking at most N points, instead of running every point")
+    p.add_argument("--search-seed", type=int, default=0, metavar="S",
+                   help="seed of the search (default 0)")
     p.add_argument("--workers", type=int, metavar="N",
                    help="LocalCluster worker processes (default: the cores); 0 runs the points "
                         "one by one in this process, without Dask")

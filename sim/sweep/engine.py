@@ -89,16 +89,19 @@ def _client(workers, scheduler):
 
 
 def run_sweep(spec, out, *, exact=False, workers=None, scheduler=None, log=None,
-              evaluate_fn=evaluate):
+              evaluate_fn=evaluate, only=None):
     """Run every point of ``spec`` not yet cached in ``out``; a :class:`SweepResult` whose rows
     are in point order. ``log(message)`` hears about progress. ``evaluate_fn`` runs one task
-    (:func:`~.point.evaluate`; tests count runs with it)."""
+    (:func:`~.point.evaluate`; tests count runs with it). ``only``: the indices of the points
+    to take (default all; a search, :mod:`.search`, asks for a few at a time)."""
     log = log or (lambda message: None)
     start = time.perf_counter()
     out = Path(out)
     cache = out / "cache"
     cache.mkdir(parents=True, exist_ok=True)
     points = spec.points()
+    if only is not None:
+        points = [p for p in points if p.index in only]
     rows, todo = {}, []
     result = SweepResult(rows=[], varied=list(spec.vary))
     for point in points:
