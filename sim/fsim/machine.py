@@ -99,6 +99,11 @@ class Fsim:
         self.set_trace(trace, trace_mode)
         self._pads = Scratchpads(cfg)
         self._decoded = {}
+        # By (instruction, its micro-ops' words), both pure functions of them: the ACC row
+        # bounds of a GEMM or ALU instruction (timing.acc_row_bounds), and in timing-only mode
+        # the kernels whose checks passed. Streams repeat the same few kernels many times.
+        self._bounds = {}
+        self._checked = set()
         self._token_max = (1 << cfg.token_bits) - 1
         # While run_activity runs: a list of (index, stage, start, ready, end, kind) per
         # instruction executed (kind: 0 GEMM, 1 ALU, 2 anything else).
@@ -330,18 +335,15 @@ class _Launch:
         try:
             if insn.opcode in (Opcode.LOAD, Opcode.STORE):
                 elem_bytes = self._memory(stage, index, insn, tracer)
-            elif insn.opcode == Opcode.GEMM:
-                execute_gemm(self.cfg, insn, self.sim._pads, self.sim._codec,
-                             strict=self.sim._strict,
-                             trace_rows=tracer and tracer.row_writer(stage, index),
-                             data=self.sim.data)
-                self.counters["GEMM_STEPS"] += insn.steps
-            elif insn.opcode == Opcode.ALU:
-                execute_alu(self.cfg, insn, self.sim._pads, self.sim._codec,
-                            strict=self.sim._strict,
-                            trace_rows=tracer and tracer.row_writer(stage, index),
-                            data=self.sim.data)
-                self.counters["ALU_STEPS"] += insn.steps
+            elif insn.opcode in (Opcode.GEMM, Opcode.ALU):
+                run = execute_gemm if insn.opcode == Opcode.GEMM else execute_alu
+                if self.sim.data:
+                    run(self.cfg, insn, self.sim._pads, self.sim._codec, strict=self.sim._strict,
+                        trace_rows=tracer and tracer.row_writer(stage, index))
+                else:
+                    self._check_once(run, insn)
+                self.counters["GEMM_STEPS" if insn.opcode == Opcode.GEMM else "ALU_STEPS"] \
+                    += insn.steps
         except MachineError as error:
             return self._error(error.code, index, str(error))
 
@@ -371,12 +373,40 @@ class _Launch:
             return self._result("ok", end=end)
         return None
 
+    def _kernel(self, insn):
+        """A GEMM or ALU instruction with the words of the micro-ops it runs: what its checks
+        and its ACC row bounds are functions of."""
+        uop = self.sim._pads.uop
+        begin, end = insn.uop_bgn, insn.uop_end
+        words = uop[begin:end] if end <= uop.shape[0] else \
+            uop[np.arange(begin, end) % uop.shape[0]]
+        return insn, words.tobytes()
+
+    def _check_once(self, run, insn):
+        """Timing-only: make ``run``'s checks (``data=False``) of a kernel not checked before
+        (a check that fails raises and is not remembered)."""
+        key = self._kernel(insn)
+        if key in self.sim._checked:
+            return
+        run(self.cfg, insn, self.sim._pads, self.sim._codec, strict=self.sim._strict,
+            data=False)
+        if len(self.sim._checked) >= _DECODE_CACHE_LIMIT:
+            self.sim._checked.clear()
+        self.sim._checked.add(key)
+
     def _acc_bounds(self, insn):
         """:func:`timing.acc_row_bounds` of a GEMM or ALU instruction (``None``: no steps)."""
         if not insn.steps:
             return None
-        nest = LoopNest(insn, self.sim._pads, self.sim._codec, strict=False)
-        return timing.acc_row_bounds(insn, nest, self.sim._pads.depth("acc"))
+        key = self._kernel(insn)
+        bounds = self.sim._bounds.get(key, False)
+        if bounds is False:
+            nest = LoopNest(insn, self.sim._pads, self.sim._codec, strict=False)
+            bounds = timing.acc_row_bounds(insn, nest, self.sim._pads.depth("acc"))
+            if len(self.sim._bounds) >= _DECODE_CACHE_LIMIT:
+                self.sim._bounds.clear()
+            self.sim._bounds[key] = bounds
+        return bounds
 
     def _compute_times(self, index, insn, start, ready, cycles):
         """``(waits_from, ready, end, free)`` of a compute instruction that reaches the head at
