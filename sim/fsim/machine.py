@@ -277,13 +277,21 @@ class _Launch:
         if failed is not None:
             return failed
         queues = [collections.deque() for _ in STAGE_NAMES]
+        # The counters each instruction pops and pushes, by its index (looked up per step).
+        self.pops, self.pushes = [], []
         for index, insn in enumerate(self.insns):
-            queues[insn.stage].append(index)
+            stage = insn.stage
+            queues[stage].append(index)
+            self.pops.append(tuple(c for flag, c in zip((insn.pop_prev, insn.pop_next),
+                                                        _POP[stage]) if flag))
+            self.pushes.append(tuple(c for flag, c in zip((insn.push_prev, insn.push_next),
+                                                          _PUSH[stage]) if flag))
+        tokens = self.tokens
         pick_random = self.sim._schedule == "random"
         rng = self.sim._rng
         while True:
             ready = [stage for stage, queue in enumerate(queues)
-                     if queue and not self._empty_pops(stage, self.insns[queue[0]])]
+                     if queue and all(tokens[c] for c in self.pops[queue[0]])]
             if not ready:
                 return self._deadlock(queues)
             if pick_random:
@@ -295,14 +303,8 @@ class _Launch:
             if outcome is not None:
                 return outcome
 
-    def _pops(self, stage, insn):
-        return [c for flag, c in zip((insn.pop_prev, insn.pop_next), _POP[stage]) if flag]
-
-    def _pushes(self, stage, insn):
-        return [c for flag, c in zip((insn.push_prev, insn.push_next), _PUSH[stage]) if flag]
-
-    def _empty_pops(self, stage, insn):
-        return [c for c in self._pops(stage, insn) if not self.tokens[c]]
+    def _empty_pops(self, index):
+        return [c for c in self.pops[index] if not self.tokens[c]]
 
     def _deadlock(self, queues):
         waiting = []
@@ -312,7 +314,7 @@ class _Launch:
                 continue
             index = queue[0]
             insn = self.insns[index]
-            empty = [TOKEN_COUNTERS[c] for c in self._empty_pops(stage, insn)]
+            empty = [TOKEN_COUNTERS[c] for c in self._empty_pops(index)]
             counters = " and ".join(empty) + (" counters" if len(empty) > 1 else " counter")
             waiting.append(f"{STAGE_NAMES[stage]} stage: instruction {index} "
                            f"({format_insn(insn)}) waits on the empty {counters}")
@@ -329,7 +331,7 @@ class _Launch:
         tracer = self.sim._tracer
         start = self.stage_free[stage]
         ready = start
-        for c in self._pops(stage, insn):
+        for c in self.pops[index]:
             ready = max(ready, self.tokens[c].popleft())
         elem_bytes = None
         try:
@@ -360,7 +362,7 @@ class _Launch:
         self.stage_free[stage] = free
         self.counters["ACC_WR"] += timing.acc_row_writes(insn)
 
-        for c in self._pushes(stage, insn):
+        for c in self.pushes[index]:
             if len(self.tokens[c]) >= self.sim._token_max:
                 return self._error(ErrorCode.TOKEN_OVERFLOW, index,
                                    f"it pushes the {TOKEN_COUNTERS[c]} counter, which is full "
