@@ -47,7 +47,9 @@ def search(spec, out, evaluations, *, exact=False, workers=None, scheduler=None,
     """Search ``spec``'s space for the Pareto front of cycles and area with at most
     ``evaluations`` distinct points; a :class:`~.engine.SweepResult` of the points taken (in
     point order, ``pareto`` marked). ``population`` is NSGA-II's generation size (default:
-    a tenth of ``evaluations``, at least 4 and at most 50). The other arguments are
+    an eighth of ``evaluations``, at least 8 and at most 50: on a 216-point ResNet-18 spec,
+    54 evaluations reached 99.3 % or more of the grid's hypervolume for each of 5 seeds with
+    8, against 92-100 % with 4 or 5). The other arguments are
     :func:`~.engine.run_sweep`'s."""
     import optuna
     from optuna.distributions import IntDistribution
@@ -56,7 +58,7 @@ def search(spec, out, evaluations, *, exact=False, workers=None, scheduler=None,
         raise ValueError(f"evaluations = {evaluations!r}: give a positive integer")
     log = log or (lambda message: None)
     start = time.perf_counter()
-    population = population or min(50, max(4, evaluations // 10))
+    population = population or min(50, max(8, evaluations // 8))
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     sampler = optuna.samplers.NSGAIISampler(population_size=population, seed=seed)
     study = optuna.create_study(directions=["minimize", "minimize"], sampler=sampler)
