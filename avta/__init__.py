@@ -1,10 +1,11 @@
 """avta: a configurable VTA accelerator generator and RTL verification flow.
 
-The package root re-exports the configuration entry points; the parts live in ``avta.isa``,
-``avta.hw``, ``avta.sim``, ``avta.runtime`` and ``avta.floorplan``.
+The package root holds the version and nothing heavy, so that its ground modules (``errors``,
+``version``, ``progress``) import without Amaranth or numpy behind them. The parts live in
+``avta.isa`` (configurations: ``avta.isa.config.load_config``), ``avta.hw``, ``avta.sim``,
+``avta.runtime``, ``avta.floorplan``, ``avta.synth`` and ``avta.formal``.
 """
 
 from .version import __version__
-from avta.isa.config import Config, ConfigError, load_config
 
-__all__ = ["Config", "ConfigError", "load_config", "__version__"]
+__all__ = ["__version__"]

@@ -40,6 +40,17 @@ def _network_args(parser, *, optional=False):
                         help="fsim computes no data, only cycles, counters and activity (the "
                              "same as a bit-exact run's, many times faster); the output is "
                              "not computed, so it is not checked")
+    _energy_args(parser)
+
+
+def _energy_args(parser):
+    """The technology table and clock the latency and energy are reported with."""
+    parser.add_argument("--tech", metavar="FILE",
+                        help="energy table (YAML, docs/cli.md, energy; default: the shipped "
+                             "horowitz45)")
+    parser.add_argument("--clock", type=float, metavar="MHZ",
+                        help="the clock latency and leakage are computed at (default: avta "
+                             "fpga's measured Fmax of the configuration, else the timing model)")
 
 
 # -- config -------------------------------------------------------------------------------------
@@ -321,6 +332,12 @@ def build_parser():
                    help="results, chart and the per-point cache (DIR/cache/)")
     p.add_argument("--exact", action="store_true",
                    help="count cycles on tsim (Verilator builds, cached) instead of fsim's model")
+    p.add_argument("--objectives", metavar="A,B[,C]",
+                   help="the Pareto front's objectives, two or three of latency, energy, edp, "
+                        "area, cycles (default: cycles,area)")
+    p.add_argument("--tech", metavar="FILE",
+                   help="energy table (YAML, docs/cli.md, energy; default: the shipped "
+                        "horowitz45)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="a running Dask scheduler (tcp://host:8786) instead of a LocalCluster")
     p.add_argument("--search", type=int, metavar="N",
@@ -331,6 +348,9 @@ def build_parser():
     p.add_argument("--workers", type=int, metavar="N",
                    help="LocalCluster worker processes (default: the cores); 0 runs the points "
                         "one by one in this process, without Dask")
+    p.add_argument("--worker-timeout", type=float, metavar="S",
+                   help="give up on the points not done when the cluster has had no worker "
+                        "for S seconds (default 120; a rerun runs them)")
     p.set_defaults(run=_lazy("avta.sim.sweep.cli", "cmd_sweep"))
 
     p = sub.add_parser("bench", help="benchmarks that print figures",
@@ -432,6 +452,11 @@ def main(argv=None):
     except (UserError, OSError) as error:      # OSError: a file the checks above did not foresee
         print(f"avta {args.command}: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # Ctrl-C is the person's choice, not a bug: one line and the shell's status for SIGINT
+        # (128 + 2). Every output is written atomically (avta.files), so none is left half done.
+        print(f"avta {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

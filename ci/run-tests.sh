@@ -8,5 +8,7 @@ python3 -m venv .venv
 source .venv/bin/activate
 python -m pip install --quiet --upgrade pip
 python -m pip install --quiet -e '.[test]'
+# The linter, with the rules of pyproject.toml's [tool.ruff]:
+ruff check .
 # The README's test command:
 pytest

@@ -1,1 +1,1 @@
-"""Shipped configurations (YAML), loaded by name with avta.load_config."""
+"""Shipped configurations (YAML), loaded by name with avta.isa.config.load_config."""

@@ -1,12 +1,14 @@
 """``avta formal``: the blocks' properties proven with SymbiYosys (docs/formal.md, docs/cli.md)."""
 
 import json
+import math
 import shutil
 import sys
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from avta.errors import UserError, check_output_dir, check_output_file
+from avta.files import write_atomic
 from avta.hw.core.faults import ALL_FAULTS, check_faults
 from avta.isa.config import load_config
 from avta.progress import progress
@@ -114,7 +116,7 @@ def cmd_formal(args):
     cfg = load_config(args.config)
     if args.jobs < 1:
         raise UserError(f"-j {args.jobs}: give at least one job")
-    if args.timeout is not None and args.timeout <= 0:
+    if args.timeout is not None and not 0 < args.timeout < math.inf:
         raise UserError(f"--timeout {args.timeout:g}: give a positive number of seconds")
     blocks = _check_blocks(args.block or list(BLOCKS))
     faults = _check_plant(args.plant or ())
@@ -134,7 +136,7 @@ def cmd_formal(args):
     if args.json:
         report = {"config": cfg.name, "faults": sorted(faults), "solver": args.solver or "per check",
                   "properties": [r.to_dict() for r in results]}
-        Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
+        write_atomic(args.json, json.dumps(report, indent=2) + "\n")
     failed = sum(not r.ok for r in results)
     print(f"\n{len(results) - failed} of {len(results)} properties hold"
           + (f"; {failed} failed" if failed else ""), file=sys.stderr)

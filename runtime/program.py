@@ -7,9 +7,9 @@ buffer; :meth:`Program.link` adds the buffer's element address once the device h
 
 from avta.isa.asm import format_insn
 from avta.isa.encoding import codec
-from avta.isa.enums import Opcode
+from avta.isa.enums import AluOp, Opcode
 from avta.isa.insn import AluInsn, GemmInsn, MemoryInsn
-from avta.isa.memories import memory
+from avta.isa.memories import SCRATCHPADS, memory, scratchpad_of
 from avta.isa.registers import BYTE_COUNTERS, STEP_COUNTERS
 
 __all__ = ["Program"]
@@ -70,3 +70,21 @@ class Program:
             elif isinstance(insn, GemmInsn) and insn.opcode == Opcode.GEMM:
                 counters["GEMM_STEPS"] += insn.steps
         return counters
+
+    def step_mix(self):
+        """What the counters leave unsplit, from the instruction stream (the same on every
+        target): ``gemm_reset_steps``, the GEMM steps that only zero an ACC row (no multiply, no
+        INP, WGT or ACC read); ``alu_one_read_steps``, the ALU steps that read one ACC row (an
+        immediate operand, or MOV, which reads only the source) rather than two; ``load_rows``,
+        per scratchpad the rows LOADs write, padding included (docs/isa.md §3.1)."""
+        mix = {"gemm_reset_steps": 0, "alu_one_read_steps": 0,
+               "load_rows": dict.fromkeys(SCRATCHPADS, 0)}
+        for insn in self.insns:
+            if isinstance(insn, MemoryInsn) and insn.opcode == Opcode.LOAD and insn.rows:
+                mix["load_rows"][scratchpad_of(insn.memory_type)] += insn.rows
+            elif isinstance(insn, AluInsn):
+                if insn.use_imm or insn.alu_opcode == AluOp.MOV:
+                    mix["alu_one_read_steps"] += insn.steps
+            elif isinstance(insn, GemmInsn) and insn.opcode == Opcode.GEMM and insn.reset:
+                mix["gemm_reset_steps"] += insn.steps
+        return mix

@@ -1,6 +1,6 @@
 """The instruction stream builder: 2-D loads and stores, micro-op kernels, tokens, FINISH.
 
-It follows upstream's runtime (upstream-vta.md §5): ``load``/``store`` are ``VTALoadBuffer2D`` and
+It follows upstream VTA's runtime: ``load``/``store`` are ``VTALoadBuffer2D`` and
 ``VTAStoreBuffer2D`` (with the pad value of docs/isa.md §3.1), ``gemm``/``alu`` run a
 :class:`~avta.runtime.uop_kernel.UopKernel` (``VTAPushGEMMOp``/``VTAPushALUOp``), and
 ``dep_push``/``dep_pop`` are ``VTADepPush``/``VTADepPop``:
@@ -55,7 +55,7 @@ class StreamBuilder:
     cfg : Config
     merge_uop_loads : bool
         Extend the previous micro-op LOAD instead of adding one when a new kernel lands right
-        after it in both the scratchpad and DRAM (intel-extensions.md §5, greedy uop loads).
+        after it in both the scratchpad and DRAM (the Intel Labs runtime's greedy micro-op loads).
     uop_start : int
         The micro-op scratchpad row where the first kernel goes (kernels fill upwards from there
         and wrap to row 0); the fuzzer uses it to reach the high rows.
@@ -331,7 +331,7 @@ class StreamBuilder:
     def finish(self):
         """Append the closing token sequence and FINISH; the :class:`Program`.
 
-        Upstream's ``Synchronize`` (upstream-vta.md §5.4): the last store-stage and load-stage
+        Upstream's ``Synchronize``: the last store-stage and load-stage
         instructions push a token to compute, and compute no-ops pop every outstanding token
         of L→C and S→C. Because the k-th pop waits for the k-th push, the last pop waits for the
         last instruction of each stage, so FINISH is ordered after everything (docs/isa.md §3 (c)).

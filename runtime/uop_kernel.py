@@ -1,14 +1,14 @@
 """Micro-op kernels and the cache of kernels resident in the micro-op scratchpad.
 
 A kernel is what upstream's runtime records between ``VTAUopLoopBegin``/``VTAUopLoopEnd`` and
-``VTAUopPush`` (upstream-vta.md §5.1): a list of micro-ops (``dst``, ``src``, ``wgt`` indices) and
+``VTAUopPush``: a list of micro-ops (``dst``, ``src``, ``wgt`` indices) and
 up to two affine loops around them. A GEMM or ALU instruction runs it as the loop nest of docs/isa.md
 §3.3: for every outer and inner iteration, every micro-op in order, with each index advanced by
 the loop factors. :class:`KernelRecorder` offers upstream's begin/push/end calls; operators
 usually build :class:`UopKernel` directly.
 
-:class:`UopCache` decides where each kernel lives in the micro-op scratchpad (intel-extensions.md
-§5): a kernel whose micro-ops are already resident is reused without a LOAD; otherwise it is
+:class:`UopCache` decides where each kernel lives in the micro-op scratchpad (as the Intel Labs
+runtime does): a kernel whose micro-ops are already resident is reused without a LOAD; otherwise it is
 placed after the last one, wrapping to 0 when the scratchpad is full and forgetting the kernels it
 overwrites.
 """
@@ -81,7 +81,7 @@ class UopKernel:
         """``(outer, inner)`` loops, a missing loop being extent 1 with zero factors.
 
         Upstream's runtime puts a single GEMM loop in the outer slot and a single ALU loop in the
-        inner slot (upstream-vta.md §5.3); ``single_inner`` chooses which.
+        inner slot; ``single_inner`` chooses which.
         """
         unit = Loop(1)
         if len(self.loops) == 2:

@@ -1,4 +1,4 @@
-"""Per-stage activity over a run, binned: where the cycles go (issue 14's profile).
+"""Per-stage activity over a run, binned: where the cycles go.
 
 An :class:`Activity` holds, per lane (``load``, ``compute``, ``store``: the three stages) and per
 state, the cycles of each bin of the run the stage spent in that state:

@@ -14,27 +14,48 @@ output matched, 1 when it did not, 2 for bad input.
 docs/cli.md has the options and the ``--json`` schema.
 """
 
+import io
 import json
 from pathlib import Path
 
 import numpy as np
 
 from avta.errors import UserError, check_output_file
+from avta.files import write_atomic
 from avta.isa.config import load_config
 from avta.progress import progress
+from avta.sim.energy import load_table
+from avta.sim.energy.report import format_summary, network_figures, resolve_clock
 
-__all__ = ["cmd_run", "load_network", "make_device"]
+__all__ = ["cmd_run", "load_network", "make_device", "check_seed", "MAX_SEED"]
+
+#: The largest seed: numpy's generators take any integer from 0, and 32 bits are plenty.
+MAX_SEED = (1 << 32) - 1
 
 _COLUMNS = ("layer", "op", "output", "MACs", "cycles", "ideal", "util", "loaded", "stored",
             "insns", "uops", "bound")
 
 
-def load_network(name, input_size, seed):
-    """The :class:`~avta.runtime.net.graph.Graph` named ``name``: a builder or a YAML path."""
+def check_seed(seed, what="--seed"):
+    """``seed``, or a :class:`UserError` when it is not an integer from 0 to :data:`MAX_SEED`."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise UserError(f"{what} {seed!r}: give a seed from 0 to {MAX_SEED}")
+    return seed
+
+
+def load_network(name, input_size, seed, cfg=None):
+    """The :class:`~avta.runtime.net.graph.Graph` named ``name``: a builder or a YAML path.
+    With ``cfg``, a network too large for the device's DRAM on it is refused before anything
+    large is made (a builder's calibration runs the whole network)."""
     from avta.runtime.net import BUILDERS, GraphError, build, load
+    from avta.runtime.net.executor import check_dram
+    check_seed(seed)
     if name in BUILDERS:
         try:
-            return build(name, input_size=input_size or 224, seed=seed)
+            size = 224 if input_size is None else input_size
+            if cfg is not None:
+                check_dram(cfg, build(name, input_size=size, seed=seed, calibrate=False))
+            return build(name, input_size=size, seed=seed)
         except GraphError as error:
             raise UserError(f"--input-size {input_size}: {error}") from None
     path = Path(name)
@@ -46,7 +67,10 @@ def load_network(name, input_size, seed):
                         "own input shape")
     if not path.is_file():
         raise UserError(f"network file {name} does not exist")
-    return load(path)
+    graph = load(path)
+    if cfg is not None:
+        check_dram(cfg, graph)
+    return graph
 
 
 def make_device(cfg, target, dram_size, *, activity=False, timing_only=False):
@@ -68,25 +92,50 @@ def make_device(cfg, target, dram_size, *, activity=False, timing_only=False):
 
 
 def _input(graph, path, seed):
-    """The device's int8 input: a seeded random one, or ``--input``'s array, which for an
-    imported model is the model's own input, converted by the network's host step."""
+    """The device's int8 input(s): seeded random ones, or ``--input``'s array, which for an
+    imported model is the model's own input, converted by the network's host step(s)."""
     from avta.runtime.net import random_input, to_device
-    (name, shape), = graph.inputs.items()
     if path is None:
         return random_input(graph, seed=seed)
     try:
         x = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as error:
         raise UserError(f"--input {path}: not a readable .npy file ({error})") from None
-    if name in graph.host_inputs:
+    if not isinstance(x, np.ndarray):
+        x.close()
+        raise UserError(f"--input {path}: an .npz archive; give one array as a .npy file "
+                        f"(numpy.save)")
+    if graph.host_inputs:
         try:
             return to_device(graph, x)
         except UserError as error:
             raise UserError(f"--input {path}: {error}") from None
+    if len(graph.inputs) != 1:
+        raise UserError(f"--input {path}: {graph.name} has inputs {list(graph.inputs)}; "
+                        f"--input gives one array")
+    (name, shape), = graph.inputs.items()
     if x.dtype != np.int8 or tuple(x.shape) != tuple(shape):
         raise UserError(f"--input {path}: {x.dtype} {list(x.shape)}, but {graph.name}'s input "
                         f"{name!r} is int8 {list(shape)}")
     return x
+
+
+def _input_size(graph):
+    """The side of the network's input image as its user gives it: the model's input shape
+    where the host pads it (an imported model), else the device's."""
+    tensor, shape = next(iter(graph.inputs.items()))
+    spec = graph.host_inputs.get(tensor)
+    return (spec.shape if spec is not None else shape)[-1]
+
+
+def _save_output(path, value):
+    """``value`` as a .npy file at exactly ``path`` (``np.save`` of a name would append
+    ``.npy`` to a name without it), written atomically (:func:`avta.files.write_atomic`)."""
+    # Serialized in memory first: numpy writes an array to a real file with fwrite and does
+    # not notice a full disk, so a truncated file would be renamed over the old one.
+    data = io.BytesIO()
+    np.save(data, value, allow_pickle=False)
+    write_atomic(path, data.getvalue())
 
 
 def _table(run):
@@ -107,6 +156,18 @@ def _table(run):
     return "\n".join(lines)
 
 
+def energy_record(record, energy, clock, table):
+    """``run.to_dict()``'s record with each layer's and the total's latency, energy (with its
+    breakdown) and EDP, the clock and the energy table (docs/cli.md, the --json schema)."""
+    keys = ("latency_us", "energy_uj", "energy_pj", "edp_js")
+    layers = [layer | {k: figures[k] for k in keys}
+              for layer, figures in zip(record["layers"], energy["layers"])]
+    return record | {"layers": layers,
+                     "total": record["total"] | {k: energy["total"][k] for k in keys},
+                     "clock": clock.to_dict(), "tech": {"name": table.name,
+                                                        "file": table.source}}
+
+
 def cmd_run(args):
     """Handler of ``avta run``; returns the exit status of the module docstring."""
     from avta.runtime.net import run_reference
@@ -117,7 +178,12 @@ def cmd_run(args):
             check_output_file(path, option)
     if args.output and args.timing_only:
         raise UserError("--output: a --timing-only run computes no output to write")
-    graph = load_network(args.network, args.input_size, args.seed)
+    table, clock = load_table(args.tech), resolve_clock(cfg, args.clock)
+    graph = load_network(args.network, args.input_size, args.seed, cfg)
+    if args.output and len(graph.outputs) != 1:
+        raise UserError(f"--output takes one array, but {graph.name} has "
+                        f"{len(graph.outputs)} outputs ({', '.join(graph.outputs)}); run it "
+                        f"without --output")
     x = _input(graph, args.input, args.seed)
     device = make_device(cfg, args.target, dram_bytes(cfg, graph), timing_only=args.timing_only)
     with progress(len(graph.topological()) + 1, f"{graph.name} on {cfg.name} ({args.target})",
@@ -130,10 +196,12 @@ def cmd_run(args):
         if not args.timing_only:
             bar.set_postfix_str("numpy reference")
             reference = run_reference(graph, x, keep=False)
-    (out_name,) = graph.outputs
-    mine = run.outputs[out_name]
     # Timing-only: no output was computed, so there is nothing to compare (match is None).
-    match = None if args.timing_only else bool(np.array_equal(mine, reference[out_name]))
+    differs = {} if args.timing_only else {
+        name: (run.outputs[name], reference[name]) for name in graph.outputs
+        if not np.array_equal(run.outputs[name], reference[name])}
+    match = None if args.timing_only else not differs
+    energy = network_figures(cfg, run, table, clock.mhz)
 
     total = run.total
     mode = " timing-only" if args.timing_only else ""
@@ -144,24 +212,28 @@ def cmd_run(args):
     print(f"total: {total['macs']:,} MACs, {total['cycles']:,} cycles, MAC-bound "
           f"{total['ideal_cycles']:,}, utilization {total['utilization']:.1%}"
           + (f"; {len(host)} layer(s) on the host" if host else ""))
+    print(f"time and energy: {format_summary(energy['total'], clock, table)}")
     for r in host:
         print(f"  {r.name} ran on the host: {r.why}")
+    several = len(graph.outputs) > 1
     if match is None:
         print("output not computed (--timing-only: cycles, counters and bytes only)")
     elif match:
-        print("output matches the numpy reference")
-    else:
-        want = reference[out_name]
+        print(("every output matches" if several else "output matches")
+              + " the numpy reference")
+    for name, (mine, want) in differs.items():
         where = np.argwhere(mine != want)[0]
-        print(f"output DIFFERS from the numpy reference: {int((mine != want).sum())} of "
-              f"{mine.size} values, first at {tuple(int(i) for i in where)}")
+        print(f"output {f'{name} ' if several else ''}DIFFERS from the numpy reference: "
+              f"{int((mine != want).sum())} of {mine.size} values, first at "
+              f"{tuple(int(i) for i in where)}")
     if args.output:
         from avta.runtime.net import from_device
-        (value,) = from_device(graph, {out_name: mine}).values()
-        np.save(args.output, value)
+        (out_name,) = graph.outputs
+        (value,) = from_device(graph, {out_name: run.outputs[out_name]}).values()
+        _save_output(args.output, value)
     if args.json:
-        (shape,) = graph.inputs.values()
-        record = run.to_dict() | {"target": args.target, "input_size": shape[-1],
-                                  "match": match, "timing_only": args.timing_only}
-        Path(args.json).write_text(json.dumps(record, indent=2) + "\n")
+        record = energy_record(run.to_dict(), energy, clock, table) | {
+            "target": args.target, "input_size": _input_size(graph), "match": match,
+            "timing_only": args.timing_only}
+        write_atomic(args.json, json.dumps(record, indent=2) + "\n")
     return 0 if match is None or match else 1

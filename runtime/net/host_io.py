@@ -18,10 +18,14 @@ import numpy as np
 
 from avta.errors import UserError
 
-__all__ = ["HostInput", "HostOutput", "DTYPES", "to_device", "from_device"]
+__all__ = ["HostInput", "HostOutput", "DTYPES", "to_device", "from_device", "shared_source"]
 
 #: What a host step hands in or out: float32 (quantized/dequantized), or int8/uint8 values.
 DTYPES = ("float32", "int8", "uint8")
+
+
+#: The largest float32: a scale above it is infinite where the host computes.
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 class HostIOError(UserError):
@@ -36,6 +40,9 @@ def _check(spec, what):
         if spec.scale is None or not spec.scale > 0 or spec.zero_point is None:
             raise HostIOError(f"{what} {spec.name!r}: a float32 tensor needs a positive scale "
                               f"and a zero point")
+        if not (spec.scale <= _FLOAT32_MAX and np.float32(spec.scale) > 0):
+            raise HostIOError(f"{what} {spec.name!r}: scale {spec.scale} is 0 or infinite in "
+                              f"float32, which the host computes in")
         if not -128 <= spec.zero_point <= 127:
             raise HostIOError(f"{what} {spec.name!r}: zero point {spec.zero_point} is not int8")
     if not spec.shape or min(spec.shape) < 1:
@@ -75,15 +82,22 @@ class HostInput:
             raise HostIOError(f"input {self.name!r} is {self.dtype} {list(self.shape)}; got "
                               f"{x.dtype} {list(x.shape)}")
         if self.dtype == "float32":
+            if not np.isfinite(x).all():
+                bad = np.argwhere(~np.isfinite(x))[0]
+                raise HostIOError(f"input {self.name!r} holds {x[tuple(bad)]} at "
+                                  f"{tuple(int(i) for i in bad)}; a model's input must be finite")
             q = np.rint(x / np.float32(self.scale)) + self.zero_point
             x = np.clip(q, -128, 127).astype(np.int8)
         elif self.dtype == "uint8":
             x = (x.astype(np.int16) - 128).astype(np.int8)
-        x = x.reshape(self.unpadded(device_shape))
-        if self.pad:
-            p = self.pad
-            x = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)), constant_values=self.pad_value)
-        return x
+        return self.pad_int8(x.reshape(self.unpadded(device_shape)))
+
+    def pad_int8(self, x):
+        """The int8 device tensor ``x`` (before the host's padding) with the padding added."""
+        if not self.pad:
+            return x
+        p = self.pad
+        return np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)), constant_values=self.pad_value)
 
 
 @dataclass(frozen=True)
@@ -111,12 +125,32 @@ class HostOutput:
         return q
 
 
+def shared_source(graph):
+    """The model input's name when the host makes several of ``graph``'s device inputs from
+    one model input (padded for one reader, unpadded for another); else None."""
+    specs = [graph.host_inputs.get(tensor) for tensor in graph.inputs]
+    if len(specs) < 2 or None in specs or len({s.name for s in specs}) != 1:
+        return None
+    return specs[0].name
+
+
 def to_device(graph, x):
-    """The int8 device input(s) of ``graph`` for the model's input(s) ``x`` (an array for a
-    graph with one input, or a dict by device tensor name): host inputs are converted, other
+    """The int8 device input(s) of ``graph`` for the model's input(s) ``x``: an array for a
+    graph with one input, or one model input that feeds several device inputs (then a dict of
+    them comes back); else a dict by device tensor name. Host inputs are converted, other
     inputs pass as they are."""
-    single = not isinstance(x, dict)
-    arrays = {next(iter(graph.inputs)): x} if single else dict(x)
+    if not isinstance(x, dict):
+        if shared_source(graph) is not None:
+            return {tensor: spec.apply(x, graph.inputs[tensor])
+                    for tensor, spec in graph.host_inputs.items()}
+        if len(graph.inputs) != 1:
+            raise HostIOError(f"network {graph.name!r} has inputs {list(graph.inputs)}; give "
+                              f"an array for each")
+        x = {next(iter(graph.inputs)): x}
+        single = True
+    else:
+        single = False
+    arrays = dict(x)
     for tensor, spec in graph.host_inputs.items():
         if tensor in arrays:
             arrays[tensor] = spec.apply(arrays[tensor], graph.inputs[tensor])

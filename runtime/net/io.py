@@ -17,12 +17,14 @@ import numpy as np
 import yaml
 
 from avta.errors import UserError, read_input
+from avta.files import output_files
+from avta.isa.config import ConfigError, load_yaml_unique
 
 from ..ops.requant import Requant
 from .graph import OPS, Graph, GraphError, Node
 from .host_io import HostInput, HostOutput
 
-__all__ = ["FORMAT", "save", "load", "to_yaml", "from_yaml"]
+__all__ = ["FORMAT", "save", "load", "to_yaml", "from_yaml", "source_files"]
 
 #: The value of the ``format`` key; a later incompatible format changes the number.
 FORMAT = "avta-network/1"
@@ -121,7 +123,7 @@ def to_yaml(graph, weights_file):
                 lines.append(f"  {key}:")
                 lines += [f"    {_flow(tensor)}: {_flow(_host_dict(spec))}"
                           for tensor, spec in steps.items()]
-    lines.append("nodes:")
+    lines.append("nodes:" if graph.nodes else "nodes: []")
     lines += [f"  - {_flow(_node_dict(node))}" for node in graph.nodes]
     return "\n".join(lines) + "\n"
 
@@ -133,16 +135,22 @@ def _arrays(graph):
 
 def save(graph, path):
     """Write ``graph`` to ``path`` (YAML) and its weights to ``path`` with the suffix ``.npz``.
-    Returns the two paths."""
+    Returns the two paths. Both are written whole to temporaries before either replaces an
+    old file (:func:`avta.files.output_files`; the weights first, then the YAML that names
+    them), so a failure while writing (a full disk) leaves the old pair as it was."""
     path = Path(path)
     weights = path.with_suffix(".npz")
     if weights == path:
         raise GraphError(f"network file {str(path)!r} must not end in .npz (that is where its "
                          f"weights go)")
-    # np.savez would append .npz to a name without it; write the zip through a file object.
-    with open(weights, "wb") as f:
-        np.savez(f, **_arrays(graph))
-    path.write_text(to_yaml(graph, weights.name))
+    text = to_yaml(graph, weights.name)
+    # np.savez would append .npz to a name without it, and numpy writes arrays to a real file
+    # with fwrite, which does not notice a full disk: the archive is made in memory.
+    archive = io.BytesIO()
+    np.savez(archive, **_arrays(graph))
+    with output_files(weights, path) as (weights_tmp, path_tmp):
+        weights_tmp.write_bytes(archive.getvalue())
+        path_tmp.write_text(text)
     return path, weights
 
 
@@ -172,13 +180,19 @@ def _requant(value, source, where):
         _fail(source, f"{where}: {error}")
 
 
+def _names(value, source, what):
+    """``value``, a list of tensor names (or one name), as a tuple (or the name)."""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
+        _fail(source, f"{what} is {value!r}; give a list of tensor names")
+    return tuple(value)
+
+
 def from_yaml(text, arrays, source="network"):
     """The :class:`Graph` that the YAML ``text`` describes, taking its arrays from ``arrays``
     (a mapping of ``.npz`` keys to numpy arrays); ``source`` names the file in errors."""
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        _fail(source, f"not valid YAML: {error}")
+    doc = _parse(text, source)
     if not isinstance(doc, dict):
         _fail(source, "a network file is a YAML mapping with the keys " + ", ".join(_TOP_KEYS))
     if doc.get("format") != FORMAT:
@@ -224,9 +238,9 @@ def from_yaml(text, arrays, source="network"):
         requant = None
         if "requant" in item:
             requant = _requant(item["requant"], source, f"{op} {where}")
-        inputs = item.get("inputs", [])
+        inputs = _names(item.get("inputs", []), source, f"{op} {where}: inputs")
         try:
-            nodes.append(Node(name, op, inputs if isinstance(inputs, str) else tuple(inputs),
+            nodes.append(Node(name, op, inputs,
                               item.get("output"),
                               {k: v for k, v in item.items() if k in spec.attrs},
                               requant=requant, **fields))
@@ -236,25 +250,51 @@ def from_yaml(text, arrays, source="network"):
     if extra:
         _fail(source, f"the weights file holds arrays no node names: {extra}")
     host = _host(doc["host"], source) if doc.get("host") is not None else {}
+    outputs = _names(doc["outputs"], source, "outputs")
     try:
-        return Graph(doc["name"], doc["inputs"], nodes, doc["outputs"],
+        return Graph(doc["name"], doc["inputs"], nodes, outputs,
                      host_inputs=host.get("inputs"), host_outputs=host.get("outputs"))
     except GraphError as error:
         _fail(source, str(error))
+
+
+def _parse(text, source):
+    """The YAML document of the network file ``source``; a key given twice is an error."""
+    try:
+        return load_yaml_unique(text)
+    except yaml.YAMLError as error:
+        _fail(source, f"not valid YAML: {error}")
+    except ConfigError as error:                  # a key given twice
+        _fail(source, "; ".join(error.violations))
+
+
+def source_files(path):
+    """The files the network stored at ``path`` reads: the YAML, then the weights file it
+    names (if it names one). What a cache of its results must hash."""
+    path = Path(path)
+    doc = _parse(read_input(path, "network file"), path)
+    files = [path]
+    if isinstance(doc, dict) and doc.get("weights") is not None:
+        files.append(path.parent / str(doc["weights"]))
+    return files
 
 
 def load(path):
     """The :class:`Graph` stored at ``path`` (YAML) and the weights file it names."""
     path = Path(path)
     text = read_input(path, "network file")
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        _fail(path, f"not valid YAML: {error}")
+    doc = _parse(text, path)
     arrays = {}
     if isinstance(doc, dict) and doc.get("weights") is not None:
-        weights = path.parent / str(doc["weights"])
+        if not isinstance(doc["weights"], str):
+            _fail(path, f"weights is {doc['weights']!r}; give the name of the .npz file that "
+                        f"holds the arrays, relative to the network file")
+        weights = path.parent / doc["weights"]
         data = read_input(weights, "weights file", binary=True)
+        # np.load reads a .npy file too, as one array: only an .npz archive names its arrays.
+        if not zipfile.is_zipfile(io.BytesIO(data)):
+            _fail(weights, "not a numpy .npz file (numpy.savez writes one; a .npy file holds "
+                           "one unnamed array)")
         try:
             with np.load(io.BytesIO(data), allow_pickle=False) as npz:
                 arrays = {key: npz[key] for key in npz.files}

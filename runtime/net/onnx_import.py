@@ -126,7 +126,9 @@ class _Importer:
         self.float_inputs = {}  # float graph input name -> model shape
         self.scales, self.unsupported, self.failed = [], [], set()
         self.names = set()
-        self.lazy = {}          # device input tensor -> (model name, shape, dtype), not yet made
+        self.lazy = {}          # device input tensor -> (model name, shape, dtype)
+        self.made = {}          # (device input tensor, host padding) -> its device tensor
+        self.types = _integer_types(onnx, model)
         self.host_inputs, self.host_outputs = {}, {}
         self.wanted = list(outputs) if outputs else [o.name for o in self.graph.output]
         self._inputs()
@@ -177,18 +179,25 @@ class _Importer:
                                       f"importer takes float32, int8 or uint8 inputs")
 
     def _use(self, qt, pad=0):
-        """``qt``'s device tensor, read by a node; a model input becomes a graph input at its
-        first reader, padded by the host with its zero point when that reader is a convolution
-        that pads it with another value than 0 or −128 (docs/onnx.md, "Arithmetic")."""
+        """``qt``'s device tensor, read by a node. A model input becomes a graph input at its
+        first reader; the host pads it with its zero point when that reader is a convolution
+        that pads it with another value than 0 or −128 (docs/onnx.md, "Arithmetic"). Readers
+        that want it padded otherwise (or not at all) get another graph input, made by the
+        host from the same model input."""
         if qt.tensor not in self.lazy:
             return qt.tensor
-        name, shape, dtype = self.lazy.pop(qt.tensor)
+        if (qt.tensor, pad) in self.made:
+            return self.made[qt.tensor, pad]
+        name, shape, dtype = self.lazy[qt.tensor]
+        first = not any(made == qt.tensor for made, _ in self.made)
+        tensor = qt.tensor if first else self._name(f"{qt.tensor}_pad{pad}")
         n, c, h, w = shape + (1,) * (4 - len(shape))
-        self.builder.input(qt.tensor, (n, c, h + 2 * pad, w + 2 * pad))
+        self.builder.input(tensor, (n, c, h + 2 * pad, w + 2 * pad))
         scale, zero = (qt.scale, qt.zero) if dtype == "float32" else (None, None)
-        self.host_inputs[qt.tensor] = HostInput(name, shape, dtype, scale, zero, pad=pad,
-                                                pad_value=qt.zero if pad else 0)
-        return qt.tensor
+        self.host_inputs[tensor] = HostInput(name, shape, dtype, scale, zero, pad=pad,
+                                             pad_value=qt.zero if pad else 0)
+        self.made[qt.tensor, pad] = tensor
+        return tensor
 
     # -- constants -----------------------------------------------------------------------------
 
@@ -204,15 +213,27 @@ class _Importer:
                                   f"takes one per tensor here")
         return value.reshape(()).item()
 
-    def _zero(self, name, dtype_source=None):
-        """A zero point as the device's int8 (uint8 moved by −128); 0 when absent."""
-        if not name:
-            return 0
-        value = np.asarray(self._const(name, "zero point"))
-        if value.size != 1:
-            raise UnsupportedNode(f"its zero point {name!r} has {value.size} values; "
-                                  f"activations take one per tensor")
+    def _zero(self, name, tensor, default=np.uint8):
+        """The zero point ``name`` of the integer ``tensor`` as the device's int8 (uint8 moved
+        by −128). Without one it is 0 of ``tensor``'s type (ONNX's default; ``default`` when
+        the model does not say the type). Types other than int8 and uint8 are refused: their
+        values do not fit the device's int8."""
+        if name:
+            value = np.asarray(self._const(name, "zero point"))
+            if value.size != 1:
+                raise UnsupportedNode(f"its zero point {name!r} has {value.size} values; "
+                                      f"activations take one per tensor")
+        else:
+            value = np.zeros((), self.types.get(tensor, default))
+        if value.dtype not in (np.int8, np.uint8):
+            raise UnsupportedNode(f"its tensor {tensor!r} is {value.dtype}; the device computes "
+                                  f"int8 (and uint8, held as int8) activations only")
         return int(value.reshape(())) - (128 if value.dtype == np.uint8 else 0)
+
+    def _out_zero(self, node, name):
+        """The zero point ``name`` of an operator-form node's output; without one, 0 of the
+        output's type, which is its input's where the model does not say."""
+        return self._zero(name, node.output[0], self.types.get(node.input[0], np.uint8))
 
     @staticmethod
     def _device_ints(values):
@@ -255,6 +276,10 @@ class _Importer:
                                 host_inputs=self.host_inputs, host_outputs=self.host_outputs)
         except GraphError as error:
             raise OnnxImportError(f"the imported network is not valid: {error}") from None
+        if not graph.nodes:
+            raise OnnxImportError(f"the model's outputs ({', '.join(self.wanted)}) are its "
+                                  f"inputs, quantized: there is no operator to run on the "
+                                  f"device; --outputs names the tensors to import")
         return Imported(graph, self.scales)
 
     def _needed(self, producers):
@@ -324,7 +349,7 @@ class _Importer:
             raise UnsupportedNode(f"it dequantizes {x!r}, which is neither a constant nor an "
                                   f"imported int8 tensor")
         qt = self.q[x]
-        scale, zero = float(self._scalar(s, "scale")), self._zero(z)
+        scale, zero = float(self._scalar(s, "scale")), self._zero(z, x)
         if qt.scale is None:                    # an int8/uint8 graph input meets its scale
             qt.scale, qt.zero = scale, zero
         elif not (np.isclose(qt.scale, scale, rtol=1e-6) and qt.zero == zero):
@@ -336,7 +361,7 @@ class _Importer:
     def _op_QuantizeLinear(self, node):
         x, s, z = (list(node.input) + [""])[:3]
         out = node.output[0]
-        scale, zero = float(self._scalar(s, "scale")), self._zero(z)
+        scale, zero = float(self._scalar(s, "scale")), self._zero(z, out)
         if x in self.float_inputs:
             tensor = self._name(x)
             self.lazy[tensor] = (x, self.float_inputs[x], "float32")
@@ -558,13 +583,14 @@ class _Importer:
         name = self._name(node.name or node.output[0])
         op = node.op_type.replace("QLinear", "")
         attrs = _attrs(self.onnx, node)
-        n, c, h, w = self.builder.shape(self._use(x))
+        tensor = self._use(x)
+        n, c, h, w = self.builder.shape(tensor)
         if op == "GlobalAveragePool":
             requant, scale = pool_like(name, "global_avg_pool", window=h * w, sx=x.real,
                                        zx=x.zero, sy=sy, zy=zy, activation=activation,
                                        host_requant=self.host_requant)
             self.scales.append(scale)
-            out = self.builder.global_avg_pool(name, x.tensor, requant=requant)
+            out = self.builder.global_avg_pool(name, tensor, requant=requant)
             return _QT(out, (n, c, 1, 1), sy, zy, _gain(scale))
         kernel = attrs.get("kernel_shape")
         geometry = self._conv_geometry(attrs, (0, 0) + tuple(kernel))
@@ -578,7 +604,7 @@ class _Importer:
                                       "point than its input (a max pool only moves values)")
             if activation is not None:
                 raise UnsupportedNode("an activation after a max pool maps onto no node")
-            out = self.builder.max_pool(name, x.tensor, k=k[0], stride=geometry["stride"],
+            out = self.builder.max_pool(name, tensor, k=k[0], stride=geometry["stride"],
                                         pad=geometry["pad"])
             return _QT(out, self.builder.shape(out), sy, zy, x.gain)
         else:
@@ -590,7 +616,7 @@ class _Importer:
                                        zx=x.zero, sy=sy, zy=zy, activation=activation,
                                        host_requant=self.host_requant)
             self.scales.append(scale)
-            out = self.builder.avg_pool(name, x.tensor, k=k[0], stride=geometry["stride"],
+            out = self.builder.avg_pool(name, tensor, k=k[0], stride=geometry["stride"],
                                         requant=requant)
         return _QT(out, self.builder.shape(out), sy, zy, _gain(scale))
 
@@ -600,7 +626,7 @@ class _Importer:
         if name not in self.q:
             raise UnsupportedNode(f"its input {name!r} is not an imported int8 tensor")
         qt = self.q[name]
-        scale, zero = float(self._scalar(scale, "scale")), self._zero(zero)
+        scale, zero = float(self._scalar(scale, "scale")), self._zero(zero, name)
         if qt.scale is None:
             qt.scale, qt.zero = scale, zero
         return _QT(qt.tensor, qt.shape, scale, zero, qt.gain)
@@ -610,7 +636,7 @@ class _Importer:
         x = self._qt(i[0], i[1], i[2])
         ints, sw = self._const(i[3], "weights"), np.asarray(self._const(i[4], "scale"))
         zw = np.asarray(self._const(i[5], "zero point"))
-        sy, zy = float(self._scalar(i[6], "scale")), self._zero(i[7])
+        sy, zy = float(self._scalar(i[6], "scale")), self._out_zero(node, i[7])
         bias = None if not i[8] else np.asarray(self._const(i[8], "bias"), np.int64)
         self.q[node.output[0]] = self._conv_or_dense(node, x, ints, sw, zw, bias, sy, zy, None)
 
@@ -619,7 +645,7 @@ class _Importer:
         x = self._qt(i[0], i[1], i[2])
         ints, sw = self._const(i[3], "weights"), np.asarray(self._const(i[4], "scale"))
         zw = np.asarray(self._const(i[5], "zero point"))
-        sy, zy = float(self._scalar(i[6], "scale")), self._zero(i[7])
+        sy, zy = float(self._scalar(i[6], "scale")), self._out_zero(node, i[7])
         self.q[node.output[0]] = self._conv_or_dense(node, x, ints, sw, zw, None, sy, zy, None)
 
     def _op_QGemm(self, node):
@@ -633,19 +659,19 @@ class _Importer:
         ints, sw = self._const(i[3], "weights"), np.asarray(self._const(i[4], "scale"))
         zw = np.asarray(self._const(i[5], "zero point"))
         bias = None if not i[6] else np.asarray(self._const(i[6], "bias"), np.int64)
-        sy, zy = float(self._scalar(i[7], "scale")), self._zero(i[8])
+        sy, zy = float(self._scalar(i[7], "scale")), self._out_zero(node, i[8])
         self.q[node.output[0]] = self._conv_or_dense(node, x, ints, sw, zw, bias, sy, zy, None)
 
     def _op_QLinearAdd(self, node):
         i = list(node.input) + [""] * 8
         a, b = self._qt(i[0], i[1], i[2]), self._qt(i[3], i[4], i[5])
-        sy, zy = float(self._scalar(i[6], "scale")), self._zero(i[7])
+        sy, zy = float(self._scalar(i[6], "scale")), self._out_zero(node, i[7])
         self.q[node.output[0]] = self._add(node, a, b, sy, zy, None)
 
     def _op_QLinearAveragePool(self, node):
         i = list(node.input) + [""] * 5
         x = self._qt(i[0], i[1], i[2])
-        sy, zy = float(self._scalar(i[3], "scale")), self._zero(i[4])
+        sy, zy = float(self._scalar(i[3], "scale")), self._out_zero(node, i[4])
         self.q[node.output[0]] = self._pool(node, x, sy, zy, None)
 
     _op_QLinearGlobalAveragePool = _op_QLinearAveragePool
@@ -684,6 +710,27 @@ class _Importer:
         self.host_outputs[qt.tensor] = HostOutput(name, qt.shape, dtype, qt.real, qt.zero) \
             if dtype == "float32" else HostOutput(name, qt.shape, dtype)
         return qt.tensor
+
+
+def _integer_types(onnx, model):
+    """``{tensor name: numpy dtype}`` of the model's integer tensors, as the model declares them
+    or ONNX's shape inference derives them (a tensor of an op inference does not know is left
+    out)."""
+    try:
+        model = onnx.shape_inference.infer_shapes(model)
+    except Exception:                                   # inference is a help, not a must
+        pass
+    graph = model.graph
+    types = {t.name: onnx.helper.tensor_dtype_to_np_dtype(t.data_type)
+             for t in graph.initializer}
+    for value in list(graph.input) + list(graph.value_info) + list(graph.output):
+        elem = value.type.tensor_type.elem_type
+        if elem not in (onnx.TensorProto.UNDEFINED, onnx.TensorProto.FLOAT):
+            try:
+                types[value.name] = onnx.helper.tensor_dtype_to_np_dtype(elem)
+            except (KeyError, ValueError):
+                continue
+    return types
 
 
 def _gain(scale):
@@ -732,6 +779,9 @@ def cmd_import(args):
     """Handler of ``avta import``: import, print the scales, write NET.yaml and NET.npz."""
     from .io import save
     check_output_file(args.output, "-o")
+    if Path(args.output).suffix not in (".yaml", ".yml"):
+        raise UserError(f"-o {args.output}: name the network file NAME.yaml (avta run takes "
+                        f"a network by its .yaml or .yml suffix; the weights go to NAME.npz)")
     outputs = [o for o in (args.outputs or "").split(",") if o] or None
     imported = import_onnx(args.model, batch=args.batch, outputs=outputs,
                            host_requant=args.host_requant)

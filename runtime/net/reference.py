@@ -11,6 +11,7 @@ import numpy as np
 from ..ops.reference import (add_ref, avg_pool_ref, conv2d_acc, conv2d_ref, depthwise_ref,
                              global_avg_pool_ref, matmul_ref, max_pool_ref, windows, wrap32)
 from .graph import GraphError
+from .host_io import shared_source
 
 __all__ = ["run_node", "run_reference", "accumulate", "requantize", "random_input"]
 
@@ -125,8 +126,14 @@ def run_reference(graph, x, *, keep=True):
 
 def random_input(graph, seed=0, *, low=-128, high=127):
     """Seeded uniform int8 arrays for every graph input: an array for a graph with one input,
-    else a dict by name."""
+    else a dict by name. Device inputs the host makes from one model input (padded apart) are
+    made from one array, as the host makes them."""
     rng = np.random.default_rng(seed)
+    if shared_source(graph) is not None:       # one model input, padded apart by the host
+        first = next(iter(graph.inputs))
+        shape = graph.host_inputs[first].unpadded(graph.inputs[first])
+        base = rng.integers(low, high + 1, size=shape, dtype=np.int8)
+        return {name: spec.pad_int8(base) for name, spec in graph.host_inputs.items()}
     arrays = {name: rng.integers(low, high + 1, size=shape, dtype=np.int8)
               for name, shape in graph.inputs.items()}
     return next(iter(arrays.values())) if len(arrays) == 1 else arrays

@@ -1,4 +1,4 @@
-"""Depthwise conv2d with ALU MUL (the Intel Labs flow, intel-extensions.md §1.4).
+"""Depthwise conv2d with ALU MUL (as the Intel Labs flow runs it).
 
 Each channel has its own ``k × k`` filter, so channels stay in their lanes: the input windows and
 the weights are loaded into ACC with ACC_8BIT (zero padding), and per tile and channel block

@@ -5,8 +5,7 @@ conv2d writes — as ACC_8BIT elements (sign-extended into ACC rows, docs/isa.md
 with ALU micro-ops, and write ``(N/B, C/BO, OH, OW, B, BO)`` int8 OUT elements. Channels are the
 lanes, so nothing crosses lanes and no GEMM is needed.
 
-**Max pooling.** The Intel Labs flow pools in the accumulator with min-value padding
-(intel-extensions.md §1.6): LOAD ACC_8BIT with ``pad_value`` MIN fills the border with −2^31
+**Max pooling.** The Intel Labs flow pools in the accumulator with min-value padding: LOAD ACC_8BIT with ``pad_value`` MIN fills the border with −2^31
 (docs/isa.md §3.1), which never wins a MAX, so border windows need no special case. Per tile and
 channel block: MOV copies the first element of every window into the output rows, then one MAX
 instruction folds in the other ``k² − 1`` window positions (one micro-op each, the two loops

@@ -1,7 +1,7 @@
 """Requantization: the ALU tail that turns 32-bit accumulators into 8-bit outputs.
 
 Upstream's conv2d and GEMM tests compute ``clip((acc >> shift) + bias, lo, hi)`` and keep the low
-8 bits (upstream-vta.md §6.2); on VTA that is ALU SHR with an immediate, ALU ADD of a bias row,
+8 bits; on VTA that is ALU SHR with an immediate, ALU ADD of a bias row,
 then either MIN and MAX with immediates or the Intel Labs CLP (clip to [−b, b], docs/isa.md §3.4).
 STORE writes the low 8 bits of each lane (OUT mirrors ACC, docs/isa.md §3).
 
@@ -90,8 +90,11 @@ class Requant:
             raise ValueError("use_clp needs clip bounds")
         if not IMM32_MIN <= self.offset <= IMM32_MAX:
             raise ValueError(f"offset {self.offset} is not an int32")
-        if self.scale is not None and not (math.isfinite(self.scale) and self.scale > 0):
-            raise ValueError(f"scale {self.scale} must be a positive real number")
+        if self.scale is not None and not (math.isfinite(self.scale) and self.scale > 0
+                                           and self.scale <= float(np.finfo(np.float32).max)
+                                           and np.float32(self.scale) > 0):
+            raise ValueError(f"scale {self.scale} must be a positive real number that float32 "
+                             f"holds (the host multiplies in float32)")
         if self.scale is None:
             if self.zero_point:
                 raise ValueError("zero_point is for a host requantization (with a scale); a "

@@ -1,15 +1,16 @@
 """``avta bench``: every benchmark of the project, each a command that prints its figures.
-
 ``avta bench`` lists them; ``avta bench NAME --config C`` runs one. Each entry of
 :data:`BENCHMARKS` is ``name → (one-line description, function(cfg) → exit status)``; the
 modules hold the benchmarks themselves: :mod:`.fsim` (the behavioral model against numpy),
 :mod:`.tsim` (Verilator speed and bus utilization), :mod:`.resnet18_cycles` (ResNet-18's
 cycles on tsim), :mod:`.tps` (the tiling search's DRAM traffic), :mod:`.trace` (what a trace
 costs), :mod:`.rtl_cycles` (instruction costs on the RTL core), :mod:`.gemm_fmax` (a GEMM
-lane's Fmax on an ECP5) and :mod:`.onnx` (imported ONNX models against onnxruntime). Machines
-are noisy: these are figures to read, not timed tests.
+lane's Fmax on an ECP5), :mod:`.zigzag_peer` (ResNet-18's energy beside ZigZag's) and
+:mod:`.onnx` (imported ONNX models against onnxruntime). Machines are noisy: these are figures
+to read, not timed tests.
 """
 
+from avta.errors import UserError
 from avta.isa.config import load_config
 
 __all__ = ["BENCHMARKS", "cmd_bench"]
@@ -76,6 +77,11 @@ def _gemm_fmax(cfg):
     return main([])
 
 
+def _zigzag_peer(cfg):
+    from .zigzag_peer import main
+    return main(["--config", cfg.name])
+
+
 def _rtl_cycles(cfg):
     from .rtl_cycles import print_table
     return print_table(cfg)
@@ -101,6 +107,8 @@ BENCHMARKS = {
                          _profile_overhead),
     "rtl-cycles": ("cycles of GEMM and ALU instructions of N micro-op steps on the RTL core "
                    "(Amaranth simulator)", _rtl_cycles),
+    "zigzag-peer": ("ResNet-18 C2..C11: avta's cycles and energy beside ZigZag's with the same "
+                    "energy table (needs pip install '.[peer]')", _zigzag_peer),
     "gemm-fmax": ("Fmax of one GEMM lane on an ECP5 85k (Yosys, nextpnr) at BLOCK_IN 4, 16 "
                   "and 64, without and with the dot product's pipeline", _gemm_fmax),
     "onnx-digits": ("the digits MLP and a small CNN, trained, quantized by onnxruntime, "
@@ -120,7 +128,6 @@ def cmd_bench(args):
             print(f"  {name:<16} {description}")
         return 0
     if args.name not in BENCHMARKS:
-        print(f"avta bench: unknown benchmark {args.name!r}; known: {', '.join(BENCHMARKS)}")
-        return 2
+        raise UserError(f"unknown benchmark {args.name!r}; known: {', '.join(BENCHMARKS)}")
     config = args.config or DEFAULT_CONFIGS.get(args.name, "default")
     return BENCHMARKS[args.name][1](load_config(config))

@@ -1,4 +1,4 @@
-"""fsim benchmarks (issue 3): the behavioral model's speed on ResNet-18 layers.
+"""fsim benchmarks: the behavioral model's speed on ResNet-18 layers.
 
 The fsim benchmarks time the behavioral model running a ResNet-18 layer that the runtime built
 (``Device.run``: writing the program, fsim's run, nothing else) against a numpy reference of the
@@ -86,7 +86,7 @@ def _print_counters(result):
 
 
 def fsim_conv2d(cfg, layer="C2"):
-    """ResNet-18 C2 on fsim against numpy (issue 3's benchmark)."""
+    """ResNet-18 C2 on fsim against numpy."""
     spec = _layers()[layer]
     fig = bench_conv2d_layer(cfg, spec)
     shape, program = fig["shape"], fig["program"]

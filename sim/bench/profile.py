@@ -1,4 +1,4 @@
-"""What recording activity costs (issue 14): a whole network on tsim, with and without it.
+"""What recording activity costs: a whole network on tsim, with and without it.
 
 The design with activity ports and the harness's recorder (``sim/tsim/activity.h``) against the
 plain design, on the same network, alternating, so that a noisy machine's drift falls on both.

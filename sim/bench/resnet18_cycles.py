@@ -1,4 +1,4 @@
-"""``avta bench tsim-resnet18``: where ResNet-18's cycles go on the RTL (issue 16).
+"""``avta bench tsim-resnet18``: where ResNet-18's cycles go on the RTL.
 
 Every offloaded ResNet-18 layer (C2..C11) is built by the runtime exactly as
 :func:`~avta.sim.bench.fsim.bench_conv2d_layer` builds it (seeded data, a bias, upstream's

@@ -7,7 +7,7 @@ issue by the compute stage to the issue of the next (the stage's per-instruction
 included). ``avta bench rtl-cycles --config tiny`` (or ``python -m avta.sim.bench.rtl_cycles
 [--config tiny] [--steps 1 8 64 256]``) prints the table; :func:`measure` returns it.
 
-Targets (docs/architecture.md, issue 4): a GEMM of N micro-op steps in N + at most 8 cycles; ALU one
+Targets (docs/architecture.md): a GEMM of N micro-op steps in N + at most 8 cycles; ALU one
 step per cycle with an immediate, two cycles per step with two operands on one ACC read port and
 one with two.
 """

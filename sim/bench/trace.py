@@ -1,4 +1,4 @@
-"""``avta bench trace-overhead``: what tracing costs (issue 6).
+"""``avta bench trace-overhead``: what tracing costs.
 
 The GEMM-heavy matmul of ``tsim-gemm`` runs on four set-ups: fsim plain and traced (``arch``),
 the normal tsim design, and the design with trace ports writing an ``arch`` trace. Printed: the

@@ -1,4 +1,4 @@
-"""tsim benchmarks (issue 5): simulation speed against the cocotb path, and bus utilization.
+"""tsim benchmarks: simulation speed against the cocotb path, and bus utilization.
 
 ``tsim-gemm``: a GEMM-heavy program (a blocked matrix multiply built by the runtime) on tsim and
 through cocotb: RTL cycles, simulated cycles per second of each path, and their ratio; the two

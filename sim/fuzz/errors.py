@@ -5,7 +5,7 @@ the code and the index of the offending instruction, on every target, whatever e
 flight. :func:`plant_error` breaks exactly one rule in a linked instruction list, at an
 instruction it picks, and returns the end that fsim and tsim must both report. The rest of the
 program is the generator's: long GEMMs, loads in flight, queued stores, so the error meets the
-machine busy (the case of issue 12's first defect).
+machine busy (a case the fuzzer found).
 
 Every kind gives one deterministic end:
 

@@ -1,4 +1,4 @@
-"""Where the cycles go (issue 14): a network's per-stage activity, layer by layer.
+"""Where the cycles go: a network's per-stage activity, layer by layer.
 
 :func:`profile_network` runs a network on a device whose backend records activity
 (:mod:`avta.sim.activity`), keeps one :class:`~avta.sim.activity.Activity` per device layer and

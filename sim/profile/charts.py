@@ -1,5 +1,6 @@
 """The profile's pictures (matplotlib, Agg): the activity timeline and the per-layer roofline.
-Each is written as SVG and PNG; the functions return the PNG's ``(width, height)`` in pixels."""
+Each is written as SVG and PNG to ``files``, a pair of paths ``(svg, png)``; the functions return
+the PNG's ``(width, height)`` in pixels."""
 
 import matplotlib
 
@@ -16,17 +17,18 @@ _STATES = {"load": ("busy", "wait", "idle"), "compute": ("gemm", "alu", "other",
            "store": ("busy", "wait", "idle")}
 
 
-def _save(fig, stem):
-    fig.savefig(f"{stem}.svg")
-    fig.savefig(f"{stem}.png", dpi=DPI)
+def _save(fig, files):
+    svg, png = files
+    fig.savefig(svg, format="svg")
+    fig.savefig(png, format="png", dpi=DPI)
     size = tuple(int(round(v * DPI)) for v in fig.get_size_inches())
     plt.close(fig)
     return size
 
 
-def timeline_chart(timeline, stem, *, title="", max_names=12, size=(12, 5), bins=1200):
+def timeline_chart(timeline, files, *, title="", max_names=12, size=(12, 5), bins=1200):
     """Stacked fractions per bin of each lane (load, compute, store), x in cycles, the layer
-    boundaries marked and the ``max_names`` longest layers named. Writes ``stem``.svg/.png."""
+    boundaries marked and the ``max_names`` longest layers named. Writes ``files`` (SVG, PNG)."""
     fig, axes = plt.subplots(3, 1, sharex=True, figsize=size)
     edges, lanes = timeline.resampled(bins)
     edges = np.asarray(edges, float)
@@ -61,10 +63,10 @@ def timeline_chart(timeline, stem, *, title="", max_names=12, size=(12, 5), bins
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    return _save(fig, stem)
+    return _save(fig, files)
 
 
-def roofline_chart(rows, cfg, stem, *, title="", estimated=False, size=(8, 6)):
+def roofline_chart(rows, cfg, files, *, title="", estimated=False, size=(8, 6)):
     """Per device layer: MACs per DRAM byte vs achieved MACs per cycle, log-log, under the
     compute roof (BATCH*BLOCK_IN*BLOCK_OUT) and the bus roof (AXI bytes per cycle * intensity)."""
     fig, ax = plt.subplots(figsize=size)
@@ -103,4 +105,4 @@ def roofline_chart(rows, cfg, stem, *, title="", estimated=False, size=(8, 6)):
     if title:
         ax.set_title(title, fontsize=10)
     fig.tight_layout()
-    return _save(fig, stem)
+    return _save(fig, files)

@@ -8,6 +8,7 @@ roofline charts (SVG, PNG), the per-layer table (``layers.csv``, ``profile.json`
 DRAM address 0, as for ``avta exec``) as one layer without MACs. Exit status 0, 2 for bad input. docs/cli.md has the options.
 """
 
+import math
 from pathlib import Path
 
 from avta.errors import UserError
@@ -32,7 +33,11 @@ def cmd_profile(args):
         return _profile_image(cfg, args, out)
     if args.insn_addr is not None or args.insn_count is not None:
         raise UserError("--insn-addr and --insn-count go with --image")
-    graph = load_network(args.network, args.input_size, args.seed)
+    from avta.sim.energy import load_table
+    from avta.sim.energy.report import resolve_clock
+    from avta.sim.profile.report import energy_section
+    table, clock = load_table(args.tech), resolve_clock(cfg, args.clock)
+    graph = load_network(args.network, args.input_size, args.seed, cfg)
     x = random_input(graph, seed=args.seed)
     device = make_device(cfg, args.target, dram_bytes(cfg, graph), activity=True,
                          timing_only=args.timing_only)
@@ -43,11 +48,12 @@ def cmd_profile(args):
             bar.set_postfix_str(f"{node.name} ({node.op})")
         result = profile_network(device, graph, x, target=args.target, progress=step)
         bar.update(len(result.run.layers) - bar.n)
+    energy = energy_section(cfg, result.run, table, clock)
     try:
-        paths = write_profile(result, out)
+        paths = write_profile(result, out, energy=energy)
     except OSError as error:
         raise UserError(f"-o {out}: {error}") from None
-    return _summary(result, cfg, args, paths, out, graph.name)
+    return _summary(result, cfg, args, paths, out, graph.name, energy)
 
 
 def _profile_image(cfg, args, out):
@@ -84,7 +90,7 @@ def _profile_image(cfg, args, out):
     return _summary(result, cfg, args, paths, out, name)
 
 
-def _summary(result, cfg, args, paths, out, name):
+def _summary(result, cfg, args, paths, out, name, energy=None):
     total = result.run.total
     estimate = " (fsim estimates)" if result.timeline.estimated else ""
     print(f"{name} on {cfg.name} ({cfg.shape_name}, AXI {cfg.axi_data_bits}), "
@@ -93,6 +99,9 @@ def _summary(result, cfg, args, paths, out, name):
     for lane, states in result.timeline.totals().items():
         cycles = result.timeline.cycles or 1
         print(f"  {lane:8s} " + ", ".join(f"{s} {v / cycles:.1%}" for s, v in states.items()))
+    if energy is not None:
+        from avta.sim.energy.report import format_summary
+        print("  " + format_summary(energy["figures"]["total"], energy["clock"], energy["table"]))
     print(f"wrote {paths['html']} (and the charts, layers.csv, profile.json in {out})")
     return 0
 
@@ -106,6 +115,10 @@ def cmd_profile_diff(args):
         args.cycle_tolerance = DEFAULT_CYCLE_TOLERANCE
     if args.share_tolerance is None:
         args.share_tolerance = DEFAULT_SHARE_TOLERANCE
+    for option, value in (("--cycle-tolerance", args.cycle_tolerance),
+                          ("--share-tolerance", args.share_tolerance)):
+        if not 0 <= value < math.inf:
+            raise UserError(f"{option} {value:g}: give a tolerance of 0 or more")
     records = []
     for path in (args.a, args.b):
         try:

@@ -72,11 +72,41 @@ class Comparison:
 
 
 def load_record(path):
-    """The ``profile.json`` record of a profile directory (or of the file itself)."""
+    """The ``profile.json`` record of a profile directory (or of the file itself); ValueError
+    when the file is not one (not JSON, or without the fields :func:`compare_profiles` reads,
+    each of its type)."""
     path = Path(path)
     if path.is_dir():
         path = path / "profile.json"
-    return json.loads(path.read_text())
+    record = json.loads(path.read_text())
+    _check_record(record)
+    return record
+
+
+def _count(value):
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _check_record(record):
+    """ValueError unless ``record`` has what a comparison reads: a network name, the total
+    cycles, and layers whose cycles and lane cycles are counts."""
+    if not isinstance(record, dict):
+        raise ValueError(f"the file holds a JSON {type(record).__name__}, not a profile's "
+                         f"mapping")
+    if not isinstance(record.get("network"), str) or not isinstance(record.get("layers"), list) \
+            or not isinstance(record.get("total"), dict):
+        raise ValueError("a profile has a network name, a total and a list of layers")
+    if not _count(record["total"].get("cycles")):
+        raise ValueError(f"the total's cycles {record['total'].get('cycles')!r} are not a "
+                         f"count of cycles")
+    lanes = [f"{lane}_{kind}" for lane in LANES for kind in ("busy", "wait")]
+    for i, row in enumerate(record["layers"]):
+        if not isinstance(row, dict) or not isinstance(row.get("name"), str):
+            raise ValueError(f"layer #{i} is not a mapping with a name")
+        for key in ("cycles", *lanes):
+            if not _count(row.get(key)):
+                raise ValueError(f"layer {row['name']!r}: {key} {row.get(key)!r} is not a "
+                                 f"count of cycles")
 
 
 def _shares(row):
@@ -85,14 +115,29 @@ def _shares(row):
                    "wait": 100.0 * row[f"{lane}_wait"] / cycles} for lane in LANES}
 
 
+def _same_config(a, b):
+    """Refuse profiles of different configurations: by every key where both records have
+    them, else by the figures both give (older records)."""
+    if not a or not b:
+        return
+    if "keys" in a and "keys" in b:
+        a, b = a["keys"], b["keys"]
+    differ = sorted(k for k in set(a) & set(b) if k != "name" and a[k] != b[k])
+    if differ:
+        what = ", ".join(f"{k} {a[k]} and {b[k]}" for k in differ[:4])
+        raise ValueError(f"the profiles are of different configurations: {what}")
+
+
 def compare_profiles(a, b):
     """Compare two ``profile.json`` records of the same network (see the module docstring).
 
     Only layers that ran on the device in both (cycles > 0) are compared. Raises ValueError when
-    the records are of different networks or their device layers differ."""
+    the records are of different networks or configurations, or their device layers differ
+    (in names, order, shapes or MACs)."""
     if a["network"] != b["network"]:
         raise ValueError(f"the profiles are of different networks: {a['network']!r} and "
                          f"{b['network']!r}")
+    _same_config(a.get("config"), b.get("config"))
     rows_a = {r["name"]: r for r in a["layers"] if r["cycles"]}
     rows_b = {r["name"]: r for r in b["layers"] if r["cycles"]}
     if list(rows_a) != list(rows_b):
@@ -102,6 +147,10 @@ def compare_profiles(a, b):
     diffs = []
     for name, ra in rows_a.items():
         rb = rows_b[name]
+        for key in ("shape", "macs"):
+            if key in ra and key in rb and ra[key] != rb[key]:
+                raise ValueError(f"layer {name!r} has {key} {ra[key]} in one profile and "
+                                 f"{rb[key]} in the other (another input size or network)")
         sa, sb = _shares(ra), _shares(rb)
         share_diff = {lane: {k: sa[lane][k] - sb[lane][k] for k in ("busy", "wait")}
                       for lane in LANES}

@@ -4,6 +4,8 @@ and marker per GEMM shape (BATCH x BLOCK_IN x BLOCK_OUT), the Pareto front a ste
 import math
 from pathlib import Path
 
+from avta.files import output_files
+
 __all__ = ["write_chart"]
 
 _MARKERS = "osD^v<>ph*"
@@ -71,8 +73,8 @@ def write_chart(result, out, *, title=None):
     if ok:
         key = "front labels: " + "/".join(result.varied) if front else None
         ax.legend(fontsize=7, title=key, title_fontsize=7)
-    paths = {}
-    for ext in ("svg", "png"):
-        paths[ext] = out / f"sweep.{ext}"
-        fig.savefig(paths[ext], dpi=150)
+    paths = {ext: out / f"sweep.{ext}" for ext in ("svg", "png")}
+    with output_files(*paths.values()) as temps:
+        for tmp in temps:
+            fig.savefig(tmp, dpi=150)
     return paths

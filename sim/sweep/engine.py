@@ -10,12 +10,17 @@ many are done, the points per second and the time left (:class:`~.rate.Rate`).
 """
 
 import csv
+import io
 import json
+import logging
+import math
 import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from avta.errors import UserError
+from avta.files import output_files, write_atomic
 
 from .point import AREA_COLUMNS, evaluate, point_key, task
 from .rate import Rate
@@ -61,39 +66,55 @@ def pareto(rows):
     return rows
 
 
-def _write_atomic(path, text):
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+#: What a cached row must hold to stand for its point: these figures, as non-negative numbers.
+_CACHED_FIGURES = ("cycles", "ideal_cycles", "utilization", "macs", "host_layers", *AREA_COLUMNS)
 
 
-def _read_cache(path):
+def _read_cache(path, key):
+    """The cached ``ok`` row of the point ``key`` at ``path``, or None (run it again) when the
+    file is missing, half-written, not a row, another point's row (its own ``key`` differs)
+    or short of a figure."""
     try:
-        return json.loads(path.read_text())
+        row = json.loads(path.read_text())
     except (OSError, ValueError):
-        return None                  # missing or half-written: run it again
+        return None
+    if not isinstance(row, dict) or row.get("key") != key or row.get("status") != "ok":
+        return None
+    for name in _CACHED_FIGURES:
+        value = row.get(name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not math.isfinite(value) or value < 0:
+            return None
+    return row
 
 
 def _client(workers, scheduler):
     from dask.distributed import Client, LocalCluster
     if scheduler:
-        return Client(scheduler), None
+        try:
+            return Client(scheduler), None
+        except (ValueError, TypeError) as error:
+            raise UserError(f"--scheduler {scheduler!r}: not a scheduler address ({error}); "
+                            f"give one as tcp://HOST:PORT") from None
+    # Warnings of the workers' own (a task cancelled by Ctrl-C, a worker killed at shutdown)
+    # are not the sweep's news: a failed point is its row.
     cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
-                           processes=True, dashboard_address=":0")
+                           processes=True, dashboard_address=":0", silence_logs=logging.ERROR)
     return Client(cluster), cluster
 
 
+#: Seconds a sweep waits for a cluster without any worker before it gives up on its points.
+WORKER_TIMEOUT = 120.0
+
+
 def run_sweep(spec, out, *, exact=False, workers=None, scheduler=None, log=None,
-              evaluate_fn=evaluate, only=None):
+              evaluate_fn=evaluate, worker_timeout=WORKER_TIMEOUT, only=None):
     """Run every point of ``spec`` not yet cached in ``out``; a :class:`SweepResult` whose rows
     are in point order. ``log(message)`` hears about progress. ``evaluate_fn`` runs one task
-    (:func:`~.point.evaluate`; tests count runs with it). ``only``: the indices of the points
-    to take (default all; a search, :mod:`.search`, asks for a few at a time)."""
+    (:func:`~.point.evaluate`; tests count runs with it). When the cluster has had no worker
+    for ``worker_timeout`` seconds, the points not done are ``error`` rows (uncached: a rerun
+    runs them). ``only``: the indices of the points to take (default all; a search,
+    :mod:`.search`, asks for a few at a time)."""
     log = log or (lambda message: None)
     start = time.perf_counter()
     out = Path(out)
@@ -111,8 +132,9 @@ def run_sweep(spec, out, *, exact=False, workers=None, scheduler=None, log=None,
             result.invalid += 1
             continue
         t = task(spec, point, exact=exact)
-        hit = _read_cache(cache / f"{point_key(t)}.json")
-        if hit is not None and hit.get("status") == "ok":
+        key = point_key(t)
+        hit = _read_cache(cache / f"{key}.json", key)
+        if hit is not None:
             rows[point.index] = hit | {"index": point.index, **point.values, "cached": True}
             result.cached += 1
         else:
@@ -126,7 +148,7 @@ def run_sweep(spec, out, *, exact=False, workers=None, scheduler=None, log=None,
         rows[t["index"]] = row
         result.ran += 1
         if row.get("status") == "ok":
-            _write_atomic(cache / f"{row['key']}.json", json.dumps(row, sort_keys=True) + "\n")
+            write_atomic(cache / f"{row['key']}.json", json.dumps(row, sort_keys=True) + "\n")
         log(f"{rate.done()}: point {t['index']} {t['values']}: {row['status']}"
             + (f", {row['cycles']:,} cycles, {row['area_mm2']:.3f} mm^2"
                if row["status"] == "ok" else f": {row.get('message', '')}"))
@@ -135,19 +157,27 @@ def run_sweep(spec, out, *, exact=False, workers=None, scheduler=None, log=None,
         for t in todo:
             done(t, evaluate_fn(t))
     elif todo:
-        from dask.distributed import as_completed
         client, cluster = _client(workers, scheduler)
         try:
             futures = {client.submit(evaluate_fn, t, key=f"avta-sweep-{point_key(t)}",
                                      pure=False): t for t in todo}
-            for future in as_completed(futures):
-                t = futures[future]
+            for future, error in _results(client, futures, worker_timeout, log):
+                t, row = futures[future], None
                 try:
-                    row = future.result()
-                except Exception as error:          # e.g. KilledWorker: only this point
+                    row = future.result() if error is None else None
+                except Exception as failure:        # e.g. KilledWorker: only this point
+                    error = f"{type(failure).__name__}: {failure}"
+                if row is None:
                     row = {"index": t["index"], **t["values"], "key": point_key(t),
-                           "status": "error", "message": f"{type(error).__name__}: {error}"}
+                           "status": "error", "message": error}
                 done(t, row)
+        except KeyboardInterrupt:
+            # Ctrl-C reaches the workers too; what the cluster says while it falls apart is
+            # noise after the one line the command line prints.
+            for name in ("distributed", "distributed.nanny", "distributed.core",
+                         "distributed.worker", "tornado", "asyncio"):
+                logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+            raise
         finally:
             client.close()
             if cluster is not None:
@@ -155,6 +185,35 @@ def run_sweep(spec, out, *, exact=False, workers=None, scheduler=None, log=None,
     result.rows = pareto([rows[i] for i in sorted(rows)])
     result.seconds = time.perf_counter() - start
     return result
+
+
+def _results(client, futures, worker_timeout, log):
+    """``(future, None)`` for each finished future, as they finish; once the cluster has had no
+    worker for ``worker_timeout`` seconds, ``(future, message)`` for each one not finished
+    (cancelled). A cluster that lost its workers would otherwise be waited on forever."""
+    from dask.distributed import as_completed
+    pending = as_completed(futures)
+    alone_since = None
+    while not pending.is_empty():
+        if pending.has_ready():
+            for future in pending.next_batch(block=False):
+                yield future, None
+            continue
+        if client.nthreads():
+            alone_since = None
+        elif alone_since is None:
+            alone_since = time.monotonic()
+            log(f"the cluster has no worker; waiting up to {worker_timeout:g} s for one")
+        elif time.monotonic() - alone_since > worker_timeout:
+            left = [f for f in futures if not f.done()]
+            client.cancel(left)
+            message = (f"the cluster had no worker for {worker_timeout:g} s; the point did not "
+                       f"run (a rerun runs it)")
+            log(f"giving up: {message.split(';')[0]}; {len(left)} point(s) not run")
+            for future in left:
+                yield future, message
+            return
+        time.sleep(0.2)
 
 
 def _columns(result):
@@ -172,12 +231,14 @@ def write_results(result, out):
     columns = _columns(result)
     rows = [{c: row.get(c, "") for c in columns} for row in result.rows]
     csv_path, json_path = out / "results.csv", out / "results.json"
-    with open(csv_path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(rows)
-    json_path.write_text(json.dumps({"varied": result.varied, "rows": result.rows},
-                                    indent=2) + "\n")
+    table = io.StringIO(newline="")
+    writer = csv.DictWriter(table, fieldnames=columns)
+    writer.writeheader()
+    writer.writerows(rows)
+    with output_files(csv_path, json_path) as (csv_tmp, json_tmp):
+        csv_tmp.write_text(table.getvalue(), newline="")
+        json_tmp.write_text(json.dumps({"varied": result.varied, "rows": result.rows},
+                                       indent=2) + "\n")
     return {"csv": csv_path, "json": json_path}
 
 

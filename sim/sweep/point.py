@@ -21,14 +21,16 @@ def _version():
 
 
 def _workload_id(workload):
-    """A builder's name, or a network file's content hash (the YAML and its ``.npz``)."""
+    """A builder's name, or a network file's content hash: the YAML and the weights file it
+    names (whatever its name), so that changing either runs the points again."""
+    from avta.runtime.net.io import source_files
     path = Path(workload)
     if path.suffix not in (".yaml", ".yml"):
         return workload
-    digest = hashlib.sha256(path.read_bytes())
-    weights = path.with_suffix(".npz")
-    if weights.is_file():
-        digest.update(weights.read_bytes())
+    digest = hashlib.sha256()
+    for file in source_files(path):
+        digest.update(str(file.name).encode() + b"\0")
+        digest.update(file.read_bytes() if file.is_file() else b"(missing)")
     return f"{path.name}:{digest.hexdigest()[:16]}"
 
 
@@ -74,13 +76,15 @@ def evaluate(task):
     from avta.runtime.net import random_input
     from avta.runtime.net.executor import dram_bytes, run_network
     from avta.sim.run_cmd import load_network, make_device
+
+    from .objectives import event_columns
     start = time.perf_counter()
     row = {"index": task["index"], **task["values"], "key": point_key(task),
            "fitted": task.get("fitted", "")}
     try:
         cfg = Config.from_dict(task["config"], name=task["name"])
         row["shape"] = f"{cfg.batch}x{cfg.block_in}x{cfg.block_out}"
-        graph = load_network(task["workload"], task["input_size"], task["seed"])
+        graph = load_network(task["workload"], task["input_size"], task["seed"], cfg)
         x = random_input(graph, seed=task["seed"])
         target = "tsim" if task["exact"] else "fsim"
         # fsim's timing-only mode: a sweep wants cycles, which are the bit-exact run's.
@@ -95,6 +99,7 @@ def evaluate(task):
         if host:
             row["message"] = f"{len(host)} layer(s) on the host: {host[0].name}: {host[0].why}"
         row.update(area(cfg, task["style"]))
+        row.update(event_columns(cfg, run))
     except Exception as error:          # a point's failure is its row, not the sweep's
         row.update(status="error", message=f"{type(error).__name__}: {error}")
     row["seconds"] = round(time.perf_counter() - start, 3)

@@ -43,7 +43,7 @@ def _objectives(row):
 
 
 def search(spec, out, evaluations, *, exact=False, workers=None, scheduler=None, log=None,
-           seed=0, population=None, evaluate_fn=None):
+           seed=0, population=None, evaluate_fn=None, worker_timeout=None):
     """Search ``spec``'s space for the Pareto front of cycles and area with at most
     ``evaluations`` distinct points; a :class:`~.engine.SweepResult` of the points taken (in
     point order, ``pareto`` marked). ``population`` is NSGA-II's generation size (default:
@@ -70,6 +70,8 @@ def search(spec, out, evaluations, *, exact=False, workers=None, scheduler=None,
     run_options = {"exact": exact, "log": lambda message: None}
     if evaluate_fn is not None:
         run_options["evaluate_fn"] = evaluate_fn
+    if worker_timeout is not None:
+        run_options["worker_timeout"] = worker_timeout
     cluster = _Cluster(workers, scheduler)
     try:
         while len(rows) < min(evaluations, size) and stale < STALE_GENERATIONS:

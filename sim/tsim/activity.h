@@ -1,7 +1,7 @@
 // tsim's activity recorder: per stage, how many cycles of each bin of the run it was busy,
 // waiting on a token or idle (the compute stage's busy cycles split by what it executes), binned
-// as the cycles are sampled, for avta/sim/activity.py. Included by harness.cpp only when the
-// design has activity ports (avta/hw/core/activity_port.py, TSIM_ACTIVITY).
+// as the cycles are sampled, for sim/activity.py. Included by harness.cpp only when the
+// design has activity ports (hw/core/activity_port.py, TSIM_ACTIVITY).
 //
 // Every cycle with the design's outputs settled, just before the rising edge, a cycle in which
 // activity__running is high (one the CYCLES register counts) adds 1 to one column per lane of the

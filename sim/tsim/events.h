@@ -1,5 +1,5 @@
-// tsim's trace manager: turns the design's trace ports (avta/hw/core/trace_port.py) and the
-// AXI write beats the harness accepts into the JSON-lines events of avta/sim/trace/schema.py.
+// tsim's trace manager: turns the design's trace ports (hw/core/trace_port.py) and the
+// AXI write beats the harness accepts into the JSON-lines events of sim/trace/schema.py.
 // Included by harness.cpp only when the design was generated with trace ports (TSIM_EVENTS).
 //
 // Scratchpad rows: a write port may write a row in pieces (one enable per piece); the row is one
@@ -10,7 +10,7 @@
 // detached ALU instruction, which carry its own index (alu_insn; hw/core/compute.py).
 //
 // Modes, stages, states, memories and event kinds, and their names, come from the generated
-// avta_harness.h (avta/sim/tsim/harness_header.py).
+// avta_harness.h (sim/tsim/harness_header.py).
 #pragma once
 
 #include <cstdio>

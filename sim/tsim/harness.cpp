@@ -1,5 +1,5 @@
 // tsim harness: the Verilated accelerator top with an AXI4 subordinate memory over a DRAM image
-// owned by Python, and an AXI4-Lite host. Loaded by avta/sim/tsim/driver.py through ctypes.
+// owned by Python, and an AXI4-Lite host. Loaded by sim/tsim/driver.py through ctypes.
 //
 // The top must have the ports of avta.hw.top: clk, rst, s_axil__* (AXI4-Lite subordinate,
 // 32-bit) and m_axi__* (AXI4 manager, TSIM_DATA_BITS wide). Everything per cycle happens here; Python
@@ -14,7 +14,7 @@
 // An access outside the DRAM image is answered SLVERR (docs/isa.md §3.5 error 9) and changes nothing.
 //
 // Register offsets, CTRL bits, response codes and the codes returned to Python come from the
-// generated avta_harness.h (avta/sim/tsim/harness_header.py).
+// generated avta_harness.h (sim/tsim/harness_header.py).
 
 #include <cstdint>
 #include <cstring>

@@ -6,10 +6,11 @@ import json
 import sys
 
 from avta.errors import UserError, check_output_dir, check_output_file
+from avta.files import write_atomic
 from avta.isa.config import load_config
 
 from .devices import device
-from .flow import ToolFailed, tool_versions, write_atomic
+from .flow import ToolFailed, tool_versions
 from .plan import plan_design
 
 __all__ = ["cmd_fpga", "unit_of_path"]
@@ -62,6 +63,10 @@ def cmd_fpga(args):
     except ToolFailed as error:
         print(f"avta fpga: {error}", file=sys.stderr)
         return 1
+    if report.fmax_mhz:
+        # avta run, profile and sweep take this configuration's clock from here (synth/clock.py).
+        from avta.synth.clock import record_measured
+        record_measured(cfg, dev.name, args.seed, report.fmax_mhz)
     print()
     print("\n".join(report.table()))
     # LUT4s per MAC: the whole design's (memory engine, registers and control included) over

@@ -17,7 +17,6 @@ scripts, both tool versions, the device and the seed; written to a temporary fil
 import functools
 import hashlib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -27,11 +26,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from avta.errors import UserError
+from avta.files import write_atomic
 from avta.sim.verilator import cache_root
+from avta.tools import find_tool
 
 __all__ = ["FpgaResult", "run_flow", "yosys_script", "nextpnr_args", "ToolMissing",
-           "ToolFailed", "FLOW_VERSION", "TOP", "cells_by_instance", "instances_of",
-           "write_atomic"]
+           "ToolFailed", "FLOW_VERSION", "TOP", "cells_by_instance", "instances_of", "read_cached"]
 
 #: Bumped when the flow changes in a way the hash of the scripts does not show.
 FLOW_VERSION = 3
@@ -122,11 +122,12 @@ def nextpnr_args(device, seed):
 def _run(tool, args, cwd, bar=None, log_name=None):
     """Run ``tool``; ``bar`` (a progress bar) shows the last step it printed."""
     try:
-        proc = subprocess.Popen([tool, *args], cwd=cwd, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True)
-    except FileNotFoundError:
+        path = find_tool(tool, package=_PACKAGES[tool], user="avta fpga")
+    except UserError:
         raise ToolMissing(f"{tool} is not installed: pip install {_PACKAGES[tool]} (or "
                           f"pip install 'avta[fpga]')") from None
+    proc = subprocess.Popen([path, *args], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
     lines = []
     for line in proc.stdout:
         lines.append(line)
@@ -188,14 +189,21 @@ def _cache_dir():
     return cache_root() / "fpga"
 
 
-def write_atomic(path, text):
-    """Write ``text`` to ``path`` through a temporary file renamed over it (a reader never sees
-    half a file)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+def read_cached(path, key):
+    """The :class:`FpgaResult` cached at ``path`` under ``key``, or None when there is none or
+    it is not one (truncated, not JSON, another key, a field missing or of the wrong type): such
+    an entry is run again and overwritten, never trusted."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    types = {"key": str, "device": str, "seed": int, "stat": dict, "nextpnr": (dict, type(None)),
+             "over": dict, "versions": dict, "seconds": dict, "memories": dict, "cells": dict}
+    optional = {"memories", "cells"}                 # fields older entries lack
+    if not isinstance(data, dict) or not set(types) - optional <= set(data) <= set(types) \
+            or data["key"] != key or not all(isinstance(data[k], types[k]) for k in data):
+        return None
+    return FpgaResult(**data, cached=True)
 
 
 def run_flow(rtlil, device, *, seed=1, cache=True, keep=None, bar=None):
@@ -210,8 +218,8 @@ def run_flow(rtlil, device, *, seed=1, cache=True, keep=None, bar=None):
                                     device.name, str(seed), str(FLOW_VERSION)]).encode()
                          ).hexdigest()[:24]
     path = _cache_dir() / f"{key}.json"
-    if cache and path.exists():
-        result = FpgaResult(**json.loads(path.read_text()), cached=True)
+    result = read_cached(path, key) if cache else None
+    if result is not None:
         if keep:
             write_atomic(Path(keep) / "result.json", path.read_text())
         return result

@@ -30,7 +30,7 @@ not share an address; it does not change the choice, so the plan ignores it.
 import math
 from dataclasses import asdict, dataclass
 
-__all__ = ["MemoryPort", "PlannedMemory", "memories_of", "map_memory", "plan_design",
+__all__ = ["PlannedMemory", "memories_of", "map_memory", "plan_design",
            "FpgaPlan", "estimate_multipliers"]
 
 BRAM_COST = 128

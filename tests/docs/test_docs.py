@@ -132,6 +132,36 @@ def test_repository_paths_in_the_documents_exist():
     assert not bad, "paths that do not exist:\n" + "\n".join(bad)
 
 
+_TOPS = ("avta", "isa", "hw", "sim", "runtime", "floorplan", "formal", "synth", "configs",
+         "tests", "ci", "docs")
+
+
+def test_files_cited_in_the_sources_exist():
+    """A tree path a comment or docstring names (``sim/tsim/harness.cpp``) exists, and a bare
+    ``name.md`` is a document of the repository: the repository stands alone."""
+    documents = {p.name for p in REPO.rglob("*.md") if ".venv" not in p.parts}
+    bad = []
+    for path in tracked_sources():
+        text = path.read_text(errors="replace")
+        for cited in re.findall(r"(?<![\w./-])((?:%s)/[\w./-]*\.(?:py|md|h|cpp|yaml|sh|toml))"
+                                % "|".join(_TOPS), text):
+            if "*" not in cited and not (REPO / cited).exists():
+                bad.append(f"{path.relative_to(REPO)}: {cited}")
+        for name in re.findall(r"(?<![\w/.-])([\w-]+\.md)\b", text):
+            if name not in documents and path != Path(__file__):    # this file's examples
+                bad.append(f"{path.relative_to(REPO)}: {name}")
+    assert not bad, "cited files that are not in the repository:\n" + "\n".join(bad)
+
+
+def test_no_source_cites_an_issue_number():
+    """The repository's reader has no issue tracker: comments say the requirement itself."""
+    bad = [f"{path.relative_to(REPO)}:{i}: {line.strip()}"
+           for path in tracked_sources() if path.suffix != ".md" or path.parent == DOCS
+           for i, line in enumerate(path.read_text(errors="replace").splitlines(), 1)
+           if re.search(r"\bissues? #?\d+", line, re.IGNORECASE)]
+    assert not bad, "\n".join(bad)
+
+
 def test_cited_document_sections_exist():
     """``docs/architecture.md, control registers`` names a heading of that document (or one of
     its register offsets; ``issue N`` refers to the project's issues, not to a section)."""

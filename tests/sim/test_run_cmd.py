@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pytest
 
 from avta.cli import main
 from avta.runtime.net import build, random_input, run_reference, save
@@ -73,3 +74,62 @@ def test_timing_only_is_fsims_and_writes_no_output(tmp_path, capsys):
     assert main(args + ["--output", str(tmp_path / "y.npy")]) == 2
     assert "computes no output" in capsys.readouterr().err
     assert not (tmp_path / "y.npy").exists()
+
+
+def test_output_is_written_at_exactly_the_path_given(tmp_path, capsys):
+    out = tmp_path / "y.bin"
+    assert main(["run", "resnet18", "--config", "tiny", "--input-size", "32",
+                 "--output", str(out)]) == 0
+    assert out.is_file() and not (tmp_path / "y.bin.npy").exists()
+    assert np.load(out).dtype == np.int8
+
+
+def test_input_size_zero_is_refused_not_224(capsys):
+    assert main(["run", "resnet18", "--config", "tiny", "--input-size", "0"]) == 2
+    assert "input size 0" in capsys.readouterr().err
+
+
+def test_json_input_size_is_the_models_not_the_host_padded_one(tmp_path, capsys):
+    """An imported model whose input the host pads (zero point 7, a padded first conv): the
+    report gives the model's 8, not the device's 10."""
+    from avta.runtime.net import Graph, GraphBuilder, HostInput
+    b = GraphBuilder("padded")
+    b.input("x", (1, 16, 10, 10))
+    y = b.conv2d("c", "x", np.ones((16, 16, 3, 3), np.int8), stride=1, pad=0)
+    g = b.build([y])
+    g = Graph(g.name, g.inputs, g.nodes, g.outputs,
+              host_inputs={"x": HostInput("x", (1, 16, 8, 8), "int8", pad=1, pad_value=7)})
+    path, _ = save(g, tmp_path / "p.yaml")
+    report = tmp_path / "r.json"
+    assert main(["run", str(path), "--config", "tiny", "--json", str(report)]) == 0
+    assert json.loads(report.read_text())["input_size"] == 8
+def test_latency_energy_and_edp(tmp_path, capsys, monkeypatch):
+    """avta run prints the time and energy line; --json has them per layer and in total."""
+    monkeypatch.setenv("AVTA_CACHE", str(tmp_path))
+    report = tmp_path / "r.json"
+    assert main(["run", "mobilenet1.0", "--config", "default", "--input-size", "32",
+                 "--clock", "50", "--json", str(report)]) == 0
+    text = capsys.readouterr().out
+    assert "time and energy: clock 50.0 MHz (--clock), latency " in text
+    data = json.loads(report.read_text())
+    assert data["clock"]["mhz"] == 50 and data["tech"]["name"] == "horowitz45"
+    device = [layer for layer in data["layers"] if layer["on"] == "device"]
+    for layer in device:
+        assert layer["latency_us"] == layer["cycles"] / 50
+        assert layer["energy_uj"] == pytest.approx(sum(layer["energy_pj"].values()) * 1e-6)
+        assert layer["edp_js"] == pytest.approx(layer["energy_uj"] * layer["latency_us"] * 1e-12)
+    total = data["total"]
+    assert total["energy_uj"] == pytest.approx(sum(layer["energy_uj"] for layer in device))
+    assert total["latency_us"] == pytest.approx(total["cycles"] / 50)
+    assert total["energy_pj"]["dram"] > 0 and total["energy_pj"]["leakage"] > 0
+
+
+@pytest.mark.parametrize("option, message", [
+    (["--clock", "0"], "--clock 0.0: give the clock in MHz"),
+    (["--clock", "nan"], "--clock nan: give the clock in MHz"),
+    (["--clock", "1e9"], "--clock 1000000000.0: give the clock in MHz"),
+    (["--tech", "missing.yaml"], "energy table 'missing.yaml' does not exist"),
+])
+def test_a_bad_clock_or_table_is_refused(capsys, option, message):
+    assert main(["run", "mobilenet1.0", "--input-size", "32", *option]) == 2
+    assert message in capsys.readouterr().err

@@ -45,7 +45,8 @@ def test_read_only_values(tiny_cfg):
         ctx.set(dut.err_insn, 42)
         for index in range(len(COUNTER_NAMES)):
             ctx.set(dut.counters[index], 100 + index)
-        read = lambda name: axil_read(ctx, dut.s_axil, REGISTERS[name])
+        def read(name):
+            return axil_read(ctx, dut.s_axil, REGISTERS[name])
         assert await read("CYCLES") == (1234, Resp.OKAY)
         assert await read("ERR_CODE") == (7, Resp.OKAY)
         assert await read("ERR_INSN") == (42, Resp.OKAY)

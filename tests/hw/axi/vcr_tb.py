@@ -1,6 +1,6 @@
 """cocotb tests of the control registers through cocotbext-axi's AXI4-Lite master.
 
-Run by tests/cocotb/test_vcr_cocotb.py; the expected values come from the environment so the
+Run by tests/hw/axi/test_vcr_cocotb.py; the expected values come from the environment so the
 same module serves any configuration.
 """
 

@@ -204,8 +204,8 @@ def test_launch_while_busy_is_ignored():
 
 @pytest.mark.parametrize("key", ["UOP", "INP", "WGT", "ACC", "OUT"])
 def test_an_unaligned_base_register_is_error_11_at_launch(key):
-    """docs/isa.md §3.5: the RTL used to drop the low bits, so fsim and the RTL disagreed
-    (issue 12, defect 5); now both stop at launch with error 11 at index 0."""
+    """docs/isa.md §3.5: the RTL used to drop the low bits, so fsim and the RTL disagreed;
+    now both stop at launch with error 11 at index 0."""
     cfg = load_config("tiny")
     prog, uops = matmul_program(cfg)
     bases = {key: base_alignment(cfg, key) // 2 or 1}
@@ -236,7 +236,7 @@ def test_an_error_abandons_a_long_compute_instruction(op):
 
 
 def test_a_load_that_leaves_dram_stops_requesting_rows():
-    """issue 12, defect 1: error 9 came only after all of a LOAD's rows had been requested
+    """Error 9 came only after all of a LOAD's rows had been requested
     (4000 here); the LOAD now stops at the first bad beat."""
     cfg = load_config("tiny")
     rows_apart = SIZE // cfg.inp_elem_bytes           # row 1 and later lie outside DRAM
@@ -248,7 +248,7 @@ def test_a_load_that_leaves_dram_stops_requesting_rows():
 
 
 def test_a_store_that_leaves_dram_stops_at_its_error():
-    """issue 12, defect 1: a STORE of 4000 rows whose row 1 lies outside DRAM ends with error 9
+    """A STORE of 4000 rows whose row 1 lies outside DRAM ends with error 9
     once that row is answered, instead of after every row."""
     cfg = load_config("tiny")
     rows_apart = SIZE // cfg.out_elem_bytes

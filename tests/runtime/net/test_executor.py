@@ -1,4 +1,4 @@
-"""Whole networks on the device (issue 13): ResNet-18 and MobileNet-1.0 at 32×32 end to end, bit for
+"""Whole networks on the device: ResNet-18 and MobileNet-1.0 at 32×32 end to end, bit for
 bit the numpy reference, on fsim over several configurations and, on ``tiny`` and ``default``,
 mirrored onto tsim program by program (tests/runtime/conftest.py's ``device``)."""
 
@@ -127,7 +127,7 @@ def test_padded_channels_and_batch_stay_zero(device):
 @pytest.mark.parametrize("name", ["resnet18", "resnet34", "resnet50", "mobilenet1.0"])
 def test_a_full_size_network_on_fsim(name):
     """224×224, every layer on the device on ``default``, bit for bit the reference (``avta run
-    NAME --target tsim`` gives the exact cycles; see the issue 13 note)."""
+    NAME --target tsim`` gives the exact cycles)."""
     from avta.runtime.net import build
     from avta.sim.fsim.backend import fsim_device
     cfg = load_config("default")

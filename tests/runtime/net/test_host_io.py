@@ -46,6 +46,11 @@ def test_quantize_and_dequantize_are_onnx_formulas():
                                   [[4, 4, 4, 4], [4, 6, 2, 4], [4, 4, 4, 4]])
     with pytest.raises(HostIOError, match="needs a positive scale"):
         HostInput("x", (1,), "float32")
+    with pytest.raises(HostIOError, match="infinite in float32"):
+        HostInput("x", (1,), "float32", 1e300, 0)
+    for bad in (np.nan, np.inf):
+        with pytest.raises(HostIOError, match="must be finite"):
+            spec.apply(np.float32([[0.25, bad, 0, 0, 0, 0]]), (1, 6, 1, 1))
 
 
 def test_round_trip_with_host_steps_and_the_new_keys(tmp_path):

@@ -164,3 +164,15 @@ def test_missing_or_unreadable_files(tmp_path):
         load(tmp_path / "bad.yaml")
     with pytest.raises(GraphError, match="must not end in .npz"):
         save(every_kind(), tmp_path / "net.npz")
+
+
+def test_a_key_given_twice_is_an_error_not_last_wins(tmp_path):
+    """Two ``shift:`` keys in one requant: YAML would keep the second without a word."""
+    save(every_kind(), tmp_path / "net.yaml")
+    text = (tmp_path / "net.yaml").read_text()
+    doubled = text.replace("requant: {shift: 6,", "requant: {shift: 6, shift: 2,", 1)
+    assert doubled != text
+    (tmp_path / "net.yaml").write_text(doubled)
+    with pytest.raises(GraphError, match="shift is given twice; keep one") as info:
+        load(tmp_path / "net.yaml")
+    assert str(tmp_path / "net.yaml") in str(info.value)

@@ -1,4 +1,4 @@
-"""Accumulators that start at the shifted bias (issue 16): exact, and used only when exact."""
+"""Accumulators that start at the shifted bias: exact, and used only when exact."""
 
 import numpy as np
 import pytest

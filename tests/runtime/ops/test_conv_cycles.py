@@ -1,4 +1,4 @@
-"""The planner's cycle estimate (issue 16): its values, its bound, and the tiling it picks."""
+"""The planner's cycle estimate: its values, its bound, and the tiling it picks."""
 
 import numpy as np
 import pytest

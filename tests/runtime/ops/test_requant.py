@@ -1,4 +1,4 @@
-"""The requantization tail's imported-model features (issue 17): a bias before the shift, a
+"""The requantization tail's imported-model features: a bias before the shift, a
 constant offset made of ALU immediates around the shift, a host-only real scale; and a
 convolution whose padding holds −128, and an add with one input shifted left. On fsim (and on
 tsim through the mirrored ``device`` fixture) bit for bit against the numpy references."""
@@ -48,6 +48,9 @@ def test_offset_with_a_left_shift_and_bad_values():
         Requant(3, zero_point=4)
     with pytest.raises(ValueError, match="positive real"):
         Requant(scale=-1.0)
+    for scale in (1e300, 1e-50):            # inf and 0 in float32, where the host multiplies
+        with pytest.raises(ValueError, match="float32 holds"):
+            Requant(scale=scale)
 
 
 def test_a_scale_is_the_hosts():

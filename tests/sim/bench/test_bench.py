@@ -17,7 +17,8 @@ def test_list(capsys):
 
 def test_unknown_benchmark(capsys):
     assert main(["bench", "nope"]) == 2
-    assert "unknown benchmark 'nope'" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert "unknown benchmark 'nope'" in captured.err and captured.out == ""
 
 
 def test_layer_figures():

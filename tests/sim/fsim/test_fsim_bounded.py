@@ -1,4 +1,4 @@
-"""fsim's memory stays bounded whatever an instruction's loop counts (issue 12, defect 2): long
+"""fsim's memory stays bounded whatever an instruction's loop counts: long
 GEMM and ALU instructions run in segments of steps, and give the same result as in one piece."""
 
 import tracemalloc

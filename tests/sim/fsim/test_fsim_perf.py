@@ -1,6 +1,6 @@
 """A ResNet-18 C2-sized convolution (56x56, 64 -> 64 channels, 3x3, pad 1) built by hand on
 the default configuration: bit-exact against numpy, and fsim's wall time against a numpy
-reference of the same convolution (issue 3 aims for fsim within 5x). Slow: ``pytest -m slow``.
+reference of the same convolution (the aim: fsim within 5x of it). Slow: ``pytest -m slow``.
 """
 
 import time

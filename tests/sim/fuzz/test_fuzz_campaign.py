@@ -1,4 +1,4 @@
-"""``avta fuzz``: random well-formed programs agree on fsim and tsim (issues 6 and 12).
+"""``avta fuzz``: random well-formed programs agree on fsim and tsim.
 
 The default run covers 300 programs over four configurations; ``pytest -m slow`` runs a longer
 campaign. A planted bug shows that the comparison can fail and that failures are shrunk and
@@ -90,7 +90,7 @@ def test_cli(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_every_planted_fault_is_found():
-    """Issue 12: each planted fault class (one per unit) is exposed by some of 200 programs;
+    """Each planted fault class (one per unit) is exposed by some of 200 programs;
     ``python -m avta.sim.fuzz.detect -n 1000`` prints the full table for the notes."""
     from avta.sim.fuzz.detect import detection_table
     rows = detection_table(load_config("tiny"), 200, seed=0)

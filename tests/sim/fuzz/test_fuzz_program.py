@@ -188,7 +188,7 @@ def test_immediates_cover_the_signed_field():
 
 @pytest.mark.parametrize("config, count", [("tight", 1000), ("tiny", 300)])
 def test_every_corner_appears_in_a_campaign(config, count):
-    """Issue 12: with their weights, the corners all show up in a 1,000-program campaign (on
+    """With their weights, the corners all show up in a 1,000-program campaign (on
     ``tight``, whose 2-bit counters can be filled), and in 300 programs on ``tiny`` all but the
     full counter (its counters are 8 bits wide)."""
     cfg = load_config(config)

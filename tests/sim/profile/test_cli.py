@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from avta.cli import main
 
 
@@ -17,6 +19,28 @@ def test_profile_writes_the_report(tmp_path, capsys):
     record = json.loads((out / "profile.json").read_text())
     assert record["estimated"] and record["target"] == "fsim"
     assert record["total"]["cycles"] == sum(layer["cycles"] for layer in record["layers"])
+
+
+def test_the_energy_chart_and_figures(tmp_path, capsys, monkeypatch):
+    """Each layer's latency, energy and EDP in the table, the energy chart, the totals in the
+    JSON agreeing with the layers."""
+    monkeypatch.setenv("AVTA_CACHE", str(tmp_path))
+    out = tmp_path / "out"
+    assert main(["profile", "mobilenet1.0", "--config", "default", "--input-size", "32",
+                 "--clock", "40", "-o", str(out)]) == 0
+    assert "clock 40.0 MHz (--clock)" in capsys.readouterr().out
+    for name in ("energy.png", "energy.svg"):
+        assert (out / name).is_file(), name
+    assert "<h2>Energy</h2>" in (out / "report.html").read_text()
+    record = json.loads((out / "profile.json").read_text())
+    energy = record["energy"]
+    assert energy["clock"]["mhz"] == 40 and energy["tech"] == "horowitz45"
+    layers = record["layers"]
+    assert sum(layer["energy_uj"] for layer in layers) == \
+        pytest.approx(energy["total"]["energy_uj"])
+    assert all(layer["latency_us"] == layer["cycles"] / 40 for layer in layers)
+    assert sum(layer["energy_dram_pj"] for layer in layers) == \
+        pytest.approx(energy["total"]["energy_pj"]["dram"])
 
 
 def test_bad_input_exits_2(tmp_path, capsys):

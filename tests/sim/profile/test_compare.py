@@ -56,6 +56,26 @@ def test_different_networks_or_layers_are_refused():
         compare_profiles(A, _record("tsim", B["layers"][:2]))
 
 
+def test_different_configurations_or_layer_shapes_are_refused(tmp_path, capsys):
+    """Profiles of other configurations, or of the same layers at another input size, are not
+    estimate against exact: refused (exit 2), not compared."""
+    keys = {"LOG_BLOCK_IN": 4, "ACC_BUFF_SIZE": 131072}
+    a = A | {"config": {"name": "default", "keys": keys}}
+    bigger = B | {"config": {"name": "default", "keys": keys | {"ACC_BUFF_SIZE": 262144}}}
+    with pytest.raises(ValueError, match="different configurations: ACC_BUFF_SIZE"):
+        compare_profiles(a, bigger)
+    compare_profiles(a, B | {"config": {"name": "renamed", "keys": keys}})
+    shaped = [r | {"shape": "1x16x8x8"} for r in A["layers"]]
+    other = [r | {"shape": "1x16x16x16"} for r in B["layers"]]
+    with pytest.raises(ValueError, match="layer 'conv' has shape 1x16x8x8 in one"):
+        compare_profiles(_record("fsim", shaped), _record("tsim", other))
+    for name, record in (("a", a), ("b", bigger)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "profile.json").write_text(json.dumps(record))
+    assert main(["profile-diff", str(tmp_path / "a"), str(tmp_path / "b")]) == 2
+    assert "different configurations" in capsys.readouterr().err
+
+
 def test_cli(tmp_path, capsys):
     for name, record in (("a", A), ("b", B)):
         (tmp_path / name).mkdir()

@@ -232,6 +232,49 @@ def test_a_rerun_runs_only_the_missing_points(network, tmp_path):
     assert point_key(t) != point_key(t | {"input_size": 64})
 
 
+def test_the_key_hashes_the_weights_file_the_network_names(tmp_path):
+    """A network whose ``weights:`` names a file other than ``<stem>.npz``: changing that
+    file's biases is another key (the old key would return the old cycles, marked cached)."""
+    from avta.runtime.net import GraphBuilder, load, save
+    weights = np.random.default_rng(2).integers(-9, 9, (16, 16, 1, 1), dtype=np.int8)
+
+    def graph(bias):
+        b = GraphBuilder("w")
+        y = b.conv2d("c", b.input("x", (1, 16, 4, 4)), weights,
+                     bias=np.full(16, bias, np.int32))
+        return b.build([y])
+    path, npz = save(graph(1), tmp_path / "net.yaml")
+    shared = npz.rename(tmp_path / "shared-weights.npz")
+    path.write_text(path.read_text().replace("weights: net.npz", "weights: shared-weights.npz"))
+    assert load(path).nodes[0].bias[1] == 1
+    spec = parse_spec(f"base: tiny\nvary:\n  AXI_DATA_BITS: [64]\nworkload: {path}\n")
+    before = point_key(task(spec, spec.points()[0]))
+    save(graph(7), tmp_path / "other.yaml")
+    (tmp_path / "other.npz").replace(shared)           # new biases under the named file
+    assert load(path).nodes[0].bias[1] == 7
+    assert point_key(task(spec, spec.points()[0])) != before
+
+
+def test_a_cached_row_counts_only_for_its_own_point(network, tmp_path):
+    """A cache file holding another point's row (or a row short of its figures, or not a row
+    at all) is run again, never taken as this point's result."""
+    spec = _spec(network, {"AXI_DATA_BITS": "[64, 128]"})
+    first = run_sweep(spec, tmp_path, workers=0)
+    keys = [r["key"] for r in first.rows]
+    cache = tmp_path / "cache"
+    (cache / f"{keys[1]}.json").write_text((cache / f"{keys[0]}.json").read_text())
+    counter = _Counter()
+    again = run_sweep(spec, tmp_path, workers=0, evaluate_fn=counter)
+    assert counter.runs == [1]
+    assert [_stable(r) for r in again.rows] == [_stable(r) for r in first.rows]
+    for text in ("[]", '{"status": "ok"}',
+                 json.dumps({"key": keys[1], "status": "ok", "cycles": "many"})):
+        (cache / f"{keys[1]}.json").write_text(text)
+        counter = _Counter()
+        run_sweep(spec, tmp_path, workers=0, evaluate_fn=counter)
+        assert counter.runs == [1], text
+
+
 def test_a_worker_that_dies_loses_only_its_point(network, tmp_path):
     import dask
 

@@ -1,4 +1,4 @@
-"""The trace diff finds planted RTL bugs at the right instruction and row (issue 6).
+"""The trace diff finds planted RTL bugs at the right instruction and row.
 
 Each test builds a design on ``tiny`` with one bug from :mod:`avta.hw.core.faults`, runs a
 small program on fsim and on that design with traces, and checks what ``avta trace-diff``

@@ -1,4 +1,4 @@
-"""The tsim build cache under stress (issue 12, defect 8): many processes publishing the same
+"""The tsim build cache under stress: many processes publishing the same
 build at once, a corrupt library, builds that died, a cache path with a space, an unwritable cache.
 
 The compile step is replaced by a stub that writes a library-sized file: what is tested is the

@@ -98,7 +98,7 @@ def test_store_outside_dram_is_error_9(cfg):
 
 
 def test_deadlock_is_recognized_and_names_the_waiting_stages(cfg):
-    """tsim used to spin until the cycle limit and say timeout (issue 12, defect 6)."""
+    """tsim used to spin until the cycle limit and say timeout."""
     # the compute stage waits for a token the load stage never sends
     program = [MemoryInsn(opcode=Opcode.LOAD, memory_type=MemType.UOP, pop_prev=1), finish()]
     fres, tres = run_both(cfg, program, max_cycles=1_000_000)
@@ -147,7 +147,7 @@ def test_avta_exec_on_tsim_matches_fsim(cfg, tmp_path, capsys):
 
 def test_a_run_after_a_timeout_starts_afresh(cfg):
     """A reused tsim used to report the timed-out run's end as the next run's: the core was
-    still busy, ignored the launch, then finished the old program (issue 12, defect 4)."""
+    still busy, ignored the launch, then finished the old program."""
     sim = Tsim(cfg)
     long_alu = [load_uop(), AluInsn(alu_opcode=AluOp.ADD, use_imm=1, imm=1, uop_bgn=0,
                                     uop_end=1, iter_out=4000, iter_in=4000), finish()]
@@ -164,7 +164,7 @@ def test_a_run_after_a_timeout_starts_afresh(cfg):
 
 def test_an_image_that_ends_mid_beat_runs_on_both_targets(cfg, tmp_path, capsys):
     """A 260-byte image whose last micro-op ends at byte 260 used to give error 9 on tsim, which
-    reads whole bus beats; DRAM now rounds up to a 4 KiB page and says so (issue 12, defect 3)."""
+    reads whole bus beats; DRAM now rounds up to a 4 KiB page and says so."""
     import json
 
     from avta.cli import main
@@ -191,7 +191,8 @@ def test_an_image_that_ends_mid_beat_runs_on_both_targets(cfg, tmp_path, capsys)
 
 @pytest.mark.parametrize("key", ["UOP", "ACC", "OUT"])
 def test_an_unaligned_base_is_error_11_on_both_targets(cfg, key):
-    """issue 12, defect 5: docs/isa.md §3.5 error 11, at launch, index 0, on every target."""
+    """An unaligned base register is docs/isa.md §3.5 error 11, at launch, index 0, on every
+    target."""
     program = [load_uop(), alu(alu_opcode=AluOp.ADD, use_imm=1, imm=1), finish()]
     bases = {key: base_alignment(cfg, key) + 1}
     fres = Fsim(cfg).run(image(cfg, program, [Uop(0, 0, 0)]), INSN_ADDR, len(program),
@@ -206,7 +207,7 @@ def test_an_unaligned_base_is_error_11_on_both_targets(cfg, key):
 
 
 def test_an_illegal_instruction_behind_a_long_gemm_stops_at_once(cfg):
-    """issue 12, defect 1: GEMM of 16383×16383 steps, then an ALU with opcode 7. fsim says
+    """GEMM of 16383×16383 steps, then an ALU with opcode 7. fsim says
     error 2 at instruction 1; tsim used to run the GEMM out (268M cycles) and time out."""
     program = [GemmInsn(uop_bgn=0, uop_end=1, iter_out=16383, iter_in=16383),
                alu(alu_opcode=7), finish()]
@@ -218,7 +219,7 @@ def test_an_illegal_instruction_behind_a_long_gemm_stops_at_once(cfg):
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_an_error_beside_long_transfers_leaves_the_bus_clean(cfg, seed):
-    """issue 12, defect 1: the load stage meets error 9 while a long STORE and a long LOAD are on
+    """The load stage meets error 9 while a long STORE and a long LOAD are on
     the bus of a shaken memory. Both stop; every AXI command keeps its beats, so the memory
     model ends empty and the same tsim runs the next program normally."""
     from avta.sim.memory_knobs import MemoryKnobs
@@ -245,7 +246,7 @@ def test_an_error_beside_long_transfers_leaves_the_bus_clean(cfg, seed):
 
 
 def test_a_load_stopped_by_an_error_writes_no_pad_row_into_the_next_run(cfg):
-    """Found by the fuzzer's "tsim reused after an error" corner (issue 12): a LOAD stopped by
+    """Found by the fuzzer's "tsim reused after an error" corner: a LOAD stopped by
     error 9 left its pad walker busy, and the walker went on writing the LOAD's pad rows while
     the next program ran, over rows that program had loaded. The next run's trace must show
     exactly fsim's writes."""

