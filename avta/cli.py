@@ -49,6 +49,10 @@ def _network_args(parser, *, optional=False):
                              "default 224)")
     parser.add_argument("--seed", type=int, default=0, metavar="S",
                         help="seed of the built-in network's weights and of the random input")
+    parser.add_argument("--timing-only", action="store_true",
+                        help="fsim computes no data, only cycles, counters and activity (the "
+                             "same as a bit-exact run's, many times faster); the output is "
+                             "not computed, so it is not checked")
     _energy_args(parser)
 
 
@@ -346,6 +350,11 @@ def build_parser():
                         "horowitz45)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="a running Dask scheduler (tcp://host:8786) instead of a LocalCluster")
+    p.add_argument("--search", type=int, metavar="N",
+                   help="search the spec's space with NSGA-II (optuna) for the front of cycles "
+                        "and area, taking at most N points, instead of running every point")
+    p.add_argument("--search-seed", type=int, default=0, metavar="S",
+                   help="seed of the search (default 0)")
     p.add_argument("--workers", type=int, metavar="N",
                    help="LocalCluster worker processes (default: the cores); 0 runs the points "
                         "one by one in this process, without Dask")

@@ -270,11 +270,17 @@ def memories(cfg):
     return out
 
 
+#: Each memory type by its number (what a decoded instruction's ``memory_type`` holds).
+_TYPE_BY_NUMBER = {int(t): t for t in MemType}
+
+
 def memory(cfg, mtype):
     """The :class:`MemoryInfo` of memory type ``mtype`` (a :class:`MemType` or its number)."""
     try:
-        return memories(cfg)[MemType(mtype)]
-    except ValueError:
+        # MemType(...) is slow (Amaranth's enum metaclass), and planners and fsim ask often.
+        key = mtype if type(mtype) is MemType else _TYPE_BY_NUMBER.get(mtype)
+        return memories(cfg)[MemType(mtype) if key is None else key]
+    except (ValueError, TypeError):
         raise ValueError(f"memory type {mtype!r} does not exist; the types are "
                          f"{', '.join(f'{t.name} {t.value}' for t in MemType)}") from None
 

@@ -9,7 +9,7 @@ The run (:func:`avta.runtime.net.executor.run_network`) keeps activations in dev
 output is compared bit for bit with the numpy reference of the same graph.
 
 Prints one row per layer and the totals, then ``output matches the numpy reference`` or the
-first difference; a progress bar goes to stderr when it is a terminal. Exit status 0 when the
+first difference (with ``--timing-only`` fsim computes no data and nothing is compared); a progress bar goes to stderr when it is a terminal. Exit status 0 when the
 output matched, 1 when it did not, 2 for bad input.
 docs/cli.md has the options and the ``--json`` schema.
 """
@@ -73,17 +73,22 @@ def load_network(name, input_size, seed, cfg=None):
     return graph
 
 
-def make_device(cfg, target, dram_size, *, activity=False):
+def make_device(cfg, target, dram_size, *, activity=False, timing_only=False):
     """A device of ``cfg`` on ``target`` (``fsim`` or ``tsim``) with ``dram_size`` bytes;
     ``activity`` (True or the options dict) makes its backend record each run's
-    :class:`~avta.sim.activity.Activity` in ``backend.last_activity``."""
+    :class:`~avta.sim.activity.Activity` in ``backend.last_activity``; ``timing_only`` runs
+    fsim's timing-only mode (no data computed)."""
     from avta.runtime.device import Device
+    if timing_only and target != "fsim":
+        raise UserError(f"--timing-only is a mode of fsim (its cycle model without the data); "
+                        f"--target {target} counts cycles by running the data")
     if target == "tsim":
         from avta.sim.tsim.backend import TsimBackend
         return Device(cfg, TsimBackend(cfg, dram_size=dram_size, max_cycles=1 << 40,
                                        activity=activity))
     from avta.sim.fsim.backend import FsimBackend
-    return Device(cfg, FsimBackend(cfg, dram_size=dram_size, activity=activity))
+    return Device(cfg, FsimBackend(cfg, dram_size=dram_size, activity=activity,
+                                   timing_only=timing_only))
 
 
 def _input(graph, path, seed):
@@ -171,6 +176,8 @@ def cmd_run(args):
     for option, path in (("--json", args.json), ("--output", args.output)):
         if path:
             check_output_file(path, option)
+    if args.output and args.timing_only:
+        raise UserError("--output: a --timing-only run computes no output to write")
     table, clock = load_table(args.tech), resolve_clock(cfg, args.clock)
     graph = load_network(args.network, args.input_size, args.seed, cfg)
     if args.output and len(graph.outputs) != 1:
@@ -178,7 +185,7 @@ def cmd_run(args):
                         f"{len(graph.outputs)} outputs ({', '.join(graph.outputs)}); run it "
                         f"without --output")
     x = _input(graph, args.input, args.seed)
-    device = make_device(cfg, args.target, dram_bytes(cfg, graph))
+    device = make_device(cfg, args.target, dram_bytes(cfg, graph), timing_only=args.timing_only)
     with progress(len(graph.topological()) + 1, f"{graph.name} on {cfg.name} ({args.target})",
                   unit="layer") as bar:
         def step(i, n, node):
@@ -186,16 +193,20 @@ def cmd_run(args):
             bar.set_postfix_str(f"{node.name} ({node.op})")
         run = run_network(device, graph, x, target=args.target, progress=step)
         bar.update(len(run.layers) - bar.n)
-        bar.set_postfix_str("numpy reference")
-        reference = run_reference(graph, x, keep=False)
-    differs = {name: (run.outputs[name], reference[name]) for name in graph.outputs
-               if not np.array_equal(run.outputs[name], reference[name])}
-    match = not differs
+        if not args.timing_only:
+            bar.set_postfix_str("numpy reference")
+            reference = run_reference(graph, x, keep=False)
+    # Timing-only: no output was computed, so there is nothing to compare (match is None).
+    differs = {} if args.timing_only else {
+        name: (run.outputs[name], reference[name]) for name in graph.outputs
+        if not np.array_equal(run.outputs[name], reference[name])}
+    match = None if args.timing_only else not differs
     energy = network_figures(cfg, run, table, clock.mhz)
 
     total = run.total
+    mode = " timing-only" if args.timing_only else ""
     print(f"{graph.name} on {cfg.name} ({cfg.shape_name}, AXI {cfg.axi_data_bits}), "
-          f"{args.target}{' (cycles are fsim estimates)' if run.estimated else ''}")
+          f"{args.target}{mode}{' (cycles are fsim estimates)' if run.estimated else ''}")
     print(_table(run))
     host = [r for r in run.layers if r.on == "host"]
     print(f"total: {total['macs']:,} MACs, {total['cycles']:,} cycles, MAC-bound "
@@ -205,7 +216,9 @@ def cmd_run(args):
     for r in host:
         print(f"  {r.name} ran on the host: {r.why}")
     several = len(graph.outputs) > 1
-    if match:
+    if match is None:
+        print("output not computed (--timing-only: cycles, counters and bytes only)")
+    elif match:
         print(("every output matches" if several else "output matches")
               + " the numpy reference")
     for name, (mine, want) in differs.items():
@@ -220,6 +233,7 @@ def cmd_run(args):
         _save_output(args.output, value)
     if args.json:
         record = energy_record(run.to_dict(), energy, clock, table) | {
-            "target": args.target, "input_size": _input_size(graph), "match": match}
+            "target": args.target, "input_size": _input_size(graph), "match": match,
+            "timing_only": args.timing_only}
         write_atomic(args.json, json.dumps(record, indent=2) + "\n")
-    return 0 if match else 1
+    return 0 if match is None or match else 1

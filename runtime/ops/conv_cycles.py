@@ -42,17 +42,22 @@ class _Costs:
     def __init__(self, cfg, shape, t, tail_steps):
         self.cfg, self.shape, self.t, self.tail = cfg, shape, t, tail_steps
         self.kk = shape.kh * shape.kw
+        # Looked up once: the estimate asks for them per task, hundreds of thousands of times.
+        self._inp_bytes, self._wgt_bytes = cfg.inp_elem_bytes, cfg.wgt_elem_bytes
         self._cache = {}
 
     def input_load(self, th, tw, nci):
-        s, sh = self.shape.stride, self.shape
-        th_in, tw_in = (th - 1) * s + sh.kh, (tw - 1) * s + sh.kw
-        return nci * load_cycles(self.cfg, th_in, tw_in, self.cfg.inp_elem_bytes)
+        key = ("input", th, tw)
+        if key not in self._cache:
+            s, sh = self.shape.stride, self.shape
+            th_in, tw_in = (th - 1) * s + sh.kh, (tw - 1) * s + sh.kw
+            self._cache[key] = load_cycles(self.cfg, th_in, tw_in, self._inp_bytes)
+        return nci * self._cache[key]
 
     def weight_load(self, nco, nci):
         if self.shape.depthwise:        # the diagonal blocks of the chunk: one DRAM row
-            return load_cycles(self.cfg, 1, nco * self.kk, self.cfg.wgt_elem_bytes)
-        return load_cycles(self.cfg, nco, nci * self.kk, self.cfg.wgt_elem_bytes)
+            return load_cycles(self.cfg, 1, nco * self.kk, self._wgt_bytes)
+        return load_cycles(self.cfg, nco, nci * self.kk, self._wgt_bytes)
 
     def uops(self, nco, nci):
         """Micro-ops of a task's GEMM kernel (steps per output pixel)."""

@@ -24,6 +24,7 @@ Scratchpad regions (rows):
   bias rows, then the buffers one after the other.
 """
 
+import functools
 import math
 from dataclasses import dataclass, replace
 
@@ -302,8 +303,21 @@ def plan_conv2d(cfg, shape, *, threads=2, bias=False, pad_limit=MAX_PAD, tail_st
 
     Tilings are estimated in the order of a bound their estimate cannot beat
     (:func:`~avta.runtime.ops.conv_cycles.lower_bound`): the search ends at the first bound
-    above the best estimate so far, and an estimate gives up once it passes that best."""
+    above the best estimate so far, and an estimate gives up once it passes that best.
+
+    The plan is a pure function of its arguments (the configuration, the shape and the options,
+    all immutable), so it is made once per process and remembered: a network's repeated layers
+    and a second run on the same device plan nothing again (a :class:`PlanError` is not kept)."""
     shape.check(cfg, pad_limit)
+    return _plan(cfg, shape, threads, bias, pad_limit, tail_steps)
+
+
+#: Plans remembered per process: far more than a network has distinct layers.
+PLANS_KEPT = 1024
+
+
+@functools.lru_cache(maxsize=PLANS_KEPT)
+def _plan(cfg, shape, threads, bias, pad_limit, tail_steps):
     candidates = sorted((lower_bound(cfg, shape, t, tail_steps=tail_steps), _cost(cfg, shape, t),
                          i, t) for i, t in enumerate(_fitting(cfg, shape, threads, bias)))
     best = None

@@ -27,11 +27,11 @@ def profile_overhead(cfg, *, network="resnet18", input_size=224, rounds=2):
     from avta.runtime.net import random_input
     from avta.sim.run_cmd import load_network
     from avta.sim.tsim.build import build_library
-    from avta.hw.top import top_verilog
+    from avta.sim.design_cache import cached_top_verilog
     graph = load_network(network, input_size, 0)
     x = random_input(graph, seed=0)
     for activity in (False, True):              # builds are not timed
-        build_library(top_verilog(cfg, activity=activity), data_bits=cfg.axi_data_bits,
+        build_library(cached_top_verilog(cfg, activity=activity), data_bits=cfg.axi_data_bits,
                       activity=activity)
     seconds = {False: [], True: []}
     cycles = set()

@@ -40,11 +40,11 @@ def tsim_gemm(cfg, *, shape=(64, 512, 256), with_cocotb=True):
     from avta.runtime.device import Device
     from avta.sim.tsim.backend import TsimBackend
     from avta.sim.tsim.build import build_library
-    from avta.hw.top import top_verilog
+    from avta.sim.design_cache import cached_top_verilog
 
     m, k, n = shape
     m = max(m, cfg.batch)
-    build_library(top_verilog(cfg), data_bits=cfg.axi_data_bits)      # not timed
+    build_library(cached_top_verilog(cfg), data_bits=cfg.axi_data_bits)      # not timed
     dram = 8 << 20
     tsim_dev = Device(cfg, TsimBackend(cfg, dram_size=dram))
     _, tsim_wall = _gemm_program(tsim_dev, m, k, n)

@@ -32,14 +32,14 @@ class CocotbBackend(ArrayDramBackend):
 
     def __init__(self, cfg, *, dram_size=1 << 20, max_cycles=2_000_000, knobs=MemoryKnobs(),
                  log_file=None):
-        from avta.hw.top import top_verilog
+        from avta.sim.design_cache import cached_top_verilog
         check_knobs(knobs)
         super().__init__(dram_size)
         self._cfg = cfg
         self._max_cycles = max_cycles
         self._knobs = knobs
         self._log_file = log_file
-        self._verilog = top_verilog(cfg)
+        self._verilog = cached_top_verilog(cfg)
 
     @property
     def config_id(self):

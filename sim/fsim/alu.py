@@ -96,14 +96,18 @@ def hazard_free_chunks(dst, src):
     return chunks
 
 
-def execute_alu(cfg, insn, pads, codec, *, strict, trace_rows=None):
-    """Run an ALU instruction; ``trace_rows(memory, rows, data)`` sees every ACC row written."""
+def execute_alu(cfg, insn, pads, codec, *, strict, trace_rows=None, data=True):
+    """Run an ALU instruction; ``trace_rows(memory, rows, data)`` sees every ACC row written.
+    ``data=False`` (fsim's timing-only mode) makes only the checks: the same errors, no ACC
+    row computed."""
     nest = LoopNest(insn, pads, codec, strict=strict)
     if nest.steps == 0:
         return
     depth = pads.depth("acc")
     nest.check_index(0, insn.dst_factor_out, insn.dst_factor_in, depth, strict, "ALU dst")
     nest.check_index(1, insn.src_factor_out, insn.src_factor_in, depth, strict, "ALU src")
+    if not data:
+        return
     # Segment by segment in step order: a segment sees every write of the ones before it.
     for first, last in nest.segments():
         dst = nest.index(0, insn.dst_factor_out, insn.dst_factor_in, first, last) % depth

@@ -16,12 +16,14 @@ class FsimBackend(ArrayDramBackend):
     and ``seed`` pick fsim's stage interleaving (``"random"`` exposes missing tokens).
     ``activity`` records every run's estimated activity (:meth:`Fsim.run_activity`) in
     ``last_activity``; a dict gives its options (``bin_cycles``, ``max_bins``).
+    ``timing_only`` computes no data (:class:`Fsim`'s timing-only mode): the same results,
+    counters and activity, but what the device reads back from DRAM is not the program's output.
     """
 
     name = "fsim"
 
     def __init__(self, cfg, *, dram_size=DEFAULT_DRAM_BYTES, strict=True, schedule="inorder",
-                 seed=None, trace=None, activity=False):
+                 seed=None, trace=None, activity=False, timing_only=False):
         super().__init__(dram_size)
         self._cfg = cfg
         self._activity = dict(activity) if isinstance(activity, dict) else \
@@ -29,7 +31,8 @@ class FsimBackend(ArrayDramBackend):
         #: The :class:`~avta.sim.activity.Activity` of the last run, when recording.
         self.last_activity = None
         kwargs = {} if trace is None else {"trace": trace}
-        self.sim = Fsim(cfg, strict=strict, schedule=schedule, seed=seed, **kwargs)
+        self.sim = Fsim(cfg, strict=strict, schedule=schedule, seed=seed,
+                        timing_only=timing_only, **kwargs)
 
     @property
     def config_id(self):

@@ -16,8 +16,10 @@ __all__ = ["execute_gemm"]
 _CHUNK = 8192
 
 
-def execute_gemm(cfg, insn, pads, codec, *, strict, trace_rows=None):
-    """Run a GEMM; ``trace_rows(memory, rows, data)`` sees every ACC row written, step by step."""
+def execute_gemm(cfg, insn, pads, codec, *, strict, trace_rows=None, data=True):
+    """Run a GEMM; ``trace_rows(memory, rows, data)`` sees every ACC row written, step by step.
+    ``data=False`` (fsim's timing-only mode) makes only the checks: the same errors, no ACC
+    row computed."""
     nest = LoopNest(insn, pads, codec, strict=strict)
     if nest.steps == 0:
         return
@@ -29,6 +31,8 @@ def execute_gemm(cfg, insn, pads, codec, *, strict, trace_rows=None):
     # their order (sums of products: the segments add up to the whole, wrapping alike).
     for field, f_out, f_in, pad, what in fields:
         nest.check_index(field, f_out, f_in, pads.depth(pad), strict, what)
+    if not data:
+        return
     for start, stop in nest.segments():
         acc_idx, *operands = (nest.index(field, f_out, f_in, start, stop) % pads.depth(pad)
                               for field, f_out, f_in, pad, _ in fields)

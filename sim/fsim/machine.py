@@ -6,6 +6,15 @@ decrements them at start and increments the counters it pushes when it completes
 instruction at a time from start to completion, which is one legal interleaving: by default the
 runnable stage whose next instruction comes first in the stream; with ``schedule="random"`` a
 seeded random runnable stage, so a program that is missing a dependency shows it.
+
+With ``timing_only=True`` the machine computes no data: it runs the same schedule, token
+counters, cycle model, counters and activity, and makes the same checks (errors 9 and 10 among
+them), but of the data only micro-op LOADs are executed, because the cycle model reads the
+micro-ops (the ACC rows an ALU instruction and a GEMM beside it touch, timing.py). Scratchpads
+other than the micro-ops and the DRAM are left as they are. The cycles, counters and activity
+are those of the bit-exact run of the same program whatever the data (tests/runtime hold them
+equal on every operator and network test), at a fraction of the time: what design-space
+exploration needs.
 """
 
 import collections
@@ -67,23 +76,34 @@ class Fsim:
         Receives one event dict per event (:mod:`avta.sim.fsim.events`); no cost when None.
     trace_mode : str
         ``retire``, or ``arch`` (alias ``equiv``, ``full``) to also see every write.
+    timing_only : bool
+        Compute no data, only the cycle estimate, counters and activity (module docstring);
+        cannot be traced.
 
     Scratchpads are zero when the object is built and keep their contents across :meth:`run`
     calls; each run starts with empty token counters, zero counters and no error (launch).
     """
 
     def __init__(self, cfg, *, strict=False, schedule="inorder", seed=None, trace=None,
-                 trace_mode="arch"):
+                 trace_mode="arch", timing_only=False):
         if schedule not in SCHEDULES:
             raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
+        #: Whether data is computed (False: timing-only mode, the module docstring).
+        self.data = not timing_only
         self._cfg = cfg
         self._codec = codec(cfg)
         self._strict = bool(strict)
         self._schedule = schedule
         self._rng = random.Random(seed)
-        self._tracer = None if trace is None else Tracer(trace, trace_mode)
+        self._tracer = None
+        self.set_trace(trace, trace_mode)
         self._pads = Scratchpads(cfg)
         self._decoded = {}
+        # By (instruction, its micro-ops' words), both pure functions of them: the ACC row
+        # bounds of a GEMM or ALU instruction (timing.acc_row_bounds), and in timing-only mode
+        # the kernels whose checks passed. Streams repeat the same few kernels many times.
+        self._bounds = {}
+        self._checked = set()
         self._token_max = (1 << cfg.token_bits) - 1
         # While run_activity runs: a list of (index, stage, start, ready, end, kind) per
         # instruction executed (kind: 0 GEMM, 1 ALU, 2 anything else).
@@ -98,6 +118,9 @@ class Fsim:
 
     def set_trace(self, trace, trace_mode="arch"):
         """Send the events of later runs to ``trace`` (a callable; None: stop tracing)."""
+        if trace is not None and not self.data:
+            raise ValueError("a timing-only fsim computes no data, so it has no writes to "
+                             "trace; trace a bit-exact one (timing_only=False)")
         self._tracer = None if trace is None else Tracer(trace, trace_mode)
 
     def run_traced(self, writer, mode, dram, insn_addr, insn_count, *, bases=None):
@@ -254,13 +277,21 @@ class _Launch:
         if failed is not None:
             return failed
         queues = [collections.deque() for _ in STAGE_NAMES]
+        # The counters each instruction pops and pushes, by its index (looked up per step).
+        self.pops, self.pushes = [], []
         for index, insn in enumerate(self.insns):
-            queues[insn.stage].append(index)
+            stage = insn.stage
+            queues[stage].append(index)
+            self.pops.append(tuple(c for flag, c in zip((insn.pop_prev, insn.pop_next),
+                                                        _POP[stage]) if flag))
+            self.pushes.append(tuple(c for flag, c in zip((insn.push_prev, insn.push_next),
+                                                          _PUSH[stage]) if flag))
+        tokens = self.tokens
         pick_random = self.sim._schedule == "random"
         rng = self.sim._rng
         while True:
             ready = [stage for stage, queue in enumerate(queues)
-                     if queue and not self._empty_pops(stage, self.insns[queue[0]])]
+                     if queue and all(tokens[c] for c in self.pops[queue[0]])]
             if not ready:
                 return self._deadlock(queues)
             if pick_random:
@@ -272,14 +303,8 @@ class _Launch:
             if outcome is not None:
                 return outcome
 
-    def _pops(self, stage, insn):
-        return [c for flag, c in zip((insn.pop_prev, insn.pop_next), _POP[stage]) if flag]
-
-    def _pushes(self, stage, insn):
-        return [c for flag, c in zip((insn.push_prev, insn.push_next), _PUSH[stage]) if flag]
-
-    def _empty_pops(self, stage, insn):
-        return [c for c in self._pops(stage, insn) if not self.tokens[c]]
+    def _empty_pops(self, index):
+        return [c for c in self.pops[index] if not self.tokens[c]]
 
     def _deadlock(self, queues):
         waiting = []
@@ -289,7 +314,7 @@ class _Launch:
                 continue
             index = queue[0]
             insn = self.insns[index]
-            empty = [TOKEN_COUNTERS[c] for c in self._empty_pops(stage, insn)]
+            empty = [TOKEN_COUNTERS[c] for c in self._empty_pops(index)]
             counters = " and ".join(empty) + (" counters" if len(empty) > 1 else " counter")
             waiting.append(f"{STAGE_NAMES[stage]} stage: instruction {index} "
                            f"({format_insn(insn)}) waits on the empty {counters}")
@@ -306,22 +331,21 @@ class _Launch:
         tracer = self.sim._tracer
         start = self.stage_free[stage]
         ready = start
-        for c in self._pops(stage, insn):
+        for c in self.pops[index]:
             ready = max(ready, self.tokens[c].popleft())
         elem_bytes = None
         try:
             if insn.opcode in (Opcode.LOAD, Opcode.STORE):
                 elem_bytes = self._memory(stage, index, insn, tracer)
-            elif insn.opcode == Opcode.GEMM:
-                execute_gemm(self.cfg, insn, self.sim._pads, self.sim._codec,
-                             strict=self.sim._strict,
-                             trace_rows=tracer and tracer.row_writer(stage, index))
-                self.counters["GEMM_STEPS"] += insn.steps
-            elif insn.opcode == Opcode.ALU:
-                execute_alu(self.cfg, insn, self.sim._pads, self.sim._codec,
-                            strict=self.sim._strict,
-                            trace_rows=tracer and tracer.row_writer(stage, index))
-                self.counters["ALU_STEPS"] += insn.steps
+            elif insn.opcode in (Opcode.GEMM, Opcode.ALU):
+                run = execute_gemm if insn.opcode == Opcode.GEMM else execute_alu
+                if self.sim.data:
+                    run(self.cfg, insn, self.sim._pads, self.sim._codec, strict=self.sim._strict,
+                        trace_rows=tracer and tracer.row_writer(stage, index))
+                else:
+                    self._check_once(run, insn)
+                self.counters["GEMM_STEPS" if insn.opcode == Opcode.GEMM else "ALU_STEPS"] \
+                    += insn.steps
         except MachineError as error:
             return self._error(error.code, index, str(error))
 
@@ -338,7 +362,7 @@ class _Launch:
         self.stage_free[stage] = free
         self.counters["ACC_WR"] += timing.acc_row_writes(insn)
 
-        for c in self._pushes(stage, insn):
+        for c in self.pushes[index]:
             if len(self.tokens[c]) >= self.sim._token_max:
                 return self._error(ErrorCode.TOKEN_OVERFLOW, index,
                                    f"it pushes the {TOKEN_COUNTERS[c]} counter, which is full "
@@ -351,12 +375,40 @@ class _Launch:
             return self._result("ok", end=end)
         return None
 
+    def _kernel(self, insn):
+        """A GEMM or ALU instruction with the words of the micro-ops it runs: what its checks
+        and its ACC row bounds are functions of."""
+        uop = self.sim._pads.uop
+        begin, end = insn.uop_bgn, insn.uop_end
+        words = uop[begin:end] if end <= uop.shape[0] else \
+            uop[np.arange(begin, end) % uop.shape[0]]
+        return insn, words.tobytes()
+
+    def _check_once(self, run, insn):
+        """Timing-only: make ``run``'s checks (``data=False``) of a kernel not checked before
+        (a check that fails raises and is not remembered)."""
+        key = self._kernel(insn)
+        if key in self.sim._checked:
+            return
+        run(self.cfg, insn, self.sim._pads, self.sim._codec, strict=self.sim._strict,
+            data=False)
+        if len(self.sim._checked) >= _DECODE_CACHE_LIMIT:
+            self.sim._checked.clear()
+        self.sim._checked.add(key)
+
     def _acc_bounds(self, insn):
         """:func:`timing.acc_row_bounds` of a GEMM or ALU instruction (``None``: no steps)."""
         if not insn.steps:
             return None
-        nest = LoopNest(insn, self.sim._pads, self.sim._codec, strict=False)
-        return timing.acc_row_bounds(insn, nest, self.sim._pads.depth("acc"))
+        key = self._kernel(insn)
+        bounds = self.sim._bounds.get(key, False)
+        if bounds is False:
+            nest = LoopNest(insn, self.sim._pads, self.sim._codec, strict=False)
+            bounds = timing.acc_row_bounds(insn, nest, self.sim._pads.depth("acc"))
+            if len(self.sim._bounds) >= _DECODE_CACHE_LIMIT:
+                self.sim._bounds.clear()
+            self.sim._bounds[key] = bounds
+        return bounds
 
     def _compute_times(self, index, insn, start, ready, cycles):
         """``(waits_from, ready, end, free)`` of a compute instruction that reaches the head at
@@ -406,11 +458,14 @@ class _Launch:
         if insn.opcode == Opcode.STORE:
             if insn.x_size:
                 execute_store(self.cfg, insn, pads, self.dram, strict=strict,
-                              trace_dram=tracer and tracer.dram_writer(stage, index))
+                              trace_dram=tracer and tracer.dram_writer(stage, index),
+                              data=self.sim.data)
         else:
             if insn.x_size:
+                # The cycle model reads the micro-ops: their LOADs run in every mode.
                 execute_load(self.cfg, insn, pads, self.dram, strict=strict,
-                             trace_rows=tracer and tracer.row_writer(stage, index))
+                             trace_rows=tracer and tracer.row_writer(stage, index),
+                             data=self.sim.data or insn.memory_type == MemType.UOP)
         counter, moved = bytes_moved(self.cfg, insn)
         self.counters[counter] += moved
         return elem_bytes

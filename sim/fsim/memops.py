@@ -26,8 +26,9 @@ def _check_rows(base, count, depth, strict, what):
                            f"{depth}-row scratchpad")
 
 
-def execute_load(cfg, insn, pads, dram, *, strict, trace_rows=None):
-    """Run a LOAD with ``x_size`` > 0; ``trace_rows(memory, rows, data)`` sees every row.
+def execute_load(cfg, insn, pads, dram, *, strict, trace_rows=None, data=True):
+    """Run a LOAD with ``x_size`` > 0; ``trace_rows(memory, rows, data)`` sees every row;
+    ``data=False`` (fsim's timing-only mode) makes only the checks, with the same errors.
 
     Every DRAM element and (strict) scratchpad row is checked first; then the rows are written
     a segment at a time in order, so memory stays bounded whatever the sizes. Without strict
@@ -41,6 +42,8 @@ def execute_load(cfg, insn, pads, dram, *, strict, trace_rows=None):
     dram.check_window(target.base, insn.dram_base, insn.y_size, insn.x_size, insn.x_stride,
                       target.elem_bytes, what)
     _check_rows(insn.sram_base, count, pad.depth, strict, what)
+    if not data:
+        return
     pad_row = np.frombuffer(target.pad_row(insn.pad_value), dtype=np.uint8)
     for start in range(max(0, count - pad.depth), count, SEGMENT_ROWS):
         cell = np.arange(start, min(count, start + SEGMENT_ROWS), dtype=np.int64)
@@ -61,8 +64,9 @@ def execute_load(cfg, insn, pads, dram, *, strict, trace_rows=None):
             trace_rows(pad.name, rows, block)
 
 
-def execute_store(cfg, insn, pads, dram, *, strict, trace_dram=None):
-    """Run a STORE with ``x_size`` > 0; ``trace_dram(addresses, data)`` sees every element.
+def execute_store(cfg, insn, pads, dram, *, strict, trace_dram=None, data=True):
+    """Run a STORE with ``x_size`` > 0; ``trace_dram(addresses, data)`` sees every element;
+    ``data=False`` (fsim's timing-only mode) makes only the checks, with the same errors.
 
     Checked first, then written a segment of rows at a time, in order (a later write of the
     same element wins, as in the RTL)."""
@@ -72,6 +76,8 @@ def execute_store(cfg, insn, pads, dram, *, strict, trace_dram=None):
     dram.check_window(out.base, insn.dram_base, insn.y_size, insn.x_size, insn.x_stride,
                       out.elem_bytes, "STORE OUT")
     _check_rows(insn.sram_base, count, depth, strict, "STORE OUT")
+    if not data:
+        return
     for start in range(0, count, SEGMENT_ROWS):
         cell = np.arange(start, min(count, start + SEGMENT_ROWS), dtype=np.int64)
         y, x = np.divmod(cell, insn.x_size)

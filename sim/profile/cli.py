@@ -39,7 +39,8 @@ def cmd_profile(args):
     table, clock = load_table(args.tech), resolve_clock(cfg, args.clock)
     graph = load_network(args.network, args.input_size, args.seed, cfg)
     x = random_input(graph, seed=args.seed)
-    device = make_device(cfg, args.target, dram_bytes(cfg, graph), activity=True)
+    device = make_device(cfg, args.target, dram_bytes(cfg, graph), activity=True,
+                         timing_only=args.timing_only)
     with progress(len(graph.topological()), f"{graph.name} on {cfg.name} ({args.target})",
                   unit="layer") as bar:
         def step(i, n, node):
@@ -72,7 +73,8 @@ def _profile_image(cfg, args, out):
     addr = args.insn_addr or 0
     check_program(addr, args.insn_count)
     dram = load_image(args.image)
-    device = make_device(cfg, args.target, len(dram), activity=True)
+    device = make_device(cfg, args.target, len(dram), activity=True,
+                         timing_only=args.timing_only)
     device.backend.write(0, bytes(dram))
     name = Path(args.image).stem
     try:

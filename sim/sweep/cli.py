@@ -1,6 +1,7 @@
 """``avta sweep SPEC.yaml -o DIR``: which configuration runs a network best for its area.
 
-Runs every point of the spec (:mod:`.spec`) through :func:`~.engine.run_sweep`, gives every
+Runs every point of the spec (:mod:`.spec`) through :func:`~.engine.run_sweep` (or, with
+``--search N``, the points a multi-objective search takes, :mod:`.search`), gives every
 point its clock, latency, energy and EDP (:mod:`.objectives`), writes ``DIR/results.csv``,
 ``DIR/results.json``, ``DIR/sweep.svg`` and ``DIR/sweep.png`` (cycles against area) and the
 objectives' charts ``DIR/front_<y>_<x>.{svg,png}``, and prints the Pareto front of
@@ -36,9 +37,20 @@ def cmd_sweep(args):
     if not 0 < timeout < math.inf:
         raise UserError(f"--worker-timeout {timeout:g}: give a positive number of seconds")
     out = check_output_dir(args.output, "output folder")
-    result = run_sweep(spec, out, exact=args.exact, workers=args.workers,
-                       scheduler=args.scheduler, worker_timeout=timeout,
-                       log=lambda message: print(message, file=sys.stderr, flush=True))
+    log = lambda message: print(message, file=sys.stderr, flush=True)   # noqa: E731
+    if args.search is not None:
+        from .search import search
+        if not 1 <= args.search < 1 << 31:
+            raise UserError(f"--search {args.search}: give the number of points to take, "
+                            f"1 or more")
+        if not 0 <= args.search_seed < 1 << 32:
+            raise UserError(f"--search-seed {args.search_seed}: give 0..2^32-1")
+        result = search(spec, out, args.search, exact=args.exact, workers=args.workers,
+                        scheduler=args.scheduler, log=log, seed=args.search_seed,
+                        worker_timeout=timeout)
+    else:
+        result = run_sweep(spec, out, exact=args.exact, workers=args.workers,
+                           scheduler=args.scheduler, worker_timeout=timeout, log=log)
     where = (f"{spec.workload}" + (f" at {spec.input_size}" if spec.input_size else ""))
     title = (f"{where.split('/')[-1]} on {spec.base.name} variants "
              f"({'tsim' if args.exact else 'fsim'})")
@@ -48,7 +60,8 @@ def cmd_sweep(args):
     files |= write_results(result, out)
     files |= write_objective_charts(result.rows, objectives, out, title=title)
     errors = [r for r in result.rows if r["status"] == "error"]
-    print(f"{len(result.rows)} points ({result.ran} run, {result.cached} cached, "
+    searched = f" of {len(spec.points())} searched" if args.search is not None else ""
+    print(f"{len(result.rows)} points{searched} ({result.ran} run, {result.cached} cached, "
           f"{result.invalid} invalid, {len(errors)} failed) in {result.seconds:.1f} s")
     for r in result.rows:
         if r["status"] != "ok":

@@ -5,7 +5,8 @@
 thread each, on the cluster at ``scheduler``, or (``workers=0``) one by one in this process. Each
 finished point is written to ``DIR/cache/<key>.json`` at once (temporary file, then rename), so
 an interrupted sweep resumes where it stopped and a worker that dies loses only its point (whose
-row says ``error``, and which the next run tries again).
+row says ``error``, and which the next run tries again). Each finished point's line says how
+many are done, the points per second and the time left (:class:`~.rate.Rate`).
 """
 
 import csv
@@ -22,6 +23,7 @@ from avta.errors import UserError
 from avta.files import output_files, write_atomic
 
 from .point import AREA_COLUMNS, evaluate, point_key, task
+from .rate import Rate
 
 __all__ = ["run_sweep", "SweepResult", "pareto", "write_results", "front_table"]
 
@@ -106,18 +108,21 @@ WORKER_TIMEOUT = 120.0
 
 
 def run_sweep(spec, out, *, exact=False, workers=None, scheduler=None, log=None,
-              evaluate_fn=evaluate, worker_timeout=WORKER_TIMEOUT):
+              evaluate_fn=evaluate, worker_timeout=WORKER_TIMEOUT, only=None):
     """Run every point of ``spec`` not yet cached in ``out``; a :class:`SweepResult` whose rows
     are in point order. ``log(message)`` hears about progress. ``evaluate_fn`` runs one task
     (:func:`~.point.evaluate`; tests count runs with it). When the cluster has had no worker
     for ``worker_timeout`` seconds, the points not done are ``error`` rows (uncached: a rerun
-    runs them)."""
+    runs them). ``only``: the indices of the points to take (default all; a search,
+    :mod:`.search`, asks for a few at a time)."""
     log = log or (lambda message: None)
     start = time.perf_counter()
     out = Path(out)
     cache = out / "cache"
     cache.mkdir(parents=True, exist_ok=True)
     points = spec.points()
+    if only is not None:
+        points = [p for p in points if p.index in only]
     rows, todo = {}, []
     result = SweepResult(rows=[], varied=list(spec.vary))
     for point in points:
@@ -136,6 +141,7 @@ def run_sweep(spec, out, *, exact=False, workers=None, scheduler=None, log=None,
             todo.append(t)
     log(f"{len(points)} points: {result.cached} cached, {result.invalid} invalid, "
         f"{len(todo)} to run")
+    rate = Rate(len(todo))
 
     def done(t, row):
         row = row | {"cached": False}
@@ -143,7 +149,7 @@ def run_sweep(spec, out, *, exact=False, workers=None, scheduler=None, log=None,
         result.ran += 1
         if row.get("status") == "ok":
             write_atomic(cache / f"{row['key']}.json", json.dumps(row, sort_keys=True) + "\n")
-        log(f"[{result.ran}/{len(todo)}] point {t['index']} {t['values']}: {row['status']}"
+        log(f"{rate.done()}: point {t['index']} {t['values']}: {row['status']}"
             + (f", {row['cycles']:,} cycles, {row['area_mm2']:.3f} mm^2"
                if row["status"] == "ok" else f": {row.get('message', '')}"))
 

@@ -16,6 +16,7 @@ from avta.isa.enums import Stage
 from avta.isa.registers import REGISTERS
 from avta.runtime.host import RESULT_REGISTERS, check_bases, launch_writes, run_result
 
+from ..design_cache import cached_top_verilog
 from ..memory_knobs import MemoryKnobs
 from .build import build_library
 from .harness_header import DEADLOCK_WINDOW, RunStatus, TraceStart
@@ -67,7 +68,8 @@ class Tsim:
     Parameters
     ----------
     cfg : the configuration (its ``config_id`` is checked against the design's register).
-    verilog : Verilog text of the top ``vta_top``; default: generated from ``cfg``.
+    verilog : Verilog text of the top ``vta_top``; default: generated from ``cfg`` (read from
+        the cache of :mod:`avta.sim.design_cache` when it holds it).
     knobs : :class:`MemoryKnobs` of the AXI memory model.
     waves : path of a waveform file to write, ``.vcd`` or ``.fst`` by its suffix (the design is
         then built with tracing; FST needs lz4's development headers).
@@ -86,8 +88,7 @@ class Tsim:
     def __init__(self, cfg, *, verilog=None, knobs=MemoryKnobs(), waves=None, trace=False,
                  activity=False, faults=()):
         if verilog is None:
-            from avta.hw.top import top_verilog
-            verilog = top_verilog(cfg, trace=trace, activity=activity, faults=faults)
+            verilog = cached_top_verilog(cfg, trace=trace, activity=activity, faults=faults)
         elif faults:
             raise ValueError("faults are planted by the generator: give them without verilog")
         self._cfg = cfg

@@ -7,6 +7,10 @@ scratchpad row and DRAM element each instruction writes. ``AVTA_TSIM_MIRROR=0`` 
 the mirror off for a quick fsim-only run; ``AVTA_MIRROR_TRACE=0`` keeps the mirror but skips the
 traces.
 
+Every program also runs first on a timing-only fsim (:class:`TimedFsimBackend`), whose status,
+cycles and counters must equal the bit-exact fsim's: the timing-only mode is held to the
+estimate on every operator and network test.
+
 A test that takes ``device`` on a mirrored configuration is marked ``tsim`` (see
 :func:`pytest_collection_modifyitems`), so ``-m "not tsim"`` leaves it out.
 """
@@ -20,6 +24,7 @@ import pytest
 from avta.isa.config import load_config
 from avta.runtime.device import Device
 from avta.runtime.wellformed import check_wellformed
+from avta.sim.fsim import Fsim
 from avta.sim.fsim.backend import FsimBackend
 
 #: The configurations every runtime test runs on: small, upstream's, two batch rows and
@@ -41,6 +46,26 @@ class CheckedDevice(Device):
     def run(self, program, **kwargs):
         check_wellformed(program, raise_error=True)
         return super().run(program, **kwargs)
+
+
+class TimedFsimBackend(FsimBackend):
+    """Bit-exact fsim that first runs every program on a timing-only twin (which writes nothing
+    to DRAM, so both see the same image) and fails unless both end alike with the same cycles
+    and every counter equal."""
+
+    def __init__(self, cfg, *, schedule="inorder", seed=None, **options):
+        super().__init__(cfg, schedule=schedule, seed=seed, **options)
+        self.timing = Fsim(cfg, strict=True, schedule=schedule, seed=seed, timing_only=True)
+
+    def run(self, insn_addr, insn_count, *, bases=None):
+        before = self._dram.copy()
+        timed = self.timing.run(self._dram, insn_addr, insn_count, bases=bases)
+        assert np.array_equal(before, self._dram), "the timing-only run wrote to DRAM"
+        exact = super().run(insn_addr, insn_count, bases=bases)
+        fields = ("status", "cycles", "counters", "error_code", "error_insn")
+        assert [getattr(timed, f) for f in fields] == [getattr(exact, f) for f in fields], \
+            f"timing-only fsim {timed} but bit-exact fsim {exact}"
+        return exact
 
 
 def _mirrored(cfg):
@@ -68,9 +93,9 @@ def int8(rng):
 @pytest.fixture
 def device():
     """``device(cfg, *, schedule="inorder", seed=None, dram_size=1 << 20)``: a checked device on
-    fsim, mirrored onto tsim for :data:`MIRRORED_CONFIGS` (the module docstring)."""
+    fsim (with its timing-only twin), mirrored onto tsim for :data:`MIRRORED_CONFIGS` (the module docstring)."""
     def make(cfg, *, schedule="inorder", seed=None, dram_size=1 << 20):
-        backend = FsimBackend(cfg, dram_size=dram_size, schedule=schedule, seed=seed)
+        backend = TimedFsimBackend(cfg, dram_size=dram_size, schedule=schedule, seed=seed)
         if _mirrored(cfg):
             from avta.sim.memory_knobs import MemoryKnobs
             from avta.sim.mirror import MirrorBackend

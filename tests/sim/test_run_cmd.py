@@ -53,6 +53,29 @@ def test_bad_input_is_exit_2(tmp_path, capsys):
     assert main(["run", "resnet18", "--config", "tiny", "--json", str(tmp_path)]) == 2
 
 
+def test_timing_only_gives_the_bit_exact_runs_cycles_and_checks_nothing(tmp_path, capsys):
+    reports = {mode: tmp_path / f"{mode}.json" for mode in ("exact", "timing")}
+    args = ["run", "resnet18", "--config", "tiny", "--input-size", "32"]
+    assert main(args + ["--json", str(reports["exact"])]) == 0
+    assert main(args + ["--timing-only", "--json", str(reports["timing"])]) == 0
+    text = capsys.readouterr().out
+    assert "fsim timing-only (cycles are fsim estimates)" in text
+    assert text.rstrip().endswith("output not computed (--timing-only: cycles, counters and "
+                                  "bytes only)")
+    exact, timing = (json.loads(path.read_text()) for path in reports.values())
+    assert exact["match"] is True and timing["match"] is None and timing["timing_only"] is True
+    assert timing["layers"] == exact["layers"] and timing["total"] == exact["total"]
+
+
+def test_timing_only_is_fsims_and_writes_no_output(tmp_path, capsys):
+    args = ["run", "resnet18", "--config", "tiny", "--input-size", "32", "--timing-only"]
+    assert main(args + ["--target", "tsim"]) == 2
+    assert "--timing-only is a mode of fsim" in capsys.readouterr().err
+    assert main(args + ["--output", str(tmp_path / "y.npy")]) == 2
+    assert "computes no output" in capsys.readouterr().err
+    assert not (tmp_path / "y.npy").exists()
+
+
 def test_output_is_written_at_exactly_the_path_given(tmp_path, capsys):
     out = tmp_path / "y.bin"
     assert main(["run", "resnet18", "--config", "tiny", "--input-size", "32",

@@ -47,6 +47,21 @@ def test_plan_is_the_best_estimate(config):
     assert estimate(cfg, shape, plan_conv2d(cfg, shape, bias=True)) == best
 
 
+def test_a_plan_is_made_once_per_configuration_and_shape():
+    """A network's repeated layers (and a second run) reuse the plan; a change of anything
+    that enters it plans again."""
+    cfg = load_config("default")
+    shape = Conv2dShape(1, 4 * cfg.block_in, 14, 14, 4 * cfg.block_out, 3, 3, 1, 1)
+    first = plan_conv2d(cfg, shape, bias=True)
+    assert plan_conv2d(cfg, shape, bias=True) is first
+    assert plan_conv2d(cfg, Conv2dShape(1, 4 * cfg.block_in, 14, 14, 4 * cfg.block_out, 3, 3,
+                                        1, 1), bias=True) is first       # an equal shape
+    wider = cfg.replace(axi_data_bits=4 * cfg.axi_data_bits)
+    assert plan_conv2d(wider, shape, bias=True) is not first
+    assert estimate(wider, shape, plan_conv2d(wider, shape, bias=True)) == \
+        min(estimate(wider, shape, t) for t in _fitting(wider, shape, 2, True))
+
+
 def test_narrow_store_rows_are_avoided():
     """ResNet-18 C4 on huge: bytes alone chose 28x1-pixel tiles, 1568 one-beat STORE rows with
     their per-row overhead; the estimate prefers tiles of whole output rows."""
