@@ -209,14 +209,14 @@ def base_registers(texts):
 
 
 def _simulator(cfg, args, knobs):
+    """The simulator (:func:`avta.sim.targets.make_simulator`) and its run options."""
+    from avta.sim.targets import make_simulator
+    sim = make_simulator(cfg, args.target, strict=args.strict, trace=args.trace,
+                         knobs=knobs if args.target == "tsim" else None)
     if args.target == "tsim":
-        from avta.sim.tsim.driver import Tsim
-        sim = Tsim(cfg, trace=bool(args.trace))
-        sim.set_knobs(knobs)
         return sim, \
             {"max_cycles": DEFAULT_MAX_CYCLES if args.max_cycles is None else args.max_cycles}
-    from avta.sim.fsim import Fsim
-    return Fsim(cfg, strict=args.strict), {}
+    return sim, {}
 
 
 def cmd_exec(args):

@@ -16,7 +16,6 @@ docs/cli.md has the options and the ``--json`` schema.
 
 import io
 import json
-from pathlib import Path
 
 import numpy as np
 
@@ -26,69 +25,13 @@ from avta.isa.config import load_config
 from avta.progress import progress
 from avta.sim.energy import load_table
 from avta.sim.energy.report import format_summary, network_figures, resolve_clock
+from avta.sim.targets import load_network, make_device
 
-__all__ = ["cmd_run", "load_network", "make_device", "check_seed", "MAX_SEED"]
+__all__ = ["cmd_run"]
 
-#: The largest seed: numpy's generators take any integer from 0, and 32 bits are plenty.
-MAX_SEED = (1 << 32) - 1
 
 _COLUMNS = ("layer", "op", "output", "MACs", "cycles", "ideal", "util", "loaded", "stored",
             "insns", "uops", "bound")
-
-
-def check_seed(seed, what="--seed"):
-    """``seed``, or a :class:`UserError` when it is not an integer from 0 to :data:`MAX_SEED`."""
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
-        raise UserError(f"{what} {seed!r}: give a seed from 0 to {MAX_SEED}")
-    return seed
-
-
-def load_network(name, input_size, seed, cfg=None):
-    """The :class:`~avta.runtime.net.graph.Graph` named ``name``: a builder or a YAML path.
-    With ``cfg``, a network too large for the device's DRAM on it is refused before anything
-    large is made (a builder's calibration runs the whole network)."""
-    from avta.runtime.net import BUILDERS, GraphError, build, load
-    from avta.runtime.net.executor import check_dram
-    check_seed(seed)
-    if name in BUILDERS:
-        try:
-            size = 224 if input_size is None else input_size
-            if cfg is not None:
-                check_dram(cfg, build(name, input_size=size, seed=seed, calibrate=False))
-            return build(name, input_size=size, seed=seed)
-        except GraphError as error:
-            raise UserError(f"--input-size {input_size}: {error}") from None
-    path = Path(name)
-    if path.suffix not in (".yaml", ".yml"):
-        raise UserError(f"network {name!r} is neither a builder ({', '.join(BUILDERS)}) nor a "
-                        f"network file (.yaml, docs/network-format.md)")
-    if input_size is not None:
-        raise UserError("--input-size is for the built-in networks; a network file has its "
-                        "own input shape")
-    if not path.is_file():
-        raise UserError(f"network file {name} does not exist")
-    graph = load(path)
-    if cfg is not None:
-        check_dram(cfg, graph)
-    return graph
-
-
-def make_device(cfg, target, dram_size, *, activity=False, timing_only=False):
-    """A device of ``cfg`` on ``target`` (``fsim`` or ``tsim``) with ``dram_size`` bytes;
-    ``activity`` (True or the options dict) makes its backend record each run's
-    :class:`~avta.sim.activity.Activity` in ``backend.last_activity``; ``timing_only`` runs
-    fsim's timing-only mode (no data computed)."""
-    from avta.runtime.device import Device
-    if timing_only and target != "fsim":
-        raise UserError(f"--timing-only is a mode of fsim (its cycle model without the data); "
-                        f"--target {target} counts cycles by running the data")
-    if target == "tsim":
-        from avta.sim.tsim.backend import TsimBackend
-        return Device(cfg, TsimBackend(cfg, dram_size=dram_size, max_cycles=1 << 40,
-                                       activity=activity))
-    from avta.sim.fsim.backend import FsimBackend
-    return Device(cfg, FsimBackend(cfg, dram_size=dram_size, activity=activity,
-                                   timing_only=timing_only))
 
 
 def _input(graph, path, seed):

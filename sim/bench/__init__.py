@@ -45,11 +45,11 @@ def _trace_overhead(cfg):
 
 
 def _tsim_resnet18(cfg):
-    from avta.runtime.device import Device
-    from avta.sim.tsim.backend import TsimBackend
+    from avta.sim.targets import make_device
+
     from .resnet18_cycles import resnet18_cycles
     *_, exact = resnet18_cycles(
-        cfg, lambda: Device(cfg, TsimBackend(cfg, dram_size=16 << 20, max_cycles=50_000_000)))
+        cfg, lambda: make_device(cfg, "tsim", 16 << 20, max_cycles=50_000_000))
     return 0 if exact else 1
 
 

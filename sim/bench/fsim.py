@@ -37,7 +37,7 @@ def _best(fn, repeats=REPEATS):
 def bench_conv2d_layer(cfg, layer, *, repeats=REPEATS, device=None):
     """Figures of one ResNet-18 layer on fsim (or on ``device``): a dict with times, ratio,
     counters, program."""
-    from avta.sim.fsim.backend import fsim_device
+    from avta.sim.targets import make_device
     from avta.runtime.ops.conv2d import Conv2dBuffers, bias_bound, build_conv2d, pack_bias
     from avta.runtime.ops.conv_plan import Conv2dShape, describe, plan_conv2d
     from avta.runtime.ops.reference import conv2d_ref
@@ -53,7 +53,7 @@ def bench_conv2d_layer(cfg, layer, *, repeats=REPEATS, device=None):
     bias = rng.integers(-1 << 14, 1 << 14, shape.cout)
     requant = Requant(8, (0, 127))        # upstream's benchmark: (conv >> 8) + bias, clip 0..127
 
-    dev = fsim_device(cfg, dram_size=16 << 20) if device is None else device
+    dev = make_device(cfg, "fsim", 16 << 20) if device is None else device
     inp = dev.upload(pack_nchw(x, cfg.batch, cfg.block_in), mem=MemType.INP)
     wgt = dev.upload(pack_oihw(w, cfg.block_out, cfg.block_in), mem=MemType.WGT)
     bia = dev.upload(pack_bias(cfg, bias), mem=MemType.ACC)

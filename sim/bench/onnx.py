@@ -36,7 +36,7 @@ def _scale_config(cfg):
 def _run(cfg, imported, x, *, logits=False):
     from avta.runtime.net import from_device, to_device
     from avta.runtime.net.executor import dram_bytes, run_network
-    from avta.sim.run_cmd import make_device
+    from avta.sim.targets import make_device
     graph = imported.graph
     run = run_network(make_device(cfg, "fsim", dram_bytes(cfg, graph)), graph,
                       to_device(graph, x))

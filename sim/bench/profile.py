@@ -14,7 +14,7 @@ __all__ = ["profile_overhead"]
 def _timed_network(cfg, graph, x, *, activity):
     """``(cycles, seconds in tsim's runs)`` of ``graph`` on a fresh tsim device."""
     from avta.runtime.net.executor import dram_bytes, run_network
-    from avta.sim.run_cmd import make_device
+    from avta.sim.targets import make_device
     device = make_device(cfg, "tsim", dram_bytes(cfg, graph), activity=activity)
     with run_seconds(device.backend) as spent:
         net = run_network(device, graph, x, target="tsim")
@@ -25,7 +25,7 @@ def profile_overhead(cfg, *, network="resnet18", input_size=224, rounds=2):
     """Print and return the plain and recording runs' seconds (``rounds`` of each, alternating)
     and the overhead of recording."""
     from avta.runtime.net import random_input
-    from avta.sim.run_cmd import load_network
+    from avta.sim.targets import load_network
     from avta.sim.tsim.build import build_library
     from avta.sim.design_cache import cached_top_verilog
     graph = load_network(network, input_size, 0)

@@ -24,9 +24,9 @@ def _traced(backend, path, mode):
 
 def trace_overhead(cfg, *, shape=(64, 256, 256)):
     from avta.runtime.device import Device
-    from avta.sim.fsim.backend import FsimBackend
+    from avta.sim.targets import make_backend
+
     from .tsim import _gemm_program
-    from avta.sim.tsim.backend import TsimBackend
 
     m, k, n = shape
     m = max(m, cfg.batch)
@@ -34,11 +34,11 @@ def trace_overhead(cfg, *, shape=(64, 256, 256)):
     rows = []
     with tempfile.TemporaryDirectory(prefix="avta-bench-") as scratch:
         for name, make, mode in (
-                ("fsim", lambda: FsimBackend(cfg, dram_size=dram), None),
-                ("fsim arch trace", lambda: FsimBackend(cfg, dram_size=dram), "arch"),
-                ("tsim", lambda: TsimBackend(cfg, dram_size=dram), None),
-                ("tsim arch trace", lambda: TsimBackend(cfg, dram_size=dram, trace=True),
-                 "arch")):
+                ("fsim", lambda: make_backend(cfg, "fsim", dram), None),
+                ("fsim arch trace", lambda: make_backend(cfg, "fsim", dram), "arch"),
+                ("tsim", lambda: make_backend(cfg, "tsim", dram, max_cycles=20_000_000), None),
+                ("tsim arch trace", lambda: make_backend(cfg, "tsim", dram, trace=True,
+                                                         max_cycles=20_000_000), "arch")):
             backend = make()
             path = Path(scratch) / f"{name.replace(' ', '-')}.trace"
             if mode:

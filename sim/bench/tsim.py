@@ -37,8 +37,7 @@ def _gemm_program(dev, m, k, n):
 
 def tsim_gemm(cfg, *, shape=(64, 512, 256), with_cocotb=True):
     """Print and return the tsim and cocotb figures of one GEMM-heavy program."""
-    from avta.runtime.device import Device
-    from avta.sim.tsim.backend import TsimBackend
+    from avta.sim.targets import make_device
     from avta.sim.tsim.build import build_library
     from avta.sim.design_cache import cached_top_verilog
 
@@ -46,7 +45,7 @@ def tsim_gemm(cfg, *, shape=(64, 512, 256), with_cocotb=True):
     m = max(m, cfg.batch)
     build_library(cached_top_verilog(cfg), data_bits=cfg.axi_data_bits)      # not timed
     dram = 8 << 20
-    tsim_dev = Device(cfg, TsimBackend(cfg, dram_size=dram))
+    tsim_dev = make_device(cfg, "tsim", dram, max_cycles=20_000_000)
     _, tsim_wall = _gemm_program(tsim_dev, m, k, n)
     result = tsim_dev.last_result
     figures = {"config": cfg.name, "shape": (m, k, n), "cycles": result.cycles,
@@ -58,15 +57,14 @@ def tsim_gemm(cfg, *, shape=(64, 512, 256), with_cocotb=True):
     print(f"  tsim                {tsim_wall:.3f} s, {figures['tsim_cycles_per_second']:,.0f} "
           f"cycles/s (the run only)")
     if with_cocotb:
-        from avta.sim.cocotb.backend import CocotbBackend
         from avta.sim.verilator import cache_root
         # cocotb's and Verilator's own lines go to a log, not between the figures.
         log = cache_root() / "logs" / f"bench-tsim-gemm-{cfg.name}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         log.unlink(missing_ok=True)
-        cocotb_dev = Device(cfg, CocotbBackend(cfg, dram_size=dram, log_file=log))
+        cocotb_dev = make_device(cfg, "cocotb", dram, log_file=log)
         _gemm_program(cocotb_dev, m, k, n)       # first run: builds the cocotb model (untimed)
-        cocotb_dev = Device(cfg, CocotbBackend(cfg, dram_size=dram, log_file=log))
+        cocotb_dev = make_device(cfg, "cocotb", dram, log_file=log)
         _, cocotb_wall = _gemm_program(cocotb_dev, m, k, n)
         same = np.array_equal(tsim_dev.backend.dram, cocotb_dev.backend.dram)
         figures.update(cocotb_seconds=cocotb_wall,

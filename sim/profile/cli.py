@@ -24,7 +24,7 @@ def cmd_profile(args):
     from avta.runtime.net.executor import dram_bytes
     from avta.sim.profile import profile_network
     from avta.sim.profile.report import write_profile
-    from avta.sim.run_cmd import load_network, make_device
+    from avta.sim.targets import load_network, make_device
     out = Path(args.output)
     if out.exists() and not out.is_dir():
         raise UserError(f"-o {out}: exists and is not a directory")
@@ -61,7 +61,7 @@ def _profile_image(cfg, args, out):
     from avta.sim.exec_cmd import check_program, load_image
     from avta.sim.profile import profile_program
     from avta.sim.profile.report import write_profile
-    from avta.sim.run_cmd import make_device
+    from avta.sim.targets import make_device
     if args.network is not None:
         raise UserError("give NETWORK or --image, not both")
     if args.image is None:

@@ -75,7 +75,7 @@ def evaluate(task):
     from avta.isa.config import Config
     from avta.runtime.net import random_input
     from avta.runtime.net.executor import dram_bytes, run_network
-    from avta.sim.run_cmd import load_network, make_device
+    from avta.sim.targets import load_network, make_device
 
     from .objectives import event_columns
     start = time.perf_counter()

@@ -351,7 +351,7 @@ def parse_spec(text, *, source="<spec>", folder=None):
                             f"{', '.join(STYLES)}")
     seed = 0
     if "seed" in top:
-        from avta.sim.run_cmd import check_seed
+        from avta.sim.targets import check_seed
         seed = _int(source, top["seed"], "seed")
         check_seed(seed, f"{_where(source, top['seed'])}: seed")
     fit = False

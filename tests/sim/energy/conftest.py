@@ -8,7 +8,7 @@ from avta.runtime.net import random_input
 from avta.runtime.net.executor import dram_bytes, run_network
 from avta.runtime.net.graph import Graph, Node
 from avta.runtime.ops.requant import Requant
-from avta.sim.run_cmd import make_device
+from avta.sim.targets import make_device
 
 
 def one_conv():

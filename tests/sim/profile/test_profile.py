@@ -17,7 +17,7 @@ from avta.sim.fsim.backend import FsimBackend
 from avta.sim.profile import layer_rows, profile_network
 from avta.sim.profile.charts import DPI
 from avta.sim.profile.report import write_profile
-from avta.sim.run_cmd import load_network
+from avta.sim.targets import load_network
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +125,7 @@ def _small_network(cfg, blocks=1, size=4):
 @pytest.mark.tsim
 def test_tsim_on_tiny(tmp_path):
     """tsim's exact activity, layer by layer, on a two-layer network on ``tiny``."""
-    from avta.sim.run_cmd import make_device
+    from avta.sim.targets import make_device
     cfg = load_config("tiny")
     graph = _small_network(cfg)
     device = make_device(cfg, "tsim", dram_bytes(cfg, graph), activity=True)
@@ -145,7 +145,7 @@ def test_fsim_and_tsim_agree_per_layer(tmp_path):
     """fsim's timeline is within the stated tolerances of tsim's, layer by layer
     (avta.sim.profile.compare; docs/cli.md, avta profile-diff, has the ResNet-18 figures)."""
     from avta.sim.profile.compare import compare_profiles, load_record
-    from avta.sim.run_cmd import make_device
+    from avta.sim.targets import make_device
     cfg = load_config("tiny")
     graph = _small_network(cfg, blocks=2, size=8)
     for target in ("fsim", "tsim"):

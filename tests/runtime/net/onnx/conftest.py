@@ -201,7 +201,7 @@ def run_ort(model, x, outputs=None):
 def run_device(graph, x, config="tiny", target="fsim"):
     """The model's outputs (by model name) of ``graph`` run on ``target`` (``config`` a
     shipped name or a :class:`Config`) for the model's input ``x``; the device's int8 outputs must equal the numpy reference's."""
-    from avta.sim.run_cmd import make_device
+    from avta.sim.targets import make_device
     cfg = config if isinstance(config, Config) else load_config(config)
     device = make_device(cfg, target, dram_bytes(cfg, graph))
     xd = to_device(graph, x)
