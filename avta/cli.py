@@ -29,7 +29,7 @@ def _config_arg(parser, *, required=False, default="default"):
 def _program_args(parser, *, required):
     """``--image``, ``--insn-addr`` and ``--insn-count``: a raw DRAM image and the instructions
     in it to run (``avta exec``; ``avta profile --image``). Their values are checked by
-    :func:`avta.sim.exec_cmd.check_program`."""
+    :func:`avta.sim.exec.cli.check_program`."""
     parser.add_argument("--image", required=required, metavar="IMG",
                         help="a raw DRAM image, loaded at address 0")
     parser.add_argument("--insn-addr", required=required, type=lambda t: int(t, 0),
@@ -223,7 +223,7 @@ def build_parser():
     p.add_argument("--base", action="append", metavar="KEY=ADDR",
                    help="set a base register (KEY: UOP, INP, WGT, ACC or OUT; ADDR in "
                         "0..2^32-1, 0x... accepted); repeat for several (default: all 0)")
-    # Parsed by avta.sim.exec_cmd, so that a bad value is one message naming its option.
+    # Parsed by avta.sim.exec.cli, so that a bad value is one message naming its option.
     knobs = p.add_argument_group(
         "tsim's memory timing", "Seeded timing of tsim's AXI memory (default: one-cycle "
         "latency, no reordering, no backpressure); flags override --knobs.")
@@ -241,7 +241,7 @@ def build_parser():
                        help="probability 0..0.9 of holding each READY/VALID low (default 0)")
     knobs.add_argument("--write-latency", metavar="N",
                        help="cycles from a write burst's last beat to its response (default 1)")
-    p.set_defaults(run=_lazy("avta.sim.exec_cmd", "cmd_exec"))
+    p.set_defaults(run=_lazy("avta.sim.exec.cli", "cmd_exec"))
 
     p = sub.add_parser("trace-diff", help="find where two traces diverge",
                        description="Compare two traces per stage in program order and print the "
@@ -263,7 +263,7 @@ def build_parser():
                    help="write the network's output here (an imported model's own output, "
                         "e.g. float32 when the model ends in DequantizeLinear)")
     p.add_argument("--json", metavar="OUT", help="write the report as JSON here")
-    p.set_defaults(run=_lazy("avta.sim.run_cmd", "cmd_run"))
+    p.set_defaults(run=_lazy("avta.sim.run.cli", "cmd_run"))
 
     p = sub.add_parser("import", help="an int8-quantized ONNX model as a network YAML",
                        description="Import MODEL.onnx (QDQ or QLinear operator form, int8 or "
@@ -368,7 +368,7 @@ def build_parser():
                                    "ratios).")
     p.add_argument("name", nargs="?", help="which benchmark (omit to list them)")
     _config_arg(p, default=None)          # default, or the benchmark's own (tps: wide)
-    p.set_defaults(run=_lazy("avta.sim.bench", "cmd_bench"))
+    p.set_defaults(run=_lazy("avta.sim.bench.cli", "cmd_bench"))
 
     p = sub.add_parser("formal", help="prove the hardware blocks' properties (SymbiYosys)",
                        description="Prove each block's properties (docs/formal.md) for the "

@@ -58,7 +58,7 @@ def cmd_profile(args):
 
 def _profile_image(cfg, args, out):
     """A raw program image (as for ``avta exec``) profiled as one layer."""
-    from avta.sim.exec_cmd import check_program, load_image
+    from avta.sim.exec.cli import check_program, load_image
     from avta.sim.profile import profile_program
     from avta.sim.profile.report import write_profile
     from avta.sim.targets import make_device

@@ -11,7 +11,7 @@ from avta.isa.enums import AluOp, ErrorCode, MemType
 from avta.isa.insn import IllegalInsn, Uop
 from avta.isa.memories import base_alignment
 from avta.isa.registers import COUNTER_NAMES
-from avta.sim.exec_cmd import memory_knobs
+from avta.sim.exec.cli import memory_knobs
 from avta.sim.fsim import Fsim
 from avta.sim.image import Image, alu, finish, load, store, sync
 from avta.sim.memory_knobs import MemoryKnobs

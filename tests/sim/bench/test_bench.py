@@ -4,7 +4,7 @@ import pytest
 
 from avta.cli import main
 from avta.isa.config import load_config
-from avta.sim.bench import BENCHMARKS
+from avta.sim.bench.cli import BENCHMARKS
 from avta.sim.bench.fsim import bench_conv2d_layer, fsim_conv2d
 
 

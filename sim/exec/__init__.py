@@ -1,0 +1,1 @@
+"""``avta exec``: a raw DRAM image's instructions on fsim or tsim (:mod:`.cli`)."""

@@ -1,0 +1,1 @@
+"""``avta run``: a whole network on a simulation target, with a per-layer report (:mod:`.cli`)."""
