@@ -288,7 +288,7 @@ def build_parser():
                    help="carry each scale ratio as a 15-bit fixed-point multiplier (ALU SCL): "
                         "exact to a few parts per million on a configuration with ALU_SCALE: "
                         "1; elsewhere those layers run on the host")
-    p.set_defaults(run=_lazy("avta.runtime.net.onnx_import", "cmd_import"))
+    p.set_defaults(run=_lazy("avta.runtime.net.onnx_import.cli", "cmd_import"))
 
     p = sub.add_parser("profile", help="where a network's cycles go: timeline, roofline, report",
                        description="Run NETWORK (as for avta run) with per-stage activity "

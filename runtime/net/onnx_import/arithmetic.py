@@ -37,7 +37,7 @@ import numpy as np
 
 from avta.errors import UserError
 
-from ..ops.requant import PRODUCT_MAX, SCALE_FRACTION, SHIFT_MAX, Requant
+from ...ops.requant import PRODUCT_MAX, SCALE_FRACTION, SHIFT_MAX, Requant
 
 __all__ = ["Scale", "UnsupportedNode", "choose_shift", "fixed_point", "conv_like", "add_like",
            "pool_like", "clip_bounds"]

@@ -1,0 +1,37 @@
+"""What an import returns: the network and each requantizing layer's scale, with the table
+``avta import`` prints of them."""
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Imported:
+    """An imported model: the :class:`~avta.runtime.net.graph.Graph` and each requantizing
+    layer's :class:`~avta.runtime.net.onnx_import.arithmetic.Scale`."""
+    graph: object
+    scales: list = field(default_factory=list)
+
+    def report(self):
+        """A text table of the layers' scales: the real multiplier, the shift, the error."""
+        lines = [f"{'layer':<28} {'op':<16} {'multiplier':>12} {'shift':>5} {'fixed':>6} "
+                 f"{'error':>10}  where"]
+        for s in self.scales:
+            where = "host" if s.on_host else "device"
+            fixed = "" if s.fixed is None else \
+                f"×{len(s.fixed)}" if isinstance(s.fixed, tuple) else s.fixed
+            lines.append(f"{s.node:<28} {s.op:<16} {s.multiplier:>12.6g} {s.shift:>5} "
+                         f"{fixed:>6} {error_text(s.error):>10}  {where}")
+        worst = max((abs(s.error) for s in self.scales if not s.on_host), default=0.0)
+        exact = sum(s.exact for s in self.scales)
+        fixed = sum(s.fixed is not None for s in self.scales)
+        lines.append(f"{exact} of {len(self.scales)} requantizations are powers of two, {fixed} "
+                     f"fixed-point (SCL); the largest scale error on the device is "
+                     f"{error_text(worst).lstrip('+')}")
+        return "\n".join(lines)
+
+
+def error_text(error):
+    """A relative error as a percentage, or in parts per million when under 0.01 %."""
+    if error != 0.0 and abs(error) < 1e-4:
+        return f"{error * 1e6:+.1f} ppm"
+    return f"{error:+.2%}"
