@@ -6,9 +6,11 @@ C headers.
 
 import enum
 
+from .enums import Stage
+
 __all__ = ["REGISTERS", "Ctrl", "COUNTER_NAMES", "counter_offset", "BYTE_COUNTERS",
-           "IDLE_COUNTERS", "STALL_COUNTERS",
-           "STEP_COUNTERS", "CYCLE_COUNTERS"]
+           "IDLE_COUNTERS", "STALL_COUNTERS", "STAGE_CODES", "LOADED_COUNTERS",
+           "STEP_COUNTERS", "CYCLE_COUNTERS", "busy_cycles"]
 
 #: Control register byte offsets on the AXI4-Lite slave (32-bit registers).
 REGISTERS = {
@@ -46,10 +48,21 @@ BYTE_COUNTERS = ("ACC_LD", "INP_LD", "WGT_LD", "UOP_LD", "OUT_ST")
 STEP_COUNTERS = ("ALU_STEPS", "GEMM_STEPS")
 #: Cycle counts: the RTL's; fsim may only estimate them (and says so).
 CYCLE_COUNTERS = ("ACC_WR", "IDLE_LD", "IDLE_ST", "IDLE_CP", "STALL_LD", "STALL_ST", "STALL_CP")
-#: Per stage, in :class:`~avta.isa.enums.Stage` order (load, compute, store): the counter of its
-#: cycles without an instruction, and of its cycles holding one that waits on a token.
-IDLE_COUNTERS = ("IDLE_LD", "IDLE_CP", "IDLE_ST")
-STALL_COUNTERS = ("STALL_LD", "STALL_CP", "STALL_ST")
+#: Per stage, in :class:`Stage` order (load, compute, store): how the counters name it.
+STAGE_CODES = ("LD", "CP", "ST")
+#: Per stage, in the same order: the counter of its cycles without an instruction, and of its
+#: cycles holding one that waits on a token.
+IDLE_COUNTERS = tuple(f"IDLE_{code}" for code in STAGE_CODES)
+STALL_COUNTERS = tuple(f"STALL_{code}" for code in STAGE_CODES)
+#: The byte counters of what a run read from DRAM (every LOAD; STORE's bytes are OUT_ST).
+LOADED_COUNTERS = ("INP_LD", "WGT_LD", "ACC_LD", "UOP_LD")
+
+
+def busy_cycles(counters, cycles):
+    """``{stage name: cycles}`` ("load", "compute", "store"): each stage's cycles neither idle
+    nor stalled on a token in a run of ``cycles`` cycles; the busiest stage bound the run."""
+    return {stage.name.lower(): cycles - counters[idle] - counters[stall]
+            for stage, idle, stall in zip(Stage, IDLE_COUNTERS, STALL_COUNTERS)}
 
 
 def counter_offset(name):

@@ -37,6 +37,7 @@ import numpy as np
 
 from avta.isa import formats
 from avta.isa.enums import MemType
+from avta.isa.registers import LOADED_COUNTERS, busy_cycles
 
 from ..ops.conv2d import Conv2dBuffers, bias_bound, build_conv2d, pack_bias
 from ..ops.conv_plan import Conv2dShape, PlanError
@@ -54,9 +55,6 @@ from .reference import run_node
 __all__ = ["LayerReport", "NetworkRun", "run_network", "dram_bytes", "check_dram", "DRAM_LIMIT",
            "patches"]
 
-#: Counters of the DRAM bytes a layer reads (docs/architecture.md, control registers).
-_LOADED = ("INP_LD", "WGT_LD", "ACC_LD", "UOP_LD")
-_STAGES = (("load", "LD"), ("compute", "CP"), ("store", "ST"))
 
 
 @dataclass
@@ -182,10 +180,11 @@ def patches(x, kh, kw, *, stride=1, pad=0, pad_value=0):
                                                                              oh, ow))
 
 
-def run_network(device, graph, x, *, target="", progress=None):
+def run_network(device, graph, x, *, progress=None):
     """Run ``graph`` on ``device`` for the int8 input ``x`` (an array, or a dict by input
-    name); a :class:`NetworkRun`. ``progress(i, n, node)`` hears before each node."""
-    return _Executor(device, graph, progress).run(x, target)
+    name); a :class:`NetworkRun`. ``progress(i, n, node)`` hears before each node. Which
+    target runs it is the device's backend (:mod:`avta.sim.targets`)."""
+    return _Executor(device, graph, progress).run(x)
 
 
 class _Executor:
@@ -200,7 +199,7 @@ class _Executor:
 
     # -- the run -----------------------------------------------------------------------------
 
-    def run(self, x, target):
+    def run(self, x):
         graph, cfg = self.graph, self.cfg
         inputs = x if isinstance(x, dict) else {next(iter(graph.inputs)): x}
         for name, value in inputs.items():
@@ -254,12 +253,11 @@ class _Executor:
         report.cycles = int(result.cycles)
         report.ideal_cycles = -(-report.macs // (cfg.batch * cfg.block_in * cfg.block_out))
         report.utilization = report.ideal_cycles / report.cycles if report.cycles else 0.0
-        report.bytes_loaded = sum(counters[name] for name in _LOADED)
+        report.bytes_loaded = sum(counters[name] for name in LOADED_COUNTERS)
         report.bytes_stored = counters["OUT_ST"]
         report.insns, report.uops = len(program), len(program.uops)
         report.counters, report.mix = dict(counters), program.step_mix()
-        busy = {stage: report.cycles - counters[f"IDLE_{s}"] - counters[f"STALL_{s}"]
-                for stage, s in _STAGES}
+        busy = busy_cycles(counters, report.cycles)
         report.bound = max(busy, key=busy.get)
 
     # -- one program per node ------------------------------------------------------------------

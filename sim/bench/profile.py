@@ -17,7 +17,7 @@ def _timed_network(cfg, graph, x, *, activity):
     from avta.sim.targets import make_device
     device = make_device(cfg, "tsim", dram_bytes(cfg, graph), activity=activity)
     with run_seconds(device.backend) as spent:
-        net = run_network(device, graph, x, target="tsim")
+        net = run_network(device, graph, x)
     return net.total["cycles"], sum(spent)
 
 

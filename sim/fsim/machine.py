@@ -28,7 +28,7 @@ from avta.isa.encoding import INSN_BYTES, codec
 from avta.isa.enums import ErrorCode, MemType, Opcode, Stage
 from avta.isa.legality import check
 from avta.isa.memories import base_alignment, memory, scratchpad, unaligned_bases
-from avta.isa.registers import COUNTER_NAMES
+from avta.isa.registers import COUNTER_NAMES, STAGE_CODES
 from avta.runtime.backend import RunResult
 
 from . import timing
@@ -230,7 +230,7 @@ class _Launch:
     def _result(self, status, *, end=None, code=None, index=None, detail=""):
         cycles = max(self.stage_free) if end is None else end
         counters = self.counters
-        for stage, name in enumerate(("LD", "CP", "ST")):
+        for stage, name in enumerate(STAGE_CODES):
             counters[f"STALL_{name}"] = self.stall[stage]
             counters[f"IDLE_{name}"] = max(0, cycles - self.busy[stage] - self.stall[stage])
         return RunResult(status, cycles=cycles, counters=counters,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from avta.isa.registers import LOADED_COUNTERS, busy_cycles
 from avta.sim.activity import LANES, NOT_BUSY
 
 __all__ = ["Timeline", "Profile", "profile_network", "profile_program", "concatenate",
@@ -107,7 +108,7 @@ def profile_network(device, graph, x, *, target="", progress=None):
 
     backend.run = run
     try:
-        net = run_network(device, graph, x, target=target, progress=step)
+        net = run_network(device, graph, x, progress=step)
     finally:
         del backend.run
     # One Activity per device layer (a layer running several programs gets them concatenated).
@@ -135,11 +136,9 @@ def profile_program(device, insn_addr, insn_count, *, name="program", target="",
         raise ValueError(f"the {backend.name} backend records no activity (activity=True)")
     counters = result.counters
     cycles = int(result.cycles)
-    busy = {stage: cycles - counters[f"IDLE_{s}"] - counters[f"STALL_{s}"]
-            for stage, s in (("load", "LD"), ("compute", "CP"), ("store", "ST"))}
+    busy = busy_cycles(counters, cycles)
     layer = LayerReport(name, "program", (), 0, cycles=cycles, insns=int(insn_count),
-                        bytes_loaded=sum(counters[c] for c in
-                                         ("INP_LD", "WGT_LD", "ACC_LD", "UOP_LD")),
+                        bytes_loaded=sum(counters[c] for c in LOADED_COUNTERS),
                         bytes_stored=counters["OUT_ST"], bound=max(busy, key=busy.get))
     run = NetworkRun(name, device.cfg.name, {}, [layer], "cycles" in result.estimated)
     return Profile(run, {name: [act]}, concatenate([(name, act)]), device.cfg, target)

@@ -134,7 +134,7 @@ def cmd_run(args):
         def step(i, n, node):
             bar.update(i - bar.n)
             bar.set_postfix_str(f"{node.name} ({node.op})")
-        run = run_network(device, graph, x, target=args.target, progress=step)
+        run = run_network(device, graph, x, progress=step)
         bar.update(len(run.layers) - bar.n)
         if not args.timing_only:
             bar.set_postfix_str("numpy reference")

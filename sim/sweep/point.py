@@ -89,7 +89,7 @@ def evaluate(task):
         target = "tsim" if task["exact"] else "fsim"
         # fsim's timing-only mode: a sweep wants cycles, which are the bit-exact run's.
         device = make_device(cfg, target, dram_bytes(cfg, graph), timing_only=not task["exact"])
-        run = run_network(device, graph, x, target=target)
+        run = run_network(device, graph, x)
         total = run.total
         host = [layer for layer in run.layers if layer.on == "host"]
         row.update(status="ok", message="", cycles=total["cycles"],

@@ -205,7 +205,7 @@ def run_device(graph, x, config="tiny", target="fsim"):
     cfg = config if isinstance(config, Config) else load_config(config)
     device = make_device(cfg, target, dram_bytes(cfg, graph))
     xd = to_device(graph, x)
-    run = run_network(device, graph, xd, target=target)
+    run = run_network(device, graph, xd)
     reference = run_reference(graph, xd, keep=False)
     for name, value in reference.items():
         assert np.array_equal(run.outputs[name], value), f"{name}: device != numpy reference"
