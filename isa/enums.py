@@ -1,6 +1,8 @@
 """Opcodes, memory types, ALU operations, pad values and error codes (docs/isa.md §2, §3.1, §3.5).
 
 They are Amaranth shaped enums, so the RTL uses the same definitions as the model and runtime.
+What each member means is written once, in :mod:`avta.isa.doc_tables` (``_MEANINGS``), which
+renders it into docs/isa.md's tables.
 """
 
 from amaranth.lib import enum
@@ -26,7 +28,6 @@ class MemType(enum.IntEnum, shape=formats.MEMORY_TYPE_BITS):
     INP = 2
     ACC = 3
     OUT = 4
-    #: int8 elements in DRAM, sign-extended into the 32-bit ACC lanes.
     ACC_8BIT = 5
 
 
@@ -37,25 +38,17 @@ class AluOp(enum.IntEnum, shape=formats.ALU_OPCODE_BITS):
     MIN = 0
     MAX = 1
     ADD = 2
-    #: Arithmetic shift right by B[5:0] as a signed amount; negative shifts left.
     SHR = 3
-    #: sext(A[7:0]) * sext(B[7:0]), the Intel Labs 8-bit product.
     MUL = 4
-    #: max(min(A, B), -B): clip to [-B, B].
     CLP = 5
-    #: B.
     MOV = 6
-    #: (A * sext(B[15:0])) >> 15: a Q15 fixed-point scale rounding down (extension, only with
-    #: ``ALU_SCALE: 1``).
     SCL = 7
 
 
 class PadValue(enum.IntEnum, shape=formats.PAD_VALUE_BITS):
     """LOAD ``pad_value``: what padding rows hold (docs/isa.md §3.1). 3 is illegal (error 4)."""
     ZERO = 0
-    #: The most negative value of each lane's element type (-128, or -2^31 for ACC).
     MIN = 1
-    #: The most positive value of each lane's element type (127, or 2^31 - 1 for ACC).
     MAX = 2
 
 
@@ -72,8 +65,6 @@ class ErrorCode(enum.IntEnum, shape=4):
     FINISH_WITH_TOKEN = 8
     DRAM_OUT_OF_RANGE = 9
     SRAM_OUT_OF_RANGE = 10
-    #: A base register not a multiple of its alignment (:func:`avta.isa.memories.base_alignment`),
-    #: found at launch before any instruction; the index is 0.
     UNALIGNED_BASE = 11
 
 

@@ -19,6 +19,7 @@ AXI DECERR the VME would turn into error 9); read beats are checked whole, write
 
 import random
 from collections import deque
+from dataclasses import dataclass
 
 from amaranth.hdl import Value
 
@@ -31,11 +32,39 @@ def _raw(value):
     return Value.cast(value)
 
 
+@dataclass(eq=False)
+class _ReadCommand:
+    """An accepted read command: servable from cycle ``due``; ``next_beat`` is the beat the
+    data stream sends next."""
+    due: int
+    addr: int
+    beats: int
+    tag: int
+    next_beat: int = 0
+
+
+@dataclass(eq=False)
+class _WriteCommand:
+    """An accepted write command: ``written`` beats taken so far; ``err`` once any beat
+    touched bytes outside the DRAM."""
+    addr: int
+    beats: int
+    written: int = 0
+    err: int = 0
+
+
+@dataclass
+class _WriteResponse:
+    """A write response owed from cycle ``due``."""
+    due: int
+    err: int
+
+
 class _ReadClient:
     def __init__(self, port, name):
         self.port = port
         self.name = name
-        self.pending = []          # [due_cycle, addr, beats, tag, next_beat]
+        self.pending = []          # _ReadCommand
         self.current = None        # (command, beat) on the data stream, held until taken
         self.accepting = False
 
@@ -44,8 +73,8 @@ class _WriteClient:
     def __init__(self, port, name):
         self.port = port
         self.name = name
-        self.commands = deque()    # [addr, beats, beats_written, err]
-        self.responses = deque()   # [due_cycle, err]
+        self.commands = deque()    # _WriteCommand
+        self.responses = deque()   # _WriteResponse
         self.cmd_ready = False
         self.data_ready = False
         self.resp_valid = False
@@ -117,28 +146,28 @@ class DramModel:
             rc.accepting = len(rc.pending) < self._knobs.outstanding and self._go()
             ctx.set(rc.port.cmd.ready, rc.accepting)
             if rc.current is None:
-                ready = [c for c in rc.pending if c[0] <= self.cycle]
+                ready = [c for c in rc.pending if c.due <= self.cycle]
                 if ready and self._go():
                     cmd = self._rng.choice(ready) if self._knobs.reorder else ready[0]
-                    rc.current = (cmd, cmd[4])
+                    rc.current = (cmd, cmd.next_beat)
             if rc.current is not None:
                 cmd, beat = rc.current
-                value, err = self._beat(cmd[1], beat)
+                value, err = self._beat(cmd.addr, beat)
                 ctx.set(rc.port.data.payload.data, value)
-                ctx.set(_raw(rc.port.data.payload.tag), cmd[3])
+                ctx.set(_raw(rc.port.data.payload.tag), cmd.tag)
                 ctx.set(rc.port.data.payload.beat, beat)
                 ctx.set(rc.port.data.payload.err, err)
             ctx.set(rc.port.data.valid, rc.current is not None)
         for wc in self._writers:
             wc.cmd_ready = self._go()
             ctx.set(wc.port.cmd.ready, wc.cmd_ready)
-            wc.data_ready = bool(wc.commands) and wc.commands[0][2] < wc.commands[0][1] \
+            wc.data_ready = bool(wc.commands) and wc.commands[0].written < wc.commands[0].beats \
                 and self._go()
             ctx.set(wc.port.data.ready, wc.data_ready)
-            wc.resp_valid = bool(wc.responses) and wc.responses[0][0] <= self.cycle \
+            wc.resp_valid = bool(wc.responses) and wc.responses[0].due <= self.cycle \
                 and self._go()
             if wc.resp_valid:
-                ctx.set(wc.port.resp.payload.err, wc.responses[0][1])
+                ctx.set(wc.port.resp.payload.err, wc.responses[0].err)
             ctx.set(wc.port.resp.valid, wc.resp_valid)
 
     def _samples(self):
@@ -159,14 +188,14 @@ class DramModel:
             cmd_valid, addr, beats, tag, data_ready = (next(values) for _ in range(5))
             if rc.current is not None and data_ready:
                 cmd, beat = rc.current
-                cmd[4] = beat + 1
-                if cmd[4] == cmd[2]:
+                cmd.next_beat = beat + 1
+                if cmd.next_beat == cmd.beats:
                     rc.pending.remove(cmd)
                 rc.current = None
             if cmd_valid and rc.accepting:
                 if beats == 0:
                     raise AssertionError(f"{rc.name}: read command with 0 beats at {addr:#x}")
-                rc.pending.append([self._due(), addr, beats, tag, 0])
+                rc.pending.append(_ReadCommand(self._due(), addr, beats, tag))
                 self.log.append((rc.name, "read", addr, beats))
         for wc in self._writers:
             cmd_valid, addr, beats, data_valid, value, strb, resp_ready = \
@@ -175,15 +204,16 @@ class DramModel:
                 wc.responses.popleft()
             if data_valid and wc.data_ready:
                 cmd = wc.commands[0]
-                cmd[3] |= self._write(cmd[0], cmd[2], value, strb)
-                cmd[2] += 1
-                if cmd[2] == cmd[1]:
+                cmd.err |= self._write(cmd.addr, cmd.written, value, strb)
+                cmd.written += 1
+                if cmd.written == cmd.beats:
                     wc.commands.popleft()
-                    wc.responses.append([self.cycle + self._knobs.write_latency, cmd[3]])
+                    wc.responses.append(_WriteResponse(self.cycle + self._knobs.write_latency,
+                                                       cmd.err))
             if cmd_valid and wc.cmd_ready:
                 if beats == 0:
                     raise AssertionError(f"{wc.name}: write command with 0 beats at {addr:#x}")
-                wc.commands.append([addr, beats, 0, 0])
+                wc.commands.append(_WriteCommand(addr, beats))
                 self.log.append((wc.name, "write", addr, beats))
 
     async def run(self, ctx):
