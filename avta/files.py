@@ -13,15 +13,19 @@ rename, so a failure while writing any of them leaves every old file as it was. 
 follow in the order given, the file that names the others (NET.yaml) last; only the machine
 stopping in the microseconds between two renames could leave a mix, no error can.
 
+:func:`read_record` is the other side for caches: it reads back a JSON record and returns it
+only when it is whole and is the record of the key asked for.
+
 A ground module: it imports nothing of avta, so every layer may use it.
 """
 
+import json
 import os
 import secrets
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["write_atomic", "output_files"]
+__all__ = ["write_atomic", "output_files", "read_record"]
 
 
 def _temporary(path):
@@ -77,3 +81,20 @@ def write_atomic(path, data):
         else:
             tmp.write_bytes(data)
     return path
+
+
+def read_record(path, key, fields, *, optional=()):
+    """The JSON object cached at ``path`` for ``key``, or None when there is none or it is not
+    one: unreadable, not JSON, not an object, another ``key``, a field of ``fields`` (name →
+    type, or tuple of types) missing (unless in ``optional``), a field more, or one of the
+    wrong type. A cache that reads through it computes a damaged or foreign entry again and
+    never trusts it."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not set(fields) - set(optional) <= set(data) <= set(fields):
+        return None
+    if data.get("key") != key or not all(isinstance(data[k], fields[k]) for k in data):
+        return None
+    return data

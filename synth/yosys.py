@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from avta.files import write_atomic
+from avta.files import read_record, write_atomic
 from avta.sim.verilator import cache_root
 from avta.tools import find_tool
 
@@ -139,14 +139,10 @@ def read_cached(path, key):
     """The :class:`SynthResult` cached at ``path`` under ``key``, or None when there is none or
     it is not one (truncated, not JSON, another key, a field missing or of the wrong type): such
     an entry is synthesized again and overwritten, never trusted."""
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
     fields = {"config": str, "key": str, "cells": dict, "memories": list,
               "seconds": (int, float), "yosys": str}
-    if not isinstance(data, dict) or set(data) != set(fields) or data["key"] != key \
-            or not all(isinstance(data[k], t) for k, t in fields.items()) \
+    data = read_record(path, key, fields)
+    if data is None \
             or not all(isinstance(c, dict) and all(isinstance(n, int) for n in c.values())
                        for c in data["cells"].values()) \
             or not all(isinstance(m, dict) for m in data["memories"]):

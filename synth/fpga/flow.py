@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from avta.errors import UserError
-from avta.files import write_atomic
+from avta.files import read_record, write_atomic
 from avta.sim.verilator import cache_root
 from avta.tools import find_tool
 
@@ -193,17 +193,10 @@ def read_cached(path, key):
     """The :class:`FpgaResult` cached at ``path`` under ``key``, or None when there is none or
     it is not one (truncated, not JSON, another key, a field missing or of the wrong type): such
     an entry is run again and overwritten, never trusted."""
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
     types = {"key": str, "device": str, "seed": int, "stat": dict, "nextpnr": (dict, type(None)),
              "over": dict, "versions": dict, "seconds": dict, "memories": dict, "cells": dict}
-    optional = {"memories", "cells"}                 # fields older entries lack
-    if not isinstance(data, dict) or not set(types) - optional <= set(data) <= set(types) \
-            or data["key"] != key or not all(isinstance(data[k], types[k]) for k in data):
-        return None
-    return FpgaResult(**data, cached=True)
+    data = read_record(path, key, types, optional={"memories", "cells"})  # older entries lack them
+    return None if data is None else FpgaResult(**data, cached=True)
 
 
 def run_flow(rtlil, device, *, seed=1, cache=True, keep=None, bar=None):

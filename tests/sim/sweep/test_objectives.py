@@ -3,7 +3,6 @@ counts, the front over the chosen objectives, and its charts."""
 
 import json
 
-import numpy as np
 import pytest
 
 from avta.cli import main
@@ -13,21 +12,9 @@ from avta.sim.sweep.objectives import mark_front, parse_objectives
 
 
 @pytest.fixture(scope="module")
-def network(tmp_path_factory):
+def network(conv_dense_network):
     """A conv and a dense: a point runs in well under a second."""
-    from avta.runtime.net import GraphBuilder, save
-    from avta.runtime.ops.requant import Requant
-    rng = np.random.default_rng(3)
-    b = GraphBuilder("small")
-    x = b.input("x", (1, 8, 8, 8))
-    y = b.conv2d("conv", x, rng.integers(-20, 20, (16, 8, 3, 3), dtype=np.int8), pad=1,
-                 requant=Requant(shift=3, clip=(0, 127)))
-    y = b.global_avg_pool("gap", y, requant=Requant(shift=2, clip=(-128, 127)))
-    y = b.dense("fc", y, rng.integers(-30, 30, (10, 16), dtype=np.int8),
-                requant=Requant(shift=4, clip=(-128, 127)))
-    path = tmp_path_factory.mktemp("net") / "small.yaml"
-    save(b.build([y]), path)
-    return path
+    return conv_dense_network
 
 
 @pytest.mark.parametrize("text", ["latency", "latency,latency", "latency,speed",

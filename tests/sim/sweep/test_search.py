@@ -2,7 +2,6 @@
 most N points, through the sweep's cache; and the hypervolume that compares a front with the
 grid's."""
 
-import numpy as np
 import pytest
 
 from avta.cli import main
@@ -14,20 +13,9 @@ _VOLATILE = ("seconds", "cached", "pareto")
 
 
 @pytest.fixture(scope="module")
-def spec(tmp_path_factory):
+def spec(conv_dense_network):
     """18 tiny variants of a two-layer network (a conv and a dense), each well under a second."""
-    from avta.runtime.net import GraphBuilder, save
-    from avta.runtime.ops.requant import Requant
-    rng = np.random.default_rng(5)
-    b = GraphBuilder("two")
-    x = b.input("x", (1, 8, 8, 8))
-    y = b.conv2d("conv", x, rng.integers(-20, 20, (16, 8, 3, 3), dtype=np.int8), pad=1,
-                 requant=Requant(shift=3, clip=(0, 127)))
-    y = b.global_avg_pool("gap", y, requant=Requant(shift=2, clip=(-128, 127)))
-    y = b.dense("fc", y, rng.integers(-30, 30, (10, 16), dtype=np.int8),
-                requant=Requant(shift=4, clip=(-128, 127)))
-    path = tmp_path_factory.mktemp("net") / "two.yaml"
-    save(b.build([y]), path)
+    path = conv_dense_network
     text = (f"base: tiny\nvary:\n  LOG_BLOCK: [2, 3]\n  AXI_DATA_BITS: [64, 128, 256]\n"
             f"  LOG_ACC_BUFF_SIZE: [11, 12, 13]\nworkload: {path}\n")
     return parse_spec(text, source="spec.yaml")
