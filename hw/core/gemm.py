@@ -106,15 +106,10 @@ class Gemm(wiring.Component):
 
     Ports
     -----
-    start : In(1)
-        Begin executing ``insn`` (stable until ``done``).
-    abort : In(1)
-        The run has failed (docs/isa.md §3.5): abandon the remaining steps; ``done`` follows as
-        soon as the steps already issued have written.
+    start, abort, done : In(1), In(1), Out(1)
+        As :class:`~avta.hw.core.alu.Alu`'s: the instruction's handshake, its abandonment when
+        the run fails, and the pulse of its last ACC write.
     insn : In(layouts(cfg).gemm)
-    done : Out(1)
-        One-cycle pulse in the cycle of the last ACC write (or after ``start`` for a degenerate
-        loop); a following instruction that reads ACC is issued later and sees it.
     step : Out(1)
         A micro-op step was issued (GEMM_STEPS counter).
     acc_index, probing : Out
