@@ -1,7 +1,13 @@
 """What an import returns: the network and each requantizing layer's scale, with the table
 ``avta import`` prints of them."""
 
+import math
 from dataclasses import dataclass, field
+
+#: The largest error the nearest power of two makes of one multiplier: 2^±0.5, about ±41 %.
+#: Per-channel weights (one shift for every channel) and an add (two inputs' scales) can err
+#: beyond it; the report says which layers do.
+POWER_OF_TWO_BOUND = math.sqrt(2.0) - 1.0
 
 
 @dataclass
@@ -27,7 +33,20 @@ class Imported:
         lines.append(f"{exact} of {len(self.scales)} requantizations are powers of two, {fixed} "
                      f"fixed-point (SCL); the largest scale error on the device is "
                      f"{error_text(worst).lstrip('+')}")
+        beyond = self.beyond_bound()
+        if beyond:
+            lines.append(f"warning: {len(beyond)} layer(s) err beyond ±41 % on the device "
+                         f"({', '.join(s.node for s in beyond[:4])}"
+                         f"{', …' if len(beyond) > 4 else ''}: per-channel weights or an add "
+                         f"of differently scaled inputs); their outputs can be far from "
+                         f"onnxruntime's. Import with --fixed-point (a configuration with "
+                         f"ALU_SCALE: 1) or --host-requant for exact scales (docs/onnx.md)")
         return "\n".join(lines)
+
+    def beyond_bound(self):
+        """The device layers whose power-of-two scale errs beyond :data:`POWER_OF_TWO_BOUND`."""
+        return [s for s in self.scales if not s.on_host and s.fixed is None
+                and abs(s.error) > POWER_OF_TWO_BOUND + 1e-12]
 
 
 def error_text(error):

@@ -103,3 +103,20 @@ def test_one_model_input_feeds_every_device_input(onnx_kit):
         assert np.array_equal(big[:, :, 1:-1, 1:-1], small)
         assert (big[:, :, 0, :] == 5).all() and (big[:, :, :, -1] == 5).all()
     run_reference(graph, random_input(graph, seed=2))
+
+
+def test_layers_beyond_the_power_of_two_bound_are_named_in_a_warning(onnx_kit):
+    """Per-channel weights whose scales lie 7x apart share one shift: the far channel errs far
+    beyond ±41 %, and the report names the layer instead of letting it pass silently."""
+    rng = np.random.default_rng(6)
+    m = onnx_kit.QDQ((1, 4, 5, 5), SX, 0)
+    ws = np.array([SW, SW, SW * 7, SW * 7])
+    y = m.conv(m.x, _weights(rng, (4, 4, 1, 1)), ws, None, SY, 0)
+    imported = import_onnx(m.build(y))
+    (far,) = imported.beyond_bound()
+    assert abs(far.error) > 0.41
+    assert "warning: 1 layer(s) err beyond ±41 %" in imported.report()
+    assert "--fixed-point" in imported.report()
+    exact = onnx_kit.QDQ((1, 4, 5, 5), SX, 0)
+    y = exact.conv(exact.x, _weights(rng, (4, 4, 1, 1)), SW, None, SY, 0)
+    assert "warning" not in import_onnx(exact.build(y)).report()
