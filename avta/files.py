@@ -25,7 +25,7 @@ import secrets
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["write_atomic", "output_files", "read_record"]
+__all__ = ["write_atomic", "output_files", "read_record", "cache_root"]
 
 
 def _temporary(path):
@@ -81,6 +81,12 @@ def write_atomic(path, data):
         else:
             tmp.write_bytes(data)
     return path
+
+
+def cache_root():
+    """Where avta keeps what it computed once (Verilator builds, generated Verilog, synthesis
+    and place-and-route results, clocks): ``$AVTA_CACHE`` or ``~/.cache/avta``."""
+    return Path(os.environ.get("AVTA_CACHE", Path.home() / ".cache" / "avta"))
 
 
 def read_record(path, key, fields, *, optional=()):

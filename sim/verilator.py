@@ -12,6 +12,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from avta.files import cache_root  # noqa: F401  (the builds live in the one cache)
+
 __all__ = ["VerilatorError", "verilator_env", "verilator_version", "run_verilator", "lint",
            "cache_root"]
 
@@ -21,12 +23,6 @@ MIN_VERSION = (5, 36)
 
 class VerilatorError(RuntimeError):
     """Verilator is missing, too old, or failed; the message holds its output."""
-
-
-def cache_root():
-    """Where Verilator builds (tsim libraries, cocotb builds) are kept: ``$AVTA_CACHE`` or
-    ``~/.cache/avta``."""
-    return Path(os.environ.get("AVTA_CACHE", Path.home() / ".cache" / "avta"))
 
 
 def _wheel_root():

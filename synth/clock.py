@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from avta.isa.memories import scratchpads
-from avta.sim.verilator import cache_root
+from avta.files import cache_root
 
 __all__ = ["TimingModel", "LANE_POINTS", "LANE_HELD_OUT", "DESIGN_POINTS", "DESIGN_HELD_OUT",
            "fit", "errors", "Clock", "clock_of", "measured_clock", "record_measured",

@@ -8,7 +8,7 @@ flattened, so ``stat`` counts each module's own cells: Yosys's internal gates (`
 ``$_MUX_``, ``$_SDFFE_PP0P_``, ...), which :mod:`.cells` turns into area.
 
 Results are cached in ``<avta cache>/synth/<key>.json`` (the cache of the Verilator builds,
-:func:`avta.sim.verilator.cache_root`), the key hashing the RTLIL, the script and the Yosys
+:func:`avta.files.cache_root`), the key hashing the RTLIL, the script and the Yosys
 version: synthesis takes minutes, a cached result milliseconds.
 """
 
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from avta.files import read_record, write_atomic
-from avta.sim.verilator import cache_root
+from avta.files import cache_root
 from avta.tools import find_tool
 
 from .memories import plan_memories

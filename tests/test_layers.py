@@ -27,11 +27,11 @@ ALLOWED = {
     # timing model calibrated on them (avta.synth.clock).
     "avta.sim.energy": ("avta.isa", "avta.runtime", "avta.sim", "avta.floorplan", "avta.synth",
                         "avta.errors", "avta.version", "avta.progress", "avta.files"),
-    # Area from synthesis: the RTL through Yosys, memories as the floorplan's macros; the
-    # synthesis cache sits with the Verilator builds (avta.sim.verilator.cache_root); avta fpga
-    # shows its minutes-long runs' progress.
+    # Area from synthesis: the RTL through Yosys, memories as the floorplan's macros; results
+    # cached in the one cache (avta.files.cache_root); avta fpga shows its minutes-long runs'
+    # progress.
     "avta.synth": ("avta.isa", "avta.hw", "avta.floorplan", "avta.errors", "avta.version",
-                   "avta.sim.verilator", "avta.progress", "avta.files", "avta.tools"),
+                   "avta.progress", "avta.files", "avta.tools"),
     # The proofs wrap the RTL blocks; they need no simulator, runtime or floorplan.
     "avta.formal": ("avta.hw", "avta.isa", "avta.errors", "avta.version", "avta.progress",
                     "avta.files", "avta.tools"),

@@ -57,7 +57,7 @@ def tsim_gemm(cfg, *, shape=(64, 512, 256), with_cocotb=True):
     print(f"  tsim                {tsim_wall:.3f} s, {figures['tsim_cycles_per_second']:,.0f} "
           f"cycles/s (the run only)")
     if with_cocotb:
-        from avta.sim.verilator import cache_root
+        from avta.files import cache_root
         # cocotb's and Verilator's own lines go to a log, not between the figures.
         log = cache_root() / "logs" / f"bench-tsim-gemm-{cfg.name}.log"
         log.parent.mkdir(parents=True, exist_ok=True)

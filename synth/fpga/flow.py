@@ -27,7 +27,7 @@ from pathlib import Path
 
 from avta.errors import UserError
 from avta.files import read_record, write_atomic
-from avta.sim.verilator import cache_root
+from avta.files import cache_root
 from avta.tools import find_tool
 
 __all__ = ["FpgaResult", "run_flow", "yosys_script", "nextpnr_args", "ToolMissing",

@@ -14,7 +14,7 @@ from avta import cli
 from avta.floorplan.tech import load_technology
 from avta.isa.config import load_config
 from avta.synth.yosys import read_cached, synthesize
-from avta.sim.verilator import cache_root
+from avta.files import cache_root
 
 pytestmark = pytest.mark.yosys
 
