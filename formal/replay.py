@@ -114,9 +114,10 @@ def write_replay_test(result, check, cfg, faults, path):
     if result.cycle is not None:
         steps = steps[:result.cycle + 1]
     config = {"name": cfg.name, **cfg.to_dict()}
+    # The test names the faults by their plain names: a FaultName's repr is not Python source.
     text = _TEST.format(block=check.block, name=check.name, message=result.message,
                         cycle=result.cycle, file=Path(path).name, config=json.dumps(config),
-                        faults=sorted(faults), vcd=Path(result.vcd).name,
+                        faults=sorted(map(str, faults)), vcd=Path(result.vcd).name,
                         steps=json.dumps(steps),
                         ident=f"{check.block}_{check.name}".replace("-", "_"))
     Path(path).write_text(text)

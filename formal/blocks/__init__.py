@@ -4,6 +4,7 @@
 import importlib
 
 from avta.errors import UserError
+from avta.hw.core.faults import FaultName
 
 __all__ = ["BLOCKS", "CAUGHT_BY", "block_checks", "find_check"]
 
@@ -29,30 +30,30 @@ BLOCKS = {
 
 #: Planted fault (avta.hw.core.faults) → the (block, property) whose proof fails on it.
 CAUGHT_BY = {
-    "axi-valid-drop": ("read_engine", "ar"),
-    "axi-burst-4k": ("read_engine", "ar"),
-    "axi-wlast-early": ("write_engine", "w"),
-    "queue-accept-full": ("queue", "occupancy"),
-    "alu-op": ("alu", "ops"),
-    "alu-lane": ("alu", "ops"),
-    "token-wrap": ("tokens", "count"),
-    "vcr-b-early": ("vcr", "write"),
-    "vcr-r-drop": ("vcr", "read"),
-    "vcr-launch-busy": ("vcr", "regs"),
-    "decode-wrong-queue": ("fetch", "decode"),
-    "fetch-dup-store": ("fetch", "order"),
-    "stage-ignore-halt": ("stage_control", "halt"),
-    "ctrl-finish-early": ("stage_control", "ctrl"),
-    "loop-iter": ("loop_gen", "steps"),
-    "loop-offset": ("loop_gen", "offsets"),
-    "pad-row-width": ("pad_walker", "rows"),
-    "alu-imm-zext": ("alu", "operands"),
-    "gemm-product-sign": ("gemm", "pipe"),
-    "gemm-lane-last": ("gemm", "pipe"),
-    "axi-read-id-reuse": ("read_engine", "order"),
-    "compute-hazard-dst": ("compute", "overlap"),
-    "gemm-reset-sticky": ("compute", "fresh"),
-    "alu-no-forward": ("alu", "pipe"),
+    FaultName.AXI_VALID_DROP: ("read_engine", "ar"),
+    FaultName.AXI_BURST_4K: ("read_engine", "ar"),
+    FaultName.AXI_WLAST_EARLY: ("write_engine", "w"),
+    FaultName.QUEUE_ACCEPT_FULL: ("queue", "occupancy"),
+    FaultName.ALU_OP: ("alu", "ops"),
+    FaultName.ALU_LANE: ("alu", "ops"),
+    FaultName.TOKEN_WRAP: ("tokens", "count"),
+    FaultName.VCR_B_EARLY: ("vcr", "write"),
+    FaultName.VCR_R_DROP: ("vcr", "read"),
+    FaultName.VCR_LAUNCH_BUSY: ("vcr", "regs"),
+    FaultName.DECODE_WRONG_QUEUE: ("fetch", "decode"),
+    FaultName.FETCH_DUP_STORE: ("fetch", "order"),
+    FaultName.STAGE_IGNORE_HALT: ("stage_control", "halt"),
+    FaultName.CTRL_FINISH_EARLY: ("stage_control", "ctrl"),
+    FaultName.LOOP_ITER: ("loop_gen", "steps"),
+    FaultName.LOOP_OFFSET: ("loop_gen", "offsets"),
+    FaultName.PAD_ROW_WIDTH: ("pad_walker", "rows"),
+    FaultName.ALU_IMM_ZEXT: ("alu", "operands"),
+    FaultName.GEMM_PRODUCT_SIGN: ("gemm", "pipe"),
+    FaultName.GEMM_LANE_LAST: ("gemm", "pipe"),
+    FaultName.AXI_READ_ID_REUSE: ("read_engine", "order"),
+    FaultName.COMPUTE_HAZARD_DST: ("compute", "overlap"),
+    FaultName.GEMM_RESET_STICKY: ("compute", "fresh"),
+    FaultName.ALU_NO_FORWARD: ("alu", "pipe"),
 }
 
 

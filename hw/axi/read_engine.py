@@ -18,6 +18,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
+from ..core.faults import FaultName
 from ..mem_client import ADDR_BITS, ReadClientSignature, beat_count_bits
 from .signatures import PAGE_BYTES, AxiSignature, Burst, Resp, id_bits
 
@@ -102,7 +103,7 @@ class ReadEngine(wiring.Component):
         free_slot = Signal(range(self._slots))
         have_free = Signal()
         # Planted bug (avta.hw.core.faults), for testing the verification tools only.
-        reuse = "axi-read-id-reuse" in self._faults
+        reuse = FaultName.AXI_READ_ID_REUSE in self._faults
         for i in reversed(range(self._slots)):
             with m.If(~slot_busy[i] | (reuse and i == 0)):
                 m.d.comb += [free_slot.eq(i), have_free.eq(1)]
@@ -119,7 +120,7 @@ class ReadEngine(wiring.Component):
                          slot_due[free_slot].eq(cmd.p.beats)]
         # Planted bug (avta.hw.core.faults), for testing the verification tools only.
         burst = burst_beats(m, addr=addr, left=left, beat_bytes=beat_bytes,
-                            page_limit="axi-burst-4k" not in self._faults)
+                            page_limit=FaultName.AXI_BURST_4K not in self._faults)
 
         # The AR channel is a register loaded from the splitter, so its payload stays put while
         # ARVALID waits (AXI A3.2.1); it reloads on a handshake, so bursts go out one per cycle.
@@ -131,7 +132,7 @@ class ReadEngine(wiring.Component):
             axi.arcache.eq(CACHE_NORMAL),
         ]
         # Planted bug (avta.hw.core.faults), for testing the verification tools only.
-        dropped = ar_valid if "axi-valid-drop" in self._faults else ar_fire
+        dropped = ar_valid if FaultName.AXI_VALID_DROP in self._faults else ar_fire
         with m.If(dropped):
             m.d.sync += ar_valid.eq(0)
         with m.If(load_ar):

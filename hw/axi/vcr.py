@@ -30,6 +30,7 @@ from avta.isa.memories import BASE_KEYS
 from avta.isa.registers import COUNTER_NAMES, REGISTERS, Ctrl
 from avta.version import HW_VERSION
 
+from ..core.faults import FaultName
 from .signatures import AxiLiteSignature, Resp
 
 __all__ = ["ControlRegisters", "BASE_NAMES"]
@@ -111,7 +112,7 @@ class ControlRegisters(wiring.Component):
 
         m.d.sync += self.launch.eq(0)
         write_ready = aw_full & w_full
-        if "vcr-b-early" in self._faults:
+        if FaultName.VCR_B_EARLY in self._faults:
             # Planted bug (avta.hw.core.faults), for testing the verification tools only.
             write_ready = aw_full
         with m.If(write_ready & ~bus.bvalid):
@@ -121,7 +122,7 @@ class ControlRegisters(wiring.Component):
                 with m.Case(REGISTERS["CTRL"]):
                     launch = Ctrl.LAUNCH.position
                     idle = ~self.busy
-                    if "vcr-launch-busy" in self._faults:
+                    if FaultName.VCR_LAUNCH_BUSY in self._faults:
                         # Planted bug (avta.hw.core.faults), for testing the verification tools only.
                         idle = 1
                     m.d.sync += self.launch.eq(w_strb[launch // 8] & w_data[launch] & idle)
@@ -138,7 +139,7 @@ class ControlRegisters(wiring.Component):
         m.d.comb += bus.arready.eq(~bus.rvalid)
         with m.If(bus.rvalid & bus.rready):
             m.d.sync += bus.rvalid.eq(0)
-        if "vcr-r-drop" in self._faults:
+        if FaultName.VCR_R_DROP in self._faults:
             # Planted bug (avta.hw.core.faults), for testing the verification tools only.
             with m.If(bus.rvalid):
                 m.d.sync += bus.rvalid.eq(0)

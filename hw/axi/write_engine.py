@@ -13,6 +13,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
+from ..core.faults import FaultName
 from ..mem_client import ADDR_BITS, WriteClientSignature, beat_count_bits
 from .read_engine import CACHE_NORMAL, MAX_BURST_BEATS, burst_beats
 from .signatures import PAGE_BYTES, AxiSignature, Burst, Resp
@@ -87,7 +88,7 @@ class WriteEngine(wiring.Component):
         with m.If(aw_fire):
             m.d.sync += aw_valid.eq(0)
         aw_next = aw_addr + (aw_burst << log_beat)
-        if "vme-write-page" in self._faults:
+        if FaultName.VME_WRITE_PAGE in self._faults:
             # Planted bug (avta.hw.core.faults), for testing the verification tools only.
             page = exact_log2(PAGE_BYTES)
             aw_next = Cat(aw_next[:page], aw_addr[page:])
@@ -100,7 +101,7 @@ class WriteEngine(wiring.Component):
         w_burst = burst_beats(m, addr=w_addr, left=w_left, beat_bytes=beat_bytes)
         last = Signal()
         m.d.comb += last.eq(w_in_burst + 1 == w_burst)
-        if "axi-wlast-early" in self._faults:
+        if FaultName.AXI_WLAST_EARLY in self._faults:
             # Planted bug (avta.hw.core.faults), for testing the verification tools only.
             m.d.comb += last.eq((w_in_burst + 2 == w_burst) | (w_burst == 1))
         m.d.comb += [

@@ -32,6 +32,7 @@ from avta.isa.enums import AluOp
 from avta.isa.layout import layouts
 
 from .alu_lanes import AluLanes
+from .faults import FaultName
 from .loop_gen import LoopGen, instruction_control
 from .sram import geometry, read_signature, row_layout, write_signature
 
@@ -99,7 +100,7 @@ class Alu(wiring.Component):
         for name in ("uop_bgn", "uop_end", "iter_out", "iter_in", "dst_factor_out",
                      "dst_factor_in", "src_factor_out", "src_factor_in"):
             m.d.comb += getattr(loop, name).eq(getattr(insn, name))
-        if "alu-uop-bgn" in self._faults:
+        if FaultName.ALU_UOP_BGN in self._faults:
             # Planted bug (avta.hw.core.faults), for testing the verification tools only.
             m.d.comb += loop.uop_bgn.eq(insn.uop_bgn[:-1])
         m.d.comb += [loop.start.eq(self.start), loop.abort.eq(self.abort),
@@ -129,7 +130,7 @@ class Alu(wiring.Component):
 
         def forward(value, index):
             """``value`` as read before this cycle's write to ``index`` (if any) lands."""
-            if "alu-no-forward" in self._faults:
+            if FaultName.ALU_NO_FORWARD in self._faults:
                 # Planted bug (avta.hw.core.faults), for testing the verification tools only.
                 return value
             return Mux(wr.en.any() & (wr.addr == index), wr.data, value)
@@ -152,7 +153,7 @@ class Alu(wiring.Component):
 
         imm_row = Signal(row_layout(cfg, "acc"))
         imm = insn.imm.as_signed()
-        if "alu-imm-zext" in self._faults:
+        if FaultName.ALU_IMM_ZEXT in self._faults:
             # Planted bug (avta.hw.core.faults), for testing the verification tools only.
             imm = insn.imm.as_unsigned()
         for b in range(cfg.batch):
@@ -169,7 +170,7 @@ class Alu(wiring.Component):
         a_hit3, b_hit3 = Signal(), Signal()
         src_hit = v3 & (dst3 == src2)
         dst_hit = v3 & (dst3 == dst2)
-        if "alu-no-forward" in self._faults:
+        if FaultName.ALU_NO_FORWARD in self._faults:
             # Planted bug (avta.hw.core.faults), for testing the verification tools only.
             src_hit = dst_hit = Const(0, 1)
         m.d.sync += [v3.eq(v2), last3.eq(last2), dst3.eq(dst2),

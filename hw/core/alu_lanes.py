@@ -6,6 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from avta.isa.enums import AluOp
 
+from .faults import FaultName
 from .sram import row_layout
 
 __all__ = ["AluLanes"]
@@ -45,7 +46,7 @@ class AluLanes(wiring.Component):
                  for r in range(cfg.batch) for o in range(cfg.block_out)]
         with m.Switch(self.op):
             with m.Case(AluOp.MIN):
-                if "alu-op" in self._faults:
+                if FaultName.ALU_OP in self._faults:
                     # Planted bug (avta.hw.core.faults), for testing the verification tools only.
                     m.d.comb += [y.eq(Mux(a.as_unsigned() < b.as_unsigned(), a, b))
                                  for a, b, y in lanes]
@@ -55,7 +56,7 @@ class AluLanes(wiring.Component):
                 m.d.comb += [y.eq(Mux(a > b, a, b)) for a, b, y in lanes]
             with m.Case(AluOp.ADD):
                 m.d.comb += [y.eq(a + b) for a, b, y in lanes]
-                if "alu-lane" in self._faults and cfg.block_out > 1:
+                if FaultName.ALU_LANE in self._faults and cfg.block_out > 1:
                     # Planted bug (avta.hw.core.faults), for testing the verification tools only.
                     for r in range(cfg.batch):
                         m.d.comb += self.out[r][1].eq(self.a[r][1] + self.b[r][0])

@@ -34,6 +34,7 @@ from avta.isa.layout import layouts
 
 from ..mem_client import ADDR_BITS
 from .alu import Alu
+from .faults import FaultName
 from .gemm import Gemm
 from .sram import SCRATCHPADS, geometry, read_signature, write_signature
 from .tensor_load import COMPUTE_STAGE_TYPES, TensorLoad, count_layout
@@ -186,7 +187,7 @@ class Compute(wiring.Component):
         bank = gemm.acc_index[bank_bits:]
         clash = ~known | ~bounded
         for op, (lo, hi) in ranges.items():
-            if op == "dst" and "compute-hazard-dst" in self._faults:
+            if op == "dst" and FaultName.COMPUTE_HAZARD_DST in self._faults:
                 # Planted bug (avta.hw.core.faults), for testing the verification tools only.
                 continue
             clash |= (bank >= lo[bank_bits:]) & (bank <= hi[bank_bits:])

@@ -35,7 +35,7 @@ from avta.isa.registers import COUNTER_NAMES
 
 from ..mem_client import ADDR_BITS, WriteClientSignature
 from .compute import Compute, connect_scratchpads
-from .faults import check_faults
+from .faults import FaultName, check_faults
 from .fetch import Fetch
 from .queue import INDEX_BITS, InsnQueue
 from .sram import SCRATCHPADS, scratchpad_ports
@@ -282,7 +282,7 @@ class Core(wiring.Component):
                                          | ((finished | failed) & fetch.checked))):
             run.d.sync += [running.eq(0), self.finish.eq(~failed & ~decode_failed),
                            self.error.eq(failed | decode_failed)]
-        if "ctrl-finish-early" in self._faults:
+        if FaultName.CTRL_FINISH_EARLY in self._faults:
             # Planted bug (avta.hw.core.faults), for testing the verification tools only.
             with run.If(compute.done & compute.finish):
                 run.d.sync += self.finish.eq(1)

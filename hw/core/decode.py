@@ -16,6 +16,8 @@ from avta.isa.layout import layouts
 from avta.isa.legality import alu_ops
 from avta.isa.memories import LOADABLE, stage_types
 
+from .faults import FaultName
+
 __all__ = ["InsnDecode"]
 
 
@@ -60,7 +62,7 @@ class InsnDecode(wiring.Component):
         is_alu = opcode == Opcode.ALU
         is_finish = opcode == Opcode.FINISH
         load_stage = is_load & _one_of(mtype, stage_types(Stage.LOAD))
-        if "decode-wrong-queue" in self._faults:
+        if FaultName.DECODE_WRONG_QUEUE in self._faults:
             # Planted bug (avta.hw.core.faults), for testing the verification tools only.
             load_stage = is_load & _one_of(mtype, stage_types(Stage.LOAD) + (MemType.UOP,))
 

@@ -27,7 +27,7 @@ from avta.isa.enums import ErrorCode, Stage
 
 from ..mem_client import ADDR_BITS, ReadClientSignature
 from .decode import InsnDecode
-from .faults import FAULT_PAGE_BYTES
+from .faults import FAULT_PAGE_BYTES, FaultName
 from .queue import INDEX_BITS, entry_layout
 from .row_writer import RowWriter
 
@@ -132,7 +132,7 @@ class Fetch(wiring.Component):
             cmd.payload.tag.count.eq(n),
         ]
         next_addr = fetch_addr + (n << _LOG_INSN_BYTES)
-        if "fetch-page" in self._faults:
+        if FaultName.FETCH_PAGE in self._faults:
             # Planted bug (avta.hw.core.faults), for testing the verification tools only.
             page = exact_log2(FAULT_PAGE_BYTES)
             next_addr = Cat(next_addr[:page], fetch_addr[page:])
@@ -184,7 +184,7 @@ class Fetch(wiring.Component):
                          port.valid.eq(d_valid & ~bad & ~self.scan & ~stopped
                                        & (decode.stage == stage))]
             taken = port.valid & port.ready
-            if stage == Stage.STORE and "fetch-dup-store" in self._faults:
+            if stage == Stage.STORE and FaultName.FETCH_DUP_STORE in self._faults:
                 # Planted bug (avta.hw.core.faults), for testing the verification tools only.
                 taken = 0
             with m.If(taken):

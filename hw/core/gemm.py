@@ -36,7 +36,7 @@ from amaranth.lib.wiring import In, Out
 
 from avta.isa.layout import layouts
 
-from .faults import FAULT_UOP_ROW
+from .faults import FAULT_UOP_ROW, FaultName
 from .loop_gen import LoopGen, instruction_control
 from .sram import geometry, read_signature, row_layout, write_signature
 
@@ -170,7 +170,7 @@ class Gemm(wiring.Component):
         uop = data.View(layouts(cfg).uop, self.uop_rd.data)
         acc_idx1 = Signal(geo["acc"].addr_bits)
         acc_index = uop.dst_idx + off1["dst"]
-        if "gemm-acc-index" in self._faults:
+        if FaultName.GEMM_ACC_INDEX in self._faults:
             # Planted bug (avta.hw.core.faults), for testing the verification tools only.
             uop1 = Signal.like(loop.uop)
             with m.If(~stall):
@@ -215,17 +215,17 @@ class Gemm(wiring.Component):
         for b in range(cfg.batch):
             for o in range(cfg.block_out):
                 products = [inp[b][k] * wgt[o][k] for k in range(cfg.block_in)]
-                if "gemm-product-sign" in self._faults:
+                if FaultName.GEMM_PRODUCT_SIGN in self._faults:
                     # Planted bug (avta.hw.core.faults), for testing the verification tools only.
                     products[0] = -products[0]
-                if ("gemm-lane-last" in self._faults and b == cfg.batch - 1
+                if (FaultName.GEMM_LANE_LAST in self._faults and b == cfg.batch - 1
                         and o == cfg.block_out - 1):
                     # Planted bug (avta.hw.core.faults), for testing the verification tools only.
                     products[-1] = -products[-1]
                 m.d.sync += dot_w[b][o].eq(dot_pipeline(m, products, stages, name=f"dot{b}_{o}"))
         result = Signal(row_layout(cfg, "acc"))
         reset = insn.reset
-        if "gemm-reset-sticky" in self._faults:
+        if FaultName.GEMM_RESET_STICKY in self._faults:
             # Planted bug (avta.hw.core.faults), for testing the verification tools only.
             sticky = Signal()
             with m.If(self.start & insn.reset):

@@ -13,7 +13,7 @@ from amaranth.lib.wiring import In, Out
 
 from avta.isa import formats
 
-from .faults import FAULT_LOOP_BITS
+from .faults import FAULT_LOOP_BITS, FaultName
 
 __all__ = ["LoopGen", "instruction_control"]
 
@@ -84,7 +84,7 @@ class LoopGen(wiring.Component):
         end_uop = u + 1 == self.uop_end
         end_in = i_in + 1 == self.iter_in
         end_out = i_out + 1 == self.iter_out
-        if "loop-iter" in self._faults:
+        if FaultName.LOOP_ITER in self._faults:
             # Planted bug (avta.hw.core.faults), for testing the verification tools only.
             end_in = (i_in + 1)[:FAULT_LOOP_BITS] == self.iter_in[:FAULT_LOOP_BITS]
             end_out = (i_out + 1)[:FAULT_LOOP_BITS] == self.iter_out[:FAULT_LOOP_BITS]
@@ -110,7 +110,7 @@ class LoopGen(wiring.Component):
                 for op in _OPERANDS:
                     step = getattr(self, f"{op}_factor_out")
                     restart = outer[op]
-                    if "loop-offset" in self._faults:
+                    if FaultName.LOOP_OFFSET in self._faults:
                         # Planted bug (avta.hw.core.faults), for testing the verification
                         # tools only.
                         restart = getattr(self, op)

@@ -21,6 +21,8 @@ from amaranth.lib.wiring import In, Out
 
 from avta.isa import formats
 
+from .faults import FaultName
+
 __all__ = ["PadWalker"]
 
 
@@ -76,7 +78,7 @@ class PadWalker(wiring.Component):
         y_pad_1 = Signal(formats.PAD_BITS)
         y_size = Signal(formats.SIZE_BITS)
         step = self.x_pad_0 + self.x_size + self.x_pad_1
-        if "pad-row-width" in self._faults:
+        if FaultName.PAD_ROW_WIDTH in self._faults:
             # Planted bug (avta.hw.core.faults), for testing the verification tools only.
             step = self.x_pad_0 + self.x_size
         with m.If(self.start):

@@ -10,6 +10,8 @@ from amaranth.lib.wiring import In, Out
 
 from avta.isa.layout import layouts
 
+from .faults import FaultName
+
 __all__ = ["INDEX_BITS", "entry_layout", "InsnQueue"]
 
 #: Instruction indices are 32 bits, like INSN_COUNT and ERR_INSN (docs/architecture.md registers).
@@ -58,7 +60,7 @@ class InsnQueue(wiring.Component):
             q.w_data.eq(self.w.payload), q.w_en.eq(self.w.valid), self.w.ready.eq(q.w_rdy),
             self.r.payload.eq(q.r_data), self.r.valid.eq(q.r_rdy), q.r_en.eq(self.r.ready),
         ]
-        if "queue-accept-full" in self._faults:
+        if FaultName.QUEUE_ACCEPT_FULL in self._faults:
             # Planted bug (avta.hw.core.faults), for testing the verification tools only.
             m.d.comb += self.w.ready.eq(1)
         return m

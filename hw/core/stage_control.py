@@ -20,6 +20,7 @@ from amaranth.lib.wiring import In, Out
 
 from avta.isa.enums import ErrorCode
 
+from .faults import FaultName
 from .queue import INDEX_BITS, entry_layout
 
 __all__ = ["StageControl"]
@@ -115,7 +116,7 @@ class StageControl(wiring.Component):
             m.d.comb += self.retire_index.eq(index)
 
         halt = self.halt
-        if "stage-ignore-halt" in self._faults:
+        if FaultName.STAGE_IGNORE_HALT in self._faults:
             # Planted bug (avta.hw.core.faults), for testing the verification tools only.
             halt = Const(0, 1)
         with m.FSM(name="stage"):

@@ -25,7 +25,7 @@ from avta.isa.memories import LOADABLE, elem_bytes, memory, stage_types
 from avta.isa.layout import layouts
 
 from ..mem_client import ADDR_BITS, ReadClientSignature, beat_count_bits
-from .faults import FAULT_STRIDE_BITS
+from .faults import FAULT_STRIDE_BITS, FaultName
 from .pad_walker import PadWalker
 from .row_writer import RowWriter, ones
 from .sram import geometry, write_signature
@@ -136,7 +136,7 @@ class TensorLoad(wiring.Component):
         start_log_elem = Signal(range(32))
         for t in self._types:
             base_port = _base_port(cfg, t)
-            if "wgt-base" in self._faults and t == MemType.WGT and "inp_base" in self._bases:
+            if FaultName.WGT_BASE in self._faults and t == MemType.WGT and "inp_base" in self._bases:
                 # Planted bug (avta.hw.core.faults), for testing the verification tools only.
                 base_port = "inp_base"
             with m.If(insn.memory_type == t):
@@ -145,7 +145,7 @@ class TensorLoad(wiring.Component):
             with m.If(self.start & (insn.memory_type == t)):
                 m.d.sync += narrow.eq(elem_bytes(cfg, t) >= bus)
         stride = insn.x_stride
-        if "load-stride" in self._faults:
+        if FaultName.LOAD_STRIDE in self._faults:
             # Planted bug (avta.hw.core.faults), for testing the verification tools only.
             stride = insn.x_stride[:FAULT_STRIDE_BITS]
         with m.If(self.start):

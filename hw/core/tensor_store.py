@@ -24,7 +24,7 @@ from avta.isa.enums import MemType
 from avta.isa.layout import layouts
 
 from ..mem_client import ADDR_BITS, WriteClientSignature
-from .faults import FAULT_STORE_ROWS
+from .faults import FAULT_STORE_ROWS, FaultName
 from .sram import geometry, read_signature
 from .tensor_load import count_layout
 
@@ -92,7 +92,7 @@ class TensorStore(wiring.Component):
 
         def next_row(addr, y):
             """The DRAM address of the row after row ``y``, which is at ``addr``."""
-            if "store-rows" in self._faults:
+            if FaultName.STORE_ROWS in self._faults:
                 # Planted bug (avta.hw.core.faults), for testing the verification tools only.
                 wrap = y[:exact_log2(FAULT_STORE_ROWS)] == FAULT_STORE_ROWS - 1
                 return Mux(wrap, first_addr, addr + stride_bytes)

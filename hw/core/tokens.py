@@ -4,7 +4,7 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .faults import FAULT_TOKEN_BITS
+from .faults import FAULT_TOKEN_BITS, FaultName
 
 __all__ = ["TokenCounter"]
 
@@ -43,7 +43,7 @@ class TokenCounter(wiring.Component):
             self.overflow.eq(self.push & full & ~self.pop),
         ]
         incremented = self.count + 1
-        if "token-wrap" in self._faults:
+        if FaultName.TOKEN_WRAP in self._faults:
             # Planted bug (avta.hw.core.faults), for testing the verification tools only.
             incremented = incremented[:FAULT_TOKEN_BITS]
         with m.If(self.push & ~self.pop & ~full):

@@ -53,7 +53,8 @@ def main(argv=None):
     parser.add_argument("--config", default="tiny")
     parser.add_argument("-n", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--fault", action="append", choices=sorted(FAULTS))
+    # Plain names, so that the usage and an unknown name's error list them as the user types them.
+    parser.add_argument("--fault", action="append", choices=sorted(map(str, FAULTS)))
     args = parser.parse_args(argv)
     cfg = load_config(args.config)
     rows = detection_table(cfg, args.n, seed=args.seed, faults=args.fault,

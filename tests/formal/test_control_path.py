@@ -7,6 +7,7 @@ import pytest
 
 from avta.formal.blocks import find_check
 from avta.formal.runner import run_check
+from avta.hw.core.faults import FaultName
 from avta.isa.config import load_config
 
 TINY = load_config("tiny")
@@ -39,7 +40,7 @@ def test_fetch_order_proven_by_induction(tmp_path):
 
 def test_duplicated_store_fails_the_order_in_the_base_case(tmp_path):
     # The proof's depth (10) reaches the duplicate at cycle 6: a counterexample, not "bounded".
-    result = _run("fetch", "order", tmp_path, faults={"fetch-dup-store"})
+    result = _run("fetch", "order", tmp_path, faults={FaultName.FETCH_DUP_STORE})
     assert result.status == "failed" and result.cycle == 6
 
 

@@ -18,7 +18,7 @@ from avta.formal.cli import format_table
 from avta.formal.harness import Check, Harness
 from avta.formal.replay import read_inputs
 from avta.formal.runner import run_check
-from avta.hw.core.faults import ALL_FAULTS, PROTOCOL_FAULTS
+from avta.hw.core.faults import ALL_FAULTS, PROTOCOL_FAULTS, FaultName
 from avta.isa.config import load_config
 
 TINY = load_config("tiny")
@@ -44,14 +44,14 @@ def test_read_arbiter_routes_beats_proven(tmp_path):
 
 def test_planted_token_wrap_fails_with_a_replayable_counterexample(tmp_path):
     from avta.formal.replay import write_replay_test
-    check, result = _run(load_config("tight"), "tokens", "count", tmp_path, {"token-wrap"})
+    check, result = _run(load_config("tight"), "tokens", "count", tmp_path, {FaultName.TOKEN_WRAP})
     # (The messages name the cause of a failure: a tool error says which log to read.)
     assert result.status == "failed", result.message
     # 4 pushes wrap a 2-bit count: the 3-bit and wider counters differ from the model at cycle 4.
     assert result.cycle == 4 and "tokens.py" in result.assertion, result.message
     steps = read_inputs(result.vcd, result.inputs)
     assert len(steps) >= 5 and set(steps[0]) == set(result.inputs)
-    test_file = write_replay_test(result, check, load_config("tight"), {"token-wrap"},
+    test_file = write_replay_test(result, check, load_config("tight"), {FaultName.TOKEN_WRAP},
                                   tmp_path / "test_replay_tokens.py")
     # The replay runs as a user would run it, in a pytest of its own; options given to this
     # pytest through the environment are not its.
@@ -64,13 +64,13 @@ def test_planted_token_wrap_fails_with_a_replayable_counterexample(tmp_path):
 
 #: Faults whose property takes more than a few seconds to fail (the solver's first steps
 #: through the unit's pipeline or the pad walker's multiplications): behind -m slow.
-SLOW_FAULTS = {"pad-row-width", "alu-imm-zext", "gemm-product-sign", "compute-hazard-dst",
-               "gemm-reset-sticky"}
+SLOW_FAULTS = {FaultName.PAD_ROW_WIDTH, FaultName.ALU_IMM_ZEXT, FaultName.GEMM_PRODUCT_SIGN,
+               FaultName.COMPUTE_HAZARD_DST, FaultName.GEMM_RESET_STICKY}
 
 
 @pytest.mark.parametrize("fault", [
     pytest.param(f, marks=pytest.mark.slow) if f in SLOW_FAULTS else f
-    for f in sorted(set(PROTOCOL_FAULTS) | {"loop-iter"})])
+    for f in sorted(set(PROTOCOL_FAULTS) | {FaultName.LOOP_ITER})])
 def test_each_protocol_fault_fails_its_property(tmp_path, fault):
     block, name = CAUGHT_BY[fault]
     _, result = _run(TINY, block, name, tmp_path, {fault}, timeout=300)
@@ -183,7 +183,8 @@ def test_alu_forwarding_with_two_acc_read_ports(tmp_path):
     _, result = _run(tight, "alu", "pipe", tmp_path, timeout=900)
     assert result.status == "bounded", result.message
     assert result.covers_reached == result.covers_total == 3
-    _, result = _run(tight, "alu", "pipe", tmp_path / "fault", {"alu-no-forward"}, timeout=900)
+    _, result = _run(tight, "alu", "pipe", tmp_path / "fault", {FaultName.ALU_NO_FORWARD},
+                     timeout=900)
     assert result.status == "failed" and "alu.py" in result.assertion
 
 

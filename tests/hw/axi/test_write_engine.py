@@ -7,6 +7,7 @@ import pytest
 
 from avta.hw.axi.signatures import PAGE_BYTES, Resp
 from avta.hw.axi.write_engine import WriteEngine
+from avta.hw.core.faults import FaultName
 from avta.sim.amaranth.testbench import run_sim, stream_get, stream_put
 
 DATA_BITS = 64
@@ -87,7 +88,7 @@ def test_a_command_across_a_page_is_split_there():
 
 
 def test_planted_fault_sends_the_second_part_to_the_old_page():
-    bursts, memory = _write(*ACROSS, faults={"vme-write-page"})
+    bursts, memory = _write(*ACROSS, faults={FaultName.VME_WRITE_PAGE})
     assert bursts == [(PAGE_BYTES - 2 * BEAT, 2), (0, 2)]
     assert memory != _expected(*ACROSS)
     assert memory[:2 * BEAT] == _payload(4)[2 * BEAT:]
@@ -97,7 +98,7 @@ def test_planted_fault_sends_the_second_part_to_the_old_page():
                          [(*UP_TO, [4]), (PAGE_BYTES + 3 * BEAT, 300, [256, 44])],
                          ids=["ends-on-the-page", "longer-than-a-burst"])
 def test_planted_fault_hides_when_no_command_crosses_a_page(addr, beats, split):
-    bursts, memory = _write(addr, beats, faults={"vme-write-page"})
+    bursts, memory = _write(addr, beats, faults={FaultName.VME_WRITE_PAGE})
     assert bursts == [(addr + sum(split[:i]) * BEAT, n) for i, n in enumerate(split)]
     assert memory == _expected(addr, beats)
 

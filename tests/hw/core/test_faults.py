@@ -11,13 +11,16 @@ tsim (one Verilator build per fault).
 """
 
 import functools
+import json
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from avta.hw.core.faults import (FAULT_LOOP_BITS, FAULT_PAGE_BYTES, FAULT_STORE_ROWS,
-                                 FAULT_STRIDE_BITS, FAULT_TOKEN_BITS, FAULTS, Fault,
-                                 check_faults, fault_table)
+                                 FAULT_STRIDE_BITS, FAULT_TOKEN_BITS, FAULTS, ALL_FAULTS, Fault,
+                                 FaultName, check_faults, fault_table)
 from avta.sim.amaranth.core_run import run_core
 from avta.isa.config import load_config
 from avta.isa.encoding import codec
@@ -37,6 +40,8 @@ UOP_AT, INP_AT, WGT_AT, ACC_AT, OUT_AT = 0x2000, 0x3000, 0x3800, 0x4000, 0x6000
 #: Cycles the core gets: every program here ends in a few hundred; a faulty one may deadlock.
 CORE_CYCLES = 5_000
 TSIM_CYCLES = 200_000
+#: The RTL's sources (avta.hw).
+HW = Path(__file__).resolve().parents[3] / "hw"
 
 
 def _elem(addr, mtype):
@@ -163,11 +168,12 @@ def vme_write_page(corner):
     return _image(_through_store(_load_acc(4), rows=4, store_insn=st)), None
 
 
-PROGRAMS = {"fetch-page": fetch_page, "load-stride": load_stride, "store-rows": store_rows,
-            "token-wrap": token_wrap, "alu-uop-bgn": alu_uop_bgn, "loop-iter": loop_iter,
-            "wgt-base": wgt_base, "vme-write-page": vme_write_page}
+PROGRAMS = {FaultName.FETCH_PAGE: fetch_page, FaultName.LOAD_STRIDE: load_stride,
+            FaultName.STORE_ROWS: store_rows, FaultName.TOKEN_WRAP: token_wrap,
+            FaultName.ALU_UOP_BGN: alu_uop_bgn, FaultName.LOOP_ITER: loop_iter,
+            FaultName.WGT_BASE: wgt_base, FaultName.VME_WRITE_PAGE: vme_write_page}
 #: Faults the core alone (no memory engine) cannot show.
-NOT_IN_CORE = {"vme-write-page"}
+NOT_IN_CORE = {FaultName.VME_WRITE_PAGE}
 
 
 # -- targets ------------------------------------------------------------------------------------
@@ -234,7 +240,7 @@ def test_fault_shows_in_its_corner_only(fault, target):
 
 def test_token_wrap_loses_tokens_silently():
     """The token fault loses tokens instead of raising error 7: the run never finishes."""
-    _, found = differences("core", {"token-wrap"}, *token_wrap(True))
+    _, found = differences("core", {FaultName.TOKEN_WRAP}, *token_wrap(True))
     assert found and found[0].endswith("core ended ('timeout', None, None)"), found
 
 
@@ -242,7 +248,7 @@ def test_token_wrap_hides_behind_a_narrow_counter():
     """With TOKEN_BITS = 2 the counter is full at 3 and never counts to 4: the fault changes
     nothing (the fourth push is error 7 on both)."""
     narrow = CFG.replace(token_bits=FAULT_TOKEN_BITS)
-    want, found = differences("core", {"token-wrap"}, *token_wrap(True), cfg=narrow)
+    want, found = differences("core", {FaultName.TOKEN_WRAP}, *token_wrap(True), cfg=narrow)
     assert (want.status, want.error_code) == ("error", 7)
     assert found == []
 
@@ -250,7 +256,7 @@ def test_token_wrap_hides_behind_a_narrow_counter():
 def test_every_fault_has_a_directed_program():
     """Each fault planted in this PR has its program above; the two older ones are tested by the
     trace diff (tests/sim/trace/test_trace_faults.py)."""
-    assert set(PROGRAMS) | {"alu-lane", "gemm-acc-index"} == set(FAULTS)
+    assert set(PROGRAMS) | {FaultName.ALU_LANE, FaultName.GEMM_ACC_INDEX} == set(FAULTS)
 
 
 def test_the_table():
@@ -263,3 +269,25 @@ def test_the_table():
     with pytest.raises(ValueError, match="unknown fault.*known: alu-lane"):
         check_faults({"no-such-bug"})
 
+
+
+def test_faults_are_named_by_members():
+    """A fault is named by a :class:`FaultName` member, so a misspelt name fails where it is
+    written; the command line and JSON still take and give the plain names."""
+    with pytest.raises(AttributeError):
+        FaultName.ALU_LNAE
+    assert set(FaultName) == set(ALL_FAULTS)
+    assert all(isinstance(name, FaultName) for name in ALL_FAULTS)
+    planted = check_faults(["load-stride", FaultName.ALU_LANE])
+    assert planted == {FaultName.LOAD_STRIDE, FaultName.ALU_LANE}
+    assert all(isinstance(name, FaultName) for name in planted)
+    assert json.dumps(sorted(planted)) == '["alu-lane", "load-stride"]'
+    assert f"{FaultName.LOAD_STRIDE}" == "load-stride"
+
+
+def test_the_rtl_names_no_fault_by_a_string():
+    """No ``"name" in self._faults`` is left in the RTL: a literal could be misspelt silently."""
+    literal = re.compile(r"""["'][a-z0-9-]+["']\s+(not\s+)?in\s+(self\.)?_?faults\b""")
+    found = [f"{path.relative_to(HW)}:{n}" for path in sorted(HW.rglob("*.py"))
+             for n, line in enumerate(path.read_text().splitlines(), 1) if literal.search(line)]
+    assert not found

@@ -10,6 +10,7 @@ import json
 import pytest
 
 from avta.cli import main
+from avta.hw.core.faults import FaultName
 from avta.isa.config import load_config
 from avta.sim.fuzz.coverage import ISA_FEATURES
 from avta.sim.fuzz.runner import fuzz
@@ -47,7 +48,7 @@ def test_long_campaign(tmp_path, config, count):
 
 def test_a_planted_bug_is_caught_shrunk_and_saved_for_replay(tmp_path):
     summary = fuzz(load_config("tiny"), 10, seed=0, out_dir=tmp_path,
-                   faults={"gemm-acc-index"})
+                   faults={FaultName.GEMM_ACC_INDEX})
     assert not summary.ok
     failure = summary.failures[0]
     assert failure.folder.parent == tmp_path

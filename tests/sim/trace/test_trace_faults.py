@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from avta.cli import main
-from avta.hw.core.faults import FAULT_UOP_ROW, FAULTS, check_faults
+from avta.hw.core.faults import FAULT_UOP_ROW, FAULTS, FaultName, check_faults
 from avta.isa.config import load_config
 from avta.isa.enums import AluOp, MemType, Stage
 from avta.runtime.device import Device
@@ -52,7 +52,7 @@ def _index_of(program, predicate):
 
 
 def test_alu_lane_fault_found_at_the_add_and_its_row(tmp_path, capsys):
-    dev = _faulty_device(tmp_path, "alu-lane")
+    dev = _faulty_device(tmp_path, FaultName.ALU_LANE)
     rng = np.random.default_rng(1)
     acc = _acc_rows(dev, rng, 16)
     out = dev.alloc(16 * CFG.out_elem_bytes, mem=MemType.OUT).elem(CFG, MemType.OUT)
@@ -85,7 +85,7 @@ def test_alu_lane_fault_found_at_the_add_and_its_row(tmp_path, capsys):
 
 
 def test_gemm_acc_index_fault_found_at_the_gemm_and_the_row_it_missed(tmp_path, capsys):
-    dev = _faulty_device(tmp_path, "gemm-acc-index")
+    dev = _faulty_device(tmp_path, FaultName.GEMM_ACC_INDEX)
     rng = np.random.default_rng(2)
     acc = _acc_rows(dev, rng, 16)
     inp = dev.upload(rng.integers(-20, 20, (8, CFG.batch, CFG.block_in), dtype=np.int8),
@@ -146,4 +146,4 @@ def test_a_correct_design_matches(tmp_path, capsys):
 def test_unknown_fault_is_refused():
     with pytest.raises(ValueError, match="unknown fault"):
         check_faults({"no-such-bug"})
-    assert {"alu-lane", "gemm-acc-index"} <= set(FAULTS)
+    assert {FaultName.ALU_LANE, FaultName.GEMM_ACC_INDEX} <= set(FAULTS)
