@@ -254,7 +254,7 @@ def test_token_wrap_hides_behind_a_narrow_counter():
 
 
 def test_every_fault_has_a_directed_program():
-    """Each fault planted in this PR has its program above; the two older ones are tested by the
+    """Each fault but the two oldest has its program above; those two are tested by the
     trace diff (tests/sim/trace/test_trace_faults.py)."""
     assert set(PROGRAMS) | {FaultName.ALU_LANE, FaultName.GEMM_ACC_INDEX} == set(FAULTS)
 
