@@ -16,13 +16,16 @@ __all__ = ["FETCH_LATENCY", "INSN_OVERHEAD", "LOAD_LATENCY", "STORE_ROW_OVERHEAD
            "compute_cycles"]
 
 #: Cycles from launch until the first instruction can start in its stage (fetching it from DRAM
-#: and decoding it; every layer's compute stage idles 9-10 cycles on tsim, default and huge).
-FETCH_LATENCY = 10
+#: and decoding it; every layer's compute stage idled 9-10 cycles on tsim, default and huge,
+#: before the memory engine's registers on read commands and beats and the queues' head
+#: register, which add a cycle each: docs/architecture.md, timing on an FPGA).
+FETCH_LATENCY = 13
 #: Cycles of every LOAD and STORE besides its rows (decoding it, starting the walk); a LOAD or
 #: STORE of no rows (tokens only) costs just this.
 INSN_OVERHEAD = 2
-#: A LOAD's wait for its first beat (the median of the weight loads on default and huge).
-LOAD_LATENCY = 4
+#: A LOAD's wait for its first beat (the median of the weight loads on default and huge, 4, and
+#: a cycle each for the memory engine's registers on read commands and beats; 6 on tiny).
+LOAD_LATENCY = 6
 #: A STORE's cycles per DRAM row besides the row's beats (its write burst's address and
 #: response; 6 on default and huge).
 STORE_ROW_OVERHEAD = 6

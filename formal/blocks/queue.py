@@ -8,7 +8,8 @@ reader may raise ``valid``/``ready`` in any cycle.
 ``occupancy``
     The entries accepted minus those taken never exceed the depth (no write is lost to a full
     queue: overflow) and ``r.valid`` only with an entry inside (underflow). Proven by
-    k-induction: the count is the FIFO's own ``level`` (``InsnQueue.fifo``, read-only).
+    k-induction: the count is the FIFO's own ``level`` (``InsnQueue.fifo``, read-only) plus the
+    head register's entry.
 ``fifo``
     First in, first out: track one arbitrary write (the solver picks which); the read with the
     same rank returns its entry unchanged.
@@ -51,8 +52,14 @@ class QueueHarness(Harness):
         m.d.sync += held.eq(held + put - get)
         self.promise(m, held <= DEPTH)
         self.promise(m, ~dut.r.valid | (held != 0))
-        # Induction invariant: the count is the FIFO's own level (read-only, InsnQueue.fifo).
-        self.promise(m, held == dut.fifo.level)
+        # Induction invariant: the count is the FIFO's own level (read-only, InsnQueue.fifo)
+        # and the head register's entry.
+        self.promise(m, held == dut.fifo.level + dut.r.valid)
+        # The FIFO's memory (its level less its output entry) holds at most its depth − 1: its
+        # counters have room for values they never reach (a full memory and an output entry
+        # wrap ``level`` to 0), which induction must rule out.
+        self.promise(m, (dut.fifo.level >= dut.fifo.r_rdy)
+                     & (dut.fifo.level - dut.fifo.r_rdy <= DEPTH - 2))
         self.cover(m, held == DEPTH)
         self.cover(m, (held == DEPTH) & w_valid & ~dut.w.ready)
         if self._prop != "fifo":

@@ -1,18 +1,18 @@
 """VME: the memory engine, one AXI4 manager for every memory client of the core.
 
 Read clients (fetch, loads, …) share one :class:`.read_engine.ReadEngine` through a round-robin
-:class:`.read_arbiter.ReadArbiter`, their beats one cycle later through a
-:class:`.beat_register.BeatRegister`; the write client (the store stage) has the
+:class:`.read_arbiter.ReadArbiter`, their commands and their beats each one cycle later through a
+:class:`.stream_register.StreamRegister`; the write client (the store stage) has the
 :class:`.write_engine.WriteEngine`. Both split bursts at 4 KiB; reads keep several commands in
 flight and complete out of order across commands (AXI IDs are tag-buffer slots); writes use ID 0.
 """
 
-from amaranth import Module
+from amaranth import Cat, Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out, flipped
 
 from ..mem_client import ReadClientSignature, WriteClientSignature
-from .beat_register import BeatRegister
+from .stream_register import StreamRegister
 from .read_arbiter import ReadArbiter, shared_tag_layout
 from .read_engine import ReadEngine
 from .signatures import AxiSignature, id_bits
@@ -67,11 +67,19 @@ class MemoryEngine(wiring.Component):
         m.submodules.writer = writer = WriteEngine(data_bits=self._data_bits,
                                                    id_width=self._id_width,
                                                    faults=self._faults)
+        # Each client's commands pass a register on their way to the arbiter (its grant sees
+        # flip-flops only), and the beats one on their way back (the clients' row arithmetic
+        # starts at a flip-flop): docs/architecture.md, timing on an FPGA.
+        cmds_held = []
         for index, name in enumerate(self._read_clients):
-            wiring.connect(m, arbiter.client(index), flipped(getattr(self, name)))
-        # Commands go straight to the engine; beats pass a register on their way back (the
-        # clients' row arithmetic starts at a flip-flop, docs/architecture.md).
-        m.submodules.beats = beats = BeatRegister(reader.client.data.payload.shape())
+            port, client = getattr(self, name), arbiter.client(index)
+            cmds = StreamRegister(port.cmd.payload.shape())
+            m.submodules[f"{name}_cmds"] = cmds
+            wiring.connect(m, cmds.i, flipped(port.cmd))
+            wiring.connect(m, cmds.o, client.cmd)
+            wiring.connect(m, client.data, flipped(port.data))
+            cmds_held.append(cmds.o.valid)
+        m.submodules.beats = beats = StreamRegister(reader.client.data.payload.shape())
         m.d.comb += [reader.client.cmd.valid.eq(arbiter.engine.cmd.valid),
                      reader.client.cmd.payload.eq(arbiter.engine.cmd.payload),
                      arbiter.engine.cmd.ready.eq(reader.client.cmd.ready)]
@@ -86,5 +94,5 @@ class MemoryEngine(wiring.Component):
                 m.d.comb += ours.eq(theirs)
             else:
                 m.d.comb += theirs.eq(ours)
-        m.d.comb += self.idle.eq(reader.idle & writer.idle)
+        m.d.comb += self.idle.eq(reader.idle & writer.idle & ~Cat(cmds_held).any())
         return m

@@ -1,6 +1,6 @@
 """The ALU operations of docs/isa.md §3.4 on every lane of an ACC row (combinational)."""
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -73,11 +73,7 @@ class AluLanes(wiring.Component):
                              for a, b, y in lanes]
             with m.Case(AluOp.CLP):
                 for i, (a, b, y) in enumerate(lanes):
-                    low = Signal.like(a, name=f"clp_min_{i}")
-                    neg = Signal.like(b, name=f"clp_neg_{i}")
-                    # −B wraps as an int32 (−(−2^31) = −2^31).
-                    m.d.comb += [low.eq(Mux(a < b, a, b)), neg.eq(-b)]
-                    m.d.comb += y.eq(Mux(low > neg, low, neg))
+                    self._clip(m, i, a, b, y)
             with m.Case(AluOp.MOV):
                 m.d.comb += [y.eq(b) for a, b, y in lanes]
             if cfg.alu_scale:
@@ -88,3 +84,21 @@ class AluLanes(wiring.Component):
                         m.d.comb += product.eq(a * b[:_SCALE_BITS].as_signed())
                         m.d.comb += y.eq(product[_SCALE_FRACTION:])
         return m
+
+    def _clip(self, m, i, a, b, y):
+        """CLP, max(min(A, B), −B) with −B wrapping as an int32 (−(−2^31) = −2^31), as one
+        carry chain deep: each comparison is made on the operands in parallel (min then max
+        was two chains in series, the core's longest path on an ECP5: docs/architecture.md,
+        timing on an FPGA). min(A, B) is A when A < B, else B; each against −B:
+        A > −B is A + B > 0 (exact in 33 bits) unless B = −2^31, where it is A ≠ −2^31;
+        B > −B is B > 0 (also for B = −2^31, where −B = B)."""
+        width = self._cfg.acc_width
+        neg = Signal.like(b, name=f"clp_neg_{i}")
+        total = Signal(signed(width + 1), name=f"clp_sum_{i}")
+        m.d.comb += [neg.eq(-b), total.eq(a + b)]
+        b_min = b.as_unsigned() == 1 << (width - 1)
+        # "> 0" as a sign bit and a wide OR, not another carry chain.
+        a_over = Mux(b_min, a.as_unsigned() != 1 << (width - 1),
+                     ~total[-1] & total.as_unsigned().any())
+        b_over = ~b[-1] & b.as_unsigned().any()
+        m.d.comb += y.eq(Mux(a < b, Mux(a_over, a, neg), Mux(b_over, b, neg)))

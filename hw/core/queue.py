@@ -24,7 +24,14 @@ def entry_layout(cfg):
 
 
 class InsnQueue(wiring.Component):
-    """A first-word-fall-through queue of :func:`entry_layout` entries in block RAM.
+    """A first-word-fall-through queue of :func:`entry_layout` entries: ``depth − 1`` in block
+    RAM and the head in a register.
+
+    The head is read by the stage every cycle (its token flags, and the unit's fields in the
+    cycle it starts); a block RAM's output is slow on an FPGA (5.6 ns clock-to-out on an ECP5,
+    docs/architecture.md, timing on an FPGA), so the head comes from flip-flops. An entry
+    written into an empty queue reaches the head a cycle later than from the block RAM alone;
+    entries behind the head follow it with no gap.
 
     ``faults``: a set of :data:`avta.hw.core.faults.ALL_FAULTS` names (tests only).
 
@@ -47,7 +54,8 @@ class InsnQueue(wiring.Component):
         super().__init__({"w": In(stream.Signature(layout)), "r": Out(stream.Signature(layout))})
         # Created here so that the proofs (avta.formal.blocks.queue) can read its ``level`` for
         # their induction invariant; a submodule, not a port, so the Verilog is unchanged.
-        self.fifo = fifo.SyncFIFOBuffered(width=layout.size, depth=depth)
+        # Its ``depth − 1`` entries and the head register hold ``depth`` in all.
+        self.fifo = fifo.SyncFIFOBuffered(width=layout.size, depth=depth - 1)
 
     @property
     def depth(self):
@@ -56,10 +64,13 @@ class InsnQueue(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.fifo = q = self.fifo
-        m.d.comb += [
-            q.w_data.eq(self.w.payload), q.w_en.eq(self.w.valid), self.w.ready.eq(q.w_rdy),
-            self.r.payload.eq(q.r_data), self.r.valid.eq(q.r_rdy), q.r_en.eq(self.r.ready),
-        ]
+        m.d.comb += [q.w_data.eq(self.w.payload), q.w_en.eq(self.w.valid),
+                     self.w.ready.eq(q.w_rdy)]
+        # The head register takes the FIFO's oldest entry when it is empty or being taken.
+        refill = ~self.r.valid | self.r.ready
+        m.d.comb += q.r_en.eq(refill)
+        with m.If(refill):
+            m.d.sync += [self.r.valid.eq(q.r_rdy), self.r.payload.eq(q.r_data)]
         if FaultName.QUEUE_ACCEPT_FULL in self._faults:
             # Planted bug (avta.hw.core.faults), for testing the verification tools only.
             m.d.comb += self.w.ready.eq(1)

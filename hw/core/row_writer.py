@@ -52,25 +52,31 @@ class RowWriter(wiring.Component):
         Address width of the target scratchpad.
     limit_bits : int
         Width of ``limit``.
+    limit_held : bool
+        ``limit`` holds for a whole instruction and is set a cycle before its first beat
+        arrives (a LOAD's ``x_size``): what the wide regime derives from it is registered.
+        Otherwise (fetch's per-command count) it is derived from ``limit`` in the beat's cycle.
 
     Ports
     -----
     beat : In(stream.Signature(beat_layout(...)))
         Beats of the current command(s).
     limit : In(limit_bits)
-        Elements in the beat's command (wide regime only; the client keeps it valid with the beat).
+        Elements in the beat's command, at least 1 (wide regime only; the client keeps it valid
+        with the beat). The beats are exactly the command's: every valid beat writes a row.
     wr_addr, wr_data, wr_en : Out
         A row write this cycle when ``wr_en`` is non-zero (data replicated over every chunk;
         the enables pick the chunk).
     """
 
     def __init__(self, *, elem_bytes, bus_bytes, unit_bits, row_bits, en_bits, addr_bits,
-                 limit_bits):
+                 limit_bits, limit_held=False):
         if elem_bytes * unit_bits != row_bits:
             raise ValueError(f"an element of {elem_bytes} bytes at {unit_bits} bits per byte "
                              f"does not fill a {row_bits}-bit row")
         self._elem_bytes, self._bus_bytes, self._unit_bits = elem_bytes, bus_bytes, unit_bits
         self._row_bits, self._en_bits = row_bits, en_bits
+        self._limit_held = limit_held
         self._narrow = elem_bytes >= bus_bytes
         self._lanes = 1 if self._narrow else bus_bytes // elem_bytes
         self._skip_bits = max(1, exact_log2(self._lanes))
@@ -128,21 +134,39 @@ class RowWriter(wiring.Component):
 
     def _elaborate_wide(self, m, beat):
         lanes, log_lanes = self._lanes, exact_log2(self._lanes)
-        # Lane j of beat k holds element x = k·lanes + j − skip; lanes with x outside
-        # [0, limit) belong to a neighbouring command and are dropped.
+        # Lane j of beat k holds element x = k·lanes + j − skip. A command's elements are
+        # lanes [skip, lanes) of beat 0 and on to its last element limit − 1, at lane
+        # (skip + r) mod lanes of beat f + carry(skip + r), where limit − 1 = f·lanes + r.
+        # Which lanes a beat holds is so decided by comparisons of the beat index alone (no
+        # adder between the beat and ``ready`` or the write enables: docs/architecture.md,
+        # timing on an FPGA); the memory engine sends exactly the command's beats, so every
+        # lane visited belongs to it.
+        limit_bits = self.limit.shape().width
+        before_last = Signal(limit_bits)          # limit − 1
+        m.d.comb += before_last.eq(self.limit - 1)
+        quotient, rem = before_last >> log_lanes, before_last[:log_lanes]
+        quotient_1 = quotient + 1
+        if self._limit_held:
+            # ``limit`` holds for the instruction: register what follows from it.
+            quotient, rem, quotient_1 = _registered(m, quotient, "quotient"), \
+                _registered(m, rem, "rem"), _registered(m, quotient_1, "quotient_1")
+        end = Signal(log_lanes + 1)               # skip + r: the last lane, and its carry
+        m.d.comb += end.eq(beat.skip + rem)
+        final = Mux(end[log_lanes], beat.beat == quotient_1, beat.beat == quotient)
+        last_lane = Mux(final, end[:log_lanes], lanes - 1)
+
         mid = Signal()                    # the current beat already wrote some lanes
         lane_reg = Signal(log_lanes)
         first_lane = Mux(beat.beat == 0, beat.skip, 0)
         lane = Mux(mid, lane_reg, first_lane)
         x = Signal(beat.beat.shape().width + log_lanes + 1)
         m.d.comb += x.eq((beat.beat << log_lanes) + lane - beat.skip)
-        in_range = x < self.limit
-        last = (lane == lanes - 1) | (x + 1 >= self.limit)
+        last = lane == last_lane
         m.d.comb += [
             self.wr_addr.eq(beat.row + x),
             self.wr_data.eq(self._expand(beat.data.word_select(lane, self._elem_bytes * 8),
                                          self._elem_bytes)),
-            self.wr_en.eq(Mux(self.beat.valid & in_range, ones(self._en_bits), 0)),
+            self.wr_en.eq(Mux(self.beat.valid, ones(self._en_bits), 0)),
             self.beat.ready.eq(last),
         ]
         with m.If(self.beat.valid):
@@ -150,6 +174,13 @@ class RowWriter(wiring.Component):
                 m.d.sync += mid.eq(0)
             with m.Else():
                 m.d.sync += [mid.eq(1), lane_reg.eq(lane + 1)]
+
+
+def _registered(m, value, name):
+    """``value`` one cycle later, in a register of its own width."""
+    reg = Signal(value.shape(), name=name)
+    m.d.sync += reg.eq(value)
+    return reg
 
 
 def ones(width):

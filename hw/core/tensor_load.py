@@ -189,8 +189,10 @@ class TensorLoad(wiring.Component):
         outstanding = Signal(beat_count_bits(cfg.axi_data_bits) + formats.SIZE_BITS)
         issued = cmd.valid & cmd.ready
         taken = self.mem.data.valid & self.mem.data.ready
-        m.d.sync += outstanding.eq(outstanding + Mux(issued, cmd.payload.beats, 0)
-                                   - Mux(taken, 1, 0))
+        # Both sums are formed before ``issued`` picks one: the handshake comes late in the
+        # cycle (through the memory engine's arbiter), the beat count early.
+        left_after = outstanding - Mux(taken, 1, 0)
+        m.d.sync += outstanding.eq(Mux(issued, left_after + cmd.payload.beats, left_after))
         err = Signal()
         with m.If(taken & self.mem.data.payload.err):
             m.d.sync += err.eq(1)
@@ -216,7 +218,7 @@ class TensorLoad(wiring.Component):
             unit = 8 * info.scratchpad.row.lane_bits // info.element.lane_bits
             w = RowWriter(elem_bytes=info.elem_bytes, bus_bytes=bus, unit_bits=unit,
                           row_bits=geo.row_bits, en_bits=geo.en_bits, addr_bits=geo.addr_bits,
-                          limit_bits=formats.SIZE_BITS)
+                          limit_bits=formats.SIZE_BITS, limit_held=True)
             m.submodules[f"writer_{t.name.lower()}"] = writers[t] = w
             active = mtype == t
             m.d.comb += [
@@ -244,7 +246,9 @@ class TensorLoad(wiring.Component):
                         for pv in PadValue:
                             with m.Case(pv):
                                 m.d.comb += pad_data.eq(_pad_row(cfg, t, pv))
-                    with m.If(w.wr_en != 0):
+                    # Every valid beat writes a row: the write port is taken by a flip-flop
+                    # (the beat register), not by the writer's lane arithmetic.
+                    with m.If(w.beat.valid):
                         m.d.comb += [port.addr.eq(w.wr_addr), port.data.eq(w.wr_data),
                                      port.en.eq(w.wr_en), pad.hold.eq(1)]
                     with m.Elif(pad.wr_valid):

@@ -84,9 +84,11 @@ def test_scratchpads_are_the_floorplans_macros_and_small_memories_flops(tiny_rtl
         assert sum(m.count for m in mine) == plan.count
         assert sum(m.macro_um2 for m in mine) == pytest.approx(
             plan.count * TECH.um(plan.master.width) * TECH.um(plan.master.height))
-    for queue in ("ld", "cp", "st"):        # 511 x 160: a legal SRAM
+    # 510 x 160 (a legal SRAM): of a queue's 512 entries, the FIFO's read register holds one
+    # and the head register another (hw/core/queue.py).
+    for queue in ("ld", "cp", "st"):
         m = memories[f"vta_top.core.run.{queue}_insn_q.fifo/storage"]
-        assert m.scratchpad is None and m.macro == "sram45_511x160" and m.macro_um2 > 0
+        assert m.scratchpad is None and m.macro == "sram45_510x160" and m.macro_um2 > 0
     # The fetch ring (32 x 128) has no legal macro (too wide for its depth); the store
     # queue is 4 deep: both are flip-flops.
     assert memories["vta_top.core.run.fetch/fetch_buf"].macro is None

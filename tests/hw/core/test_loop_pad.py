@@ -82,14 +82,20 @@ def expected_pads(f):
 
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("scramble", [False, True])
-def test_pad_walker(seed, scramble):
+@pytest.mark.parametrize("hold_rate", [0.3, 0.0])
+def test_pad_walker(seed, scramble, hold_rate):
     """Every pad row once. ``scramble``: the fields change after ``start`` (the walker latches
-    them: they come from the instruction queue's slow block RAM)."""
+    them: they come from the instruction queue's slow block RAM). ``hold_rate`` 0: the write
+    port is never taken, so the walk is as fast as it goes and data row 0's running sums
+    (``y_pad_0`` steps) must be done when the top's last row is written, also for a tall top
+    of narrow rows (W = 2)."""
     rng = random.Random(seed)
     cases = [{"sram_base": rng.randrange(1 << 16), "x_size": rng.randrange(1, 5),
               "y_size": rng.randrange(0, 4), "x_pad_0": rng.choice([0, 0, 1, 3]),
-              "x_pad_1": rng.choice([0, 0, 2]), "y_pad_0": rng.choice([0, 1, 2]),
+              "x_pad_1": rng.choice([0, 0, 2]), "y_pad_0": rng.choice([0, 1, 2, 7]),
               "y_pad_1": rng.choice([0, 1])} for _ in range(8)]
+    cases.append({"sram_base": 65530, "x_size": 1, "y_size": 2, "x_pad_0": 1, "x_pad_1": 0,
+                  "y_pad_0": 15, "y_pad_1": 1})
     dut = PadWalker()
 
     async def bench(ctx):
@@ -104,7 +110,7 @@ def test_pad_walker(seed, scramble):
                     ctx.set(getattr(dut, name), (value * 7 + 5) % (1 << len(getattr(dut, name))))
             rows, cycles = [], 0
             while True:
-                hold = rng.random() < 0.3
+                hold = rng.random() < hold_rate
                 ctx.set(dut.hold, hold)
                 _, _, busy, valid, addr = await ctx.tick().sample(dut.busy, dut.wr_valid,
                                                                   dut.wr_addr)

@@ -215,3 +215,16 @@ def test_dram_error_is_reported_with_done():
 
     run_sim(harness, bench, background=[model.run])
     assert errs == [0, 1, 0]
+
+
+@pytest.mark.parametrize("bus", [128, 512])
+@pytest.mark.parametrize("stage", ["load", "compute"])
+def test_random_loads_on_wide_buses(bus, stage):
+    """Many elements to a beat (up to 16 on ``tiny`` with a 512-bit bus): the row writer finds
+    a beat's lanes by comparing the beat index with the row's last beat (hw/core/row_writer.py)."""
+    cfg = load_config("tiny").replace(axi_data_bits=bus)
+    types = LOAD_STAGE_TYPES if stage == "load" else COMPUTE_STAGE_TYPES
+    rng = random.Random(f"wide{bus}{stage}")
+    insns = [random_load(cfg, rng, types[i % len(types)]) for i in range(8)]
+    got, ref = run_loads(cfg, types, insns, seed=bus)
+    check_same(cfg, got, ref, insns)

@@ -1,4 +1,4 @@
-"""The register on read beats between the read engine and its clients (hw/axi/beat_register.py):
+"""The register on read beats between the read engine and its clients (hw/axi/stream_register.py):
 a beat reaches the client one cycle after the R handshake, none lost or repeated while
 the client holds ``ready`` low."""
 
