@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from avta.isa.config import load_config
+from avta.isa.costs import INSN_OVERHEAD, LOAD_LATENCY
 from avta.isa.enums import MemType, Opcode
 from avta.runtime.ops.conv2d import Conv2dBuffers, build_conv2d, conv2d
 from avta.runtime.ops.conv_cycles import estimate, lower_bound
@@ -18,8 +19,9 @@ def test_one_task_by_hand():
     cfg = load_config("default")
     shape = Conv2dShape(1, 16, 4, 4, 16, 3, 3, 1, 1)
     t = tiling_for(cfg, shape, 4, 4, 1, 1, 2, bias=True)
-    inp = 6 + 6 * (6 * 16 // 8)             # 6 rows of a 6-pixel window, 12 beats each
-    wgt = 6 + 9 * 256 // 8                  # one row of 9 kernel blocks
+    load = INSN_OVERHEAD + LOAD_LATENCY     # a LOAD before its first beat
+    inp = load + 6 * (6 * 16 // 8)          # 6 rows of a 6-pixel window, 12 beats each
+    wgt = load + 9 * 256 // 8               # one row of 9 kernel blocks
     start = 16 + 5                          # 16 ACC rows, the ALU's pipeline fill
     gemm = 16 * 9 + 4 + 2                   # fill and the dot product's two registers
     store = 2 + (16 * 16 // 8 + 6)          # the tile is whole rows: one DRAM row
