@@ -96,10 +96,12 @@ def _client(workers, scheduler):
         except (ValueError, TypeError) as error:
             raise UserError(f"--scheduler {scheduler!r}: not a scheduler address ({error}); "
                             f"give one as tcp://HOST:PORT") from None
-    # Warnings of the workers' own (a task cancelled by Ctrl-C, a worker killed at shutdown)
-    # are not the sweep's news: a failed point is its row.
+    # The workers' own warnings and errors (a task cancelled by Ctrl-C, a worker stopped while
+    # it waits to finish, a worker killed at shutdown) are not the sweep's news: a failed point
+    # is its row, and its error is that row's message.
     cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
-                           processes=True, dashboard_address=":0", silence_logs=logging.ERROR)
+                           processes=True, dashboard_address=":0",
+                           silence_logs=logging.CRITICAL)
     return Client(cluster), cluster
 
 
