@@ -4,7 +4,6 @@ build at once, a corrupt library, builds that died, a cache path with a space, a
 The compile step is replaced by a stub that writes a library-sized file: what is tested is the
 publishing, not Verilator (tests/sim/tsim/test_harness.py builds real designs)."""
 
-import multiprocessing
 import os
 import time
 
@@ -31,22 +30,31 @@ def cache(tmp_path, monkeypatch):
     return root
 
 
-def _build_in_child(queue):
-    try:
-        queue.put(str(build.build_library(VERILOG, data_bits=64)))
-    except Exception as error:              # reported to the parent, which fails the test
-        queue.put(f"error: {error!r}")
+#: What each child process runs: the same stubs as :func:`cache`, then one build. Children are
+#: fresh interpreters (not forks of this one, whose other threads, e.g. an earlier test's Dask
+#: client, may hold a lock at the fork and leave a child waiting forever).
+_CHILD = """
+import os, sys, time
+from avta.sim.tsim import build
+def fake_compile(tmp, *args, **kwargs):
+    time.sleep(0.5)                        # long enough for the processes to overlap
+    (tmp / build.LIBRARY).write_bytes(os.urandom(1 << 16))
+build._compile = fake_compile
+build.verilator_env = lambda: {}
+build.verilator_version = lambda: (5, 48)
+try:
+    print(build.build_library(sys.argv[1], data_bits=64))
+except Exception as error:                 # reported to the parent, which fails the test
+    print(f"error: {error!r}")
+"""
 
 
 def test_many_processes_publish_one_build(cache):
-    context = multiprocessing.get_context("fork")       # the children keep the stubs
-    queue = context.Queue()
-    children = [context.Process(target=_build_in_child, args=(queue,)) for _ in range(12)]
-    for child in children:
-        child.start()
-    results = [queue.get(timeout=60) for _ in children]
-    for child in children:
-        child.join(timeout=60)
+    import subprocess
+    import sys
+    children = [subprocess.Popen([sys.executable, "-c", _CHILD, VERILOG], text=True,
+                                 stdout=subprocess.PIPE) for _ in range(12)]
+    results = [child.communicate(timeout=120)[0].strip() for child in children]
     assert len(set(results)) == 1 and not results[0].startswith("error"), results
     lib = build.build_library(VERILOG, data_bits=64)
     assert str(lib) == results[0] and build._intact(lib.parent)
