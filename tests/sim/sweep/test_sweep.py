@@ -21,23 +21,10 @@ _VOLATILE = ("seconds", "cached")
 
 
 @pytest.fixture(scope="module")
-def network(tmp_path_factory):
-    """A small network YAML (with its .npz) that every tiny variant runs in well under a
-    second."""
-    from avta.runtime.net import GraphBuilder, save
-    from avta.runtime.ops.requant import Requant
-    rng = np.random.default_rng(3)
-    b = GraphBuilder("small")
-    x = b.input("x", (1, 8, 8, 8))
-    y = b.conv2d("conv", x, rng.integers(-20, 20, (16, 8, 3, 3), dtype=np.int8), pad=1,
-                 requant=Requant(shift=3, clip=(0, 127)))
-    y = b.max_pool("pool", y, k=2, stride=2)
-    y = b.global_avg_pool("gap", y, requant=Requant(shift=2, clip=(-128, 127)))
-    y = b.dense("fc", y, rng.integers(-30, 30, (10, 16), dtype=np.int8),
-                requant=Requant(shift=4, clip=(-128, 127)))
-    path = tmp_path_factory.mktemp("net") / "small.yaml"
-    save(b.build([y]), path)
-    return path
+def network(tmp_path_factory, write_small_network):
+    """A small network YAML (with its .npz, a max pool among its layers) that every tiny
+    variant runs in well under a second."""
+    return write_small_network(tmp_path_factory.mktemp("net") / "small.yaml", max_pool=True)
 
 
 def _spec(network, vary, **extra):
