@@ -34,6 +34,7 @@ import numpy as np
 
 from avta.errors import UserError
 
+from ..ops.conv_plan import output_extent
 from ..ops.requant import Requant
 
 __all__ = ["GraphError", "OpSpec", "OPS", "Node", "Graph", "GraphBuilder", "infer_shape",
@@ -228,14 +229,17 @@ def _describe(allowed):
     return ", ".join(map(str, allowed))
 
 
+def _window_output(h, w, kh, kw, attrs):
+    """Output height and width of a ``kh × kw`` window over ``h × w`` with the node's padding
+    and stride."""
+    return (output_extent(h, kh, attrs["pad"], attrs["stride"]),
+            output_extent(w, kw, attrs["pad"], attrs["stride"]))
+
+
 def _same_array(a, b):
     if a is None or b is None:
         return a is None and b is None
     return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
-
-
-def _window(size, k, stride, pad):
-    return (size + 2 * pad - k) // stride + 1
 
 
 def infer_shape(node, shapes):
@@ -249,14 +253,14 @@ def infer_shape(node, shapes):
         if wc != c:
             raise GraphError(f"{where}: weights [O, C, KH, KW] = {list(node.weights.shape)} have "
                              f"C={wc} but input {node.inputs[0]!r} has C={c}; they must be equal")
-        out = (n, o, _window(h, kh, a["stride"], a["pad"]), _window(w, kw, a["stride"], a["pad"]))
+        out = (n, o, *_window_output(h, w, kh, kw, a))
     elif op == "depthwise":
         wc, one, kh, kw = node.weights.shape
         if wc != c or one != 1:
             raise GraphError(f"{where}: weights [C, 1, KH, KW] = {list(node.weights.shape)} do "
                              f"not fit input {node.inputs[0]!r} with C={c}; they must be "
                              f"[{c}, 1, KH, KW]")
-        out = (n, c, _window(h, kh, a["stride"], a["pad"]), _window(w, kw, a["stride"], a["pad"]))
+        out = (n, c, *_window_output(h, w, kh, kw, a))
     elif op == "dense":
         o, k = node.weights.shape
         if k != c * h * w:
@@ -265,8 +269,7 @@ def infer_shape(node, shapes):
                              f"K=C*H*W={c * h * w}; they must be equal")
         out = (n, o, 1, 1)
     elif op in ("max_pool", "avg_pool"):
-        out = (n, c, _window(h, a["k"], a["stride"], a["pad"]),
-               _window(w, a["k"], a["stride"], a["pad"]))
+        out = (n, c, *_window_output(h, w, a["k"], a["k"], a))
     elif op == "global_avg_pool":
         out = (n, c, 1, 1)
     elif op == "add":

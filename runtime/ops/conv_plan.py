@@ -34,7 +34,7 @@ from avta.isa.memories import scratchpad
 from .conv_cycles import TAIL_STEPS, estimate, lower_bound
 
 __all__ = ["Conv2dShape", "Conv2dTiling", "plan_conv2d", "fallback_tiling", "tiling_for",
-           "misfits", "PlanError", "MAX_PAD"]
+           "misfits", "PlanError", "MAX_PAD", "output_extent"]
 
 #: The largest padding a LOAD adds on one side (its PAD_BITS-bit pad fields, docs/isa.md §2).
 MAX_PAD = (1 << PAD_BITS) - 1
@@ -42,6 +42,12 @@ MAX_PAD = (1 << PAD_BITS) - 1
 
 class PlanError(ValueError):
     """No tiling of this layer fits the configuration, or the layer is not supported."""
+
+
+def output_extent(size, k, pad, stride):
+    """Rows (or columns) of a ``k``-wide window's output over ``size`` input rows with ``pad``
+    rows of padding on each side, every ``stride``-th position."""
+    return (size + 2 * pad - k) // stride + 1
 
 
 @dataclass(frozen=True)
@@ -71,11 +77,11 @@ class Conv2dShape:
 
     @property
     def oh(self):
-        return (self.h + 2 * self.pad - self.kh) // self.stride + 1
+        return output_extent(self.h, self.kh, self.pad, self.stride)
 
     @property
     def ow(self):
-        return (self.w + 2 * self.pad - self.kw) // self.stride + 1
+        return output_extent(self.w, self.kw, self.pad, self.stride)
 
     @property
     def products(self):

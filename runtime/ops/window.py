@@ -15,7 +15,7 @@ from avta.isa.enums import MemType, PadValue
 
 from ..pipeline import Pipeline
 from ..uop_kernel import Loop
-from .conv_plan import MAX_PAD, PlanError
+from .conv_plan import MAX_PAD, PlanError, output_extent
 
 __all__ = ["WindowShape", "WindowTiling", "window_tiling", "plan_window", "WindowEmitter",
            "PlanError"]
@@ -37,11 +37,11 @@ class WindowShape:
 
     @property
     def oh(self):
-        return (self.h + 2 * self.pad - self.k) // self.stride + 1
+        return output_extent(self.h, self.k, self.pad, self.stride)
 
     @property
     def ow(self):
-        return (self.w + 2 * self.pad - self.k) // self.stride + 1
+        return output_extent(self.w, self.k, self.pad, self.stride)
 
     def check(self, cfg):
         if self.n % cfg.batch or self.c % cfg.block_out:
