@@ -79,7 +79,7 @@ class _Conv2dEmitter:
         self.cob = shape.cout // self.cfg.block_out
         self.cib = shape.cin // self.cfg.block_in
         self.kk = shape.kh * shape.kw
-        self.pipe = Pipeline(builder, threads=tiling.threads)
+        self.pipe = Pipeline(builder, threads=tiling.threads, slots=tiling.slots)
         self.inp_held = [None] * tiling.threads      # what each INP buffer holds
         self.inp_loaded = set()                        # resident INP slots loaded
         self.wgt_held = [None] * tiling.threads
@@ -95,7 +95,7 @@ class _Conv2dEmitter:
         #: Per accumulator buffer, the output blocks and pixels (a prefix of each block's rows)
         #: some tile has written: a MOV of 0 reads its rows first, and reading a row nothing
         #: wrote is not well-formed (docs/isa.md §3 rule (e)), so a buffer's first tiles reset.
-        self.written = [(0, 0)] * tiling.threads
+        self.written = [(0, 0)] * tiling.slots
         self.pad_value = _PAD_VALUES[shape.pad_value]
         #: The requantization of the last tile ended, waiting to run beside the next GEMMs:
         #: ``(tile, [(kernel, op, imm), ...])`` (see :meth:`emit`).

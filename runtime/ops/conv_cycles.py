@@ -8,7 +8,8 @@ them and schedules the three stages the way the token protocol of
   has released its input buffer;
 - its GEMM starts when the compute stage is free and task ``j`` is loaded; the first task of an
   output tile first initializes the accumulators (reset GEMM or bias MOV) once the store of tile
-  ``t − threads`` has released that buffer; the last task ends with the requantization tail;
+  ``t − slots`` has released that buffer (``slots``: the tiling's accumulator buffers, one per
+  thread or four); the last task ends with the requantization tail;
 - with two threads whose accumulator buffers lie in different ACC banks (the planner puts them
   there when they fit) the tail's passes run beside the next task's GEMM, one pass per part of it
   (as many parts as it has micro-ops at most): the compute stage runs a GEMM beside an ALU
@@ -163,8 +164,8 @@ def estimate(cfg, shape, t, *, tail_steps=TAIL_STEPS, give_up=None):
         load_free = start + cycles
         # Compute stage.
         if first:
-            begin = compute_free if tile < threads else max(compute_free,
-                                                            store_done[tile - threads])
+            begin = compute_free if tile < t.slots else max(compute_free,
+                                                            store_done[tile - t.slots])
             compute_free = begin + costs.alu_pass(th, tw, nco)
         begin = max(compute_free, load_free)
         compute_free = begin + costs.gemm(th, tw, nco, nci)

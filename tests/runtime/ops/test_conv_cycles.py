@@ -122,3 +122,17 @@ def test_tail_steps_follow_the_requantization():
     assert tail_steps(cfg.replace(acc_read_ports=2), relu, bias_added=True) == 5
     assert tail_steps(cfg, Requant(8, (-127, 127), use_clp=True), bias_added=False) == 3
     assert tail_steps(cfg, Requant(), bias_added=False) == 1
+
+
+def test_passes_longer_than_the_gemms_take_four_accumulator_buffers():
+    """ResNet-50's 64 → 256 1×1 layer on huge: one GEMM step a row against four ALU passes.
+    With two accumulator buffers tile t + 2's start waits for tile t's store, which begins after
+    tile t's last pass; with four it does not, and the planner takes them."""
+    cfg = load_config("huge")
+    shape = Conv2dShape(1, 64, 56, 56, 256, 1, 1, 0, 1)
+    two = tiling_for(cfg, shape, 1, 56, 2, 1, 2, bias=True)
+    four = tiling_for(cfg, shape, 1, 56, 2, 1, 2, bias=True, slots=4)
+    assert (two.slots, four.slots) == (2, 4)
+    rows = shape.oh * shape.ow * 4                  # ACC rows of the layer
+    assert estimate(cfg, shape, two) - estimate(cfg, shape, four) > rows // 8
+    assert plan_conv2d(cfg, shape, bias=True).slots == 4
