@@ -327,10 +327,13 @@ def _fitting(cfg, shape, threads, bias):
                             yield t
 
 
-def plan_conv2d(cfg, shape, *, threads=2, bias=False, pad_limit=MAX_PAD, tail_steps=TAIL_STEPS):
+def plan_conv2d(cfg, shape, *, threads=2, bias=False, pad_limit=MAX_PAD, tail_steps=TAIL_STEPS,
+                start="bias"):
     """The fastest :class:`Conv2dTiling` of ``shape`` on ``cfg`` by the planner's cycle
     estimate (:func:`avta.runtime.ops.conv_cycles.estimate`; ``tail_steps`` ALU passes per
-    output tile), fewer bytes moved breaking ties; raises :class:`PlanError` when none fits.
+    output tile; ``start``: how the accumulators start,
+    :data:`~avta.runtime.ops.conv_cycles.STARTS`),
+    fewer bytes moved breaking ties; raises :class:`PlanError` when none fits.
     ``bias`` is how many blocks of COUT/BLOCK_OUT rows stay resident in ACC: False (0), True
     (1: the bias) or :data:`~avta.runtime.ops.requant.CHANNEL_ROW_BLOCKS` (the bias and a
     per-channel requantization's rows).
@@ -343,7 +346,7 @@ def plan_conv2d(cfg, shape, *, threads=2, bias=False, pad_limit=MAX_PAD, tail_st
     all immutable), so it is made once per process and remembered: a network's repeated layers
     and a second run on the same device plan nothing again (a :class:`PlanError` is not kept)."""
     shape.check(cfg, pad_limit)
-    return _plan(cfg, shape, threads, bias, pad_limit, tail_steps)
+    return _plan(cfg, shape, threads, bias, pad_limit, tail_steps, start)
 
 
 #: Plans remembered per process: far more than a network has distinct layers.
@@ -351,14 +354,15 @@ PLANS_KEPT = 1024
 
 
 @functools.lru_cache(maxsize=PLANS_KEPT)
-def _plan(cfg, shape, threads, bias, pad_limit, tail_steps):
-    candidates = sorted((lower_bound(cfg, shape, t, tail_steps=tail_steps), _cost(cfg, shape, t),
-                         i, t) for i, t in enumerate(_fitting(cfg, shape, threads, bias)))
+def _plan(cfg, shape, threads, bias, pad_limit, tail_steps, start):
+    candidates = sorted((lower_bound(cfg, shape, t, tail_steps=tail_steps, start=start),
+                         _cost(cfg, shape, t), i, t)
+                        for i, t in enumerate(_fitting(cfg, shape, threads, bias)))
     best = None
     for bound, cost, _, t in candidates:
         if best is not None and bound > best[0]:
             break
-        cycles = estimate(cfg, shape, t, tail_steps=tail_steps,
+        cycles = estimate(cfg, shape, t, tail_steps=tail_steps, start=start,
                           give_up=None if best is None else best[0])
         if cycles is not None and (best is None or (cycles, cost) < best[:2]):
             best = (cycles, cost, t)
