@@ -40,7 +40,7 @@ from .conv_plan import PlanError
 from .pool import build_max_pool2d, plan_max_pool2d
 from .window import WindowEmitter, WindowShape, WindowTiling, window_tiling
 
-__all__ = ["MaxPoolBuffers", "MaxPoolPlan", "plan_max_pool", "plan_max_pool_gemm",
+__all__ = ["MaxPoolBuffers", "MaxPoolPlan", "plan_max_pool", "plan_max_pool_gemm", "fold_passes",
            "estimate_max_pool_gemm", "estimate_max_pool_alu", "pack_identity",
            "build_max_pool_gemm", "max_pool_on_device", "PATHS"]
 
