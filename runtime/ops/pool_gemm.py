@@ -18,10 +18,10 @@ second, so the compute stage is busy with the passes alone.
 Tiles are the window operators' (:class:`~.window.WindowTiling`, :class:`~.window.WindowEmitter`)
 of one channel block, so that every pass has one micro-op (:func:`fold_passes`; the compute
 stage bounds only such an ALU instruction's rows, and a GEMM waits for an ALU it cannot bound).
-Tile ``j``'s window is in INP buffer ``j mod 2`` and at the start of ACC bank ``j mod 2``; its
-output rows after it, in one of two buffers per bank (four in all, where the token counters
-hold four tokens): the reset of tile ``j`` only waits for the passes of tile ``j − 2`` that
-precede it, and its MOV into the output rows for the store of tile ``j − 4``.
+Tile ``j``'s window is in INP buffer ``j mod 2`` and at the start of ACC bank ``j mod 2``, its
+output rows after it: the reset of tile ``j`` only waits for the passes of tile ``j − 2`` that
+precede it, and its MOV into the output rows for the store of tile ``j − 2``, which a whole
+tile's passes have hidden.
 """
 
 from dataclasses import dataclass
@@ -141,10 +141,10 @@ def _store(cfg, ncb, th, tw):
 
 
 def _slots(cfg):
-    """Output row buffers: four (two per bank) where the token counters hold four tokens, so
-    a tile's MOV into its output rows does not wait for the store of the tile two before, which
-    starts only after that tile's last pass; else two."""
-    return 4 if (1 << cfg.token_bits) - 1 >= 4 else 2
+    """Output row buffers: one per bank. A tile's MOV into its output rows comes a whole tile
+    after its window's copy (it is the third pass, beside nothing), so the store of the tile two
+    before, which frees them, has long ended; more buffers would only shrink the tiles."""
+    return 2
 
 
 def _first_out(shape):
