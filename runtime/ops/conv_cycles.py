@@ -12,7 +12,9 @@ them and schedules the three stages the way the token protocol of
   thread or four); the last task ends with the requantization tail;
 - with two threads whose accumulator buffers lie in different ACC banks (the planner puts them
   there when they fit) the tail's passes run beside the next task's GEMM, one pass per part of it
-  (as many parts as it has micro-ops at most): the compute stage runs a GEMM beside an ALU
+  (as many parts as it has micro-ops at most, each part a GEMM with its own fill), and a MOV
+  start (``start``, :data:`STARTS`) beside the last part of the tile before, once the store that
+  frees its buffer is done: the compute stage runs a GEMM beside an ALU
   instruction (docs/architecture.md, compute stage), so the GEMM and the passes take the longer
   of the two; passes left over wait for the next GEMM, or run alone after the last;
 - the store of tile ``t`` starts when the store stage is free and its last pass is done.
@@ -181,7 +183,7 @@ def estimate(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias", give_up=None
 
     for j, (tile, spatial, th, tw, nco, cot, cit, nci, first, last) in enumerate(tasks):
         # Load stage.
-        start = load_free if j < threads else max(load_free, gemm_done[j - threads])
+        load_start = load_free if j < threads else max(load_free, gemm_done[j - threads])
         cycles = 0
         if not t.inp_resident or (spatial, cit) not in windows:
             windows.add((spatial, cit))
@@ -194,7 +196,7 @@ def estimate(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias", give_up=None
         elif t.reload_weights or held[v] != chunk:
             held[v] = chunk
             cycles += costs.weight_load(nco, nci)
-        load_free = start + cycles
+        load_free = load_start + cycles
         # Compute stage.
         if first and (tile == 0 or not beside):
             begin = compute_free if tile < t.slots else max(compute_free,

@@ -157,3 +157,15 @@ def test_estimate_follows_fsim_where_the_start_runs_beside_the_gemm(default_cfg,
     conv2d(dev, x, w, rng.integers(-8, 8, 64), requant=rq, tiling=t)
     cycles = dev.last_result.cycles
     assert abs(estimate(cfg, shape, t) - cycles) <= 0.01 * cycles
+
+
+def test_the_start_is_checked_and_a_zero_start_resets_each_buffer_once(default_cfg):
+    """Without a bias each accumulator buffer's first tile resets (a GEMM, not beside the one
+    before): ``start="zero"`` costs more than a bias MOV, ``"reset"`` (every tile) more still."""
+    cfg = default_cfg
+    shape = Conv2dShape(1, 64, 28, 28, 64, 3, 3, 1, 1)
+    t = tiling_for(cfg, shape, 4, 28, 4, 4, 2, bias=False, slots=4)
+    bias, zero, reset = (estimate(cfg, shape, t, start=s) for s in ("bias", "zero", "reset"))
+    assert bias < zero < reset
+    with pytest.raises(ValueError, match="not one of"):
+        estimate(cfg, shape, t, start="mov")
