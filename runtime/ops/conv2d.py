@@ -30,7 +30,8 @@ from ..uop_kernel import ITER_BITS, Loop, UopKernel
 from .conv_plan import Conv2dShape, plan_conv2d
 from .requant import CHANNEL_ROW_BLOCKS, Requant
 
-__all__ = ["Conv2dBuffers", "bias_bound", "build_conv2d", "conv2d", "pack_bias", "tail_steps"]
+__all__ = ["Conv2dBuffers", "accumulator_start", "bias_bound", "build_conv2d", "conv2d",
+           "pack_bias", "tail_steps"]
 
 
 #: What the padding of a convolution may hold, and the LOAD pad value that makes it.
@@ -79,7 +80,7 @@ class _Conv2dEmitter:
         self.cob = shape.cout // self.cfg.block_out
         self.cib = shape.cin // self.cfg.block_in
         self.kk = shape.kh * shape.kw
-        self.pipe = Pipeline(builder, threads=tiling.threads)
+        self.pipe = Pipeline(builder, threads=tiling.threads, slots=tiling.slots)
         self.inp_held = [None] * tiling.threads      # what each INP buffer holds
         self.inp_loaded = set()                        # resident INP slots loaded
         self.wgt_held = [None] * tiling.threads
@@ -95,7 +96,7 @@ class _Conv2dEmitter:
         #: Per accumulator buffer, the output blocks and pixels (a prefix of each block's rows)
         #: some tile has written: a MOV of 0 reads its rows first, and reading a row nothing
         #: wrote is not well-formed (docs/isa.md §3 rule (e)), so a buffer's first tiles reset.
-        self.written = [(0, 0)] * tiling.threads
+        self.written = [(0, 0)] * tiling.slots
         self.pad_value = _PAD_VALUES[shape.pad_value]
         #: The requantization of the last tile ended, waiting to run beside the next GEMMs:
         #: ``(tile, [(kernel, op, imm), ...])`` (see :meth:`emit`).
@@ -391,6 +392,12 @@ def tail_steps(cfg, requant, bias_added):
                    for _, op, imm in passes.insns)
 
 
+def accumulator_start(has_bias, bias_added):
+    """How the emitter starts a tile's accumulators (:data:`~.conv_cycles.STARTS`): a reset GEMM
+    when the bias is added after the shift, else an ALU MOV of the shifted bias or of 0."""
+    return "reset" if bias_added else ("bias" if has_bias else "zero")
+
+
 def build_conv2d(cfg, shape, bufs, *, requant=Requant(), threads=2, tiling=None,
                  bias_bound=None):
     """The :class:`~avta.runtime.program.Program` of one conv2d layer. ``bias_bound``, the
@@ -406,7 +413,8 @@ def build_conv2d(cfg, shape, bufs, *, requant=Requant(), threads=2, tiling=None,
             bias_bound, shape.cin * shape.kh * shape.kw)
         tiling = plan_conv2d(cfg, shape, threads=threads,
                              bias=_row_blocks(requant) if bufs.bias is not None else 0,
-                             tail_steps=tail_steps(cfg, requant, bias_added))
+                             tail_steps=tail_steps(cfg, requant, bias_added),
+                             start=accumulator_start(bufs.bias is not None, bias_added))
     builder = StreamBuilder(cfg)
     _Conv2dEmitter(builder, shape, tiling, bufs, requant, bias_bound).emit()
     return builder.finish()

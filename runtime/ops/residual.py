@@ -140,7 +140,8 @@ def _passes(cfg, requant):
 def estimate_add_gemm(cfg, n, t, requant):
     """Estimated cycles of the GEMM path: per tile two INP LOADs in the load stage; the reset
     and the two GEMMs in the compute stage beside the previous tile's passes (the longer of
-    the two); its STORE after its last pass."""
+    the two); the previous tile's STORE after both (its token is pushed by the last of
+    them)."""
     step = tail_steps(cfg, requant, False) - 1           # ALU steps per row of the passes
     n_pass = len(_passes(cfg, requant))
     load_free = compute_free = store_free = 0
@@ -163,7 +164,9 @@ def estimate_add_gemm(cfg, n, t, requant):
         compute_free = begin + max(gemm, alu)
         gemm_done.append(compute_free)
         if pending:
-            store_free = max(store_free, begin + alu) + pending[1]
+            # The previous tile's STORE pops the C→S token of the last instruction emitted
+            # before it: this tile's last GEMM when it outlasts the passes.
+            store_free = max(store_free, compute_free) + pending[1]
             store_done.append(store_free)
         pending = (step * rows + n_pass * ALU_FILL, store_cycles(cfg, 1, rows))
     compute_free += pending[0]
