@@ -84,24 +84,26 @@ class RowLayout:
     lane_bits: int
     signed: bool = True
 
-    @property
+    # Cached: planners and fsim ask for these sizes millions of times (a frozen dataclass keeps
+    # them in its __dict__; equality and hashing still read only the fields).
+    @functools.cached_property
     def shape(self):
         """The lane array's shape, outermost axis first (``()`` for a micro-op word)."""
         return tuple(size for _, size in self.axes)
 
-    @property
+    @functools.cached_property
     def lanes(self):
         return math.prod(self.shape)
 
-    @property
+    @functools.cached_property
     def row_bits(self):
         return self.lanes * self.lane_bits
 
-    @property
+    @functools.cached_property
     def row_bytes(self):
         return self.row_bits // 8
 
-    @property
+    @functools.cached_property
     def dtype(self):
         """The numpy dtype of one lane (little-endian)."""
         return np.dtype(f"<{'i' if self.signed else 'u'}{self.lane_bits // 8}")
