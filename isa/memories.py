@@ -292,16 +292,22 @@ def elem_bytes(cfg, mtype):
     return memory(cfg, mtype).elem_bytes
 
 
+def _route(mtype):
+    # MemType(...) is slow (see memory()); a decoded instruction holds a plain number.
+    key = mtype if type(mtype) is MemType else _TYPE_BY_NUMBER.get(mtype)
+    return _ROUTES[MemType(mtype) if key is None else key]
+
+
 def scratchpad_of(mtype):
     """The name of the scratchpad a LOAD or STORE of memory type ``mtype`` reaches (no
     configuration needed)."""
-    return _ROUTES[MemType(mtype)][0]
+    return _route(mtype)[0]
 
 
 def stage_of(mtype):
     """The stage that executes a LOAD or STORE of memory type ``mtype`` (no configuration
     needed)."""
-    return _ROUTES[MemType(mtype)][3]
+    return _route(mtype)[3]
 
 
 def base_alignment(cfg, key):
