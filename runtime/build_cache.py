@@ -35,6 +35,7 @@ import hashlib
 import json
 import os
 from collections import OrderedDict
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -118,10 +119,31 @@ def _shift(words, indices, deltas, cfg):
     return True
 
 
+class _Uops(Sequence):
+    """The micro-ops of a :class:`CachedProgram`, decoded one by one when read (a run asks
+    only how many there are)."""
+
+    def __init__(self, codec_, blob, count):
+        self._codec, self._blob, self._count = codec_, blob, count
+
+    def __len__(self):
+        return self._count
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(self._count)))
+        if not -self._count <= index < self._count:
+            raise IndexError(f"micro-op {index} of {self._count}")
+        step = self._codec.uop_bytes
+        start = (index % self._count) * step
+        return self._codec.decode_uop(self._blob[start:start + step])
+
+
 class CachedProgram(Program):
     """A :class:`Program` read from the cache: the stream encoded as built (micro-op LOADs not
-    linked), the micro-ops' words, and the step mix. ``insns`` and ``uops`` are decoded on first
-    use; ``ledger`` is ``None`` (the token ledger is the builder's, not the stream's)."""
+    linked), the micro-ops' words, and the step mix. ``insns`` is decoded on first use, each of
+    ``uops`` when read; ``ledger`` is ``None`` (the token ledger is the builder's, not the
+    stream's)."""
 
     def __init__(self, cfg, words, uop_blob, uop_count, uop_loads, mix):
         self.cfg = cfg
@@ -141,10 +163,7 @@ class CachedProgram(Program):
 
     @functools.cached_property
     def uops(self):
-        step = codec(self.cfg).uop_bytes
-        decode = codec(self.cfg).decode_uop
-        return tuple(decode(self._uop_blob[i:i + step])
-                     for i in range(0, len(self._uop_blob), step))
+        return _Uops(codec(self.cfg), self._uop_blob, self._uop_count)
 
     def encode(self, uop_elem):
         words = self._words.copy()
