@@ -44,7 +44,9 @@ class _Costs:
         self.kk = shape.kh * shape.kw
         # Looked up once: the estimate asks for them per task, hundreds of thousands of times.
         self._inp_bytes, self._wgt_bytes = cfg.inp_elem_bytes, cfg.wgt_elem_bytes
+        self._fill = gemm_fill(cfg)
         self._cache = {}
+        self._uops = {}
 
     def input_load(self, th, tw, nci):
         key = ("input", th, tw)
@@ -61,10 +63,14 @@ class _Costs:
 
     def uops(self, nco, nci):
         """Micro-ops of a task's GEMM kernel (steps per output pixel)."""
-        return self.shape.kernel_blocks(nco, nci) * self.kk
+        key = (nco, nci)
+        found = self._uops.get(key)
+        if found is None:
+            found = self._uops[key] = self.shape.kernel_blocks(nco, nci) * self.kk
+        return found
 
     def gemm(self, th, tw, nco, nci):
-        return th * tw * self.uops(nco, nci) + gemm_fill(self.cfg)
+        return th * tw * self.uops(nco, nci) + self._fill
 
     def alu_pass(self, th, tw, nco):
         return th * tw * nco + ALU_FILL
@@ -144,32 +150,39 @@ def estimate(cfg, shape, t, *, tail_steps=TAIL_STEPS, give_up=None):
         store_free = max(store_free, done) + pending[2]
         store_done.append(store_free)
 
+    # The loop runs for every task of every tiling the planner weighs (millions of times per
+    # network): the per-size costs are looked up once per distinct size, in local names.
+    uops_of, input_load, weight_load, alu_pass, store = \
+        costs.uops, costs.input_load, costs.weight_load, costs.alu_pass, costs.store
+    fill, inp_resident, wgt_resident = costs._fill, t.inp_resident, t.wgt_resident
+    reload_weights, banked = t.reload_weights, threads > 1 and t.acc_banks > 1
     for j, (tile, spatial, th, tw, nco, cot, cit, nci, first, last) in enumerate(
             _tasks(cfg, shape, t)):
         # Load stage.
         start = load_free if j < threads else max(load_free, gemm_done[j - threads])
         cycles = 0
-        if not t.inp_resident or (spatial, cit) not in windows:
+        if not inp_resident or (spatial, cit) not in windows:
             windows.add((spatial, cit))
-            cycles += costs.input_load(th, tw, nci)
+            cycles += input_load(th, tw, nci)
         v, chunk = j % threads, (cot, cit)
-        if t.wgt_resident:
+        if wgt_resident:
             if chunk not in resident:
                 resident.add(chunk)
-                cycles += costs.weight_load(nco, nci)
-        elif t.reload_weights or held[v] != chunk:
+                cycles += weight_load(nco, nci)
+        elif reload_weights or held[v] != chunk:
             held[v] = chunk
-            cycles += costs.weight_load(nco, nci)
+            cycles += weight_load(nco, nci)
         load_free = start + cycles
         # Compute stage.
         if first:
             begin = compute_free if tile < threads else max(compute_free,
                                                             store_done[tile - threads])
-            compute_free = begin + costs.alu_pass(th, tw, nco)
-        begin = max(compute_free, load_free)
-        compute_free = begin + costs.gemm(th, tw, nco, nci)
+            compute_free = begin + alu_pass(th, tw, nco)
+        begin = compute_free if compute_free > load_free else load_free
+        uops = uops_of(nco, nci)
+        compute_free = begin + th * tw * uops + fill
         if pending:
-            parts = min(pending[0], costs.uops(nco, nci))
+            parts = min(pending[0], uops)
             beside = parts * pending[1]
             compute_free = max(compute_free, begin + beside)
             pending[0] -= parts
@@ -177,13 +190,13 @@ def estimate(cfg, shape, t, *, tail_steps=TAIL_STEPS, give_up=None):
                 finish_tail(begin + beside)
                 pending = None
         gemm_done.append(compute_free)
-        gemm_left -= th * tw * costs.uops(nco, nci)
+        gemm_left -= th * tw * uops
         if last:
             if pending:             # passes of the previous tile no GEMM took run alone
                 compute_free += pending[0] * pending[1]
                 finish_tail(compute_free)
-            pending = [tail_steps - 1, costs.alu_pass(th, tw, nco), costs.store(th, tw, nco)]
-            if threads == 1 or t.acc_banks == 1:     # no buffer in another ACC bank
+            pending = [tail_steps - 1, alu_pass(th, tw, nco), store(th, tw, nco)]
+            if not banked:          # no buffer in another ACC bank
                 compute_free += pending[0] * pending[1]
                 finish_tail(compute_free)
                 pending = None
