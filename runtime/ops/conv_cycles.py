@@ -22,7 +22,14 @@ N + ``ALU_FILL``; a LOAD its start and first-beat latency plus, per DRAM row, it
 (or one cycle per element when elements are narrower than the bus); a STORE its start plus, per
 DRAM row, its beats and the row overhead. Border padding, micro-op loads and fetch are left out:
 the estimate ranks tilings, it does not predict a run to the cycle.
+
+The walk over the tasks is compiled with numba (:func:`_walk`, cached on disk by numba beside
+this file): the costs of every task size come from :class:`_Costs` in tables, and the walk
+reads them.
 """
+
+import numba
+import numpy as np
 
 from avta.isa.costs import ALU_FILL, gemm_fill, load_cycles, store_cycles
 
@@ -69,9 +76,6 @@ class _Costs:
             found = self._uops[key] = self.shape.kernel_blocks(nco, nci) * self.kk
         return found
 
-    def gemm(self, th, tw, nco, nci):
-        return th * tw * self.uops(nco, nci) + self._fill
-
     def alu_pass(self, th, tw, nco):
         return th * tw * nco + ALU_FILL
 
@@ -85,29 +89,6 @@ class _Costs:
                 cycles = nco * store_cycles(self.cfg, th, tw)
             self._cache[key] = cycles
         return self._cache[key]
-
-
-def _tasks(cfg, shape, t):
-    """(tile index, spatial tile index, th, tw, nco, cot, cit, nci, first, last) in the
-    emitter's order."""
-    cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
-    n_ci = shape.input_chunks(cfg, t.tci)
-    n_spatial = _ceil(shape.oh, t.th) * _ceil(shape.ow, t.tw)
-    tile = 0
-    for nb in range(shape.n // cfg.batch):
-        for cot in range(_ceil(cob, t.tco)):
-            nco = min(t.tco, cob - cot * t.tco)
-            spatial = nb * n_spatial
-            for oh0 in range(0, shape.oh, t.th):
-                th = min(t.th, shape.oh - oh0)
-                for ow0 in range(0, shape.ow, t.tw):
-                    tw = min(t.tw, shape.ow - ow0)
-                    for cit in range(n_ci):
-                        nci = nco if shape.depthwise else min(t.tci, cib - cit * t.tci)
-                        yield (tile, spatial, th, tw, nco, cot, cit, nci, cit == 0,
-                               cit == n_ci - 1)
-                    tile += 1
-                    spatial += 1
 
 
 def lower_bound(cfg, shape, t, *, tail_steps=TAIL_STEPS):
@@ -134,75 +115,132 @@ def lower_bound(cfg, shape, t, *, tail_steps=TAIL_STEPS):
 
 def estimate(cfg, shape, t, *, tail_steps=TAIL_STEPS, give_up=None):
     """Estimated cycles of ``shape`` under tiling ``t`` (a :class:`Conv2dTiling`), or ``None``
-    as soon as the estimate passes ``give_up`` (the planner's best so far)."""
+    as soon as the estimate passes ``give_up`` (the planner's best so far).
+
+    The planner estimates thousands of tilings per layer, each a walk over thousands of tasks,
+    so the walk is compiled (:func:`_walk`, numba): a task's sizes are full or the border's on
+    each axis, so every cost is read from a small table made here with :class:`_Costs`."""
     costs = _Costs(cfg, shape, t, tail_steps)
-    threads = t.threads
-    gemm_left = shape.gemm_steps(cfg)                                    # steps still to run
+    cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
+    n_ci = shape.input_chunks(cfg, t.tci)
+    n_co = _ceil(cob, t.tco)
+    n_h, n_w = _ceil(shape.oh, t.th), _ceil(shape.ow, t.tw)
+    # Per axis the full size and the border's (the last tile's), index 0 and 1.
+    ths = (t.th, shape.oh - (n_h - 1) * t.th)
+    tws = (t.tw, shape.ow - (n_w - 1) * t.tw)
+    ncos = (t.tco, cob - (n_co - 1) * t.tco)
+    ncis = (t.tci, cib - (n_ci - 1) * t.tci)
+
+    def nci_of(c, d):
+        return ncos[c] if shape.depthwise else ncis[d]
+
+    input_load = np.array([[[costs.input_load(ths[a], tws[b], nci_of(c, d)) for d in (0, 1)]
+                            for c in (0, 1)] for a in (0, 1) for b in (0, 1)],
+                          dtype=np.int64).reshape(2, 2, 2, 2)
+    weight_load = np.array([[costs.weight_load(ncos[c], nci_of(c, d)) for d in (0, 1)]
+                            for c in (0, 1)], dtype=np.int64)
+    uops = np.array([[costs.uops(ncos[c], nci_of(c, d)) for d in (0, 1)] for c in (0, 1)],
+                    dtype=np.int64)
+    store = np.array([[[costs.store(ths[a], tws[b], ncos[c]) for c in (0, 1)] for b in (0, 1)]
+                      for a in (0, 1)], dtype=np.int64)
+    sizes = np.array([ths, tws, ncos], dtype=np.int64)
+    result = _walk(shape.n // cfg.batch, n_co, n_h, n_w, n_ci, t.threads, t.inp_resident,
+                   t.wgt_resident, t.reload_weights, t.threads > 1 and t.acc_banks > 1,
+                   tail_steps, shape.gemm_steps(cfg), costs._fill, ALU_FILL, sizes,
+                   input_load, weight_load, uops, store, -1 if give_up is None else give_up)
+    return None if result < 0 else int(result)
+
+
+@numba.njit(cache=True, nogil=True)
+def _walk(n_b, n_co, n_h, n_w, n_ci, threads, inp_resident, wgt_resident, reload_weights,
+          banked, tail_steps, gemm_left, fill, alu_fill, sizes, input_load, weight_load, uops,
+          store, give_up):
+    """The walk of :func:`estimate` over every task in the emitter's order (the module
+    docstring); -1 once it passes ``give_up`` (-1: never). Tables are indexed by 0 (full) or 1
+    (border) per axis: ``sizes[axis, i]`` (th, tw, nco), ``input_load[h, w, co, ci]``,
+    ``weight_load[co, ci]``, ``uops[co, ci]`` and ``store[h, w, co]``."""
+    n_spatial = n_h * n_w
     load_free = compute_free = store_free = 0
-    gemm_done = []            # per task: when its GEMM released the input buffer
-    store_done = []           # per tile: when its store released the accumulator buffer
-    held = [None] * threads   # the weight chunk each input buffer holds (weights per task)
-    resident, windows = set(), set()
-    pending = None            # the tail waiting for GEMMs: [passes left, pass cycles, store]
-
-    def finish_tail(done):
-        nonlocal store_free
-        store_free = max(store_free, done) + pending[2]
-        store_done.append(store_free)
-
-    # The loop runs for every task of every tiling the planner weighs (millions of times per
-    # network): the per-size costs are looked up once per distinct size, in local names.
-    uops_of, input_load, weight_load, alu_pass, store = \
-        costs.uops, costs.input_load, costs.weight_load, costs.alu_pass, costs.store
-    fill, inp_resident, wgt_resident = costs._fill, t.inp_resident, t.wgt_resident
-    reload_weights, banked = t.reload_weights, threads > 1 and t.acc_banks > 1
-    for j, (tile, spatial, th, tw, nco, cot, cit, nci, first, last) in enumerate(
-            _tasks(cfg, shape, t)):
-        # Load stage.
-        start = load_free if j < threads else max(load_free, gemm_done[j - threads])
-        cycles = 0
-        if not inp_resident or (spatial, cit) not in windows:
-            windows.add((spatial, cit))
-            cycles += input_load(th, tw, nci)
-        v, chunk = j % threads, (cot, cit)
-        if wgt_resident:
-            if chunk not in resident:
-                resident.add(chunk)
-                cycles += weight_load(nco, nci)
-        elif reload_weights or held[v] != chunk:
-            held[v] = chunk
-            cycles += weight_load(nco, nci)
-        load_free = start + cycles
-        # Compute stage.
-        if first:
-            begin = compute_free if tile < threads else max(compute_free,
-                                                            store_done[tile - threads])
-            compute_free = begin + alu_pass(th, tw, nco)
-        begin = compute_free if compute_free > load_free else load_free
-        uops = uops_of(nco, nci)
-        compute_free = begin + th * tw * uops + fill
-        if pending:
-            parts = min(pending[0], uops)
-            beside = parts * pending[1]
-            compute_free = max(compute_free, begin + beside)
-            pending[0] -= parts
-            if not pending[0]:
-                finish_tail(begin + beside)
-                pending = None
-        gemm_done.append(compute_free)
-        gemm_left -= th * tw * uops
-        if last:
-            if pending:             # passes of the previous tile no GEMM took run alone
-                compute_free += pending[0] * pending[1]
-                finish_tail(compute_free)
-            pending = [tail_steps - 1, alu_pass(th, tw, nco), store(th, tw, nco)]
-            if not banked:          # no buffer in another ACC bank
-                compute_free += pending[0] * pending[1]
-                finish_tail(compute_free)
-                pending = None
-        if give_up is not None and max(compute_free + gemm_left, store_free) > give_up:
-            return None
+    gemm_done = np.empty(n_b * n_co * n_spatial * n_ci, np.int64)   # per task
+    store_done = np.empty(n_b * n_co * n_spatial, np.int64)         # per tile
+    n_stores = 0
+    held = np.full(threads, -1, np.int64)       # the weight chunk each input buffer holds
+    resident = np.zeros(n_co * n_ci, np.bool_)
+    windows = np.zeros(n_b * n_spatial * n_ci, np.bool_)
+    pending = False             # the tail waiting for GEMMs: passes left, pass cycles, store
+    p_left = p_pass = p_store = 0
+    j = tile = 0
+    for nb in range(n_b):
+        for cot in range(n_co):
+            c = 1 if cot == n_co - 1 else 0
+            nco = sizes[2, c]
+            spatial = nb * n_spatial
+            for hi in range(n_h):
+                a = 1 if hi == n_h - 1 else 0
+                th = sizes[0, a]
+                for wi in range(n_w):
+                    b = 1 if wi == n_w - 1 else 0
+                    tw = sizes[1, b]
+                    for cit in range(n_ci):
+                        d = 1 if cit == n_ci - 1 else 0
+                        # Load stage.
+                        start = load_free if j < threads else max(load_free,
+                                                                  gemm_done[j - threads])
+                        cycles = 0
+                        window = spatial * n_ci + cit
+                        if not inp_resident or not windows[window]:
+                            windows[window] = True
+                            cycles += input_load[a, b, c, d]
+                        v, chunk = j % threads, cot * n_ci + cit
+                        if wgt_resident:
+                            if not resident[chunk]:
+                                resident[chunk] = True
+                                cycles += weight_load[c, d]
+                        elif reload_weights or held[v] != chunk:
+                            held[v] = chunk
+                            cycles += weight_load[c, d]
+                        load_free = start + cycles
+                        # Compute stage.
+                        if cit == 0:
+                            begin = compute_free if tile < threads else max(
+                                compute_free, store_done[tile - threads])
+                            compute_free = begin + th * tw * nco + alu_fill
+                        begin = max(compute_free, load_free)
+                        u = uops[c, d]
+                        compute_free = begin + th * tw * u + fill
+                        if pending:
+                            parts = min(p_left, u)
+                            beside = parts * p_pass
+                            compute_free = max(compute_free, begin + beside)
+                            p_left -= parts
+                            if p_left == 0:
+                                store_free = max(store_free, begin + beside) + p_store
+                                store_done[n_stores] = store_free
+                                n_stores += 1
+                                pending = False
+                        gemm_done[j] = compute_free
+                        gemm_left -= th * tw * u
+                        if cit == n_ci - 1:
+                            if pending:     # passes of the previous tile no GEMM took run alone
+                                compute_free += p_left * p_pass
+                                store_free = max(store_free, compute_free) + p_store
+                                store_done[n_stores] = store_free
+                                n_stores += 1
+                            pending = True
+                            p_left, p_pass, p_store = \
+                                tail_steps - 1, th * tw * nco + alu_fill, store[a, b, c]
+                            if not banked:  # no buffer in another ACC bank
+                                compute_free += p_left * p_pass
+                                store_free = max(store_free, compute_free) + p_store
+                                store_done[n_stores] = store_free
+                                n_stores += 1
+                                pending = False
+                        if give_up >= 0 and max(compute_free + gemm_left, store_free) > give_up:
+                            return -1
+                        j += 1
+                    tile += 1
+                    spatial += 1
     if pending:
-        compute_free += pending[0] * pending[1]
-        finish_tail(compute_free)
+        compute_free += p_left * p_pass
+        store_free = max(store_free, compute_free) + p_store
     return store_free
