@@ -140,10 +140,13 @@ class _Uops(Sequence):
 
 
 class CachedProgram(Program):
-    """A :class:`Program` read from the cache: the stream encoded as built (micro-op LOADs not
-    linked), the micro-ops' words, and the step mix. ``insns`` is decoded on first use, each of
-    ``uops`` when read; ``ledger`` is ``None`` (the token ledger is the builder's, not the
-    stream's)."""
+    """A :class:`Program` as the cache holds it: the stream encoded (micro-op LOADs not
+    linked), the micro-ops' words, and the step mix. Read back, ``insns`` is decoded on first
+    use, each of ``uops`` when read, and ``ledger`` is ``None`` (the token ledger is the
+    builder's, not the stream's); just built (``read_back`` False), it keeps the builder's."""
+
+    #: Whether the program was read from the cache (False: built in this call).
+    read_back = True
 
     def __init__(self, cfg, words, uop_blob, uop_count, uop_loads, mix):
         self.cfg = cfg
@@ -326,14 +329,21 @@ def cached_program(builder, build, cfg, args, operands, addresses):
             return program
     program = build()
     record = _record(key, program, operands, addresses)
-    if record is not None:
-        _remember(key, record)
-        if enabled():
-            try:
-                write_atomic(path, json.dumps(record, separators=(",", ":")))
-            except OSError:
-                pass            # a cache that cannot be written only costs the next run
-    return program
+    if record is None:
+        return program
+    _remember(key, record)
+    if enabled():
+        try:
+            write_atomic(path, json.dumps(record, separators=(",", ":")))
+        except OSError:
+            pass                # a cache that cannot be written only costs the next run
+    # The stream was just encoded for the record: the run reuses it instead of encoding the
+    # instructions again, and keeps what the builder made (instructions, micro-ops, ledger).
+    placed = _program(cfg, record, addresses)
+    placed.read_back = False
+    placed.__dict__.update(insns=program.insns, uops=program.uops)
+    placed.ledger = program.ledger
+    return placed
 
 
 def clear_memory():

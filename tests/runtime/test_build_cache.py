@@ -46,12 +46,14 @@ def test_a_program_read_back_is_the_one_built_at_the_new_addresses(cache, name):
     cfg = load_config(name)
     first = Conv2dBuffers(inp=100, wgt=7, out=3000, bias=50)
     built = build_conv2d(cfg, SHAPE, first, requant=REQUANT, bias_bound=5)
-    assert not isinstance(built, build_cache.CachedProgram)
+    assert not built.read_back
+    _same(built, _fresh(cfg, first))
+    assert built.ledger is not None
     assert len(list(cache.glob("*.json"))) == 1
     build_cache.clear_memory()                     # as a new process finds it
     elsewhere = Conv2dBuffers(inp=90_000, wgt=12_345, out=777, bias=4_000)
     read = build_conv2d(cfg, SHAPE, elsewhere, requant=REQUANT, bias_bound=5)
-    assert isinstance(read, build_cache.CachedProgram)
+    assert read.read_back
     _same(read, _fresh(cfg, elsewhere))
 
 
@@ -99,7 +101,7 @@ def test_a_damaged_entry_is_built_again_and_rewritten(cache, damage):
         path.write_text(json.dumps(record))
     build_cache.clear_memory()
     again = build_conv2d(cfg, SHAPE, bufs, requant=REQUANT, bias_bound=5)
-    assert not isinstance(again, build_cache.CachedProgram)
+    assert not again.read_back
     _same(again, _fresh(cfg, bufs))
     assert json.loads(path.read_text())["key"] == path.stem
 
@@ -132,12 +134,11 @@ def test_an_adds_two_inputs_are_told_apart_by_their_addresses(cache):
     build_cache.clear_memory()
     swapped = AddBuffers(a=200_000, b=300, wgt=9, out=77)       # b now below a
     read = build_add_gemm(cfg, shape, swapped, requant=requant, tiling=tiling)
-    assert isinstance(read, build_cache.CachedProgram)
+    assert read.read_back
     _same(read, _build_add_gemm(cfg, shape, swapped, requant=requant, shift_a=0, threads=2,
                                 tiling=tiling))
     same = AddBuffers(a=500, b=500, wgt=9, out=77)              # x + x: another key
-    assert not isinstance(build_add_gemm(cfg, shape, same, requant=requant, tiling=tiling),
-                          build_cache.CachedProgram)
+    assert not build_add_gemm(cfg, shape, same, requant=requant, tiling=tiling).read_back
 
 
 def test_a_plan_read_back_is_the_plan(cache):
