@@ -18,6 +18,7 @@ exploration needs.
 """
 
 import collections
+import functools
 import random
 from typing import NamedTuple
 
@@ -153,7 +154,10 @@ class Fsim:
         if insn_addr % INSN_BYTES:
             raise ValueError(f"insn_addr 0x{insn_addr:x} is not {INSN_BYTES}-byte aligned: "
                              f"instructions start on a {INSN_BYTES}-byte boundary")
-        return _Launch(self, memory, insn_addr, insn_count).run()
+        if not self.data:
+            return _Launch(self, memory, insn_addr, insn_count).run()
+        with _one_blas_thread():
+            return _Launch(self, memory, insn_addr, insn_count).run()
 
     def run_activity(self, dram, insn_addr, insn_count, *, bases=None, bin_cycles=1,
                      max_bins=None):
@@ -200,6 +204,18 @@ class Fsim:
             decoded = self._decoded[blob] = (
                 insn, violation, None if violation is not None else _static(self._cfg, insn))
         return decoded
+
+
+@functools.cache
+def _blas():
+    from threadpoolctl import ThreadpoolController
+    return ThreadpoolController()
+
+
+def _one_blas_thread():
+    """A context in which BLAS runs on one thread: fsim's matrix products (GEMM, gemm.py) are
+    small, and a second thread only spins, doubling the CPU time (tenfold on a busy machine)."""
+    return _blas().limit(limits=1, user_api="blas")
 
 
 class _Static(NamedTuple):
