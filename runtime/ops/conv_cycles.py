@@ -23,12 +23,12 @@ N + ``ALU_FILL``; a LOAD its start and first-beat latency plus, per DRAM row, it
 DRAM row, its beats and the row overhead. Border padding, micro-op loads and fetch are left out:
 the estimate ranks tilings, it does not predict a run to the cycle.
 
-The walk over the tasks is compiled with numba (:func:`_walk`, cached on disk by numba beside
-this file): the costs of every task size come from :class:`_Costs` in tables, and the walk
-reads them.
+The walk over the tasks is compiled with numba (:func:`_walk`, :func:`_compiled_walk`): the
+costs of every task size come from :class:`_Costs` in tables, and the walk reads them.
 """
 
-import numba
+import functools
+
 import numpy as np
 
 from avta.isa.costs import ALU_FILL, gemm_fill, load_cycles, store_cycles
@@ -144,14 +144,23 @@ def estimate(cfg, shape, t, *, tail_steps=TAIL_STEPS, give_up=None):
     store = np.array([[[costs.store(ths[a], tws[b], ncos[c]) for c in (0, 1)] for b in (0, 1)]
                       for a in (0, 1)], dtype=np.int64)
     sizes = np.array([ths, tws, ncos], dtype=np.int64)
-    result = _walk(shape.n // cfg.batch, n_co, n_h, n_w, n_ci, t.threads, t.inp_resident,
-                   t.wgt_resident, t.reload_weights, t.threads > 1 and t.acc_banks > 1,
-                   tail_steps, shape.gemm_steps(cfg), costs._fill, ALU_FILL, sizes,
-                   input_load, weight_load, uops, store, -1 if give_up is None else give_up)
+    result = _compiled_walk()(
+        shape.n // cfg.batch, n_co, n_h, n_w, n_ci, t.threads, t.inp_resident, t.wgt_resident,
+        t.reload_weights, t.threads > 1 and t.acc_banks > 1, tail_steps, shape.gemm_steps(cfg),
+        costs._fill, ALU_FILL, sizes, input_load, weight_load, uops, store,
+        -1 if give_up is None else give_up)
     return None if result < 0 else int(result)
 
 
-@numba.njit(cache=True, nogil=True)
+@functools.cache
+def _compiled_walk():
+    """:func:`_walk` compiled by numba (on disk beside this file, so once per source), made on
+    first use: importing numba takes a quarter of a second, and a run whose programs all come
+    from the cache (:mod:`avta.runtime.build_cache`) plans nothing."""
+    import numba
+    return numba.njit(cache=True, nogil=True)(_walk)
+
+
 def _walk(n_b, n_co, n_h, n_w, n_ci, threads, inp_resident, wgt_resident, reload_weights,
           banked, tail_steps, gemm_left, fill, alu_fill, sizes, input_load, weight_load, uops,
           store, give_up):
