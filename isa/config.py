@@ -142,6 +142,22 @@ class Config:
     alu_scale: int = _field("ALU_SCALE")
     gemm_pipe_stages: int | None = _field("GEMM_PIPE_STAGES")
 
+    def __hash__(self):
+        # A configuration keys the caches of every derived quantity (scratchpads, memories,
+        # codecs, plans), looked up millions of times while planning a network: its fields'
+        # hash is computed once. It is left out of pickles, since a str's hash differs
+        # between processes.
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash(tuple(getattr(self, f.name) for f in dataclasses.fields(self)))
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_hash", None)
+        return state
+
     def __post_init__(self):
         fix = {}
         violations = _check(self, fix)

@@ -20,8 +20,12 @@ def alu_ops(cfg=None):
     """The ALU operations an instruction may use at ``cfg``: every :class:`AluOp`, less SCL
     unless the configuration key ``ALU_SCALE`` is 1 (docs/isa.md §3.4). ``None`` stands for a
     configuration without the scale multipliers, upstream's set."""
-    scale = cfg is not None and cfg.alu_scale
-    return tuple(op for op in AluOp if op != AluOp.SCL or scale)
+    return _ALU_OPS[bool(cfg is not None and cfg.alu_scale)]
+
+
+#: :func:`alu_ops` with and without the scale multipliers (the decoder asks per instruction).
+_ALU_OPS = {scale: tuple(op for op in AluOp if op != AluOp.SCL or scale)
+            for scale in (False, True)}
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ import numpy as np
 
 from avta.isa.enums import AluOp, MemType, PadValue
 
+from ..build_cache import cached_program
 from ..packing import pack_nchw, pack_oihw, pad_channels
 from ..pipeline import Pipeline
 from ..stream import StreamBuilder
@@ -402,7 +403,22 @@ def build_conv2d(cfg, shape, bufs, *, requant=Requant(), threads=2, tiling=None,
                  bias_bound=None):
     """The :class:`~avta.runtime.program.Program` of one conv2d layer. ``bias_bound``, the
     largest magnitude of the bias values, lets the accumulators start at the shifted bias when
-    that is exact (:meth:`Requant.bias_starts_acc`); ``None`` adds the bias after the shift."""
+    that is exact (:meth:`Requant.bias_starts_acc`); ``None`` adds the bias after the shift.
+    Built once across processes (:mod:`avta.runtime.build_cache`): the program of the same
+    layer at other DRAM addresses is read back and placed at ``bufs``."""
+    args = {"shape": shape, "requant": requant, "threads": threads, "tiling": tiling,
+            "bias_bound": bias_bound}
+    return cached_program(
+        "conv2d", lambda: _build_conv2d(cfg, shape, bufs, requant=requant, threads=threads,
+                                        tiling=tiling, bias_bound=bias_bound),
+        cfg, args, _OPERANDS, vars(bufs))
+
+
+#: Which operand of :class:`Conv2dBuffers` each memory type's LOADs (OUT: STOREs) address.
+_OPERANDS = {MemType.INP: "inp", MemType.WGT: "wgt", MemType.ACC: "bias", MemType.OUT: "out"}
+
+
+def _build_conv2d(cfg, shape, bufs, *, requant, threads, tiling, bias_bound):
     if shape.pad_value not in _PAD_VALUES:
         raise ValueError(f"conv2d pads with {sorted(_PAD_VALUES)}, not {shape.pad_value}")
     if requant.per_channel and bufs.bias is None:

@@ -47,7 +47,9 @@ class _Costs:
         self.kk = shape.kh * shape.kw
         # Looked up once: the estimate asks for them per task, hundreds of thousands of times.
         self._inp_bytes, self._wgt_bytes = cfg.inp_elem_bytes, cfg.wgt_elem_bytes
+        self._fill = gemm_fill(cfg)
         self._cache = {}
+        self._uops = {}
 
     def input_load(self, th, tw, nci):
         key = ("input", th, tw)
@@ -64,10 +66,14 @@ class _Costs:
 
     def uops(self, nco, nci):
         """Micro-ops of a task's GEMM kernel (steps per output pixel)."""
-        return self.shape.kernel_blocks(nco, nci) * self.kk
+        key = (nco, nci)
+        found = self._uops.get(key)
+        if found is None:
+            found = self._uops[key] = self.shape.kernel_blocks(nco, nci) * self.kk
+        return found
 
     def gemm(self, th, tw, nco, nci):
-        return th * tw * self.uops(nco, nci) + gemm_fill(self.cfg)
+        return th * tw * self.uops(nco, nci) + self._fill
 
     def alu_pass(self, th, tw, nco):
         return th * tw * nco + ALU_FILL

@@ -22,7 +22,7 @@ per bank, when the token counters hold four: the compute and store stages then p
 tokens) it has three tiles' time.
 """
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -31,6 +31,7 @@ from avta.isa.enums import MemType, Stage
 from avta.isa.formats import ITER_BITS
 from avta.isa.memories import scratchpad
 
+from ..build_cache import cached_plan, cached_program
 from ..packing import pack_nchw
 from ..pipeline import Pipeline
 from ..stream import StreamBuilder
@@ -202,9 +203,27 @@ class AddPlan:
 
 def plan_add(cfg, shape, *, shift_a=0, requant=Requant(), threads=2, path=None):
     """The faster path of the add of two ``shape = (N, C, H, W)`` maps by the estimates, or
-    ``path`` (``"gemm"`` or ``"alu"``) itself."""
+    ``path`` (``"gemm"`` or ``"alu"``) itself. Planned once across processes
+    (:func:`avta.runtime.build_cache.cached_plan`)."""
     if path not in (None, "gemm", "alu"):
         raise ValueError(f"add path {path!r} is not one of ('gemm', 'alu')")
+    args = {"shape": tuple(shape), "shift_a": shift_a, "requant": requant, "threads": threads,
+            "path": path}
+    return cached_plan("plan_add", cfg, args,
+                       lambda: _plan_add(cfg, shape, shift_a, requant, threads, path),
+                       _plan_record, _plan_from_record)
+
+
+def _plan_record(plan):
+    return asdict(plan)
+
+
+def _plan_from_record(record):
+    tiling = record["tiling"]
+    return AddPlan(**(record | {"tiling": None if tiling is None else AddTiling(**tiling)}))
+
+
+def _plan_add(cfg, shape, shift_a, requant, threads, path):
     n = feature_rows(cfg, shape)
     cycles, why, tiling = {}, _why_not_gemm(cfg, shift_a, requant), None
     if path in (None, "gemm") and not why:
@@ -223,7 +242,21 @@ def plan_add(cfg, shape, *, shift_a=0, requant=Requant(), threads=2, path=None):
 
 def build_add_gemm(cfg, shape, bufs, *, requant, shift_a=0, threads=2, tiling=None):
     """The program of the add on the GEMM core (:class:`AddBuffers`; the weights are
-    :func:`pack_add_weights` of ``shift_a``)."""
+    :func:`pack_add_weights` of ``shift_a``). Built once across processes
+    (:mod:`avta.runtime.build_cache`), placed at ``bufs``."""
+    args = {"shape": tuple(shape), "requant": requant, "shift_a": shift_a, "threads": threads,
+            "tiling": tiling}
+    return cached_program(
+        "add_gemm", lambda: _build_add_gemm(cfg, shape, bufs, requant=requant, shift_a=shift_a,
+                                            threads=threads, tiling=tiling),
+        cfg, args, _OPERANDS, vars(bufs))
+
+
+#: Which operands of :class:`AddBuffers` each memory type's LOADs (OUT: STOREs) address.
+_OPERANDS = {MemType.INP: ("a", "b"), MemType.WGT: "wgt", MemType.OUT: "out"}
+
+
+def _build_add_gemm(cfg, shape, bufs, *, requant, shift_a, threads, tiling):
     why = _why_not_gemm(cfg, shift_a, requant)
     if why:
         raise PlanError(f"the add cannot run on the GEMM core of {cfg.name!r}: {why}")
