@@ -49,8 +49,9 @@ class Imported:
                 and abs(s.error) > POWER_OF_TWO_BOUND + 1e-12]
 
 
-def error_text(error):
-    """A relative error as a percentage, or in parts per million when under 0.01 %."""
-    if error != 0.0 and abs(error) < 1e-4:
+def error_text(error, ppm=False):
+    """A relative error as a percentage, or in parts per million when under 0.01 % (or
+    ``ppm``, a fixed-point multiplier's)."""
+    if (error != 0.0 or ppm) and abs(error) < 1e-4:
         return f"{error * 1e6:+.1f} ppm"
     return f"{error:+.2%}"

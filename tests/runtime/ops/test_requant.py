@@ -260,3 +260,16 @@ def test_conv2d_per_channel_on_a_24_bit_device(tiny_cfg, device, int8, bits):
     want = conv2d_ref(x, w, bias, pad=1, pad_value=-128, requant=q)
     np.testing.assert_array_equal(got, want)
     assert len(np.unique(want)) > 20
+
+
+def test_add_of_inputs_scaled_by_two_factors(tiny_cfg, device, int8):
+    """Each input times m1 exactly (left shift by 15, SCL), then SCL m2 rounding down; the sum
+    requantized: on the device as the reference, with Q15 immediates only (ALU_SCALE: 1)."""
+    a, b = int8((2, 8, 3, 5)), int8((2, 8, 3, 5))
+    q = Requant(17, (-128, 127), offset=(3 << 17) + (1 << 16))
+    kw = dict(scale_a=23117, scale_a2=17001, scale_b=16500, scale_b2=20000)
+    got = add(device(tiny_cfg.replace(alu_scale=1)), a, b, requant=q, **kw)
+    want = add_ref(a, b, requant=q, **kw)
+    np.testing.assert_array_equal(got, want)
+    terms = (a.astype(np.int64) * 23117 * 17001 >> 15) + (b.astype(np.int64) * 16500 * 20000 >> 15)
+    np.testing.assert_array_equal(want, np.clip((terms + (3 << 17) + (1 << 16)) >> 17, -128, 127))
