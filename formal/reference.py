@@ -124,7 +124,7 @@ def insn_stage(m: Module, insn, *, name):
 
 def insn_error(m: Module, insn, *, name, cfg):
     """The decode-time error of ``insn`` at ``cfg`` (docs/isa.md §3.5, codes 1–6 and 8: the
-    lowest code of the rules it breaks; SCL is legal only with ``ALU_SCALE: 1``) or NONE, as a
+    lowest code of the rules it breaks; SCL is legal only with ``ALU_SCALE`` 1 or 2) or NONE, as a
     new signal."""
     head, mem, alu = insn.head, insn.memory, insn.alu
     opcode = head.opcode

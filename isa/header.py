@@ -72,7 +72,7 @@ def header_macros(cfg):
     add("VTA_ALU_OPCODE_BIT_WIDTH", formats.ALU_OPCODE_BITS)
     for op in Opcode:
         add(f"VTA_OPCODE_{op.name}", op.value)
-    for op in alu_ops(cfg):     # SCL only where ALU_SCALE is 1 (docs/isa.md §3.4)
+    for op in alu_ops(cfg):     # SCL only where ALU_SCALE is 1 or 2 (docs/isa.md §3.4)
         add(f"VTA_ALU_OPCODE_{op.name}", op.value)
     add("VTA_MEMOP_ID_BIT_WIDTH", formats.MEMORY_TYPE_BITS)
     add("VTA_MEMOP_SRAM_ADDR_BIT_WIDTH", formats.SRAM_ADDR_BITS)

@@ -184,7 +184,7 @@ def build_add(cfg, shape, a, b, out, *, requant, shift_a=0, scale_a=0, scale_b=0
     elements ``a`` and ``b`` (``(N/B, C/BO, H, W, B, BO)``, conv2d's output layout): ``requant((a
     << shift_a) + b)`` (int32 sum) as int8 OUT elements at ``out``, in the same layout. The left
     shift is an SHR by ``−shift_a`` (inputs whose scales are 2^shift_a apart). With integer
-    multipliers ``scale_a`` and ``scale_b`` (ALU SCL, ``ALU_SCALE: 1``) the sum is ``a · scale_a
+    multipliers ``scale_a`` and ``scale_b`` (ALU SCL, ``ALU_SCALE`` 1 or 2) the sum is ``a · scale_a
     + b · scale_b`` instead, exactly; second factors ``scale_a2``, ``scale_b2`` make each term
     ``⌊x · scale · scale2 / 2^15⌋`` (docs/onnx.md)."""
     if (scale_a or scale_b) and (shift_a or not (scale_a and scale_b)):

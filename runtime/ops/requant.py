@@ -17,7 +17,7 @@ bias rows (pools, the residual add). A ``scale`` (a real multiplier) is the host
 requantization: such a node cannot run on the accelerator and the executor runs it with the
 numpy reference.
 
-With ALU SCL (``ALU_SCALE: 1``, docs/isa.md §3.4) a real multiplier runs on the device in fixed
+With ALU SCL (``ALU_SCALE`` 1 or 2, docs/isa.md §3.4) a real multiplier runs on the device in fixed
 point: ``multiplier`` m scales the accumulator by ``m / 2^15`` (rounding down) before the
 offset and the shift, so ``(⌊acc · m / 2^15⌋ + offset) >> shift`` with ``offset = 2^(shift−1)``
 is ``acc · m / 2^(15+shift)`` rounded once, half up (a floor composes exactly with the
@@ -101,7 +101,7 @@ class Requant:
     multiplier : int or None
         A fixed-point factor ``multiplier / 2^15`` (1..2^15 − 1) applied to the accumulator
         (after the bias when ``bias_first``) before the offset and the shift: one ALU SCL,
-        rounding down; needs a configuration with ``ALU_SCALE: 1``.
+        rounding down; needs a configuration with ``ALU_SCALE`` 1 or 2.
     pre_shift : int
         With a ``multiplier``: a left shift (0..31) of the accumulator before SCL, for factors
         of 1/2 or more; the caller makes sure that it does not overflow.
