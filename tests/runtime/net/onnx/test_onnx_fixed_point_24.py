@@ -96,3 +96,21 @@ def test_24_bit_conv_pool_and_add_on_tsim(onnx_kit):
     y = m.global_avg_pool(m.add(a, b, SY * 1.9, 11), SY, 2)
     _, steps = _steps(onnx_kit, m.build(y), _input(rng, (1, 4, 6, 6), -128), SY, target="tsim")
     assert np.abs(steps).max() <= 1
+
+
+def test_a_15_bit_import_runs_alike_on_alu_scale_2(onnx_kit):
+    """Q15 immediates mean the same at either width and Q15 rows are packed shifted left by 8:
+    a network imported for ALU_SCALE: 1 gives the same outputs on ALU_SCALE: 2."""
+    rng = np.random.default_rng(36)
+    m = onnx_kit.QDQ((1, 4, 6, 6), SX, -128)
+    a = m.conv(m.x, _weights(rng, (4, 4, 3, 3)), SW * np.exp(rng.uniform(-1, 1, 4)), None,
+               0.05, 3, pad=1)
+    b = m.conv(m.x, _weights(rng, (4, 4, 1, 1)), SW, None, 0.05 * 1.37, -7)
+    y = m.global_avg_pool(m.add(a, b, SY * 1.9, 11), SY, 2)
+    imported = import_onnx(m.build(y), batch=1, fixed_point=True)
+    x = _input(rng, (1, 4, 6, 6), -128)
+    runs = [onnx_kit.run_device(imported.graph, x, config=WIDE_TINY.replace(alu_scale=s))
+            for s in (1, 2)]
+    assert all(layer.on == "device" for _, run in runs for layer in run.layers)
+    (first,), (second,) = (outputs.values() for outputs, _ in runs)
+    assert np.array_equal(first, second)
