@@ -91,11 +91,28 @@ def onnx_resnet18(cfg):
               f"images on {on.name} (fsim):")
         if mode == "fixed24":
             print(imported.report())
+        if mode != "shift":
+            _print_layers(path, x, imported)
         print(f"logits equal to onnxruntime's {np.mean(steps == 0):.2%}, within one step "
               f"{np.mean(np.abs(steps) <= 1):.2%}, at most {int(np.abs(steps).max())} steps "
               f"apart; top-1 equal {np.mean(ours.argmax(1) == theirs.argmax(1)):.2%}; "
               f"{run.total['cycles']:,} cycles ({'estimated' if run.estimated else 'counted'})")
     return 0
+
+
+def _print_layers(path, x, imported):
+    """Per layer, the values that differ from onnxruntime's: chained through the network and on
+    onnxruntime's own inputs (:func:`avta.sim.bench.onnx_layers.compare_layers`)."""
+    from .onnx_layers import compare_layers
+    rows = compare_layers(path, x, imported)
+    print(f"{'layer':<24} {'op':<16} {'values':>9} {'differ chained':>15} "
+          f"{'on its inputs':>14} {'steps':>5}")
+    for row in rows:
+        alone = "—" if row.isolated is None else f"{row.isolated:,}"
+        print(f"{row.name:<24} {row.op:<16} {row.values:>9,} {row.chained:>15,} {alone:>14} "
+              f"{row.max_steps:>5}")
+    first = next((row.name for row in rows if row.chained), None)
+    print(f"first layer that differs: {first or 'none'}")
 
 
 def onnx_digits(cfg):

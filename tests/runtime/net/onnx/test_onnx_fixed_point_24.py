@@ -114,3 +114,23 @@ def test_a_15_bit_import_runs_alike_on_alu_scale_2(onnx_kit):
     assert all(layer.on == "device" for _, run in runs for layer in run.layers)
     (first,), (second,) = (outputs.values() for outputs, _ in runs)
     assert np.array_equal(first, second)
+
+
+def test_layer_by_layer_comparison_with_onnxruntime(onnx_kit, tmp_path):
+    """The bench's per-layer comparison finds every layer in onnxruntime's optimized graph
+    (fused or not) and, with 24-bit multipliers, no value that differs; with the nearest
+    powers of two the first layer differs."""
+    from avta.sim.bench.onnx_layers import compare_layers
+    rng = np.random.default_rng(37)
+    m = onnx_kit.QDQ((2, 4, 6, 6), SX, -128)
+    a = m.conv(m.x, _weights(rng, (8, 4, 3, 3)), SW * np.exp(rng.uniform(-1, 1, 8)), None,
+               0.05, -128, pad=1)
+    y = m.global_avg_pool(a, SY, 2)
+    path = tmp_path / "model.onnx"
+    onnx.save(m.build(y), str(path))
+    x = _input(rng, (2, 4, 6, 6), -128)
+    rows = compare_layers(path, x, import_onnx(path, batch=2, fixed_point=24))
+    assert [row.op for row in rows] == ["conv2d", "global_avg_pool"]
+    assert all(row.chained == 0 and row.isolated == 0 for row in rows)
+    rows = compare_layers(path, x, import_onnx(path, batch=2))
+    assert rows[0].chained > 0 and rows[0].isolated == rows[0].chained
