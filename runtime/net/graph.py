@@ -154,6 +154,10 @@ class Node:
         for key in QUIET_ATTRS:             # at their defaults they are not there at all
             if key in attrs and attrs[key] == spec.attrs[key]:
                 del attrs[key]
+        for second, first in (("scale_a2", "scale_a"), ("scale_b2", "scale_b")):
+            if attrs.get(second) and not attrs.get(first):
+                raise GraphError(f"{where}: attribute {second}={attrs[second]} is a second "
+                                 f"factor after {first}, which is 0")
         if "k" in attrs and attrs["pad"] > attrs["k"] // 2:
             raise GraphError(f"{where}: pad {attrs['pad']} is more than half the window "
                              f"k={attrs['k']}; a window could lie in the padding only")

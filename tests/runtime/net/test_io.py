@@ -221,6 +221,12 @@ def test_round_trip_of_24_bit_and_two_pass_requantizations(tmp_path):
     _same_outputs(g, back, random_input(g, 3))
 
 
+def test_a_second_factor_needs_a_first():
+    with pytest.raises(GraphError, match="scale_a2=5 is a second factor after scale_a"):
+        Node("sum", "add", ["a", "b"], attrs=dict(scale_a2=5, scale_b=3),
+             requant=Requant(20, (-128, 127)))
+
+
 def test_an_older_file_without_the_fixed_point_fields_loads(tmp_path):
     g = every_kind()
     yaml_path, _ = save(g, tmp_path / "net.yaml")
