@@ -134,3 +134,19 @@ def test_layer_by_layer_comparison_with_onnxruntime(onnx_kit, tmp_path):
     assert all(row.chained == 0 and row.isolated == 0 for row in rows)
     rows = compare_layers(path, x, import_onnx(path, batch=2))
     assert rows[0].chained > 0 and rows[0].isolated == rows[0].chained
+
+
+@pytest.mark.parametrize("args, bits", [(["--fixed-point"], None), (["--fixed-point", "16"], None),
+                                        (["--fixed-point", "24"], 24)])
+def test_the_command_takes_the_width(onnx_kit, tmp_path, capsys, args, bits):
+    from avta.cli import main
+    rng = np.random.default_rng(38)
+    m = onnx_kit.QDQ((1, 4, 5, 5), SX, -128)
+    path = tmp_path / "m.onnx"
+    onnx.save(m.build(m.conv(m.x, _weights(rng, (8, 4, 3, 3)), SW, None, SY, 4, pad=1)), path)
+    assert main(["import", str(path), *args, "-o", str(tmp_path / "n.yaml")]) == 0
+    text = (tmp_path / "n.yaml").read_text()
+    assert ("multiplier_bits: 24" in text) == (bits == 24) and "multiplier" in text
+    with pytest.raises(SystemExit) as stop:
+        main(["import", str(path), "--fixed-point", "20", "-o", str(tmp_path / "m.yaml")])
+    assert stop.value.code == 2 and "invalid choice: 20" in capsys.readouterr().err
