@@ -61,7 +61,7 @@ def _violations(insn, legal_alu_ops):
         names = ", ".join(f"{op.name} {op.value}" for op in legal_alu_ops)
         found.append(Violation(ErrorCode.ILLEGAL_ALU_OPCODE,
                                f"ALU opcode {insn.alu_opcode} is undefined here ({names}; SCL 7 "
-                               f"needs the configuration key ALU_SCALE: 1)"
+                               f"needs the configuration key ALU_SCALE: 1 or 2)"
                                if insn.alu_opcode == AluOp.SCL else
                                f"ALU opcode {insn.alu_opcode} is undefined ({names})"))
     if isinstance(insn, MemoryInsn) and insn.opcode == Opcode.LOAD:

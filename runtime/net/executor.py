@@ -426,7 +426,9 @@ class _Executor:
                                   tiling=plan.tiling)
         a, b = (self._elem(t, MemType.ACC_8BIT) for t in node.inputs)
         return build_add(cfg, shape, a, b, self._out(node), requant=node.requant,
-                         shift_a=shift_a, scale_a=scale_a, scale_b=scale_b)
+                         shift_a=shift_a, scale_a=scale_a, scale_b=scale_b,
+                         scale_a2=node.attrs.get("scale_a2", 0),
+                         scale_b2=node.attrs.get("scale_b2", 0))
 
     # -- the host's part -------------------------------------------------------------------------
 

@@ -66,18 +66,21 @@ OPS = {
     "max_pool": OpSpec(1, {"k": None, "stride": None, "pad": 0}),
     "avg_pool": OpSpec(1, {"k": None, "stride": None, "pad": 0}, requant=True),
     "global_avg_pool": OpSpec(1, {}, requant=True),
-    "add": OpSpec(2, {"shift_a": 0, "scale_a": 0, "scale_b": 0}, requant=True),
+    "add": OpSpec(2, {"shift_a": 0, "scale_a": 0, "scale_b": 0, "scale_a2": 0, "scale_b2": 0},
+                  requant=True),
 }
 
 #: Attributes whose values are not ``>= 1``: their allowed values. ``pad_value`` is what a
 #: convolution's padding holds (0, or −128 for an input whose zero point is −128);
 #: ``shift_a`` is a left shift of an add's first input (inputs at scales 2^k apart);
-#: ``scale_a`` and ``scale_b`` are integer multipliers of its inputs (0: none; with ALU SCL).
+#: ``scale_a`` and ``scale_b`` are integer multipliers of its inputs (0: none; with ALU SCL),
+#: ``scale_a2`` and ``scale_b2`` second Q15 factors after them (⌊x · m · m2 / 2^15⌋; 0: none).
 ATTR_VALUES = {"pad_value": (0, -128), "shift_a": range(0, 24), "scale_a": range(0, 1 << 15),
-               "scale_b": range(0, 1 << 15)}
+               "scale_b": range(0, 1 << 15), "scale_a2": range(0, 1 << 15),
+               "scale_b2": range(0, 1 << 15)}
 #: Attributes that came later: a node's ``attrs`` holds them only when they differ from the
 #: default, so older files, and the writer's output for older networks, stay as they were.
-QUIET_ATTRS = ("pad_value", "shift_a", "scale_a", "scale_b")
+QUIET_ATTRS = ("pad_value", "shift_a", "scale_a", "scale_b", "scale_a2", "scale_b2")
 
 #: Names of nodes and tensors: they become keys of the weights file, so no spaces or slashes.
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:+-]*\Z")
@@ -152,6 +155,10 @@ class Node:
         for key in QUIET_ATTRS:             # at their defaults they are not there at all
             if key in attrs and attrs[key] == spec.attrs[key]:
                 del attrs[key]
+        for second, first in (("scale_a2", "scale_a"), ("scale_b2", "scale_b")):
+            if attrs.get(second) and not attrs.get(first):
+                raise GraphError(f"{where}: attribute {second}={attrs[second]} is a second "
+                                 f"factor after {first}, which is 0")
         if "k" in attrs and attrs["pad"] > attrs["k"] // 2:
             raise GraphError(f"{where}: pad {attrs['pad']} is more than half the window "
                              f"k={attrs['k']}; a window could lie in the padding only")

@@ -448,7 +448,7 @@ def pack_bias(cfg, bias, requant=None):
     more blocks of rows (:meth:`Requant.channel_rows`), loaded with the bias in one LOAD."""
     rows = [np.asarray(bias, dtype=np.int32)]
     if requant is not None and requant.per_channel:
-        rows += list(requant.channel_rows(rows[0].size))
+        rows += list(requant.channel_rows(rows[0].size, cfg.scale_bits or None))
     blocks = [np.asarray(r, np.int32).reshape(-1, 1, cfg.block_out) for r in rows]
     return np.ascontiguousarray(np.concatenate(
         [np.broadcast_to(b, (b.shape[0], cfg.batch, cfg.block_out)) for b in blocks]))

@@ -57,3 +57,6 @@ def test_header_names_scl_only_with_alu_scale(default_cfg):
     on = {name: value for name, value, _ in header_macros(default_cfg.replace(alu_scale=1))}
     assert "VTA_ALU_OPCODE_SCL" not in off and off["VTA_ALU_SCALE"] == 0
     assert on["VTA_ALU_OPCODE_SCL"] == 7 and on["VTA_ALU_SCALE"] == 1
+    assert "VTA_ALU_SCALE_BITS" not in off and on["VTA_ALU_SCALE_BITS"] == 16
+    wide = {name: value for name, value, _ in header_macros(default_cfg.replace(alu_scale=2))}
+    assert wide["VTA_ALU_SCALE"] == 2 and wide["VTA_ALU_SCALE_BITS"] == 24
