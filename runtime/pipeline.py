@@ -47,31 +47,22 @@ class Pipeline:
             raise ValueError(f"{slots} accumulator buffers need {slots} tokens in flight; the "
                              f"token counters hold {limit}")
         self._b = builder
-        self._threads = threads
-        self._slots = slots
+        self.threads = threads   # input buffers: load task j fills buffer j % threads
+        self.slots = slots       # accumulator buffers: output tile t uses buffer t % slots
         self._loads = 0          # load tasks begun by the load stage
         self._computes = 0       # load tasks consumed by the compute stage
         self._begun = 0          # output tiles begun by the compute stage
         self._tiles = 0          # output tiles ended by the compute stage
         self._stores = 0         # output tiles stored
 
-    @property
-    def threads(self):
-        return self._threads
-
-    @property
-    def slots(self):
-        """Accumulator buffers: output tile ``t`` uses buffer ``t % slots``."""
-        return self._slots
-
     # -- load stage -----------------------------------------------------------------------------
 
     def begin_load(self):
         """Start load task j: the index of the input buffer it fills."""
         j = self._loads
-        if j >= self._threads:
+        if j >= self.threads:
             self._b.dep_pop(C, L)
-        return j % self._threads
+        return j % self.threads
 
     def end_load(self):
         self._b.dep_push(L, C)
@@ -81,7 +72,7 @@ class Pipeline:
 
     def compute_buffer(self):
         """The input buffer :meth:`begin_compute` will return, without taking its token."""
-        return self._computes % self._threads
+        return self._computes % self.threads
 
     def begin_compute(self):
         """Compute on load task j (already ended): the index of its input buffer."""
@@ -89,7 +80,7 @@ class Pipeline:
         if j >= self._loads:
             raise RuntimeError(f"compute of load task {j} before that task was loaded")
         self._b.dep_pop(L, C)
-        return j % self._threads
+        return j % self.threads
 
     def end_compute(self):
         self._b.dep_push(C, L)
@@ -97,20 +88,20 @@ class Pipeline:
 
     def tile_buffer(self):
         """The accumulator buffer :meth:`begin_tile` will return, without taking its token."""
-        return self._begun % self._slots
+        return self._begun % self.slots
 
     def begin_tile(self):
         """Start output tile t: the index of the accumulator buffer it writes. Tile t may begin
         before tile t − 1 ends (its requantization can run beside tile t's GEMMs), never before
         tile t − slots ends: the two would share a buffer."""
         t = self._begun
-        if t - self._tiles >= self._slots:
-            raise RuntimeError(f"output tile {t} begun while tile {t - self._slots}, which "
+        if t - self._tiles >= self.slots:
+            raise RuntimeError(f"output tile {t} begun while tile {t - self.slots}, which "
                                f"uses the same accumulator buffer, has not ended")
-        if t >= self._slots:
+        if t >= self.slots:
             self._b.dep_pop(S, C)
         self._begun += 1
-        return t % self._slots
+        return t % self.slots
 
     def end_tile(self):
         """End the oldest output tile not yet ended."""
@@ -127,7 +118,7 @@ class Pipeline:
         if t >= self._tiles:
             raise RuntimeError(f"store of output tile {t} before that tile was computed")
         self._b.dep_pop(C, S)
-        return t % self._slots
+        return t % self.slots
 
     def end_store(self):
         self._b.dep_push(S, C)

@@ -5,7 +5,8 @@ of fsim: ``ref_op``, ``reference_alu`` and ``reference_gemm``."""
 import numpy as np
 import pytest
 
-from avta.isa.enums import AluOp
+from avta.isa.enums import AluOp, MemType
+from avta.sim.image import Image, load
 
 
 def _wrap32(value):
@@ -93,3 +94,29 @@ def reference_gemm():
     """``reference_gemm(insn, uops, inp, wgt, acc)``: the ACC rows after ``insn``
     (docs/isa.md §3.3), as int32."""
     return _reference_gemm
+
+
+def _compute_image(cfg, size, kernel, inp, wgt, acc, addresses, *, uop_pop_prev=0):
+    """An :class:`Image` of ``size`` bytes holding ``kernel`` and the INP, WGT and ACC rows
+    ``inp``, ``wgt``, ``acc`` at ``addresses`` (UOP, INP, WGT, ACC byte addresses), and the
+    four LOADs that bring them in: WGT's pushes a token to the compute stage, which the first
+    compute instruction (or, with ``uop_pop_prev``, the micro-op LOAD) pops."""
+    uops, inp_at, wgt_at, acc_at = addresses
+    image = Image(cfg, size=size)
+    image.put_uops(uops, kernel)
+    image.put(inp_at, inp)
+    image.put(wgt_at, wgt)
+    image.put(acc_at, acc)
+    image.add(load(MemType.INP, dram=inp_at // cfg.inp_elem_bytes, x=len(inp)),
+              load(MemType.WGT, dram=wgt_at // cfg.wgt_elem_bytes, x=len(wgt), push_next=1),
+              load(MemType.UOP, dram=uops // cfg.uop_elem_bytes, x=len(kernel),
+                   pop_prev=uop_pop_prev),
+              load(MemType.ACC, dram=acc_at // cfg.acc_elem_bytes, x=len(acc)))
+    return image
+
+
+@pytest.fixture(scope="session")
+def compute_image():
+    """``compute_image(cfg, size, kernel, inp, wgt, acc, addresses, *, uop_pop_prev=0)``: an
+    image with a kernel, INP, WGT and ACC rows and the LOADs that bring them in."""
+    return _compute_image

@@ -33,7 +33,7 @@ CASES = [
 
 @pytest.mark.parametrize("config", ["tiny", "rect", "batch2"])
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_gemm(random_tensor, sram_rows, reference_gemm, config, case):
+def test_gemm(random_tensor, sram_rows, reference_gemm, compute_image, config, case):
     name, (bgn, end), iters, dst, src, wgt_f, reset, init = case
     cfg = load_config(config)
     rng = np.random.default_rng(len(name))
@@ -45,17 +45,9 @@ def test_gemm(random_tensor, sram_rows, reference_gemm, config, case):
         inp = random_tensor(rng, (INP_ROWS, cfg.batch, cfg.block_in), np.int8)
         wgt = random_tensor(rng, (WGT_ROWS, cfg.block_out, cfg.block_in), np.int8)
         acc = random_tensor(rng, (ACC_ROWS, cfg.batch, cfg.block_out), np.int32)
-    image = Image(cfg, size=1 << 18)
-    image.put_uops(UOPS, KERNEL)
-    image.put(INP, inp)
-    image.put(WGT, wgt)
-    image.put(ACC, acc)
+    image = compute_image(cfg, 1 << 18, KERNEL, inp, wgt, acc, (UOPS, INP, WGT, ACC))
     insn = gemm(uops=(bgn, end), iters=iters, dst=dst, src=src, wgt=wgt_f, reset=reset,
                 pop_prev=1)
-    image.add(load(MemType.INP, dram=INP // cfg.inp_elem_bytes, x=INP_ROWS),
-              load(MemType.WGT, dram=WGT // cfg.wgt_elem_bytes, x=WGT_ROWS, push_next=1),
-              load(MemType.UOP, dram=UOPS // cfg.uop_elem_bytes, x=len(KERNEL)),
-              load(MemType.ACC, dram=ACC // cfg.acc_elem_bytes, x=ACC_ROWS))
     result, sim = run_alone(image, insn)
     assert result.status == "ok", result.detail
 

@@ -7,10 +7,9 @@ import numpy as np
 import pytest
 
 from avta.isa.config import load_config
-from avta.isa.enums import MemType
 from avta.isa.insn import Uop
 from avta.sim.fsim import gemm as fsim_gemm
-from avta.sim.image import Image, gemm, load, run_alone
+from avta.sim.image import gemm, run_alone
 
 UOPS, INP, WGT, ACC = 0x800, 0x1000, 0x10000, 0x30000
 
@@ -62,7 +61,7 @@ CASES = [
 
 @pytest.mark.parametrize("config", ["default", "tiny", "batch2", "rect"])
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_product_form_matches_the_steps(random_tensor, config, case, monkeypatch):
+def test_product_form_matches_the_steps(random_tensor, compute_image, config, case, monkeypatch):
     name, kernel, iters, dst, src, wgt_f, init = case
     cfg = load_config(config)
     rng = np.random.default_rng(len(name))
@@ -87,16 +86,8 @@ def test_product_form_matches_the_steps(random_tensor, config, case, monkeypatch
     product = fsim_gemm._as_matrix_product
     monkeypatch.setattr(fsim_gemm, "_as_matrix_product",
                         lambda *a: used.append(product(*a)) or used[-1])
-    image = Image(cfg, size=1 << 19)
-    image.put_uops(UOPS, kernel)
-    image.put(INP, inp)
-    image.put(WGT, wgt)
-    image.put(ACC, acc)
+    image = compute_image(cfg, 1 << 19, kernel, inp, wgt, acc, (UOPS, INP, WGT, ACC))
     insn = gemm(uops=(0, len(kernel)), iters=iters, dst=dst, src=src, wgt=wgt_f, pop_prev=1)
-    image.add(load(MemType.INP, dram=INP // cfg.inp_elem_bytes, x=inp_rows),
-              load(MemType.WGT, dram=WGT // cfg.wgt_elem_bytes, x=wgt_rows, push_next=1),
-              load(MemType.UOP, dram=UOPS // cfg.uop_elem_bytes, x=len(kernel)),
-              load(MemType.ACC, dram=ACC // cfg.acc_elem_bytes, x=acc_rows))
     result, sim = run_alone(image, insn)
     assert result.status == "ok", result.detail
     depths = [sim.sram(name).shape[0] for name in ("inp", "wgt", "acc")]

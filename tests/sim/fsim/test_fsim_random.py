@@ -5,9 +5,9 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 from avta.isa.config import load_config
-from avta.isa.enums import AluOp, MemType
+from avta.isa.enums import AluOp
 from avta.isa.insn import Uop
-from avta.sim.image import Image, alu, gemm, load, run_alone
+from avta.sim.image import alu, gemm, run_alone
 
 CFG = load_config("tiny").replace(alu_scale=1)      # every ALU op, SCL included
 INP_ROWS, WGT_ROWS, ACC_ROWS = 64, 32, 64
@@ -30,22 +30,16 @@ alus = st.builds(lambda op, w, i, d, s, imm: alu(op, uops=w, iters=i, dst=d, src
 @settings(max_examples=60, deadline=None)
 @given(kernel=uops, insns=st.lists(gemms | alus, min_size=1, max_size=4),
        seed=st.integers(0, 2**16))
-def test_random_compute_sequences(random_tensor, reference_gemm, reference_alu, kernel, insns,
-                                   seed):
+def test_random_compute_sequences(random_tensor, reference_gemm, reference_alu, compute_image,
+                                   kernel, insns, seed):
     kernel = (kernel * 6)[:6]          # windows reach micro-op 5
     rng = np.random.default_rng(seed)
     inp = random_tensor(rng, (INP_ROWS, CFG.batch, CFG.block_in), np.int8)
     wgt = random_tensor(rng, (WGT_ROWS, CFG.block_out, CFG.block_in), np.int8)
     acc = random_tensor(rng, (ACC_ROWS, CFG.batch, CFG.block_out), np.int32)
-    image = Image(CFG, size=1 << 15)
-    image.put_uops(UOPS, kernel)
-    image.put(INP, inp)
-    image.put(WGT, wgt)
-    image.put(ACC, acc)
-    image.add(load(MemType.INP, dram=INP // CFG.inp_elem_bytes, x=INP_ROWS),
-              load(MemType.WGT, dram=WGT // CFG.wgt_elem_bytes, x=WGT_ROWS, push_next=1),
-              load(MemType.UOP, dram=UOPS // CFG.uop_elem_bytes, x=len(kernel), pop_prev=1),
-              load(MemType.ACC, dram=ACC // CFG.acc_elem_bytes, x=ACC_ROWS), *insns[:-1])
+    image = compute_image(CFG, 1 << 15, kernel, inp, wgt, acc, (UOPS, INP, WGT, ACC),
+                          uop_pop_prev=1)
+    image.add(*insns[:-1])
     result, sim = run_alone(image, insns[-1], strict=True)
     assert result.status == "ok", result.detail
 
