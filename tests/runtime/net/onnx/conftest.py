@@ -237,6 +237,31 @@ def assert_matches_ort(graph, x, ours, ort_out, scale):
     return int((diff != 0).sum())
 
 
+#: Scale ratios a quantizer makes (the fixed-point tests): nothing here is a power of two.
+SX, SW, SY = 0.0371, 0.00493, 0.0611
+
+
+def random_float_input(rng, shape, zero, scale=SX):
+    """A float input whose values are int8 steps ``(q − zero) · scale``."""
+    q = rng.integers(-128, 128, shape)
+    return ((q - zero) * scale).astype(np.float32)
+
+
+def random_weights(rng, shape):
+    return rng.integers(-128, 128, shape).astype(np.int8)
+
+
+def conv_add_pool(rng):
+    """A QDQ model of the fixed-point tests on a 1×4×6×6 input: a 3×3 convolution with
+    per-channel weight scales and a 1×1 one, added at another scale, then a global average
+    pool."""
+    m = QDQ((1, 4, 6, 6), SX, -128)
+    a = m.conv(m.x, random_weights(rng, (4, 4, 3, 3)), SW * np.exp(rng.uniform(-1, 1, 4)), None,
+               0.05, 3, pad=1)
+    b = m.conv(m.x, random_weights(rng, (4, 4, 1, 1)), SW, None, 0.05 * 1.37, -7)
+    return m.build(m.global_avg_pool(m.add(a, b, SY * 1.9, 11), SY, 2))
+
+
 @pytest.fixture
 def onnx_kit():
     """The model writers and checks of this folder, as one namespace."""
@@ -245,6 +270,10 @@ def onnx_kit():
     kit = Kit()
     kit.QDQ, kit.QOp, kit.run_ort, kit.run_device = QDQ, QOp, run_ort, run_device
     kit.ties, kit.assert_matches_ort = ties, assert_matches_ort
+    #: What the fixed-point tests share: ``SX, SW, SY, input(rng, shape, zero), weights(rng,
+    #: shape)``.
+    kit.fixed_point = (SX, SW, SY, random_float_input, random_weights)
+    kit.conv_add_pool = conv_add_pool
     return kit
 
 

@@ -12,18 +12,7 @@ from avta.isa.config import load_config  # noqa: E402
 from avta.runtime.net.onnx_import import import_onnx  # noqa: E402
 
 SCALE_TINY = load_config("tiny").replace(alu_scale=1)
-# Scale ratios a quantizer makes: nothing here is a power of two.
-SX, SW, SY = 0.0371, 0.00493, 0.0611
 FORMS = ["QDQ", "QOp"]
-
-
-def _input(rng, shape, zero, scale=SX):
-    q = rng.integers(-128, 128, shape)
-    return ((q - zero) * scale).astype(np.float32)
-
-
-def _weights(rng, shape):
-    return rng.integers(-128, 128, shape).astype(np.int8)
 
 
 def _agree(kit, model, x, sy, config=SCALE_TINY):
@@ -40,6 +29,7 @@ def _agree(kit, model, x, sy, config=SCALE_TINY):
 @pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("pad, zx, stride", [(1, -128, 1), (0, 5, 2), (1, 0, 2)])
 def test_conv(onnx_kit, form, pad, zx, stride):
+    SX, SW, SY, _input, _weights = onnx_kit.fixed_point
     rng = np.random.default_rng(11)
     m = getattr(onnx_kit, form)((2, 4, 9, 8), SX, zx)
     y = m.conv(m.x, _weights(rng, (8, 4, 3, 3)), SW, rng.integers(-3000, 3000, 8), SY, -3,
@@ -53,6 +43,7 @@ def test_conv(onnx_kit, form, pad, zx, stride):
 
 @pytest.mark.parametrize("form", FORMS)
 def test_dense(onnx_kit, form):
+    SX, SW, SY, _input, _weights = onnx_kit.fixed_point
     rng = np.random.default_rng(12)
     m = getattr(onnx_kit, form)((3, 32), SX, 9)
     y = m.gemm(m.x, _weights(rng, (32, 8)), SW, None, SY, 2, matmul=True)
@@ -62,6 +53,7 @@ def test_dense(onnx_kit, form):
 @pytest.mark.parametrize("form", FORMS)
 def test_add_of_two_scales(onnx_kit, form):
     """Inputs at scales 1.37 apart: both multiplied by integers exactly, summed, rounded once."""
+    SX, SW, SY, _input, _weights = onnx_kit.fixed_point
     rng = np.random.default_rng(13)
     m = getattr(onnx_kit, form)((2, 4, 5, 5), SX, -20)
     a = m.conv(m.x, _weights(rng, (4, 4, 1, 1)), SW, None, 0.05, 3)
@@ -75,6 +67,7 @@ def test_add_of_two_scales(onnx_kit, form):
 
 @pytest.mark.parametrize("form", FORMS)
 def test_avg_pools(onnx_kit, form):
+    SX, SW, SY, _input, _weights = onnx_kit.fixed_point
     rng = np.random.default_rng(14)
     for pool in ("avg", "global"):
         m = getattr(onnx_kit, form)((2, 4, 6, 6), SX, -9)
@@ -84,6 +77,7 @@ def test_avg_pools(onnx_kit, form):
 
 
 def test_without_alu_scale_the_fixed_point_layers_run_on_the_host(onnx_kit):
+    SX, SW, SY, _input, _weights = onnx_kit.fixed_point
     rng = np.random.default_rng(15)
     m = onnx_kit.QDQ((3, 32), SX, 9)
     model = m.build(m.gemm(m.x, _weights(rng, (32, 8)), SW, None, SY, 2, matmul=True))
@@ -99,6 +93,7 @@ def test_without_alu_scale_the_fixed_point_layers_run_on_the_host(onnx_kit):
 
 
 def test_fixed_point_and_host_requant_exclude_each_other(onnx_kit):
+    SX, SW, SY, _input, _weights = onnx_kit.fixed_point
     from avta.errors import UserError
     m = onnx_kit.QDQ((3, 32), SX, 9)
     model = m.build(m.gemm(m.x, _weights(np.random.default_rng(0), (32, 8)), SW, None, SY, 2,
@@ -111,6 +106,7 @@ def test_fixed_point_and_host_requant_exclude_each_other(onnx_kit):
 def test_per_channel_weights(onnx_kit, form):
     """Weight scales one per output channel, 30× apart: a multiplier and a shift per channel,
     as rows of ACC loaded once per layer with the bias."""
+    SX, SW, SY, _input, _weights = onnx_kit.fixed_point
     rng = np.random.default_rng(16)
     ws = SW * np.exp(rng.uniform(-1.7, 1.7, 8))
     m = getattr(onnx_kit, form)((2, 4, 7, 7), SX, -128)
@@ -127,13 +123,9 @@ def test_per_channel_weights(onnx_kit, form):
 def test_per_channel_conv_add_and_pool_on_tsim(onnx_kit):
     """The Verilated RTL with SCL runs the fixed-point layers as fsim does (run_device checks
     the device's int8 tensors against the numpy reference)."""
+    SX, SW, SY, _input, _weights = onnx_kit.fixed_point
     rng = np.random.default_rng(17)
-    m = onnx_kit.QDQ((1, 4, 6, 6), SX, -128)
-    a = m.conv(m.x, _weights(rng, (4, 4, 3, 3)), SW * np.exp(rng.uniform(-1, 1, 4)), None,
-               0.05, 3, pad=1)
-    b = m.conv(m.x, _weights(rng, (4, 4, 1, 1)), SW, None, 0.05 * 1.37, -7)
-    y = m.global_avg_pool(m.add(a, b, SY * 1.9, 11), SY, 2)
-    model = m.build(y)
+    model = onnx_kit.conv_add_pool(rng)
     x = _input(rng, (1, 4, 6, 6), -128)
     imported = import_onnx(model, batch=1, fixed_point=True)
     outputs, run = onnx_kit.run_device(imported.graph, x, config=SCALE_TINY, target="tsim")

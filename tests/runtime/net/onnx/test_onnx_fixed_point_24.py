@@ -13,8 +13,6 @@ from avta.errors import UserError  # noqa: E402
 from avta.isa.config import load_config  # noqa: E402
 from avta.runtime.net.onnx_import import import_onnx  # noqa: E402
 
-from .test_onnx_fixed_point import SW, SX, SY, _input, _weights  # noqa: E402
-
 WIDE_TINY = load_config("tiny").replace(alu_scale=2)
 
 
@@ -30,6 +28,7 @@ def _steps(kit, model, x, sy, config=WIDE_TINY, target="fsim"):
 
 @pytest.mark.parametrize("form", ["QDQ", "QOp"])
 def test_per_tensor_and_per_channel_convs_are_equal(onnx_kit, form):
+    SX, SW, SY, _input, _weights = onnx_kit.fixed_point
     rng = np.random.default_rng(31)
     m = getattr(onnx_kit, form)((2, 4, 9, 8), SX, -128)
     a = m.conv(m.x, _weights(rng, (8, 4, 3, 3)), SW, rng.integers(-3000, 3000, 8), 0.05, -3,
@@ -45,6 +44,7 @@ def test_per_tensor_and_per_channel_convs_are_equal(onnx_kit, form):
 
 @pytest.mark.parametrize("form", ["QDQ", "QOp"])
 def test_dense_and_pools_are_equal(onnx_kit, form):
+    SX, SW, SY, _input, _weights = onnx_kit.fixed_point
     rng = np.random.default_rng(32)
     m = getattr(onnx_kit, form)((2, 4, 6, 6), SX, -9)
     g = m.global_avg_pool(m.avg_pool(m.x, 3, 3, SY, 6), SY * 0.7, -2)
@@ -59,6 +59,7 @@ def test_dense_and_pools_are_equal(onnx_kit, form):
 
 
 def test_add_by_two_factors(onnx_kit):
+    SX, SW, SY, _input, _weights = onnx_kit.fixed_point
     rng = np.random.default_rng(33)
     m = onnx_kit.QDQ((2, 4, 5, 5), SX, -20)
     a = m.conv(m.x, _weights(rng, (4, 4, 1, 1)), SW, None, 0.05, 3)
@@ -72,6 +73,7 @@ def test_add_by_two_factors(onnx_kit):
 
 def test_24_bit_layers_need_alu_scale_2(onnx_kit):
     """On ALU_SCALE: 1 the convolution runs on the host, bit for bit as on the device."""
+    SX, SW, SY, _input, _weights = onnx_kit.fixed_point
     rng = np.random.default_rng(34)
     m = onnx_kit.QDQ((2, 4, 5, 5), SX, -128)
     model = m.build(m.conv(m.x, _weights(rng, (8, 4, 3, 3)), SW, None, SY, 4, pad=1))
@@ -88,26 +90,19 @@ def test_24_bit_layers_need_alu_scale_2(onnx_kit):
 @pytest.mark.tsim
 def test_24_bit_conv_pool_and_add_on_tsim(onnx_kit):
     """The Verilated RTL with a 24-bit SCL runs the layers as fsim does."""
+    SX, SW, SY, _input, _weights = onnx_kit.fixed_point
     rng = np.random.default_rng(35)
-    m = onnx_kit.QDQ((1, 4, 6, 6), SX, -128)
-    a = m.conv(m.x, _weights(rng, (4, 4, 3, 3)), SW * np.exp(rng.uniform(-1, 1, 4)), None,
-               0.05, 3, pad=1)
-    b = m.conv(m.x, _weights(rng, (4, 4, 1, 1)), SW, None, 0.05 * 1.37, -7)
-    y = m.global_avg_pool(m.add(a, b, SY * 1.9, 11), SY, 2)
-    _, steps = _steps(onnx_kit, m.build(y), _input(rng, (1, 4, 6, 6), -128), SY, target="tsim")
+    model, x = onnx_kit.conv_add_pool(rng), _input(rng, (1, 4, 6, 6), -128)
+    _, steps = _steps(onnx_kit, model, x, SY, target="tsim")
     assert np.abs(steps).max() <= 1
 
 
 def test_a_15_bit_import_runs_alike_on_alu_scale_2(onnx_kit):
     """Q15 immediates mean the same at either width and Q15 rows are packed shifted left by 8:
     a network imported for ALU_SCALE: 1 gives the same outputs on ALU_SCALE: 2."""
+    SX, SW, SY, _input, _weights = onnx_kit.fixed_point
     rng = np.random.default_rng(36)
-    m = onnx_kit.QDQ((1, 4, 6, 6), SX, -128)
-    a = m.conv(m.x, _weights(rng, (4, 4, 3, 3)), SW * np.exp(rng.uniform(-1, 1, 4)), None,
-               0.05, 3, pad=1)
-    b = m.conv(m.x, _weights(rng, (4, 4, 1, 1)), SW, None, 0.05 * 1.37, -7)
-    y = m.global_avg_pool(m.add(a, b, SY * 1.9, 11), SY, 2)
-    imported = import_onnx(m.build(y), batch=1, fixed_point=True)
+    imported = import_onnx(onnx_kit.conv_add_pool(rng), batch=1, fixed_point=True)
     x = _input(rng, (1, 4, 6, 6), -128)
     runs = [onnx_kit.run_device(imported.graph, x, config=WIDE_TINY.replace(alu_scale=s))
             for s in (1, 2)]
@@ -120,6 +115,7 @@ def test_layer_by_layer_comparison_with_onnxruntime(onnx_kit, tmp_path):
     """The bench's per-layer comparison finds every layer in onnxruntime's optimized graph
     (fused or not) and, with 24-bit multipliers, no value that differs; with the nearest
     powers of two the first layer differs."""
+    SX, SW, SY, _input, _weights = onnx_kit.fixed_point
     from avta.sim.bench.onnx_layers import compare_layers
     rng = np.random.default_rng(37)
     m = onnx_kit.QDQ((2, 4, 6, 6), SX, -128)
@@ -139,6 +135,7 @@ def test_layer_by_layer_comparison_with_onnxruntime(onnx_kit, tmp_path):
 @pytest.mark.parametrize("args, bits", [(["--fixed-point"], None), (["--fixed-point", "16"], None),
                                         (["--fixed-point", "24"], 24)])
 def test_the_command_takes_the_width(onnx_kit, tmp_path, capsys, args, bits):
+    SX, SW, SY, _input, _weights = onnx_kit.fixed_point
     from avta.cli import main
     rng = np.random.default_rng(38)
     m = onnx_kit.QDQ((1, 4, 5, 5), SX, -128)
