@@ -132,3 +132,17 @@ def test_per_channel_conv_add_and_pool_on_tsim(onnx_kit):
     assert all(layer.on == "device" for layer in run.layers)
     (ours,), (theirs,) = outputs.values(), onnx_kit.run_ort(model, x)
     assert np.abs(np.rint((ours - theirs) / SY)).max() <= 1
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("per_channel", [False, True], ids=["per-tensor", "per-channel"])
+def test_depthwise(onnx_kit, form, per_channel):
+    """A depthwise convolution (group = channels) in fixed point, per tensor and per channel
+    (the importer lowers it as a convolution with the other groups' weights zero)."""
+    SX, SW, SY, _input, _weights = onnx_kit.fixed_point
+    rng = np.random.default_rng(41)
+    ws = SW * np.exp(rng.uniform(-1.5, 1.5, 16)) if per_channel else SW
+    m = getattr(onnx_kit, form)((2, 16, 7, 7), SX, -128)
+    y = m.conv(m.x, _weights(rng, (16, 1, 3, 3)), ws, rng.integers(-3000, 3000, 16), SY, 4,
+               pad=1, group=16)
+    _agree(onnx_kit, m.build(y), _input(rng, (2, 16, 7, 7), -128), SY)

@@ -147,3 +147,15 @@ def test_the_command_takes_the_width(onnx_kit, tmp_path, capsys, args, bits):
     with pytest.raises(SystemExit) as stop:
         main(["import", str(path), "--fixed-point", "20", "-o", str(tmp_path / "m.yaml")])
     assert stop.value.code == 2 and "invalid choice: 20" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("form", ["QDQ", "QOp"])
+def test_depthwise_is_equal(onnx_kit, form):
+    """A depthwise convolution with per-channel weight scales: every value onnxruntime's."""
+    SX, SW, SY, _input, _weights = onnx_kit.fixed_point
+    rng = np.random.default_rng(42)
+    m = getattr(onnx_kit, form)((2, 16, 7, 7), SX, -128)
+    y = m.conv(m.x, _weights(rng, (16, 1, 3, 3)), SW * np.exp(rng.uniform(-1.5, 1.5, 16)),
+               rng.integers(-3000, 3000, 16), SY, 4, pad=1, group=16)
+    _, steps = _steps(onnx_kit, m.build(y), _input(rng, (2, 16, 7, 7), -128), SY)
+    assert not steps.any()
