@@ -62,6 +62,7 @@ from avta.hw.core.compute import Compute, connect_scratchpads
 from avta.hw.core.decode import InsnDecode
 from avta.hw.core.sram import geometry, row_layout, scratchpad_ports
 from avta.hw.core.stage_control import StageControl
+from avta.isa import costs
 from avta.isa.enums import AluOp, ErrorCode, Opcode, Stage
 from avta.isa.layout import layouts
 from avta.isa.memories import SCRATCHPADS, scratchpad
@@ -308,11 +309,12 @@ def _small(cfg):
 
 
 def checks(cfg, faults=frozenset()):
-    # Without the GEMM's dot-product pipeline the covers are reached at steps 9 and 12
-    # (overlap) and 8 and 11 (fresh) on every configuration (the control is the same), so they
-    # look 13 and 12 deep at least; each pipeline register delays a GEMM's writes a cycle, and
-    # fresh's second cover runs two GEMMs one after the other.
-    small, s = _small(cfg), cfg.gemm_stages
+    # Without the GEMM's dot-product pipeline and index register the covers are reached at
+    # steps 9 and 12 (overlap) and 8 and 11 (fresh) on every configuration (the control is the
+    # same), so they look 13 and 12 deep at least; each of the GEMM's registers beyond that
+    # (its dot product's, its index register: costs.gemm_fill) delays a GEMM's writes a cycle,
+    # and fresh's second cover runs two GEMMs one after the other.
+    small, s = _small(cfg), costs.gemm_fill(cfg) - costs.COMPUTE_FILL
     return [
         Check("compute", "overlap", "an ALU instruction then a GEMM leave the same ACC/OUT "
               "element whether the GEMM runs beside the detached ALU or after it (A-QED)",
