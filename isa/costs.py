@@ -12,7 +12,7 @@ stage's long weight bursts.
 """
 
 __all__ = ["FETCH_LATENCY", "INSN_OVERHEAD", "LOAD_LATENCY", "STORE_ROW_OVERHEAD",
-           "COMPUTE_FILL", "ALU_FILL", "GEMM_INDEX_REGISTER", "gemm_fill", "row_cycles", "load_cycles", "store_cycles",
+           "COMPUTE_FILL", "INDEX_REGISTER", "ALU_FILL", "gemm_fill", "row_cycles", "load_cycles", "store_cycles",
            "compute_cycles"]
 
 #: Cycles from launch until the first instruction can start in its stage (fetching it from DRAM
@@ -33,19 +33,22 @@ STORE_ROW_OVERHEAD = 6
 #: unit adds below: the cycle it starts and the pipeline it drains (consecutive compute
 #: instructions do not overlap).
 COMPUTE_FILL = 4
-#: Cycles of an ALU instruction besides its micro-op steps: :data:`COMPUTE_FILL` and one for the
-#: register between its ACC read and its lanes (hw/core/alu.py).
-ALU_FILL = COMPUTE_FILL + 1
-#: The GEMM's register between its index adders and its hazard check and INP/WGT reads
-#: (hw/core/gemm.py; docs/architecture.md, timing on an FPGA): one cycle of every GEMM.
-GEMM_INDEX_REGISTER = 1
+#: The register between a unit's index adders (micro-op fields + loop offsets) and what uses the
+#: indices: the GEMM's hazard check and INP/WGT reads, the ALU's ACC reads (hw/core/gemm.py,
+#: hw/core/alu.py; docs/architecture.md, timing on an FPGA): one cycle of every GEMM and ALU
+#: instruction.
+INDEX_REGISTER = 1
+#: Cycles of an ALU instruction besides its micro-op steps: :data:`COMPUTE_FILL`,
+#: :data:`INDEX_REGISTER` and one for the register between its ACC read and its lanes
+#: (hw/core/alu.py).
+ALU_FILL = COMPUTE_FILL + INDEX_REGISTER + 1
 
 
 def gemm_fill(cfg):
     """Cycles of a GEMM instruction besides its micro-op steps: :data:`COMPUTE_FILL`,
-    :data:`GEMM_INDEX_REGISTER` and one per pipeline register of its dot product
+    :data:`INDEX_REGISTER` and one per pipeline register of its dot product
     (``cfg.gemm_stages``, hw/core/gemm.py)."""
-    return COMPUTE_FILL + GEMM_INDEX_REGISTER + cfg.gemm_stages
+    return COMPUTE_FILL + INDEX_REGISTER + cfg.gemm_stages
 
 
 def _ceil_div(a, b):

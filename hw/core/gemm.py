@@ -26,7 +26,7 @@ The index register (s1 to s2) keeps the micro-op block RAM's clock-to-out and th
 out of the hazard check and of the stall that fans out from it to the loop nest, the micro-op
 read enable and the GEMM_STEPS counter (on an ECP5 that was the core's longest path:
 docs/architecture.md, timing on an FPGA), and out of the INP and WGT read addresses; it costs
-every GEMM instruction one cycle (:data:`avta.isa.costs.GEMM_INDEX_REGISTER`).
+every GEMM instruction one cycle (:data:`avta.isa.costs.INDEX_REGISTER`).
 
 Read-after-write on ACC (docs/isa.md §3.3: each step sees every earlier step): a step reads ACC
 two stages before it writes, whatever S is, and the step two ahead of it writes in that same

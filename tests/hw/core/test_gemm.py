@@ -115,7 +115,7 @@ def test_derived_stages(log_block_in, stages, cuts):
     cfg = _tiny_block_in(log_block_in)
     assert cfg.gemm_stages == stages
     assert pipe_cuts(tree_levels(cfg.block_in), cfg.gemm_stages) == cuts
-    assert costs.gemm_fill(cfg) == costs.COMPUTE_FILL + costs.GEMM_INDEX_REGISTER + stages
+    assert costs.gemm_fill(cfg) == costs.COMPUTE_FILL + costs.INDEX_REGISTER + stages
     assert "GEMM_PIPE_STAGES" not in cfg.to_dict()
 
 
