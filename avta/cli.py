@@ -284,10 +284,13 @@ def build_parser():
                    help="layers whose scale ratio is not a power of two keep onnxruntime's "
                         "real-valued requantization and run on the host (default: the "
                         "nearest power of two, on the device)")
-    p.add_argument("--fixed-point", action="store_true",
-                   help="carry each scale ratio as a 15-bit fixed-point multiplier (ALU SCL): "
-                        "exact to a few parts per million on a configuration with ALU_SCALE: "
-                        "1; elsewhere those layers run on the host")
+    p.add_argument("--fixed-point", nargs="?", const=16, default=False, type=int,
+                   choices=(16, 24), metavar="BITS",
+                   help="carry each scale ratio as a fixed-point multiplier (ALU SCL): BITS 16 "
+                        "(the default) a 15-bit one, exact to a few parts per million, for "
+                        "ALU_SCALE: 1; 24 onnxruntime's float32 ratio in 24-bit rows (pools "
+                        "as two 15-bit factors), for ALU_SCALE: 2; elsewhere those layers run "
+                        "on the host")
     p.set_defaults(run=_lazy("avta.runtime.net.onnx_import.cli", "cmd_import"))
 
     p = sub.add_parser("profile", help="where a network's cycles go: timeline, roofline, report",

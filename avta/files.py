@@ -16,16 +16,23 @@ stopping in the microseconds between two renames could leave a mix, no error can
 :func:`read_record` is the other side for caches: it reads back a JSON record and returns it
 only when it is whole and is the record of the key asked for.
 
+:func:`sources_digest` hashes the Python sources of packages: what a cache of something those
+sources compute is keyed by, so that an edit makes a new key (the generated Verilog, the
+runtime's programs).
+
 A ground module: it imports nothing of avta, so every layer may use it.
 """
 
+import hashlib
+import importlib
 import json
 import os
 import secrets
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["write_atomic", "output_files", "read_record", "cache_root"]
+__all__ = ["write_atomic", "output_files", "read_record", "cache_root", "package_source_files",
+           "sources_digest"]
 
 
 def _temporary(path):
@@ -104,3 +111,28 @@ def read_record(path, key, fields, *, optional=()):
     if data.get("key") != key or not all(isinstance(data[k], fields[k]) for k in data):
         return None
     return data
+
+
+def package_source_files(packages):
+    """Every Python source of ``packages`` (import names: a package's whole folder, a module's
+    file), as ``(name, path)`` sorted by name; the name is the path relative to its package's
+    folder, prefixed by the package."""
+    files = []
+    for package in packages:
+        path = Path(importlib.import_module(package).__file__)
+        if path.name == "__init__.py":
+            files += [(f"{package}/{p.relative_to(path.parent).as_posix()}", p)
+                      for p in path.parent.rglob("*.py")]
+        else:
+            files.append((package, path))
+    return sorted(files)
+
+
+def sources_digest(files):
+    """SHA-256 (hex) of the names and contents of ``files``, ``(name, path)`` pairs."""
+    digest = hashlib.sha256()
+    for name, path in files:
+        data = path.read_bytes()
+        digest.update(f"{name}\0{len(data)}\0".encode())
+        digest.update(data)
+    return digest.hexdigest()

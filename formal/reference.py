@@ -17,17 +17,27 @@ from avta.isa.enums import AluOp, ErrorCode, MemType, Opcode, PadValue, Stage
 from avta.isa.legality import LOADABLE_MEMORY_TYPES, alu_ops
 from avta.isa.memories import stage_of
 
-__all__ = ["alu_lane", "insn_stage", "insn_error", "SHIFT_BITS", "MUL_BITS", "SCALE_BITS",
-           "SCALE_FRACTION", "sign_extend",
+__all__ = ["alu_lane", "alu_imm", "insn_stage", "insn_error", "SHIFT_BITS", "MUL_BITS",
+           "sign_extend",
            "loop_empty", "loop_offset", "LoopNest", "PadRows", "dot_lane"]
 
 #: SHR reads B[5:0] as a signed shift amount (docs/isa.md §3.4).
 SHIFT_BITS = 6
 #: MUL multiplies the sign-extended low bytes (docs/isa.md §3.4).
 MUL_BITS = 8
-#: SCL multiplies by sext(B[15:0]) / 2^15, rounding down (docs/isa.md §3.4).
-SCALE_BITS = 16
-SCALE_FRACTION = 15
+# SCL multiplies by sext(B[W−1:0]) / 2^(W−1), rounding down, W = cfg.scale_bits (16 or 24), and
+# its immediate stands for sext(imm) · 2^(W−16) (docs/isa.md §3.4).
+
+
+def alu_imm(cfg, opcode, imm):
+    """Operand B of an ALU instruction with an immediate (docs/isa.md §3.4), ``cfg.acc_width``
+    bits: sext(imm), or for SCL sext(imm) · 2^(W−16), the multiplier's top bits."""
+    width = cfg.acc_width
+    value = sign_extend(imm, width)
+    if cfg.alu_scale and cfg.scale_bits > formats.IMM_BITS:
+        scaled = Cat(Const(0, cfg.scale_bits - formats.IMM_BITS), value)[:width]
+        value = Mux(opcode == AluOp.SCL, scaled, value)
+    return value
 
 
 def dot_lane(inp, wgt, width):
@@ -80,10 +90,10 @@ def alu_lane(m: Module, cfg, op, a, b, *, name):
             with m.Case(AluOp.SCL):
                 # floor(A·m / 2^15) as a signed division by a power of two: the arithmetic
                 # shift of the exact product, kept to the low ``width`` bits (wrapping).
-                m_value = b[:SCALE_BITS].as_signed()
-                product = Signal(signed(width + SCALE_BITS), name=f"{name}_scl_product")
+                m_value = b[:cfg.scale_bits].as_signed()
+                product = Signal(signed(width + cfg.scale_bits), name=f"{name}_scl_product")
                 m.d.comb += product.eq(a * m_value)
-                m.d.comb += out.eq((product >> SCALE_FRACTION)[:width])
+                m.d.comb += out.eq((product >> cfg.scale_fraction)[:width])
     return out
 
 
@@ -114,7 +124,7 @@ def insn_stage(m: Module, insn, *, name):
 
 def insn_error(m: Module, insn, *, name, cfg):
     """The decode-time error of ``insn`` at ``cfg`` (docs/isa.md §3.5, codes 1–6 and 8: the
-    lowest code of the rules it breaks; SCL is legal only with ``ALU_SCALE: 1``) or NONE, as a
+    lowest code of the rules it breaks; SCL is legal only with ``ALU_SCALE`` 1 or 2) or NONE, as a
     new signal."""
     head, mem, alu = insn.head, insn.memory, insn.alu
     opcode = head.opcode

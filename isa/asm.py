@@ -26,7 +26,7 @@ class AsmError(UserError, ValueError):
 
 def insn_to_json(insn, *, with_errors=True, cfg=None):
     """The JSON object (a dict) of one instruction; ``cfg`` decides the errors it reports (SCL
-    is legal only with ``ALU_SCALE: 1``; ``None``: without)."""
+    is legal only with ``ALU_SCALE`` 1 or 2; ``None``: without)."""
     if isinstance(insn, IllegalInsn):
         obj = {"op": "ILLEGAL", "opcode": insn.opcode, "raw": f"0x{insn.raw:032x}"}
     else:

@@ -43,7 +43,7 @@ KEYS = {
     "LOG_ACC_FACTOR_RESTRICT": (0, ">= 0 and < the ACC index width"),
     "ACC_READ_PORTS": (1, "1 or 2"),
     "TOKEN_BITS": (8, "2..16"),
-    "ALU_SCALE": (0, "0 or 1"),
+    "ALU_SCALE": (0, "0, 1 or 2"),
     # Optional: absent (None) means derived, and an absent key is left out of to_dict() (so of
     # CONFIG_ID); it changes the GEMM's latency, never the ISA.
     "GEMM_PIPE_STAGES": (None, "0..LOG_BLOCK_IN; absent: derived from BLOCK_IN"),
@@ -55,6 +55,12 @@ _OPTIONAL = {key for key, (default, _) in KEYS.items() if default is None}
 #: Keys added after configurations were first identified: at their default value they are left
 #: out of to_dict() (so of CONFIG_ID), which keeps every older configuration's identity.
 _OMITTED_AT_DEFAULT = {"ALU_SCALE"}
+
+
+#: SCL's multiplier width in bits by the value of ``ALU_SCALE`` (docs/isa.md §3.4): none, 16
+#: (a Q15 multiplier) or 24 (Q23, which holds a float32 scale's 24-bit significand to within
+#: half a unit of its last place).
+SCALE_BITS = {0: 0, 1: 16, 2: 24}
 
 
 def derived_gemm_stages(log_block_in):
@@ -69,7 +75,7 @@ _ALLOWED = {
     "LOG_BATCH": set(range(0, 4)), "LOG_BLOCK_IN": set(range(1, 8)),
     "LOG_BLOCK_OUT": set(range(1, 8)), "LOG_UOP_WIDTH": {5, 6},
     "AXI_DATA_BITS": {64, 128, 256, 512}, "ACC_READ_PORTS": {1, 2},
-    "TOKEN_BITS": set(range(2, 17)), "ALU_SCALE": {0, 1},
+    "TOKEN_BITS": set(range(2, 17)), "ALU_SCALE": {0, 1, 2},
 }
 
 #: Keys of upstream's and the Intel fork's ``vta_config.json`` that describe software or the
@@ -141,6 +147,22 @@ class Config:
     token_bits: int = _field("TOKEN_BITS")
     alu_scale: int = _field("ALU_SCALE")
     gemm_pipe_stages: int | None = _field("GEMM_PIPE_STAGES")
+
+    def __hash__(self):
+        # A configuration keys the caches of every derived quantity (scratchpads, memories,
+        # codecs, plans), looked up millions of times while planning a network: its fields'
+        # hash is computed once. It is left out of pickles, since a str's hash differs
+        # between processes.
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash(tuple(getattr(self, f.name) for f in dataclasses.fields(self)))
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_hash", None)
+        return state
 
     def __post_init__(self):
         fix = {}
@@ -219,6 +241,16 @@ class Config:
         if self.gemm_pipe_stages is not None:
             return self.gemm_pipe_stages
         return derived_gemm_stages(self.log_block_in)
+
+    @property
+    def scale_bits(self):
+        """W of docs/isa.md §3.4: the width of SCL's multiplier (0 without SCL)."""
+        return SCALE_BITS[self.alu_scale]
+
+    @property
+    def scale_fraction(self):
+        """The fraction bits of SCL's multiplier from an ACC row, W − 1 (0 without SCL)."""
+        return max(self.scale_bits - 1, 0)
 
     @property
     def shape_name(self):

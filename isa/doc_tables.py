@@ -138,8 +138,9 @@ _MEANINGS = {
         "MUL": "sext(A[7:0]) · sext(B[7:0]) (the Intel Labs 8-bit product)",
         "CLP": "max(min(A, B), −B): clip A to [−B, B] (extension)",
         "MOV": "B (extension; with two operands only ACC[src] is read)",
-        "SCL": "(A · sext(B[15:0])) >> 15 (arithmetic), wrapping: a Q15 scale rounding down "
-               "(extension; only with `ALU_SCALE: 1`, else error 2)",
+        "SCL": "(A · sext(B[W−1:0])) >> (W−1) (arithmetic), wrapping, W = 16 or 24 by "
+               "`ALU_SCALE`; an immediate is B = sext(imm) · 2^(W−16): a fixed-point scale "
+               "rounding down (extension; only with `ALU_SCALE` 1 or 2, else error 2)",
     },
     PadValue: {
         "ZERO": "padding rows hold 0",
@@ -235,8 +236,9 @@ _KEY_MEANINGS = {
                                "`src_factor_*` fields (A)",
     "ACC_READ_PORTS": "ACC read ports: 1, a two-operand ALU step takes 2 cycles; 2, it takes 1",
     "TOKEN_BITS": "width of each dependency-token counter",
-    "ALU_SCALE": "1: the ALU has ALU opcode 7, SCL, a 32×16-bit multiplier per lane (§3.4); 0: "
-                 "opcode 7 is error 2, as upstream. Left out of CONFIG_ID's hash at 0",
+    "ALU_SCALE": "1 or 2: the ALU has ALU opcode 7, SCL, with a multiplier per lane of W = 16 "
+                 "bits (1: 32×16) or W = 24 bits (2: 32×24) (§3.4); 0: opcode 7 is error 2, as "
+                 "upstream. Left out of CONFIG_ID's hash at 0",
     "GEMM_PIPE_STAGES": "pipeline registers in the GEMM's dot product (each adds a cycle to a "
                         "GEMM instruction; not part of the ISA); absent: `ceil(LOG_BLOCK_IN / 2)`",
 }

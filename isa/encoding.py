@@ -38,6 +38,12 @@ class Codec:
         }
         self._opcode_mask = (1 << formats.OPCODE_BITS) - 1
         self.uop_bytes = cfg.uop_bits // 8
+        # Classes whose fields are exactly their format's and that check nothing on creation:
+        # decoded without their (frozen, so slow) __init__; fsim decodes every distinct
+        # instruction of a stream.
+        self._plain = {cls for cls, placed in self._fields.items()
+                       if {name for name, _, _ in placed} == set(cls.__dataclass_fields__)
+                       and not hasattr(cls, "__post_init__")}
 
     @property
     def cfg(self):
@@ -135,6 +141,10 @@ class Codec:
             if name == "imm" and field_value >> (width - 1):
                 field_value -= 1 << width
             values[name] = field_value
+        if cls in self._plain:
+            made = object.__new__(cls)
+            made.__dict__.update(values)
+            return made
         return cls(**values)
 
 

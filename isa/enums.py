@@ -33,7 +33,7 @@ class MemType(enum.IntEnum, shape=formats.MEMORY_TYPE_BITS):
 
 class AluOp(enum.IntEnum, shape=formats.ALU_OPCODE_BITS):
     """ALU ``alu_opcode`` (docs/isa.md §3.4). SCL exists only where the configuration key
-    ``ALU_SCALE`` is 1; elsewhere 7 is illegal (error 2), as upstream
+    ``ALU_SCALE`` is 1 or 2; elsewhere 7 is illegal (error 2), as upstream
     (:func:`avta.isa.legality.alu_ops`)."""
     MIN = 0
     MAX = 1

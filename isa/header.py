@@ -72,7 +72,7 @@ def header_macros(cfg):
     add("VTA_ALU_OPCODE_BIT_WIDTH", formats.ALU_OPCODE_BITS)
     for op in Opcode:
         add(f"VTA_OPCODE_{op.name}", op.value)
-    for op in alu_ops(cfg):     # SCL only where ALU_SCALE is 1 (docs/isa.md §3.4)
+    for op in alu_ops(cfg):     # SCL only where ALU_SCALE is 1 or 2 (docs/isa.md §3.4)
         add(f"VTA_ALU_OPCODE_{op.name}", op.value)
     add("VTA_MEMOP_ID_BIT_WIDTH", formats.MEMORY_TYPE_BITS)
     add("VTA_MEMOP_SRAM_ADDR_BIT_WIDTH", formats.SRAM_ADDR_BITS)
@@ -96,7 +96,10 @@ def header_macros(cfg):
     add("VTA_LOG_WGT_FACTOR_RESTRICT", cfg.log_wgt_factor_restrict)
     add("VTA_LOG_ACC_FACTOR_RESTRICT", cfg.log_acc_factor_restrict)
     add("VTA_ACC_READ_PORTS", cfg.acc_read_ports)
-    add("VTA_ALU_SCALE", cfg.alu_scale, "1: the ALU has SCL, opcode 7")
+    add("VTA_ALU_SCALE", cfg.alu_scale, "1 or 2: the ALU has SCL, opcode 7; 0: it has not")
+    if cfg.alu_scale:
+        add("VTA_ALU_SCALE_BITS", cfg.scale_bits,
+            "W: SCL's multiplier width, (A * m) >> (W - 1) from an ACC row")
     add("VTA_TOKEN_BITS", cfg.token_bits)
     add("VTA_GEMM_PIPE_STAGES", cfg.gemm_stages, "GEMM dot-product pipeline registers")
     add("VTA_CONFIG_ID", cfg.config_id, "CONFIG_ID register value")

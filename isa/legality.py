@@ -20,8 +20,12 @@ def alu_ops(cfg=None):
     """The ALU operations an instruction may use at ``cfg``: every :class:`AluOp`, less SCL
     unless the configuration key ``ALU_SCALE`` is 1 (docs/isa.md §3.4). ``None`` stands for a
     configuration without the scale multipliers, upstream's set."""
-    scale = cfg is not None and cfg.alu_scale
-    return tuple(op for op in AluOp if op != AluOp.SCL or scale)
+    return _ALU_OPS[bool(cfg is not None and cfg.alu_scale)]
+
+
+#: :func:`alu_ops` with and without the scale multipliers (the decoder asks per instruction).
+_ALU_OPS = {scale: tuple(op for op in AluOp if op != AluOp.SCL or scale)
+            for scale in (False, True)}
 
 
 @dataclass(frozen=True)
@@ -57,7 +61,7 @@ def _violations(insn, legal_alu_ops):
         names = ", ".join(f"{op.name} {op.value}" for op in legal_alu_ops)
         found.append(Violation(ErrorCode.ILLEGAL_ALU_OPCODE,
                                f"ALU opcode {insn.alu_opcode} is undefined here ({names}; SCL 7 "
-                               f"needs the configuration key ALU_SCALE: 1)"
+                               f"needs the configuration key ALU_SCALE: 1 or 2)"
                                if insn.alu_opcode == AluOp.SCL else
                                f"ALU opcode {insn.alu_opcode} is undefined ({names})"))
     if isinstance(insn, MemoryInsn) and insn.opcode == Opcode.LOAD:

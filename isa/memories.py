@@ -84,24 +84,26 @@ class RowLayout:
     lane_bits: int
     signed: bool = True
 
-    @property
+    # Cached: planners and fsim ask for these sizes millions of times (a frozen dataclass keeps
+    # them in its __dict__; equality and hashing still read only the fields).
+    @functools.cached_property
     def shape(self):
         """The lane array's shape, outermost axis first (``()`` for a micro-op word)."""
         return tuple(size for _, size in self.axes)
 
-    @property
+    @functools.cached_property
     def lanes(self):
         return math.prod(self.shape)
 
-    @property
+    @functools.cached_property
     def row_bits(self):
         return self.lanes * self.lane_bits
 
-    @property
+    @functools.cached_property
     def row_bytes(self):
         return self.row_bits // 8
 
-    @property
+    @functools.cached_property
     def dtype(self):
         """The numpy dtype of one lane (little-endian)."""
         return np.dtype(f"<{'i' if self.signed else 'u'}{self.lane_bits // 8}")
@@ -290,16 +292,22 @@ def elem_bytes(cfg, mtype):
     return memory(cfg, mtype).elem_bytes
 
 
+def _route(mtype):
+    # MemType(...) is slow (see memory()); a decoded instruction holds a plain number.
+    key = mtype if type(mtype) is MemType else _TYPE_BY_NUMBER.get(mtype)
+    return _ROUTES[MemType(mtype) if key is None else key]
+
+
 def scratchpad_of(mtype):
     """The name of the scratchpad a LOAD or STORE of memory type ``mtype`` reaches (no
     configuration needed)."""
-    return _ROUTES[MemType(mtype)][0]
+    return _route(mtype)[0]
 
 
 def stage_of(mtype):
     """The stage that executes a LOAD or STORE of memory type ``mtype`` (no configuration
     needed)."""
-    return _ROUTES[MemType(mtype)][3]
+    return _route(mtype)[3]
 
 
 def base_alignment(cfg, key):

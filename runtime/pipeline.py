@@ -5,6 +5,9 @@ buffers, then the GEMMs that read them) and *output tiles* (compute into one of 
 accumulator buffers, then the STOREs that read them). Buffer ``j % threads`` serves task or tile
 ``j``; with two threads the next task loads while the current one computes, and the next tile
 computes while the current one stores (upstream's ``cthread``/``dthread`` double buffering).
+An operator whose tiles end with long ALU passes may keep more accumulator buffers (``slots``)
+than input buffers: tile ``t`` then uses accumulator buffer ``t % slots``, and its start waits
+for the store of tile ``t − slots`` rather than of the tile just before the one it follows.
 
 The tokens (upstream's ``VTADepPush``/``VTADepPop``; docs/isa.md §3 rule (a)):
 
@@ -13,13 +16,13 @@ where                 tokens                                       orders
 ====================  ===========================================  =====================
 load task j           pop C→L if j ≥ threads … push L→C             WAR on input buffer
 compute of task j     pop L→C … push C→L                            RAW on input buffer
-compute of tile t     pop S→C if t ≥ threads … push C→S              WAR on ACC/OUT buffer
+compute of tile t     pop S→C if t ≥ slots … push C→S                WAR on ACC/OUT buffer
 store of tile t       pop C→S … push S→C                            RAW on OUT buffer
 ====================  ===========================================  =====================
 
 The k-th pop of a queue waits for the k-th push, so task j's C→L pop waits for the compute of task
-j − threads, and tile t's S→C pop for the store of tile t − threads: exactly the previous user of
-the same buffer. No counter ever holds more than ``threads`` tokens (rule (b)).
+j − threads, and tile t's S→C pop for the store of tile t − slots: exactly the previous user of
+the same buffer. No counter ever holds more than ``max(threads, slots)`` tokens (rule (b)).
 """
 
 from avta.isa.enums import Stage
@@ -32,11 +35,20 @@ L, C, S = Stage.LOAD, Stage.COMPUTE, Stage.STORE
 class Pipeline:
     """Token bookkeeping of load tasks and output tiles on one :class:`StreamBuilder`."""
 
-    def __init__(self, builder, *, threads=2):
+    def __init__(self, builder, *, threads=2, slots=None):
         if threads not in (1, 2):
             raise ValueError(f"threads must be 1 or 2 (single or double buffering), got {threads}")
+        slots = threads if slots is None else slots
+        if isinstance(slots, bool) or not isinstance(slots, int) or slots < threads:
+            raise ValueError(f"slots (accumulator buffers) must be an integer of at least "
+                             f"threads = {threads}, got {slots!r}")
+        limit = builder.ledger.limit
+        if slots > limit:
+            raise ValueError(f"{slots} accumulator buffers need {slots} tokens in flight; the "
+                             f"token counters hold {limit}")
         self._b = builder
         self._threads = threads
+        self._slots = slots
         self._loads = 0          # load tasks begun by the load stage
         self._computes = 0       # load tasks consumed by the compute stage
         self._begun = 0          # output tiles begun by the compute stage
@@ -46,6 +58,11 @@ class Pipeline:
     @property
     def threads(self):
         return self._threads
+
+    @property
+    def slots(self):
+        """Accumulator buffers: output tile ``t`` uses buffer ``t % slots``."""
+        return self._slots
 
     # -- load stage -----------------------------------------------------------------------------
 
@@ -80,20 +97,20 @@ class Pipeline:
 
     def tile_buffer(self):
         """The accumulator buffer :meth:`begin_tile` will return, without taking its token."""
-        return self._begun % self._threads
+        return self._begun % self._slots
 
     def begin_tile(self):
         """Start output tile t: the index of the accumulator buffer it writes. Tile t may begin
         before tile t − 1 ends (its requantization can run beside tile t's GEMMs), never before
-        tile t − threads ends: the two would share a buffer."""
+        tile t − slots ends: the two would share a buffer."""
         t = self._begun
-        if t - self._tiles >= self._threads:
-            raise RuntimeError(f"output tile {t} begun while tile {t - self._threads}, which "
+        if t - self._tiles >= self._slots:
+            raise RuntimeError(f"output tile {t} begun while tile {t - self._slots}, which "
                                f"uses the same accumulator buffer, has not ended")
-        if t >= self._threads:
+        if t >= self._slots:
             self._b.dep_pop(S, C)
         self._begun += 1
-        return t % self._threads
+        return t % self._slots
 
     def end_tile(self):
         """End the oldest output tile not yet ended."""
@@ -110,7 +127,7 @@ class Pipeline:
         if t >= self._tiles:
             raise RuntimeError(f"store of output tile {t} before that tile was computed")
         self._b.dep_pop(C, S)
-        return t % self._threads
+        return t % self._slots
 
     def end_store(self):
         self._b.dep_push(S, C)

@@ -264,7 +264,7 @@ class StreamBuilder:
         when given, else of ACC[dst] and ACC[src]; ``wrap`` as for :meth:`gemm`."""
         op = AluOp(op)
         if op not in alu_ops(self._cfg):
-            raise StreamError(f"ALU {op.name} needs the configuration key ALU_SCALE: 1 "
+            raise StreamError(f"ALU {op.name} needs the configuration key ALU_SCALE: 1 or 2 "
                               f"({self._cfg.name} has 0; docs/isa.md §3.4)")
         dst, src, _ = kernel.max_indices()
         self._check_index("ALU", "dst (ACC)", dst, self._cfg.acc_depth, wrap)

@@ -22,7 +22,8 @@ import hashlib
 import json
 import os
 import sys
-from pathlib import Path
+
+from avta.files import package_source_files, sources_digest as files_digest
 
 from .verilator import cache_root
 
@@ -34,29 +35,14 @@ RTL_PACKAGES = ("avta.hw", "avta.isa", "avta.version")
 
 
 def rtl_source_files():
-    """Every Python source of :data:`RTL_PACKAGES`, as ``(name, path)`` sorted by name; the
-    name is the path relative to its package's folder, prefixed by the package."""
-    import importlib
-    files = []
-    for package in RTL_PACKAGES:
-        module = importlib.import_module(package)
-        path = Path(module.__file__)
-        if path.name == "__init__.py":
-            files += [(f"{package}/{p.relative_to(path.parent).as_posix()}", p)
-                      for p in path.parent.rglob("*.py")]
-        else:
-            files.append((package, path))
-    return sorted(files)
+    """Every Python source of :data:`RTL_PACKAGES`, as ``(name, path)`` sorted by name
+    (:func:`avta.files.package_source_files`)."""
+    return package_source_files(RTL_PACKAGES)
 
 
 def sources_digest(files=None):
     """SHA-256 (hex) of the names and contents of ``files`` (default :func:`rtl_source_files`)."""
-    digest = hashlib.sha256()
-    for name, path in files if files is not None else rtl_source_files():
-        data = path.read_bytes()
-        digest.update(f"{name}\0{len(data)}\0".encode())
-        digest.update(data)
-    return digest.hexdigest()
+    return files_digest(files if files is not None else rtl_source_files())
 
 
 @functools.lru_cache(maxsize=1)

@@ -92,14 +92,16 @@ def load_network(name, input_size, seed, cfg=None):
     With ``cfg``, a network too large for the device's DRAM on it is refused before anything
     large is made (a builder's calibration runs the whole network)."""
     from avta.runtime.net import BUILDERS, GraphError, build, load
+    from avta.runtime.net.builders import calibrated
     from avta.runtime.net.executor import check_dram
     check_seed(seed)
     if name in BUILDERS:
         try:
             size = 224 if input_size is None else input_size
+            graph = build(name, input_size=size, seed=seed, calibrate=False)
             if cfg is not None:
-                check_dram(cfg, build(name, input_size=size, seed=seed, calibrate=False))
-            return build(name, input_size=size, seed=seed)
+                check_dram(cfg, graph)
+            return calibrated(graph, seed)
         except GraphError as error:
             raise UserError(f"--input-size {input_size}: {error}") from None
     path = Path(name)

@@ -48,7 +48,7 @@ def fit(samples):
 
     Each block's coefficients minimise the sum of squared relative errors; a coefficient the
     least squares would make negative is dropped (set to 0) and the rest fitted again. A term
-    whose quantity is 0 at every point (SCL's lanes when no point has ``ALU_SCALE: 1``) keeps
+    whose quantity is 0 at every point (SCL's lanes when no point has ``ALU_SCALE`` 1 or 2) keeps
     the default model's coefficient.
     """
     values = {}

@@ -5,8 +5,9 @@ imports them with ``--import-mode=importlib`` (pyproject.toml), so it never chan
 no test imports another: what tests share are fixtures in the ``conftest.py`` of the folder that
 needs them. Markers say what a test needs: ``tsim`` (a Verilator build run on tsim),
 ``cocotb`` (cocotb on Verilator) and ``yosys`` (Yosys, nextpnr or SymbiYosys, marked here by the
-fixtures and folders that run them); ``pytest -m "not tsim and not cocotb and not yosys"`` is
-the fast subset: no Verilator build, no synthesis, no proof.
+fixtures and folders that run them) and ``slow`` (left out unless asked for);
+``pytest -m "not tsim and not cocotb and not yosys and not slow"`` is the fast subset: no
+Verilator build, no synthesis, no proof.
 """
 
 from pathlib import Path

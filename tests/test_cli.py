@@ -72,11 +72,12 @@ def test_disasm_flags_illegal_instructions(tmp_path, capsys):
     assert "ALU_SCALE: 1" in second["reason"]
 
 
-def test_scl_assembles_and_is_legal_where_alu_scale_is_on(tmp_path, capsys):
+@pytest.mark.parametrize("scale", [1, 2])
+def test_scl_assembles_and_is_legal_where_alu_scale_is_on(tmp_path, capsys, scale):
     config = tmp_path / "scale.yaml"
     config.write_text("name: tiny_scale\nLOG_BLOCK_IN: 2\nLOG_BLOCK_OUT: 2\n"
                       "LOG_UOP_BUFF_SIZE: 10\nLOG_INP_BUFF_SIZE: 10\nLOG_WGT_BUFF_SIZE: 12\n"
-                      "LOG_ACC_BUFF_SIZE: 12\nALU_SCALE: 1\n")
+                      f"LOG_ACC_BUFF_SIZE: 12\nALU_SCALE: {scale}\n")
     src = tmp_path / "p.jsonl"
     src.write_text('{"op": "ALU", "alu_op": "SCL", "use_imm": 1, "imm": 16384}\n')
     binary = tmp_path / "p.bin"

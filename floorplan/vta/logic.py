@@ -12,6 +12,7 @@ gemm    fixed (micro-op loop, pipeline control) + per MAC (batch x block_in x bl
         multiplier, adder tree) + per output lane (batch x block_out: accumulate, forwarding)
 alu     fixed (micro-op loop, operand sequencing) + per lane (one 32-bit ALU per
         accumulator of a row) + per scale lane (SCL's 32×16 multiplier, with ``ALU_SCALE: 1``)
+        or per wide scale lane (its 32×24 multiplier, with ``ALU_SCALE: 2``)
 ctrl    fixed (fetch, queues, decode, stage control, control registers) + per output lane
         (row-wide load, store and compute-load paths) + per AXI data bit (memory engine)
 ======  =================================================================================
@@ -29,7 +30,7 @@ __all__ = ["LogicModel", "TERMS", "quantities"]
 TERMS = {
     "gemm": (("ge_gemm_fixed", "one"), ("ge_per_mac", "macs"), ("ge_gemm_per_lane", "lanes")),
     "alu": (("ge_alu_fixed", "one"), ("ge_per_alu_lane", "lanes"),
-            ("ge_per_scale_lane", "scale_lanes")),
+            ("ge_per_scale_lane", "scale_lanes"), ("ge_per_wide_scale_lane", "wide_scale_lanes")),
     "ctrl": (("ge_control", "one"), ("ge_control_per_lane", "lanes"),
              ("ge_per_axi_bit", "axi_bits")),
 }
@@ -39,7 +40,8 @@ def quantities(cfg):
     """The configuration quantities the terms multiply."""
     lanes = cfg.batch * cfg.block_out
     return {"one": 1, "macs": cfg.batch * cfg.block_in * cfg.block_out, "lanes": lanes,
-            "scale_lanes": lanes if cfg.alu_scale else 0, "axi_bits": cfg.axi_data_bits}
+            "scale_lanes": lanes if cfg.alu_scale == 1 else 0,
+            "wide_scale_lanes": lanes if cfg.alu_scale == 2 else 0, "axi_bits": cfg.axi_data_bits}
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,9 @@ class LogicModel:
     #: SCL's multiplier per lane: tiny with and without ``ALU_SCALE`` synthesized (ALU 38,548
     #: against 20,194 GE over 4 lanes); the calibration points have no SCL, so the fit keeps it.
     ge_per_scale_lane: int = 4_589
+    #: SCL's 32×24 multiplier per lane (ALU_SCALE: 2): tiny synthesized with it and without
+    #: SCL (ALU 48,739 against 19,823 GE over 4 lanes, avta area --synth).
+    ge_per_wide_scale_lane: int = 7_229
     ge_control: int = 109_225
     ge_control_per_lane: int = 1_753
     ge_per_axi_bit: int = 40

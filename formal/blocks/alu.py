@@ -9,8 +9,8 @@ docs/isa.md §3.4.
     The whole ALU unit (loop, micro-op read, ACC reads, operand selection, write) runs one
     single-step instruction with arbitrary fields, micro-op and ACC rows, immediate or
     two-operand: in the cycle before its one ACC write the lanes (read-only: ``Alu.lanes``)
-    get the instruction's op and, lane by lane, A = ACC[src] and B = sext(imm)
-    (:func:`avta.formal.reference.sign_extend` to the ACC width) in the immediate form, A =
+    get the instruction's op and, lane by lane, A = ACC[src] and B = sext(imm), for SCL
+    sext(imm) · 2^(W−16) (:func:`avta.formal.reference.alu_imm`) in the immediate form, A =
     ACC[dst] (any A for MOV, which reads only ACC[src]) and B = ACC[src] in the two-operand
     form (docs/isa.md §3.4); the row written,
     at ACC[dst], is the lanes' result. With ``ops`` (the lanes equal the reference for every
@@ -54,7 +54,7 @@ from avta.isa.layout import layouts
 from avta.isa.legality import alu_ops
 
 from ..harness import Check, Harness
-from ..reference import alu_lane, sign_extend
+from ..reference import alu_imm, alu_lane
 
 __all__ = ["checks", "STEP_BITS"]
 
@@ -89,16 +89,16 @@ class AluHarness(Harness):
 
 
 def _legal_op(cfg, op):
-    """``op`` is an ALU operation of ``cfg`` (SCL only with ``ALU_SCALE: 1``)."""
+    """``op`` is an ALU operation of ``cfg`` (SCL only with ``ALU_SCALE`` 1 or 2)."""
     return functools.reduce(operator.or_, (op == int(value) for value in alu_ops(cfg)))
 
 
 def _operands_ok(cfg, lanes, alu, row_dst, row_src):
-    """The lanes get ``alu``'s op and, lane by lane, A = ``row_src``, B = sext(imm)
-    (immediate form) or A = ``row_dst``, B = ``row_src`` (two-operand; any A for MOV, which
+    """The lanes get ``alu``'s op and, lane by lane, A = ``row_src``, B = sext(imm) (for SCL
+    sext(imm) · 2^(W−16); immediate form) or A = ``row_dst``, B = ``row_src`` (two-operand; any A for MOV, which
     reads only ACC[src]): docs/isa.md §3.4."""
     width = cfg.acc_width
-    imm = sign_extend(alu.imm, width)
+    imm = alu_imm(cfg, alu.alu_opcode, alu.imm)
     assert len(alu.imm) == formats.IMM_BITS
     ok = lanes.op == alu.alu_opcode
     for lane in range(cfg.batch * cfg.block_out):

@@ -64,7 +64,7 @@ DECODE_CODES = (ErrorCode.ILLEGAL_OPCODE, ErrorCode.ILLEGAL_ALU_OPCODE,
 
 def decode_codes(cfg):
     """The decode errors an instruction can have at ``cfg``: :data:`DECODE_CODES`, less code 2
-    where every ALU opcode is legal (``ALU_SCALE: 1``, docs/isa.md §3.5)."""
+    where every ALU opcode is legal (``ALU_SCALE`` 1 or 2, docs/isa.md §3.5)."""
     every_alu_op = len(alu_ops(cfg)) == 1 << ALU_OPCODE_BITS
     return tuple(code for code in DECODE_CODES
                  if not (every_alu_op and code == ErrorCode.ILLEGAL_ALU_OPCODE))
@@ -175,7 +175,7 @@ class FetchHarness(Harness):
         for code in (ErrorCode.ILLEGAL_OPCODE, ErrorCode.ILLEGAL_ALU_OPCODE,
                      ErrorCode.DRAM_OUT_OF_RANGE):
             if code not in decode_codes(cfg) + (ErrorCode.DRAM_OUT_OF_RANGE,):
-                continue                # no illegal ALU opcode with ALU_SCALE: 1
+                continue                # no illegal ALU opcode with ALU_SCALE 1 or 2
             self.cover(m, stopped_at_k & (dut.error_code == code) & (k != 0))
         self.cover(m, dut.checked & ~dut.error & ~scanned & (count == 3))
 

@@ -32,6 +32,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from avta.isa.enums import AluOp
+from avta.isa.formats import IMM_BITS
 from avta.isa.layout import layouts
 
 from .alu_lanes import AluLanes
@@ -162,6 +163,9 @@ class Alu(wiring.Component):
         if FaultName.ALU_IMM_ZEXT in self._faults:
             # Planted bug (avta.hw.core.faults), for testing the verification tools only.
             imm = insn.imm.as_unsigned()
+        if cfg.scale_bits > IMM_BITS:
+            # SCL's immediate is its multiplier's top 16 bits, sext(imm) · 2^(W−16) (§3.4).
+            imm = Mux(insn.alu_opcode == AluOp.SCL, imm << (cfg.scale_bits - IMM_BITS), imm)
         for b in range(cfg.batch):
             for o in range(cfg.block_out):
                 m.d.comb += imm_row[b][o].eq(imm)

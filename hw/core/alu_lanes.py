@@ -12,17 +12,15 @@ from .sram import row_layout
 __all__ = ["AluLanes"]
 
 # SHR takes B[5:0] as a signed shift amount (docs/isa.md §3.4); MUL takes the low byte of each operand;
-# SCL multiplies by sext(B[15:0]) / 2^15, rounding down.
+# SCL multiplies by sext(B[W−1:0]) / 2^(W−1), rounding down, W = cfg.scale_bits.
 _SHIFT_BITS = 6
 _MUL_BITS = 8
-_SCALE_BITS = 16
-_SCALE_FRACTION = 15
 
 
 class AluLanes(wiring.Component):
     """``out = f(a, b)`` lane by lane (int32, wrapping), for every batch row. SCL's multipliers
-    (32×16 bits per lane) exist only where ``cfg.alu_scale`` is 1; elsewhere opcode 7 never
-    reaches the lanes (decode error 2).
+    (32×W bits per lane, W = ``cfg.scale_bits``, 16 or 24) exist only where ``cfg.alu_scale``
+    is 1 or 2; elsewhere opcode 7 never reaches the lanes (decode error 2).
 
     Ports
     -----
@@ -78,11 +76,12 @@ class AluLanes(wiring.Component):
                 m.d.comb += [y.eq(b) for a, b, y in lanes]
             if cfg.alu_scale:
                 with m.Case(AluOp.SCL):
-                    # A 32×16 signed product (48 bits, exact); its bits [46:15] are the floor.
+                    # A 32×W signed product (exact); its bits [W+30:W−1] are the floor.
+                    width = cfg.scale_bits
                     for i, (a, b, y) in enumerate(lanes):
-                        product = Signal(cfg.acc_width + _SCALE_BITS, name=f"scl_{i}")
-                        m.d.comb += product.eq(a * b[:_SCALE_BITS].as_signed())
-                        m.d.comb += y.eq(product[_SCALE_FRACTION:])
+                        product = Signal(cfg.acc_width + width, name=f"scl_{i}")
+                        m.d.comb += product.eq(a * b[:width].as_signed())
+                        m.d.comb += y.eq(product[width - 1:])
         return m
 
     def _clip(self, m, i, a, b, y):

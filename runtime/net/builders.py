@@ -21,18 +21,20 @@ blocks.
 No batch norm (it folds into the weights and biases). Weights are uniform int8 in −127..127,
 biases uniform int32 in −8..8 (added after the shift, so in output units). With ``calibrate``
 (the default) each node's shift comes from :func:`~avta.runtime.net.calibrate.calibrate` on a
-seeded random input of the same size, which runs the whole network once; without it every shift
-is 0, for studies of shapes and MACs only.
+seeded random input of the same size, which runs the whole network once (the shifts are kept on
+disk, :mod:`~avta.runtime.net.calibration_cache`); without it every shift is 0, for studies of
+shapes and MACs only.
 """
 
 import numpy as np
 
 from ..ops.requant import Requant
-from .calibrate import calibrate as calibrate_graph
+from .calibration_cache import calibrate_cached as calibrate_graph
 from .graph import GraphBuilder, GraphError
 from .reference import random_input
 
 __all__ = ["resnet18", "resnet34", "resnet50", "mobilenet", "mobilenet1_0", "BUILDERS", "build",
+           "calibrated",
            "RELU", "LINEAR", "WEIGHT_MAX", "BIAS_MAX"]
 
 #: The clips of a node followed by a ReLU, and of one that is not.
@@ -88,9 +90,7 @@ class _Net:
 
     def finish(self, y, calibrate):
         graph = self.b.build([y])
-        if calibrate:
-            graph = calibrate_graph(graph, random_input(graph, [self.seed, 1]))
-        return graph
+        return calibrated(graph, self.seed) if calibrate else graph
 
 
 def _basic(net, name, x, cout, stride):
@@ -161,6 +161,13 @@ def mobilenet(input_size=224, seed=0, classes=1000, *, width=1.0, batch=1, calib
 def mobilenet1_0(input_size=224, seed=0, classes=1000, *, batch=1, calibrate=True):
     """MobileNet v1 of width 1.0 (``mobilenet1.0``)."""
     return mobilenet(input_size, seed, classes, width=1.0, batch=batch, calibrate=calibrate)
+
+
+def calibrated(graph, seed):
+    """``graph`` (a builder's, built with ``calibrate=False`` and ``seed``) with the shifts its
+    builder gives with ``calibrate=True``: calibrated on the seeded random input of the same
+    size (cached, :mod:`~avta.runtime.net.calibration_cache`)."""
+    return calibrate_graph(graph, random_input(graph, [seed, 1]))
 
 
 #: The builders by network name.

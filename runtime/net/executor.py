@@ -45,6 +45,7 @@ from ..ops.depthwise import (build_depthwise_conv2d, build_depthwise_gemm,
                              pack_depthwise_weights, plan_depthwise)
 from ..ops.elementwise import build_add
 from ..ops.residual import AddBuffers, build_add_gemm, pack_add_weights, plan_add
+from ..ops.pool_gemm import MaxPoolBuffers, build_max_pool_gemm, pack_identity, plan_max_pool
 from ..ops.pool import (GlobalPoolShape, build_avg_pool2d, build_global_avg_pool,
                         build_max_pool2d)
 from ..ops.window import WindowShape
@@ -375,10 +376,22 @@ class _Executor:
                                       tiling=plan.tiling)
 
     def _build_max_pool(self, node):
+        cfg = self.cfg
         shape = self._window(node)
-        shape.check(self.cfg)
-        return build_max_pool2d(self.cfg, shape, self._elem(node.inputs[0], MemType.ACC_8BIT),
-                                self._out(node))
+        shape.check(cfg)
+        # The faster of the windows copied in by the GEMM core (INP rows, an identity weight
+        # block) and LOAD ACC_8BIT, by the cycle estimates (ops/pool_gemm.py).
+        plan = plan_max_pool(cfg, shape)
+        if plan.path == "gemm":
+            if node.name not in self.weights:
+                self.weights[node.name] = (self.device.upload(pack_identity(cfg),
+                                                              mem=MemType.WGT), None)
+            bufs = MaxPoolBuffers(self._elem(node.inputs[0], MemType.INP),
+                                  self.weights[node.name][0].elem(cfg, MemType.WGT),
+                                  self._out(node))
+            return build_max_pool_gemm(cfg, shape, bufs, tiling=plan.tiling)
+        return build_max_pool2d(cfg, shape, self._elem(node.inputs[0], MemType.ACC_8BIT),
+                                self._out(node), tiling=plan.tiling)
 
     def _build_avg_pool(self, node):
         shape = self._window(node)
@@ -413,7 +426,9 @@ class _Executor:
                                   tiling=plan.tiling)
         a, b = (self._elem(t, MemType.ACC_8BIT) for t in node.inputs)
         return build_add(cfg, shape, a, b, self._out(node), requant=node.requant,
-                         shift_a=shift_a, scale_a=scale_a, scale_b=scale_b)
+                         shift_a=shift_a, scale_a=scale_a, scale_b=scale_b,
+                         scale_a2=node.attrs.get("scale_a2", 0),
+                         scale_b2=node.attrs.get("scale_b2", 0))
 
     # -- the host's part -------------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ import numpy as np
 
 from avta.errors import UserError
 
+from ..ops.conv_plan import output_extent
 from ..ops.requant import Requant
 
 __all__ = ["GraphError", "OpSpec", "OPS", "Node", "Graph", "GraphBuilder", "infer_shape",
@@ -65,18 +66,21 @@ OPS = {
     "max_pool": OpSpec(1, {"k": None, "stride": None, "pad": 0}),
     "avg_pool": OpSpec(1, {"k": None, "stride": None, "pad": 0}, requant=True),
     "global_avg_pool": OpSpec(1, {}, requant=True),
-    "add": OpSpec(2, {"shift_a": 0, "scale_a": 0, "scale_b": 0}, requant=True),
+    "add": OpSpec(2, {"shift_a": 0, "scale_a": 0, "scale_b": 0, "scale_a2": 0, "scale_b2": 0},
+                  requant=True),
 }
 
 #: Attributes whose values are not ``>= 1``: their allowed values. ``pad_value`` is what a
 #: convolution's padding holds (0, or −128 for an input whose zero point is −128);
 #: ``shift_a`` is a left shift of an add's first input (inputs at scales 2^k apart);
-#: ``scale_a`` and ``scale_b`` are integer multipliers of its inputs (0: none; with ALU SCL).
+#: ``scale_a`` and ``scale_b`` are integer multipliers of its inputs (0: none; with ALU SCL),
+#: ``scale_a2`` and ``scale_b2`` second Q15 factors after them (⌊x · m · m2 / 2^15⌋; 0: none).
 ATTR_VALUES = {"pad_value": (0, -128), "shift_a": range(0, 24), "scale_a": range(0, 1 << 15),
-               "scale_b": range(0, 1 << 15)}
+               "scale_b": range(0, 1 << 15), "scale_a2": range(0, 1 << 15),
+               "scale_b2": range(0, 1 << 15)}
 #: Attributes that came later: a node's ``attrs`` holds them only when they differ from the
 #: default, so older files, and the writer's output for older networks, stay as they were.
-QUIET_ATTRS = ("pad_value", "shift_a", "scale_a", "scale_b")
+QUIET_ATTRS = ("pad_value", "shift_a", "scale_a", "scale_b", "scale_a2", "scale_b2")
 
 #: Names of nodes and tensors: they become keys of the weights file, so no spaces or slashes.
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:+-]*\Z")
@@ -151,6 +155,10 @@ class Node:
         for key in QUIET_ATTRS:             # at their defaults they are not there at all
             if key in attrs and attrs[key] == spec.attrs[key]:
                 del attrs[key]
+        for second, first in (("scale_a2", "scale_a"), ("scale_b2", "scale_b")):
+            if attrs.get(second) and not attrs.get(first):
+                raise GraphError(f"{where}: attribute {second}={attrs[second]} is a second "
+                                 f"factor after {first}, which is 0")
         if "k" in attrs and attrs["pad"] > attrs["k"] // 2:
             raise GraphError(f"{where}: pad {attrs['pad']} is more than half the window "
                              f"k={attrs['k']}; a window could lie in the padding only")
@@ -228,14 +236,17 @@ def _describe(allowed):
     return ", ".join(map(str, allowed))
 
 
+def _window_output(h, w, kh, kw, attrs):
+    """Output height and width of a ``kh × kw`` window over ``h × w`` with the node's padding
+    and stride."""
+    return (output_extent(h, kh, attrs["pad"], attrs["stride"]),
+            output_extent(w, kw, attrs["pad"], attrs["stride"]))
+
+
 def _same_array(a, b):
     if a is None or b is None:
         return a is None and b is None
     return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
-
-
-def _window(size, k, stride, pad):
-    return (size + 2 * pad - k) // stride + 1
 
 
 def infer_shape(node, shapes):
@@ -249,14 +260,14 @@ def infer_shape(node, shapes):
         if wc != c:
             raise GraphError(f"{where}: weights [O, C, KH, KW] = {list(node.weights.shape)} have "
                              f"C={wc} but input {node.inputs[0]!r} has C={c}; they must be equal")
-        out = (n, o, _window(h, kh, a["stride"], a["pad"]), _window(w, kw, a["stride"], a["pad"]))
+        out = (n, o, *_window_output(h, w, kh, kw, a))
     elif op == "depthwise":
         wc, one, kh, kw = node.weights.shape
         if wc != c or one != 1:
             raise GraphError(f"{where}: weights [C, 1, KH, KW] = {list(node.weights.shape)} do "
                              f"not fit input {node.inputs[0]!r} with C={c}; they must be "
                              f"[{c}, 1, KH, KW]")
-        out = (n, c, _window(h, kh, a["stride"], a["pad"]), _window(w, kw, a["stride"], a["pad"]))
+        out = (n, c, *_window_output(h, w, kh, kw, a))
     elif op == "dense":
         o, k = node.weights.shape
         if k != c * h * w:
@@ -265,8 +276,7 @@ def infer_shape(node, shapes):
                              f"K=C*H*W={c * h * w}; they must be equal")
         out = (n, o, 1, 1)
     elif op in ("max_pool", "avg_pool"):
-        out = (n, c, _window(h, a["k"], a["stride"], a["pad"]),
-               _window(w, a["k"], a["stride"], a["pad"]))
+        out = (n, c, *_window_output(h, w, a["k"], a["k"], a))
     elif op == "global_avg_pool":
         out = (n, c, 1, 1)
     elif op == "add":

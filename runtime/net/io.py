@@ -34,7 +34,8 @@ _HOST_KEYS = ("name", "shape", "dtype", "scale", "zero_point", "pad", "pad_value
 _NODE_KEYS = ("name", "op", "inputs", "output", "weights", "bias", "requant")
 _ARRAYS = {"weights": np.int8, "bias": np.int32}
 _REQUANT_KEYS = ("shift", "clip", "use_clp", "bias_first", "offset", "scale", "zero_point",
-                 "multiplier", "pre_shift", "shifts", "offsets")
+                 "multiplier", "pre_shift", "shifts", "offsets", "multiplier_bits", "multiplier2",
+                 "pre_offset")
 
 
 def _requant_dict(q):
@@ -57,6 +58,12 @@ def _requant_dict(q):
         out["pre_shift"] = q.pre_shift
     if q.per_channel:
         out["shifts"], out["offsets"] = list(q.shifts), list(q.offsets)
+    if q.multiplier_bits != 16:             # older files have none of these: their defaults
+        out["multiplier_bits"] = q.multiplier_bits
+    if q.multiplier2 is not None:
+        out["multiplier2"] = q.multiplier2
+    if q.pre_offset:
+        out["pre_offset"] = q.pre_offset
     return out
 
 
@@ -185,7 +192,10 @@ def _requant(value, source, where):
         return Requant(value.get("shift", 0), clip, bool(value.get("use_clp", False)),
                        bool(value.get("bias_first", False)), value.get("offset", 0),
                        None if scale is None else float(scale), value.get("zero_point", 0),
-                       multiplier, value.get("pre_shift", 0), shifts, offsets)
+                       multiplier, value.get("pre_shift", 0), shifts, offsets,
+                       multiplier_bits=value.get("multiplier_bits", 16),
+                       multiplier2=value.get("multiplier2"),
+                       pre_offset=value.get("pre_offset", 0))
     except (TypeError, ValueError) as error:
         _fail(source, f"{where}: {error}")
 

@@ -9,7 +9,8 @@ checks that ``requant.reference(accumulate(...), bias)`` is the same for every n
 import numpy as np
 
 from ..ops.reference import (add_ref, avg_pool_ref, conv2d_acc, conv2d_ref, depthwise_ref,
-                             global_avg_pool_ref, matmul_ref, max_pool_ref, windows, wrap32)
+                             global_avg_pool_ref, matmul_ref, max_pool_ref, scaled_sum,
+                             windows, wrap32)
 from .graph import GraphError
 from .host_io import shared_source
 
@@ -37,7 +38,8 @@ def run_node(node, inputs):
         return global_avg_pool_ref(x, requant=q)
     if node.op == "add":
         return add_ref(inputs[0], inputs[1], shift_a=a.get("shift_a", 0),
-                       scale_a=a.get("scale_a", 0), scale_b=a.get("scale_b", 0), requant=q)
+                       scale_a=a.get("scale_a", 0), scale_b=a.get("scale_b", 0), requant=q,
+                       scale_a2=a.get("scale_a2", 0), scale_b2=a.get("scale_b2", 0))
     raise GraphError(f"node {node.name!r}: no reference for op {node.op!r}")  # pragma: no cover
 
 
@@ -70,7 +72,8 @@ def accumulate(node, inputs):
         return wrap32(x.sum(axis=(2, 3), keepdims=True))
     if node.op == "add":
         if a.get("scale_a", 0):
-            return wrap32(x * a["scale_a"] + np.asarray(inputs[1], dtype=np.int64) * a["scale_b"])
+            return scaled_sum(x, inputs[1], a["scale_a"], a.get("scale_b", 0),
+                              a.get("scale_a2", 0), a.get("scale_b2", 0))
         return wrap32((x << a.get("shift_a", 0)) + np.asarray(inputs[1], dtype=np.int64))
     raise GraphError(f"node {node.name!r}: no reference for op {node.op!r}")  # pragma: no cover
 

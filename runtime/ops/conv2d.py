@@ -23,6 +23,7 @@ import numpy as np
 
 from avta.isa.enums import AluOp, MemType, PadValue
 
+from ..build_cache import cached_program
 from ..packing import pack_nchw, pack_oihw, pad_channels
 from ..pipeline import Pipeline
 from ..stream import StreamBuilder
@@ -30,7 +31,8 @@ from ..uop_kernel import ITER_BITS, Loop, UopKernel
 from .conv_plan import Conv2dShape, plan_conv2d
 from .requant import CHANNEL_ROW_BLOCKS, Requant
 
-__all__ = ["Conv2dBuffers", "bias_bound", "build_conv2d", "conv2d", "pack_bias", "tail_steps"]
+__all__ = ["Conv2dBuffers", "accumulator_start", "bias_bound", "build_conv2d", "conv2d",
+           "pack_bias", "tail_steps"]
 
 
 #: What the padding of a convolution may hold, and the LOAD pad value that makes it.
@@ -79,7 +81,7 @@ class _Conv2dEmitter:
         self.cob = shape.cout // self.cfg.block_out
         self.cib = shape.cin // self.cfg.block_in
         self.kk = shape.kh * shape.kw
-        self.pipe = Pipeline(builder, threads=tiling.threads)
+        self.pipe = Pipeline(builder, threads=tiling.threads, slots=tiling.slots)
         self.inp_held = [None] * tiling.threads      # what each INP buffer holds
         self.inp_loaded = set()                        # resident INP slots loaded
         self.wgt_held = [None] * tiling.threads
@@ -95,7 +97,7 @@ class _Conv2dEmitter:
         #: Per accumulator buffer, the output blocks and pixels (a prefix of each block's rows)
         #: some tile has written: a MOV of 0 reads its rows first, and reading a row nothing
         #: wrote is not well-formed (docs/isa.md §3 rule (e)), so a buffer's first tiles reset.
-        self.written = [(0, 0)] * tiling.threads
+        self.written = [(0, 0)] * tiling.slots
         self.pad_value = _PAD_VALUES[shape.pad_value]
         #: The requantization of the last tile ended, waiting to run beside the next GEMMs:
         #: ``(tile, [(kernel, op, imm), ...])`` (see :meth:`emit`).
@@ -391,11 +393,32 @@ def tail_steps(cfg, requant, bias_added):
                    for _, op, imm in passes.insns)
 
 
+def accumulator_start(has_bias, bias_added):
+    """How the emitter starts a tile's accumulators (:data:`~.conv_cycles.STARTS`): a reset GEMM
+    when the bias is added after the shift, else an ALU MOV of the shifted bias or of 0."""
+    return "reset" if bias_added else ("bias" if has_bias else "zero")
+
+
 def build_conv2d(cfg, shape, bufs, *, requant=Requant(), threads=2, tiling=None,
                  bias_bound=None):
     """The :class:`~avta.runtime.program.Program` of one conv2d layer. ``bias_bound``, the
     largest magnitude of the bias values, lets the accumulators start at the shifted bias when
-    that is exact (:meth:`Requant.bias_starts_acc`); ``None`` adds the bias after the shift."""
+    that is exact (:meth:`Requant.bias_starts_acc`); ``None`` adds the bias after the shift.
+    Built once across processes (:mod:`avta.runtime.build_cache`): the program of the same
+    layer at other DRAM addresses is read back and placed at ``bufs``."""
+    args = {"shape": shape, "requant": requant, "threads": threads, "tiling": tiling,
+            "bias_bound": bias_bound}
+    return cached_program(
+        "conv2d", lambda: _build_conv2d(cfg, shape, bufs, requant=requant, threads=threads,
+                                        tiling=tiling, bias_bound=bias_bound),
+        cfg, args, _OPERANDS, vars(bufs))
+
+
+#: Which operand of :class:`Conv2dBuffers` each memory type's LOADs (OUT: STOREs) address.
+_OPERANDS = {MemType.INP: "inp", MemType.WGT: "wgt", MemType.ACC: "bias", MemType.OUT: "out"}
+
+
+def _build_conv2d(cfg, shape, bufs, *, requant, threads, tiling, bias_bound):
     if shape.pad_value not in _PAD_VALUES:
         raise ValueError(f"conv2d pads with {sorted(_PAD_VALUES)}, not {shape.pad_value}")
     if requant.per_channel and bufs.bias is None:
@@ -406,7 +429,8 @@ def build_conv2d(cfg, shape, bufs, *, requant=Requant(), threads=2, tiling=None,
             bias_bound, shape.cin * shape.kh * shape.kw)
         tiling = plan_conv2d(cfg, shape, threads=threads,
                              bias=_row_blocks(requant) if bufs.bias is not None else 0,
-                             tail_steps=tail_steps(cfg, requant, bias_added))
+                             tail_steps=tail_steps(cfg, requant, bias_added),
+                             start=accumulator_start(bufs.bias is not None, bias_added))
     builder = StreamBuilder(cfg)
     _Conv2dEmitter(builder, shape, tiling, bufs, requant, bias_bound).emit()
     return builder.finish()
@@ -424,7 +448,7 @@ def pack_bias(cfg, bias, requant=None):
     more blocks of rows (:meth:`Requant.channel_rows`), loaded with the bias in one LOAD."""
     rows = [np.asarray(bias, dtype=np.int32)]
     if requant is not None and requant.per_channel:
-        rows += list(requant.channel_rows(rows[0].size))
+        rows += list(requant.channel_rows(rows[0].size, cfg.scale_bits or None))
     blocks = [np.asarray(r, np.int32).reshape(-1, 1, cfg.block_out) for r in rows]
     return np.ascontiguousarray(np.concatenate(
         [np.broadcast_to(b, (b.shape[0], cfg.batch, cfg.block_out)) for b in blocks]))

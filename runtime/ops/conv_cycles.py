@@ -8,10 +8,13 @@ them and schedules the three stages the way the token protocol of
   has released its input buffer;
 - its GEMM starts when the compute stage is free and task ``j`` is loaded; the first task of an
   output tile first initializes the accumulators (reset GEMM or bias MOV) once the store of tile
-  ``t − threads`` has released that buffer; the last task ends with the requantization tail;
+  ``t − slots`` has released that buffer (``slots``: the tiling's accumulator buffers, one per
+  thread or four); the last task ends with the requantization tail;
 - with two threads whose accumulator buffers lie in different ACC banks (the planner puts them
   there when they fit) the tail's passes run beside the next task's GEMM, one pass per part of it
-  (as many parts as it has micro-ops at most): the compute stage runs a GEMM beside an ALU
+  (as many parts as it has micro-ops at most, each part a GEMM with its own fill), and a MOV
+  start (``start``, :data:`STARTS`) beside the last part of the tile before, once the store that
+  frees its buffer is done: the compute stage runs a GEMM beside an ALU
   instruction (docs/architecture.md, compute stage), so the GEMM and the passes take the longer
   of the two; passes left over wait for the next GEMM, or run alone after the last;
 - the store of tile ``t`` starts when the store stage is free and its last pass is done.
@@ -26,7 +29,7 @@ the estimate ranks tilings, it does not predict a run to the cycle.
 
 from avta.isa.costs import ALU_FILL, gemm_fill, load_cycles, store_cycles
 
-__all__ = ["estimate", "lower_bound", "TAIL_STEPS"]
+__all__ = ["estimate", "lower_bound", "TAIL_STEPS", "STARTS"]
 #: ALU passes over an output tile after its GEMMs, by default: accumulator start (reset GEMM or
 #: bias MOV), SHR, MIN and MAX.
 TAIL_STEPS = 4
@@ -44,7 +47,9 @@ class _Costs:
         self.kk = shape.kh * shape.kw
         # Looked up once: the estimate asks for them per task, hundreds of thousands of times.
         self._inp_bytes, self._wgt_bytes = cfg.inp_elem_bytes, cfg.wgt_elem_bytes
+        self._fill = gemm_fill(cfg)
         self._cache = {}
+        self._uops = {}
 
     def input_load(self, th, tw, nci):
         key = ("input", th, tw)
@@ -61,10 +66,14 @@ class _Costs:
 
     def uops(self, nco, nci):
         """Micro-ops of a task's GEMM kernel (steps per output pixel)."""
-        return self.shape.kernel_blocks(nco, nci) * self.kk
+        key = (nco, nci)
+        found = self._uops.get(key)
+        if found is None:
+            found = self._uops[key] = self.shape.kernel_blocks(nco, nci) * self.kk
+        return found
 
     def gemm(self, th, tw, nco, nci):
-        return th * tw * self.uops(nco, nci) + gemm_fill(self.cfg)
+        return th * tw * self.uops(nco, nci) + self._fill
 
     def alu_pass(self, th, tw, nco):
         return th * tw * nco + ALU_FILL
@@ -104,7 +113,32 @@ def _tasks(cfg, shape, t):
                     spatial += 1
 
 
-def lower_bound(cfg, shape, t, *, tail_steps=TAIL_STEPS):
+#: How a tile's accumulators start (:mod:`.conv2d`): ``"bias"`` an ALU MOV of the shifted bias,
+#: ``"zero"`` an ALU MOV of 0 (no bias) once an earlier tile wrote the buffer (its first tile
+#: resets), ``"reset"`` a reset GEMM (a bias added after the shift).
+STARTS = ("bias", "zero", "reset")
+
+
+def _starts_beside(t, start):
+    """Whether a tile's accumulator start, an ALU MOV, runs beside the previous tile's last GEMM
+    part, as the emitter puts it with two buffers in different ACC banks."""
+    if start not in STARTS:
+        raise ValueError(f"accumulator start {start!r} is not one of {STARTS}")
+    return start != "reset" and t.threads > 1 and t.acc_banks > 1
+
+
+def _beside(passes, pass_cycles, part_cycles):
+    """``(start to the end of the last pass, start to the end of the last part)`` of a GEMM in
+    parts with one pass before each of the first ``passes`` parts: the compute stage starts a
+    pass when the pass and the part before it have ended, and a part beside the pass before
+    it."""
+    step = max(pass_cycles, part_cycles)
+    if not passes:
+        return 0, part_cycles
+    return (passes - 1) * step + pass_cycles, (passes - 1) * step + step
+
+
+def lower_bound(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias"):
     """A bound :func:`estimate` never goes below, in constant time: the compute stage's work
     (every GEMM and ALU instruction) after the first task's LOADs, then the last tile's STORE."""
     cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
@@ -120,17 +154,26 @@ def lower_bound(cfg, shape, t, *, tail_steps=TAIL_STEPS):
     last_th, last_tw = shape.oh - (_ceil(shape.oh, t.th) - 1) * t.th, \
         shape.ow - (_ceil(shape.ow, t.tw) - 1) * t.tw
     last_store = costs.store(last_th, last_tw, cob - (_ceil(cob, t.tco) - 1) * t.tco)
-    # With two threads the tail after the accumulator start may run beside the GEMMs.
+    # With two threads the tail after the accumulator start may run beside the GEMMs, and a
+    # MOV start beside them too: then the compute stage takes at least the longer of its GEMMs
+    # and its ALU instructions (each runs one at a time).
+    compute = gemm + tasks * gemm_fill(cfg)
+    if _starts_beside(t, start):
+        alu = tail_steps * (rows + tiles * ALU_FILL)
+        return first_load + max(compute, alu) + last_store
     passes = 1 if t.threads > 1 and t.acc_banks > 1 else tail_steps
-    compute = gemm + tasks * gemm_fill(cfg) + passes * (rows + tiles * ALU_FILL)
+    compute += passes * (rows + tiles * ALU_FILL)
     return first_load + compute - costs.alu_pass(th, tw, nco) + last_store
 
 
-def estimate(cfg, shape, t, *, tail_steps=TAIL_STEPS, give_up=None):
+def estimate(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias", give_up=None):
     """Estimated cycles of ``shape`` under tiling ``t`` (a :class:`Conv2dTiling`), or ``None``
-    as soon as the estimate passes ``give_up`` (the planner's best so far)."""
+    as soon as the estimate passes ``give_up`` (the planner's best so far). ``start``: how the
+    accumulators start (:data:`STARTS`)."""
     costs = _Costs(cfg, shape, t, tail_steps)
     threads = t.threads
+    beside = _starts_beside(t, start)
+    tasks = list(_tasks(cfg, shape, t))
     gemm_left = shape.gemm_steps(cfg)                                    # steps still to run
     load_free = compute_free = store_free = 0
     gemm_done = []            # per task: when its GEMM released the input buffer
@@ -144,10 +187,9 @@ def estimate(cfg, shape, t, *, tail_steps=TAIL_STEPS, give_up=None):
         store_free = max(store_free, done) + pending[2]
         store_done.append(store_free)
 
-    for j, (tile, spatial, th, tw, nco, cot, cit, nci, first, last) in enumerate(
-            _tasks(cfg, shape, t)):
+    for j, (tile, spatial, th, tw, nco, cot, cit, nci, first, last) in enumerate(tasks):
         # Load stage.
-        start = load_free if j < threads else max(load_free, gemm_done[j - threads])
+        load_start = load_free if j < threads else max(load_free, gemm_done[j - threads])
         cycles = 0
         if not t.inp_resident or (spatial, cit) not in windows:
             windows.add((spatial, cit))
@@ -160,21 +202,46 @@ def estimate(cfg, shape, t, *, tail_steps=TAIL_STEPS, give_up=None):
         elif t.reload_weights or held[v] != chunk:
             held[v] = chunk
             cycles += costs.weight_load(nco, nci)
-        load_free = start + cycles
+        load_free = load_start + cycles
         # Compute stage.
-        if first:
-            begin = compute_free if tile < threads else max(compute_free,
-                                                            store_done[tile - threads])
+        if first and (tile == 0 or not beside):
+            begin = compute_free if tile < t.slots else max(compute_free,
+                                                            store_done[tile - t.slots])
             compute_free = begin + costs.alu_pass(th, tw, nco)
         begin = max(compute_free, load_free)
-        compute_free = begin + costs.gemm(th, tw, nco, nci)
-        if pending:
-            parts = min(pending[0], costs.uops(nco, nci))
-            beside = parts * pending[1]
-            compute_free = max(compute_free, begin + beside)
+        gemm, n_uops = costs.gemm(th, tw, nco, nci), costs.uops(nco, nci)
+        compute_free = begin + gemm
+        # With ``beside`` the next tile's MOV start runs beside the last part of this tile's
+        # last GEMM, once the store that frees its buffer is done; the pending passes take
+        # the parts before it, and those no part takes run just before it.
+        ahead = tasks[j + 1] if beside and last and j + 1 < len(tasks) else None
+        fill = gemm_fill(cfg)
+        if ahead is not None:
+            # The pending passes take the parts before the MOV (those no part takes run just
+            # before it), each part a GEMM with its own fill.
+            side = min(pending[0], n_uops - 1) if pending else 0
+            part = (gemm + side * fill) // (side + 1)
+            tail, parts_end = _beside(side, pending[1] if pending else 0, part)
+            done = begin + (parts_end if side else 0)
+            if pending:
+                done = max(done, begin + tail) + (pending[0] - side) * pending[1]
+                finish_tail(done)
+                pending = None
+            nxt, mov = ahead[0], costs.alu_pass(*ahead[2:5])
+            if nxt >= t.slots:
+                done = max(done, store_done[nxt - t.slots])
+                compute_free = done + max(part, mov)
+            elif start == "zero":    # the buffer's first tile: a reset GEMM, not beside
+                compute_free = done + mov + part
+            else:
+                compute_free = done + max(part, mov)
+        elif pending:
+            parts = min(pending[0], n_uops)
+            tail, compute_free = _beside(parts, pending[1], (gemm + (parts - 1) * fill) // parts)
+            tail, compute_free = begin + tail, begin + compute_free
             pending[0] -= parts
             if not pending[0]:
-                finish_tail(begin + beside)
+                finish_tail(tail)
                 pending = None
         gemm_done.append(compute_free)
         gemm_left -= th * tw * costs.uops(nco, nci)
@@ -183,7 +250,8 @@ def estimate(cfg, shape, t, *, tail_steps=TAIL_STEPS, give_up=None):
                 compute_free += pending[0] * pending[1]
                 finish_tail(compute_free)
             pending = [tail_steps - 1, costs.alu_pass(th, tw, nco), costs.store(th, tw, nco)]
-            if threads == 1 or t.acc_banks == 1:     # no buffer in another ACC bank
+            # No passes (no requantization) or no buffer in another ACC bank: stored now.
+            if not pending[0] or threads == 1 or t.acc_banks == 1:
                 compute_free += pending[0] * pending[1]
                 finish_tail(compute_free)
                 pending = None

@@ -21,7 +21,11 @@ Scratchpad regions (rows):
   compute stage runs one buffer's GEMM beside the other's ALU instructions only on different
   banks), and each bank starts with its own copy of the bias rows ``[0, COB)`` when there is a
   bias, so a buffer's ALU instructions read no other bank; otherwise (and with one buffer) the
-  bias rows, then the buffers one after the other.
+  bias rows, then the buffers one after the other. With two threads there may be four
+  accumulator buffers (``slots``), two per bank, where the token counters hold four tokens:
+  tile ``t + 2`` then starts without waiting for the store of tile ``t``, which can begin only
+  after tile ``t``'s last requantization pass — the wait that binds a layer whose passes
+  outlast its GEMMs (a 1×1 convolution with one input block).
 """
 
 import functools
@@ -34,7 +38,7 @@ from avta.isa.memories import scratchpad
 from .conv_cycles import TAIL_STEPS, estimate, lower_bound
 
 __all__ = ["Conv2dShape", "Conv2dTiling", "plan_conv2d", "fallback_tiling", "tiling_for",
-           "misfits", "PlanError", "MAX_PAD"]
+           "misfits", "slot_counts", "PlanError", "MAX_PAD", "output_extent"]
 
 #: The largest padding a LOAD adds on one side (its PAD_BITS-bit pad fields, docs/isa.md §2).
 MAX_PAD = (1 << PAD_BITS) - 1
@@ -42,6 +46,12 @@ MAX_PAD = (1 << PAD_BITS) - 1
 
 class PlanError(ValueError):
     """No tiling of this layer fits the configuration, or the layer is not supported."""
+
+
+def output_extent(size, k, pad, stride):
+    """Rows (or columns) of a ``k``-wide window's output over ``size`` input rows with ``pad``
+    rows of padding on each side, every ``stride``-th position."""
+    return (size + 2 * pad - k) // stride + 1
 
 
 @dataclass(frozen=True)
@@ -71,11 +81,11 @@ class Conv2dShape:
 
     @property
     def oh(self):
-        return (self.h + 2 * self.pad - self.kh) // self.stride + 1
+        return output_extent(self.h, self.kh, self.pad, self.stride)
 
     @property
     def ow(self):
-        return (self.w + 2 * self.pad - self.kw) // self.stride + 1
+        return output_extent(self.w, self.kw, self.pad, self.stride)
 
     @property
     def products(self):
@@ -144,13 +154,19 @@ class Conv2dTiling:
     inp_resident: bool = False
     acc_banks: int = 1          # ACC banks the buffers alternate between
     acc_bank_rows: int = 0      # rows of one of them
+    slots: int = 0              # accumulator buffers (0: one per thread)
+
+    def __post_init__(self):
+        if not self.slots:
+            object.__setattr__(self, "slots", self.threads)
 
     def inp_base(self, v):
         """First INP row of buffer ``v`` (or, resident, of slot ``v``)."""
         return v * self.tci * self.inp_pitch
 
     def acc_base(self, v):
-        """First ACC row of buffer ``v``: in bank ``v mod acc_banks``, after its bias rows."""
+        """First ACC row of accumulator buffer ``v`` (0 ≤ v < ``slots``): in bank ``v mod
+        acc_banks``, after its bias rows."""
         slot = v // self.acc_banks
         return self.bias_base(v) + self.bias_rows + slot * self.tco * self.acc_pitch
 
@@ -180,20 +196,31 @@ def _resident_rows(cfg, shape, tco, tci):
             * shape.kh * shape.kw)
 
 
-def _acc_banks(cfg, threads, bias_rows, tile_rows):
-    """``(banks, rows of each)``: the ACC banks ``threads`` buffers of ``tile_rows`` rows
+def _acc_banks(cfg, slots, bias_rows, tile_rows):
+    """``(banks, rows of each)``: the ACC banks ``slots`` buffers of ``tile_rows`` rows
     alternate between, each bank with its ``bias_rows``. Two buffers go to different banks when
     they fit there (their GEMMs and ALU instructions may then overlap); otherwise all share one
     region, as with one buffer (the compute stage then runs them one after the other)."""
     pad = scratchpad(cfg, "acc")
-    banks = min(threads, pad.banks)
-    if banks > 1 and bias_rows + -(-threads // banks) * tile_rows <= pad.bank_rows:
+    banks = min(slots, pad.banks)
+    if banks > 1 and bias_rows + -(-slots // banks) * tile_rows <= pad.bank_rows:
         return banks, pad.bank_rows
     return 1, pad.depth
 
 
-def _misfits(cfg, shape, th, tw, tco, tci, threads, bias):
+def slot_counts(cfg, threads):
+    """The accumulator buffer counts a tiling of ``threads`` threads may have: one per thread,
+    and with two threads four (two per ACC bank) where the token counters hold four tokens."""
+    counts = [threads]
+    if threads > 1 and scratchpad(cfg, "acc").banks > 1 and (1 << cfg.token_bits) - 1 >= \
+            2 * threads:
+        counts.append(2 * threads)
+    return counts
+
+
+def _misfits(cfg, shape, th, tw, tco, tci, threads, bias, slots=None):
     """The sentences of :func:`misfits`, lazily (planning asks only whether there is one)."""
+    slots = threads if slots is None else slots
     s, kk = shape.stride, shape.kh * shape.kw
     cob = shape.cout // cfg.block_out
     th_in, tw_in = _window(th, s, shape.kh), _window(tw, s, shape.kw)
@@ -211,10 +238,19 @@ def _misfits(cfg, shape, th, tw, tco, tci, threads, bias):
     if wgt_rows > cfg.wgt_depth:
         yield (f"{threads} x {tco * tci} block(s) of a {shape.kh}x{shape.kw} kernel need "
                f"{wgt_rows} WGT rows, the WGT scratchpad has {cfg.wgt_depth}")
-    if bias_rows + threads * tco * acc_pitch > cfg.acc_depth:
-        yield (f"{bias_rows} bias rows and {threads} x {tco} output tile(s) of {th}x{tw} "
-               f"pixels need {bias_rows + threads * tco * acc_pitch} ACC rows, the ACC "
+    if bias_rows + slots * tco * acc_pitch > cfg.acc_depth:
+        yield (f"{bias_rows} bias rows and {slots} x {tco} output tile(s) of {th}x{tw} "
+               f"pixels need {bias_rows + slots * tco * acc_pitch} ACC rows, the ACC "
                f"scratchpad has {cfg.acc_depth}")
+    if slots != threads:
+        if slots not in slot_counts(cfg, threads):
+            yield (f"{slots} accumulator buffers with {threads} thread(s): a tiling has one "
+                   f"per thread, or four with two threads where ACC has two banks and the "
+                   f"{cfg.token_bits}-bit token counters hold four tokens")
+        elif _acc_banks(cfg, slots, bias_rows, tco * acc_pitch)[0] == 1:
+            yield (f"{slots} accumulator buffers of {tco} x {th}x{tw} pixels and {bias_rows} "
+                   f"bias rows do not fit two ACC banks: more buffers in one bank gain "
+                   f"nothing")
     # Loop factors must fit their fields (docs/isa.md §2): dst advances by tw per output row, src by
     # s·TW_in; the GEMM kernel (tco·tci·KK micro-ops, depthwise tco·KK) leaves room for the
     # small ALU kernels.
@@ -228,29 +264,31 @@ def _misfits(cfg, shape, th, tw, tco, tci, threads, bias):
                f"micro-op scratchpad")
 
 
-def misfits(cfg, shape, th, tw, tco, tci, threads, *, bias):
+def misfits(cfg, shape, th, tw, tco, tci, threads, *, bias, slots=None):
     """Why the tiling of these tile sizes does not fit ``cfg``: one sentence per limit it
     breaks (an empty list when it fits)."""
-    return list(_misfits(cfg, shape, th, tw, tco, tci, threads, bias))
+    return list(_misfits(cfg, shape, th, tw, tco, tci, threads, bias, slots))
 
 
-def tiling_for(cfg, shape, th, tw, tco, tci, threads, *, bias):
-    """The :class:`Conv2dTiling` of these tile sizes, or ``None`` if it does not fit ``cfg``
-    (:func:`misfits` says why)."""
-    if next(_misfits(cfg, shape, th, tw, tco, tci, threads, bias), None) is not None:
+def tiling_for(cfg, shape, th, tw, tco, tci, threads, *, bias, slots=None):
+    """The :class:`Conv2dTiling` of these tile sizes with ``slots`` accumulator buffers
+    (default: one per thread), or ``None`` if it does not fit ``cfg`` (:func:`misfits` says
+    why)."""
+    slots = threads if slots is None else slots
+    if next(_misfits(cfg, shape, th, tw, tco, tci, threads, bias, slots), None) is not None:
         return None
     s = shape.stride
     cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
     inp_pitch = _window(th, s, shape.kh) * _window(tw, s, shape.kw)
     resident = _resident_rows(cfg, shape, tco, tci) <= cfg.wgt_depth
     windows = (shape.n // cfg.batch) * -(-shape.oh // th) * -(-shape.ow // tw) * -(-cib // tci)
-    banks, bank_rows = _acc_banks(cfg, threads, cob * int(bias), tco * th * tw)
+    banks, bank_rows = _acc_banks(cfg, slots, cob * int(bias), tco * th * tw)
     # A depthwise tile's window is its own output blocks' (no other tile reads it): no slots.
     return Conv2dTiling(th, tw, tco, tci, threads, resident, inp_pitch, th * tw,
                         cob * int(bias),
                         inp_resident=(not shape.depthwise
                                       and windows * tci * inp_pitch <= cfg.inp_depth),
-                        acc_banks=banks, acc_bank_rows=bank_rows)
+                        acc_banks=banks, acc_bank_rows=bank_rows, slots=slots)
 
 
 #: Cost of one instruction in the tiling score, in bytes moved: fetching and starting an
@@ -284,19 +322,24 @@ def _cost(cfg, shape, t):
 def _fitting(cfg, shape, threads, bias):
     """Every tiling of ``shape`` that fits ``cfg``."""
     cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
-    for tci in _sizes(cib):
-        for tco in [tci] if shape.depthwise else _sizes(cob):
-            for tw in _sizes(shape.ow):
-                for th in _sizes(shape.oh):
-                    t = tiling_for(cfg, shape, th, tw, tco, tci, threads, bias=bias)
-                    if t is not None:
-                        yield t
+    for slots in slot_counts(cfg, threads):
+        for tci in _sizes(cib):
+            for tco in [tci] if shape.depthwise else _sizes(cob):
+                for tw in _sizes(shape.ow):
+                    for th in _sizes(shape.oh):
+                        t = tiling_for(cfg, shape, th, tw, tco, tci, threads, bias=bias,
+                                       slots=slots)
+                        if t is not None:
+                            yield t
 
 
-def plan_conv2d(cfg, shape, *, threads=2, bias=False, pad_limit=MAX_PAD, tail_steps=TAIL_STEPS):
+def plan_conv2d(cfg, shape, *, threads=2, bias=False, pad_limit=MAX_PAD, tail_steps=TAIL_STEPS,
+                start="bias"):
     """The fastest :class:`Conv2dTiling` of ``shape`` on ``cfg`` by the planner's cycle
     estimate (:func:`avta.runtime.ops.conv_cycles.estimate`; ``tail_steps`` ALU passes per
-    output tile), fewer bytes moved breaking ties; raises :class:`PlanError` when none fits.
+    output tile; ``start``: how the accumulators start,
+    :data:`~avta.runtime.ops.conv_cycles.STARTS`),
+    fewer bytes moved breaking ties; raises :class:`PlanError` when none fits.
     ``bias`` is how many blocks of COUT/BLOCK_OUT rows stay resident in ACC: False (0), True
     (1: the bias) or :data:`~avta.runtime.ops.requant.CHANNEL_ROW_BLOCKS` (the bias and a
     per-channel requantization's rows).
@@ -309,7 +352,7 @@ def plan_conv2d(cfg, shape, *, threads=2, bias=False, pad_limit=MAX_PAD, tail_st
     all immutable), so it is made once per process and remembered: a network's repeated layers
     and a second run on the same device plan nothing again (a :class:`PlanError` is not kept)."""
     shape.check(cfg, pad_limit)
-    return _plan(cfg, shape, threads, bias, pad_limit, tail_steps)
+    return _plan(cfg, shape, threads, bias, pad_limit, tail_steps, start)
 
 
 #: Plans remembered per process: far more than a network has distinct layers.
@@ -317,14 +360,15 @@ PLANS_KEPT = 1024
 
 
 @functools.lru_cache(maxsize=PLANS_KEPT)
-def _plan(cfg, shape, threads, bias, pad_limit, tail_steps):
-    candidates = sorted((lower_bound(cfg, shape, t, tail_steps=tail_steps), _cost(cfg, shape, t),
-                         i, t) for i, t in enumerate(_fitting(cfg, shape, threads, bias)))
+def _plan(cfg, shape, threads, bias, pad_limit, tail_steps, start):
+    candidates = sorted((lower_bound(cfg, shape, t, tail_steps=tail_steps, start=start),
+                         _cost(cfg, shape, t), i, t)
+                        for i, t in enumerate(_fitting(cfg, shape, threads, bias)))
     best = None
     for bound, cost, _, t in candidates:
         if best is not None and bound > best[0]:
             break
-        cycles = estimate(cfg, shape, t, tail_steps=tail_steps,
+        cycles = estimate(cfg, shape, t, tail_steps=tail_steps, start=start,
                           give_up=None if best is None else best[0])
         if cycles is not None and (best is None or (cycles, cost) < best[:2]):
             best = (cycles, cost, t)
@@ -353,6 +397,6 @@ def describe(cfg, shape, t):
     """One line for reports."""
     cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
     return (f"tile {t.th}x{t.tw} px, {t.tco}/{cob} out blocks, {t.tci}/{cib} in blocks, "
-            f"{t.threads} thread(s), weights {'resident' if t.wgt_resident else 'per task'}"
+            f"{t.threads} thread(s), {t.slots} accumulator buffer(s), weights {'resident' if t.wgt_resident else 'per task'}"
             f"{', inputs resident' if t.inp_resident else ''}; "
             f"{math.ceil(shape.oh / t.th) * math.ceil(shape.ow / t.tw)} spatial tiles")

@@ -185,8 +185,10 @@ def plan_depthwise(cfg, shape, *, requant=Requant(), threads=2, path=None):
         try:
             conv = gemm_shape(shape)
             steps = tail_steps(cfg, requant, False)
-            tilings["gemm"] = plan_conv2d(cfg, conv, threads=threads, tail_steps=steps)
-            cycles["gemm"] = estimate(cfg, conv, tilings["gemm"], tail_steps=steps)
+            tilings["gemm"] = plan_conv2d(cfg, conv, threads=threads, tail_steps=steps,
+                                          start="zero")
+            cycles["gemm"] = estimate(cfg, conv, tilings["gemm"], tail_steps=steps,
+                                      start="zero")
         except PlanError as error:
             why["gemm"] = str(error)
     if path in (None, "alu"):

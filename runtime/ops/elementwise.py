@@ -170,33 +170,40 @@ def feature_rows(cfg, shape):
     return n * c * h * w // (cfg.batch * cfg.block_out)
 
 
-def _exact_product(multiplier):
+def _exact_product(multiplier, second=0):
     """ALU steps that multiply an int8 lane by the integer ``multiplier`` exactly: a left shift
-    by SCL's fraction bits, then SCL (⌊x · 2^15 · m / 2^15⌋ = x · m, docs/isa.md §3.4)."""
-    return [(AluOp.SHR, -SCALE_FRACTION), (AluOp.SCL, multiplier)] if multiplier else []
+    by SCL's fraction bits, then SCL (⌊x · 2^15 · m / 2^15⌋ = x · m, docs/isa.md §3.4); with a
+    ``second`` factor one more SCL, ⌊x · m · m2 / 2^15⌋."""
+    steps = [(AluOp.SHR, -SCALE_FRACTION), (AluOp.SCL, multiplier)] if multiplier else []
+    return steps + ([(AluOp.SCL, second)] if multiplier and second else [])
 
 
 def build_add(cfg, shape, a, b, out, *, requant, shift_a=0, scale_a=0, scale_b=0, threads=2,
-              tile_rows=None):
+              tile_rows=None, scale_a2=0, scale_b2=0):
     """The program of one residual add of two int8 ``shape = (N, C, H, W)`` maps at ACC_8BIT
     elements ``a`` and ``b`` (``(N/B, C/BO, H, W, B, BO)``, conv2d's output layout): ``requant((a
     << shift_a) + b)`` (int32 sum) as int8 OUT elements at ``out``, in the same layout. The left
     shift is an SHR by ``−shift_a`` (inputs whose scales are 2^shift_a apart). With integer
-    multipliers ``scale_a`` and ``scale_b`` (ALU SCL, ``ALU_SCALE: 1``) the sum is ``a · scale_a
-    + b · scale_b`` instead, exactly."""
+    multipliers ``scale_a`` and ``scale_b`` (ALU SCL, ``ALU_SCALE`` 1 or 2) the sum is ``a · scale_a
+    + b · scale_b`` instead, exactly; second factors ``scale_a2``, ``scale_b2`` make each term
+    ``⌊x · scale · scale2 / 2^15⌋`` (docs/onnx.md)."""
     if (scale_a or scale_b) and (shift_a or not (scale_a and scale_b)):
         raise ValueError(f"an add scales its inputs by a shift or by two multipliers (shift_a "
                          f"{shift_a}, scale_a {scale_a}, scale_b {scale_b})")
+    if (scale_a2 and not scale_a) or (scale_b2 and not scale_b):
+        raise ValueError(f"a second factor follows a first one (scale_a {scale_a}, scale_a2 "
+                         f"{scale_a2}, scale_b {scale_b}, scale_b2 {scale_b2})")
     rows = feature_rows(cfg, shape)
-    steps = ([(AluOp.SHR, -shift_a)] if shift_a else []) + _exact_product(scale_a) \
+    steps = ([(AluOp.SHR, -shift_a)] if shift_a else []) + _exact_product(scale_a, scale_a2) \
         + [(AluOp.ADD, "b"), requant]
     return build_elementwise(cfg, rows, steps, a, out, b=b,
                              a_mem=MemType.ACC_8BIT, b_mem=MemType.ACC_8BIT, readback=False,
                              threads=threads, tile_rows=tile_rows,
-                             b_steps=_exact_product(scale_b))
+                             b_steps=_exact_product(scale_b, scale_b2))
 
 
-def add(device, a, b, *, requant, shift_a=0, scale_a=0, scale_b=0, threads=2, tile_rows=None):
+def add(device, a, b, *, requant, shift_a=0, scale_a=0, scale_b=0, threads=2, tile_rows=None,
+        scale_a2=0, scale_b2=0):
     """int8 residual add of ``a[N, C, H, W]`` and ``b`` (same shape) on ``device``: ``requant``
     of the int32 sum ``(a << shift_a) + b`` (or ``a · scale_a + b · scale_b``); bit for bit
     :func:`~avta.runtime.ops.reference.add_ref`."""
@@ -212,5 +219,6 @@ def add(device, a, b, *, requant, shift_a=0, scale_a=0, scale_b=0, threads=2, ti
         device.run(build_add(cfg, a.shape, a_buf.elem(cfg, MemType.ACC_8BIT),
                              b_buf.elem(cfg, MemType.ACC_8BIT), out.elem(cfg, MemType.OUT),
                              requant=requant, shift_a=shift_a, scale_a=scale_a,
-                             scale_b=scale_b, threads=threads, tile_rows=tile_rows))
+                             scale_b=scale_b, threads=threads, tile_rows=tile_rows,
+                             scale_a2=scale_a2, scale_b2=scale_b2))
         return device.read_nchw(out, *a.shape)

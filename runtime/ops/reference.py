@@ -7,10 +7,10 @@ wrapped to int32 as the accumulator wraps (docs/isa.md §3.3).
 
 import numpy as np
 
-from .requant import Requant
+from .requant import SCALE_FRACTION, Requant
 
 __all__ = ["conv2d_ref", "matmul_ref", "max_pool_ref", "depthwise_ref", "avg_pool_ref",
-           "global_avg_pool_ref", "add_ref", "wrap32"]
+           "global_avg_pool_ref", "add_ref", "scaled_sum", "wrap32"]
 
 
 def wrap32(a):
@@ -95,12 +95,23 @@ def global_avg_pool_ref(x, *, requant=Requant()):
     return requant.reference(wrap32(total))
 
 
-def add_ref(a, b, *, shift_a=0, scale_a=0, scale_b=0, requant=Requant()):
+def scaled_sum(a, b, scale_a, scale_b, scale_a2=0, scale_b2=0):
+    """``a · scale_a + b · scale_b`` (int32, wrapping), each term ``⌊x · scale · scale2 /
+    2^15⌋`` where a second factor is given (two ALU SCL passes, docs/isa.md §3.4)."""
+    def term(x, m, m2):
+        x = np.asarray(x, dtype=np.int64) * m
+        return x * m2 >> SCALE_FRACTION if m2 else x
+    return wrap32(term(a, scale_a, scale_a2) + term(b, scale_b, scale_b2))
+
+
+def add_ref(a, b, *, shift_a=0, scale_a=0, scale_b=0, requant=Requant(), scale_a2=0,
+            scale_b2=0):
     """int8 residual add: the int32 sum ``(a << shift_a) + b`` of two int8 tensors of one shape
-    (``a · scale_a + b · scale_b`` when the multipliers are given), then ``requant``."""
+    (``a · scale_a + b · scale_b`` when the multipliers are given, each term ``⌊x · scale ·
+    scale2 / 2^15⌋`` with a second factor), then ``requant``."""
     a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
     if a.shape != b.shape:
         raise ValueError(f"add of tensors of shapes {a.shape} and {b.shape}; they must be equal")
     if scale_a or scale_b:
-        return requant.reference(wrap32(a * scale_a + b * scale_b))
+        return requant.reference(scaled_sum(a, b, scale_a, scale_b, scale_a2, scale_b2))
     return requant.reference(wrap32((a << shift_a) + b))

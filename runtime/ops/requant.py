@@ -17,7 +17,7 @@ bias rows (pools, the residual add). A ``scale`` (a real multiplier) is the host
 requantization: such a node cannot run on the accelerator and the executor runs it with the
 numpy reference.
 
-With ALU SCL (``ALU_SCALE: 1``, docs/isa.md §3.4) a real multiplier runs on the device in fixed
+With ALU SCL (``ALU_SCALE`` 1 or 2, docs/isa.md §3.4) a real multiplier runs on the device in fixed
 point: ``multiplier`` m scales the accumulator by ``m / 2^15`` (rounding down) before the
 offset and the shift, so ``(⌊acc · m / 2^15⌋ + offset) >> shift`` with ``offset = 2^(shift−1)``
 is ``acc · m / 2^(15+shift)`` rounded once, half up (a floor composes exactly with the
@@ -27,7 +27,16 @@ more, where the caller has checked the headroom.
 Per output channel (a tuple ``multiplier`` with ``shifts`` and ``offsets``, for conv2d and
 dense) the same three steps read ACC rows instead of immediates: SCL by a row of multipliers,
 ADD a row of offsets, SHR by a row of shifts (:meth:`Requant.channel_rows`), rows that stay
-resident beside the bias rows for the whole layer (:data:`CHANNEL_ROW_BLOCKS`).
+resident beside the bias rows for the whole layer (:data:`CHANNEL_ROW_BLOCKS`). Those rows can
+hold 24-bit multipliers (``multiplier_bits`` 24, ``m / 2^23``) for a configuration with
+``ALU_SCALE: 2``, precise enough to carry a float32 scale (docs/onnx.md); Q15 rows run there
+too, shifted left by 8 as they are packed.
+
+An immediate multiplier is always Q15 (docs/isa.md §3.4). Where the accumulator is small
+enough to be multiplied exactly (a pool's sum, shifted left by 15 first), a second immediate
+``multiplier2`` refines it: ``⌊(acc + pre_offset) · m · m2 / 2^15⌋`` rounded by the shift after
+it is ``(acc + pre_offset) · m · m2 / 2^(15+s)`` rounded once, with ``m · m2`` carrying about
+28 significant bits.
 """
 
 import math
@@ -38,8 +47,10 @@ import numpy as np
 from avta.isa.enums import AluOp
 from avta.isa.formats import IMM_BITS
 
+from ..stream import StreamError
+
 __all__ = ["Requant", "IMM_MIN", "IMM_MAX", "SHIFT_MIN", "SHIFT_MAX", "PRODUCT_MAX",
-           "SCALE_FRACTION", "MULTIPLIER_MAX", "CHANNEL_ROW_BLOCKS"]
+           "SCALE_FRACTION", "MULTIPLIER_MAX", "CHANNEL_ROW_BLOCKS", "MULTIPLIER_BITS"]
 
 #: The ALU immediate is a signed IMM_BITS-bit field (docs/isa.md §2).
 IMM_MIN, IMM_MAX = -(1 << (IMM_BITS - 1)), (1 << (IMM_BITS - 1)) - 1
@@ -51,6 +62,9 @@ PRODUCT_MAX = 1 << 14
 #: requantization's multiplier is positive, so at most MULTIPLIER_MAX.
 SCALE_FRACTION = 15
 MULTIPLIER_MAX = IMM_MAX
+#: The widths W a requantization's row multipliers may be written for (Q15, Q23): each needs a
+#: configuration whose SCL is at least as wide (``Config.scale_bits``).
+MULTIPLIER_BITS = (16, 24)
 #: ACC row blocks a layer with per-channel requantization keeps resident: its bias, then the
 #: multipliers, offsets and shifts (one row per output block each).
 CHANNEL_ROW_BLOCKS = 4
@@ -87,14 +101,24 @@ class Requant:
     multiplier : int or None
         A fixed-point factor ``multiplier / 2^15`` (1..2^15 − 1) applied to the accumulator
         (after the bias when ``bias_first``) before the offset and the shift: one ALU SCL,
-        rounding down; needs a configuration with ``ALU_SCALE: 1``.
+        rounding down; needs a configuration with ``ALU_SCALE`` 1 or 2.
     pre_shift : int
         With a ``multiplier``: a left shift (0..31) of the accumulator before SCL, for factors
         of 1/2 or more; the caller makes sure that it does not overflow.
     shifts, offsets : tuple or None
         With a tuple ``multiplier`` (one per output channel, :attr:`per_channel`): each
-        channel's shift (1..31) and offset (int32), ``(⌊acc · m_c / 2^15⌋ + offset_c) >>
+        channel's shift (1..31) and offset (int32), ``(⌊acc · m_c / 2^(W−1)⌋ + offset_c) >>
         shift_c``; ``shift`` and ``offset`` are then 0 and the bias comes first.
+    multiplier_bits : int
+        W, the width the per-channel multipliers are written for: 16 (Q15, 1..2^15 − 1) or 24
+        (Q23, 1..2^23 − 1, needs ``ALU_SCALE: 2``). A per-tensor multiplier is an immediate,
+        always Q15 (W 16).
+    multiplier2 : int or None
+        With a per-tensor ``multiplier``: a second Q15 factor (1..2^15 − 1), one more SCL with
+        an immediate right after the first.
+    pre_offset : int
+        With a ``multiplier``: a constant (a 16-bit immediate) added to the accumulator before
+        ``pre_shift`` and SCL, in accumulator units (a pool's zero-point term).
     """
     shift: int = 0
     clip: tuple = None
@@ -107,6 +131,9 @@ class Requant:
     pre_shift: int = 0
     shifts: tuple = None
     offsets: tuple = None
+    multiplier_bits: int = 16
+    multiplier2: int = None
+    pre_offset: int = 0
 
     def __post_init__(self):
         if not SHIFT_MIN <= self.shift <= SHIFT_MAX:
@@ -129,6 +156,23 @@ class Requant:
                                            and np.float32(self.scale) > 0):
             raise ValueError(f"scale {self.scale} must be a positive real number that float32 "
                              f"holds (the host multiplies in float32)")
+        if self.multiplier_bits not in MULTIPLIER_BITS:
+            raise ValueError(f"multiplier_bits {self.multiplier_bits!r} must be one of "
+                             f"{', '.join(map(str, MULTIPLIER_BITS))} (SCL's widths, docs/isa.md "
+                             f"§3.4)")
+        if self.multiplier_bits != 16 and not self.per_channel:
+            raise ValueError("a 24-bit multiplier is read from ACC rows: it must be per-channel "
+                             "(a tuple; one value repeated for a per-tensor scale)")
+        if self.multiplier2 is not None:
+            if self.multiplier is None or self.per_channel:
+                raise ValueError("multiplier2 refines a per-tensor multiplier (an immediate)")
+            _check_multiplier(self.multiplier2, "multiplier2")
+        if isinstance(self.pre_offset, bool) or not isinstance(self.pre_offset, int) \
+                or not IMM_MIN <= self.pre_offset <= IMM_MAX:
+            raise ValueError(f"pre_offset {self.pre_offset!r} must be an integer in "
+                             f"{IMM_MIN}..{IMM_MAX} (an ALU immediate)")
+        if self.pre_offset and self.multiplier is None:
+            raise ValueError("pre_offset belongs to a requantization with a multiplier")
         if self.per_channel:
             self._check_channels()
         elif self.shifts is not None or self.offsets is not None:
@@ -158,7 +202,7 @@ class Requant:
     def _check_channels(self):
         n = len(self.multiplier)
         for m in self.multiplier:
-            _check_multiplier(m)
+            _check_multiplier(m, "multiplier", self.multiplier_bits)
         if not (isinstance(self.shifts, tuple) and isinstance(self.offsets, tuple)
                 and len(self.shifts) == len(self.offsets) == n):
             raise ValueError(f"a per-channel multiplier of {n} channels needs {n} shifts and "
@@ -173,13 +217,21 @@ class Requant:
             raise ValueError("a per-channel requantization has shift 0 and offset 0 (its rows "
                              "carry them) and adds its bias first")
 
-    def channel_rows(self, channels):
+    def channel_rows(self, channels, scale_bits=None):
         """``[3, channels]`` int32: the multipliers, offsets and shifts of every output channel,
-        padded channels (beyond the requantization's) with multiplier 0, offset 0, shift 1."""
+        padded channels (beyond the requantization's) with multiplier 0, offset 0, shift 1. For
+        a configuration whose SCL is ``scale_bits`` wide (default: :attr:`multiplier_bits`)
+        the multipliers are shifted left to its width (m / 2^(W−1) is the same factor)."""
+        scale_bits = self.multiplier_bits if scale_bits is None else scale_bits
+        if scale_bits < self.multiplier_bits:
+            raise StreamError(f"{self.multiplier_bits}-bit multipliers need a "
+                              f"{self.multiplier_bits}-bit SCL (ALU_SCALE: 2), not {scale_bits} "
+                              f"bits (docs/isa.md §3.4)")
         rows = np.zeros((3, channels), np.int64)
         rows[2] = 1
         n = len(self.multiplier)
         rows[:, :n] = [self.multiplier, self.offsets, self.shifts]
+        rows[0] <<= scale_bits - self.multiplier_bits
         return rows.astype(np.int32)
 
     def _offset_steps(self):
@@ -248,6 +300,13 @@ class Requant:
                              f"host (a shift is a power of two)")
         if bias is not None and self.bias_first:
             builder.alu(bias, AluOp.ADD)
+        cfg = getattr(builder, "cfg", None)     # a recorder counting passes has none
+        if cfg is not None and self.multiplier_bits > max(cfg.scale_bits, 16):
+            raise StreamError(f"a {self.multiplier_bits}-bit multiplier needs the configuration "
+                              f"key ALU_SCALE: 2 ({cfg.name} has {cfg.alu_scale}; docs/isa.md "
+                              f"§3.4)")
+        if self.pre_offset:
+            builder.alu(same, AluOp.ADD, imm=self.pre_offset)
         if self.pre_shift:
             builder.alu(same, AluOp.SHR, imm=-self.pre_shift)
         if self.per_channel:
@@ -258,6 +317,8 @@ class Requant:
                 builder.alu(channel(k), op)
         elif self.multiplier is not None:
             builder.alu(same, AluOp.SCL, imm=self.multiplier)
+            if self.multiplier2 is not None:
+                builder.alu(same, AluOp.SCL, imm=self.multiplier2)
         if self.offset:
             for op, imm in self._offset_steps():
                 builder.alu(same, op, imm=imm)
@@ -285,14 +346,18 @@ class Requant:
             r = np.clip(np.rint(scaled), -2.0 ** 31, 2.0 ** 31 - 1).astype(np.int64)
             r = _wrap(r + self.zero_point)
         else:
+            if self.multiplier is not None:
+                r = _wrap(_wrap(r + self.pre_offset) << self.pre_shift)
             if self.per_channel:                   # channels along axis 1: [N, C, ...]
                 shape = (1, -1) + (1,) * (r.ndim - 2)
                 m, off, s = (np.asarray(v, np.int64).reshape(shape)
                              for v in (self.multiplier, self.offsets, self.shifts))
-                r = _wrap((_wrap(r << self.pre_shift) * m) >> SCALE_FRACTION)
+                r = _wrap((r * m) >> (self.multiplier_bits - 1))
                 r = _wrap(r + off) >> s
             elif self.multiplier is not None:      # ⌊acc · 2^pre_shift · m / 2^15⌋
-                r = _wrap((_wrap(r << self.pre_shift) * self.multiplier) >> SCALE_FRACTION)
+                r = _wrap((r * self.multiplier) >> SCALE_FRACTION)
+                if self.multiplier2 is not None:
+                    r = _wrap((r * self.multiplier2) >> SCALE_FRACTION)
             if self.per_channel:
                 pass
             elif self.shift >= 0:
@@ -306,10 +371,11 @@ class Requant:
         return (r & 0xFF).astype(np.uint8).view(np.int8)
 
 
-def _check_multiplier(m):
-    if isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= MULTIPLIER_MAX:
-        raise ValueError(f"multiplier {m!r} must be an integer in 1..{MULTIPLIER_MAX} (SCL's "
-                         f"16-bit operand, docs/isa.md §3.4)")
+def _check_multiplier(m, what="multiplier", bits=16):
+    top = (1 << (bits - 1)) - 1
+    if isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= top:
+        raise ValueError(f"{what} {m!r} must be an integer in 1..{top} (SCL's {bits}-bit "
+                         f"operand, docs/isa.md §3.4)")
 
 
 def _wrap(r):

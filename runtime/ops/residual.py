@@ -22,7 +22,7 @@ per bank, when the token counters hold four: the compute and store stages then p
 tokens) it has three tiles' time.
 """
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -31,6 +31,7 @@ from avta.isa.enums import MemType, Stage
 from avta.isa.formats import ITER_BITS
 from avta.isa.memories import scratchpad
 
+from ..build_cache import cached_plan, cached_program
 from ..packing import pack_nchw
 from ..pipeline import Pipeline
 from ..stream import StreamBuilder
@@ -140,7 +141,8 @@ def _passes(cfg, requant):
 def estimate_add_gemm(cfg, n, t, requant):
     """Estimated cycles of the GEMM path: per tile two INP LOADs in the load stage; the reset
     and the two GEMMs in the compute stage beside the previous tile's passes (the longer of
-    the two); its STORE after its last pass."""
+    the two); the previous tile's STORE after both (its token is pushed by the last of
+    them)."""
     step = tail_steps(cfg, requant, False) - 1           # ALU steps per row of the passes
     n_pass = len(_passes(cfg, requant))
     load_free = compute_free = store_free = 0
@@ -163,7 +165,9 @@ def estimate_add_gemm(cfg, n, t, requant):
         compute_free = begin + max(gemm, alu)
         gemm_done.append(compute_free)
         if pending:
-            store_free = max(store_free, begin + alu) + pending[1]
+            # The previous tile's STORE pops the C→S token of the last instruction emitted
+            # before it: this tile's last GEMM when it outlasts the passes.
+            store_free = max(store_free, compute_free) + pending[1]
             store_done.append(store_free)
         pending = (step * rows + n_pass * ALU_FILL, store_cycles(cfg, 1, rows))
     compute_free += pending[0]
@@ -199,9 +203,27 @@ class AddPlan:
 
 def plan_add(cfg, shape, *, shift_a=0, requant=Requant(), threads=2, path=None):
     """The faster path of the add of two ``shape = (N, C, H, W)`` maps by the estimates, or
-    ``path`` (``"gemm"`` or ``"alu"``) itself."""
+    ``path`` (``"gemm"`` or ``"alu"``) itself. Planned once across processes
+    (:func:`avta.runtime.build_cache.cached_plan`)."""
     if path not in (None, "gemm", "alu"):
         raise ValueError(f"add path {path!r} is not one of ('gemm', 'alu')")
+    args = {"shape": tuple(shape), "shift_a": shift_a, "requant": requant, "threads": threads,
+            "path": path}
+    return cached_plan("plan_add", cfg, args,
+                       lambda: _plan_add(cfg, shape, shift_a, requant, threads, path),
+                       _plan_record, _plan_from_record)
+
+
+def _plan_record(plan):
+    return asdict(plan)
+
+
+def _plan_from_record(record):
+    tiling = record["tiling"]
+    return AddPlan(**(record | {"tiling": None if tiling is None else AddTiling(**tiling)}))
+
+
+def _plan_add(cfg, shape, shift_a, requant, threads, path):
     n = feature_rows(cfg, shape)
     cycles, why, tiling = {}, _why_not_gemm(cfg, shift_a, requant), None
     if path in (None, "gemm") and not why:
@@ -220,7 +242,21 @@ def plan_add(cfg, shape, *, shift_a=0, requant=Requant(), threads=2, path=None):
 
 def build_add_gemm(cfg, shape, bufs, *, requant, shift_a=0, threads=2, tiling=None):
     """The program of the add on the GEMM core (:class:`AddBuffers`; the weights are
-    :func:`pack_add_weights` of ``shift_a``)."""
+    :func:`pack_add_weights` of ``shift_a``). Built once across processes
+    (:mod:`avta.runtime.build_cache`), placed at ``bufs``."""
+    args = {"shape": tuple(shape), "requant": requant, "shift_a": shift_a, "threads": threads,
+            "tiling": tiling}
+    return cached_program(
+        "add_gemm", lambda: _build_add_gemm(cfg, shape, bufs, requant=requant, shift_a=shift_a,
+                                            threads=threads, tiling=tiling),
+        cfg, args, _OPERANDS, vars(bufs))
+
+
+#: Which operands of :class:`AddBuffers` each memory type's LOADs (OUT: STOREs) address.
+_OPERANDS = {MemType.INP: ("a", "b"), MemType.WGT: "wgt", MemType.OUT: "out"}
+
+
+def _build_add_gemm(cfg, shape, bufs, *, requant, shift_a, threads, tiling):
     why = _why_not_gemm(cfg, shift_a, requant)
     if why:
         raise PlanError(f"the add cannot run on the GEMM core of {cfg.name!r}: {why}")

@@ -15,7 +15,7 @@ from avta.isa.enums import MemType, PadValue
 
 from ..pipeline import Pipeline
 from ..uop_kernel import Loop
-from .conv_plan import MAX_PAD, PlanError
+from .conv_plan import MAX_PAD, PlanError, output_extent
 
 __all__ = ["WindowShape", "WindowTiling", "window_tiling", "plan_window", "WindowEmitter",
            "PlanError"]
@@ -37,11 +37,11 @@ class WindowShape:
 
     @property
     def oh(self):
-        return (self.h + 2 * self.pad - self.k) // self.stride + 1
+        return output_extent(self.h, self.k, self.pad, self.stride)
 
     @property
     def ow(self):
-        return (self.w + 2 * self.pad - self.k) // self.stride + 1
+        return output_extent(self.w, self.k, self.pad, self.stride)
 
     def check(self, cfg):
         if self.n % cfg.batch or self.c % cfg.block_out:
@@ -118,9 +118,10 @@ class Tile:
 
 
 class WindowEmitter:
-    """Tiles, padded window loads, loop kernels and stores shared by the window operators."""
+    """Tiles, padded window loads, loop kernels and stores shared by the window operators
+    (``slots``: output buffers, :class:`~avta.runtime.pipeline.Pipeline`)."""
 
-    def __init__(self, builder, shape, tiling, inp, out):
+    def __init__(self, builder, shape, tiling, inp, out, slots=None):
         self.b = builder
         self.cfg = builder.cfg
         self.shape = shape
@@ -128,7 +129,7 @@ class WindowEmitter:
         self.inp = inp                 # ACC_8BIT element address of the input
         self.out = out                 # OUT element address of the output
         self.cb = shape.c // self.cfg.block_out
-        self.pipe = Pipeline(builder, threads=tiling.threads)
+        self.pipe = Pipeline(builder, threads=tiling.threads, slots=slots)
         self._pending = []
 
     def tiles(self):
@@ -143,9 +144,10 @@ class WindowEmitter:
     def tw_in(self, tile):
         return (tile.tw - 1) * self.shape.stride + self.shape.k
 
-    def load_window(self, tile, base, pad_value):
-        """LOAD ACC_8BIT of each channel block's input window at ``base + cb·inp_pitch``, the
-        convolution's padding done by the LOAD (docs/isa.md §3.1) with ``pad_value``."""
+    def load_window(self, tile, base, pad_value, mem=MemType.ACC_8BIT):
+        """LOAD ACC_8BIT (or ``mem``: INP, whose rows are the same int8 elements when
+        BLOCK_IN = BLOCK_OUT) of each channel block's input window at ``base + cb·inp_pitch``,
+        the convolution's padding done by the LOAD (docs/isa.md §3.1) with ``pad_value``."""
         sh, s = self.shape, self.shape.stride
         ih0, iw0 = tile.oh0 * s - sh.pad, tile.ow0 * s - sh.pad
         th_in, tw_in = (tile.th - 1) * s + sh.k, self.tw_in(tile)
@@ -153,7 +155,7 @@ class WindowEmitter:
         x0, x1 = max(0, -iw0), max(0, iw0 + tw_in - sh.w)
         for c in range(tile.ncb):
             plane = (tile.nb * self.cb + tile.cb0 + c) * sh.h
-            self.b.load(MemType.ACC_8BIT, sram=base + c * self.t.inp_pitch,
+            self.b.load(mem, sram=base + c * self.t.inp_pitch,
                         dram=self.inp + (plane + ih0 + y0) * sh.w + iw0 + x0,
                         y_size=th_in - y0 - y1, x_size=tw_in - x0 - x1, x_stride=sh.w,
                         y_pad=(y0, y1), x_pad=(x0, x1), pad_value=PadValue(pad_value))
@@ -173,11 +175,15 @@ class WindowEmitter:
         self.pipe.end_tile()
         self._pending.append((tile, out_base))
         while self._pending and (len(self._pending) == self.t.threads or last):
-            done, base = self._pending.pop(0)
-            self.pipe.begin_store()
-            sh = self.shape
-            for c in range(done.ncb):
-                first = ((done.nb * self.cb + done.cb0 + c) * sh.oh + done.oh0) * sh.ow + done.ow0
-                self.b.store(sram=base + c * self.t.out_pitch, dram=self.out + first,
-                             y_size=done.th, x_size=done.tw, x_stride=sh.ow)
-            self.pipe.end_store()
+            self.store_tile(*self._pending.pop(0))
+
+    def store_tile(self, tile, out_base):
+        """STORE the tile's output rows (every ``out_pitch`` ACC rows from ``out_base``), taking
+        and returning its accumulator buffer's tokens."""
+        self.pipe.begin_store()
+        sh = self.shape
+        for c in range(tile.ncb):
+            first = ((tile.nb * self.cb + tile.cb0 + c) * sh.oh + tile.oh0) * sh.ow + tile.ow0
+            self.b.store(sram=out_base + c * self.t.out_pitch, dram=self.out + first,
+                         y_size=tile.th, x_size=tile.tw, x_stride=sh.ow)
+        self.pipe.end_store()

@@ -73,6 +73,11 @@ def _onnx_resnet18(cfg):
     return onnx_resnet18(cfg)
 
 
+def _timing_only(cfg):
+    from .timing_only import timing_only_speedup
+    return timing_only_speedup(cfg)
+
+
 def _profile_overhead(cfg):
     from .profile import profile_overhead
     profile_overhead(cfg)
@@ -99,6 +104,9 @@ BENCHMARKS = {
     "fsim-conv2d": ("ResNet-18 C2 on fsim: wall time against a numpy reference, and counters",
                     _fsim_conv2d),
     "fsim-resnet18": ("every ResNet-18 layer C2..C11 on fsim against numpy", _fsim_resnet18),
+    "timing-only": ("whole ResNet-18 (224x224) on fsim bit-exact and timing-only, side by side "
+                    "in one process: seconds by phase, the ratio, cycles compared per layer",
+                    _timing_only),
     "tsim-gemm": ("a GEMM-heavy program on tsim and through cocotb: cycles, simulated "
                   "cycles/s, speed ratio", _tsim_gemm),
     "load-utilization": ("a long LOAD on tsim at AXI 64 (default) and 256 (wide): bus bytes "

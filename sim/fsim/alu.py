@@ -17,8 +17,9 @@ __all__ = ["alu_op", "execute_alu", "hazard_free_chunks", "last_writer_before"]
 
 _ACC_LANE_BITS = 32             # docs/isa.md §1: LOG_ACC_WIDTH is 5 (int32)
 _SHIFT_BITS = 6                 # SHR uses B[5:0] as a signed amount (docs/isa.md §3.4)
-_SCALE_BITS = 16                # SCL multiplies by sext(B[15:0]) / 2^15, rounding down
-_SCALE_FRACTION = 15
+# SCL multiplies by sext(B[W−1:0]) / 2^(W−1), rounding down; W is the configuration's
+# scale_bits; an immediate stands for sext(imm) · 2^(W−16) (docs/isa.md §3.4).
+_IMM_SCALE_BITS = 16
 
 
 def _sext(value, bits):
@@ -28,8 +29,9 @@ def _sext(value, bits):
     return ((value & mask) ^ sign) - sign
 
 
-def alu_op(op, a, b):
-    """f(A, B) of docs/isa.md §3.4, lane by lane on int32 arrays of one shape, wrapping."""
+def alu_op(op, a, b, *, scale_bits=16):
+    """f(A, B) of docs/isa.md §3.4, lane by lane on int32 arrays of one shape, wrapping; SCL's
+    multiplier is ``scale_bits`` (W) wide."""
     if op == AluOp.MIN:
         return np.minimum(a, b)
     if op == AluOp.MAX:
@@ -49,9 +51,9 @@ def alu_op(op, a, b):
     if op == AluOp.MOV:
         return b.copy()
     if op == AluOp.SCL:
-        # |A·m| <= 2^46: exact in int64, and >> floors.
-        product = a.astype(np.int64) * _sext(b, _SCALE_BITS).astype(np.int64)
-        return (product >> _SCALE_FRACTION).astype(np.int32)
+        # |A·m| <= 2^54: exact in int64, and >> floors.
+        product = a.astype(np.int64) * _sext(b.astype(np.int64), scale_bits)
+        return (product >> (scale_bits - 1)).astype(np.int32)
     raise ValueError(f"ALU opcode {op} is undefined")
 
 
@@ -112,18 +114,22 @@ def execute_alu(cfg, insn, pads, codec, *, strict, trace_rows=None, data=True):
     for first, last in nest.segments():
         dst = nest.index(0, insn.dst_factor_out, insn.dst_factor_in, first, last) % depth
         src = nest.index(1, insn.src_factor_out, insn.src_factor_in, first, last) % depth
-        _run_segment(insn, pads, dst, src, trace_rows)
+        _run_segment(insn, pads, dst, src, trace_rows, cfg.scale_bits or _IMM_SCALE_BITS)
 
 
-def _run_segment(insn, pads, dst, src, trace_rows):
+def _run_segment(insn, pads, dst, src, trace_rows, scale_bits):
     for start, end in hazard_free_chunks(dst, src):
         d, s = dst[start:end], src[start:end]
         operand = pads.acc[s]
         if insn.use_imm:
             # docs/isa.md §3.4: with an immediate the result is f(ACC[src], sext(imm)).
-            result = alu_op(insn.alu_opcode, operand, np.full_like(operand, insn.imm))
+            # SCL's immediate is the multiplier's top 16 bits (sext(imm) · 2^(W−16)).
+            imm = insn.imm << (scale_bits - _IMM_SCALE_BITS) if insn.alu_opcode == AluOp.SCL \
+                else insn.imm
+            result = alu_op(insn.alu_opcode, operand, np.full_like(operand, imm),
+                            scale_bits=scale_bits)
         else:
-            result = alu_op(insn.alu_opcode, pads.acc[d], operand)
+            result = alu_op(insn.alu_opcode, pads.acc[d], operand, scale_bits=scale_bits)
         pads.write_acc(d, result)
         if trace_rows is not None:
             trace_rows("acc", d, result.view(np.uint8).reshape(d.size, -1))

@@ -33,6 +33,8 @@ def execute_gemm(cfg, insn, pads, codec, *, strict, trace_rows=None, data=True):
         nest.check_index(field, f_out, f_in, pads.depth(pad), strict, what)
     if not data:
         return
+    if not insn.reset and trace_rows is None and _as_matrix_product(insn, pads, nest):
+        return
     for start, stop in nest.segments():
         acc_idx, *operands = (nest.index(field, f_out, f_in, start, stop) % pads.depth(pad)
                               for field, f_out, f_in, pad, _ in fields)
@@ -90,3 +92,73 @@ def _step_values(before, starts, contributions):
     group_base[1:] = running[starts[1:] - 1]
     # int64 → int32 keeps the low 32 bits: the wrapping sum.
     return (before[group] + (running - group_base[group])).astype(np.int32)
+
+
+#: Elements of the input matrix a product form builds at once (bounds fsim's memory).
+_MATRIX_ELEMENTS = 1 << 18
+#: float32 sums of int8 products are exact while they stay within 2^24: 2^10 products of at
+#: most 2^14 each; a longer dot product is computed in float64 (exact to 2^53).
+_FLOAT32_TERMS = 1 << 10
+
+
+def _product_form(insn, nest):
+    """``(src rows, dst rows, weight table)`` when every micro-op pairs one of R distinct src
+    rows with one of D distinct dst rows, each pair once, and the weights do not move with the
+    loops (``table[r, d]`` the pair's weight row); None otherwise."""
+    if insn.wgt_factor_out or insn.wgt_factor_in:
+        return None
+    dst, src, wgt = nest.uop_field(0), nest.uop_field(1), nest.uop_field(2)
+    src_rows, r = np.unique(src, return_inverse=True)
+    dst_rows, d = np.unique(dst, return_inverse=True)
+    if src_rows.size * dst_rows.size != src.size:
+        return None
+    table = np.full((src_rows.size, dst_rows.size), -1, dtype=np.int64)
+    table[r, d] = wgt
+    if (table < 0).any():                  # a pair twice, so another pair never
+        return None
+    return src_rows, dst_rows, table
+
+
+def _as_matrix_product(insn, pads, nest):
+    """Run a GEMM of :func:`_product_form` as matrix products, P loop positions at a time;
+    False (nothing done) when it has not that form. Indices were checked by the caller."""
+    form = _product_form(insn, nest)
+    if form is None:
+        return False
+    src_rows, dst_rows, table = form
+    inp, wgt_t = pads.as_float("inp"), pads.as_float("wgt")
+    acc_depth, inp_depth = pads.depth("acc"), pads.depth("inp")
+    r, d = table.shape
+    batch, block_in = inp.shape[1:]
+    block_out = wgt_t.shape[2]
+    dtype = np.float32 if r * block_in <= _FLOAT32_TERMS else np.float64
+    weights = wgt_t[table].transpose(0, 2, 1, 3).reshape(r * block_in, d * block_out)
+    weights = weights.astype(dtype, copy=False)
+    positions = insn.iter_out * insn.iter_in
+    per_block = max(1, _MATRIX_ELEMENTS // (max(r * block_in, d * block_out) * batch))
+    for first in range(0, positions, per_block):
+        i_o, i_i = np.divmod(np.arange(first, min(positions, first + per_block),
+                                       dtype=np.int64), insn.iter_in)
+        src_at = i_o * insn.src_factor_out + i_i * insn.src_factor_in
+        dst_at = i_o * insn.dst_factor_out + i_i * insn.dst_factor_in
+        rows_in = (src_at[:, None] + src_rows) % inp_depth                          # (P, R)
+        inputs = inp[rows_in].transpose(0, 2, 1, 3).reshape(-1, r * block_in)
+        sums = (inputs.astype(dtype, copy=False) @ weights).astype(np.int64)
+        # (P·B, D·BO) -> one (B, BO) block per ACC row, P-major then D.
+        sums = sums.reshape(-1, batch, d, block_out).transpose(0, 2, 1, 3)
+        rows = ((dst_at[:, None] + dst_rows) % acc_depth).reshape(-1)
+        _add_rows(pads, rows, sums.reshape(-1, batch, block_out))
+    return True
+
+
+def _add_rows(pads, rows, sums):
+    """ACC[rows] += sums (int64, wrapped to int32), rows that repeat summed first."""
+    order = np.argsort(rows, kind="stable")
+    sorted_rows = rows[order]
+    starts = np.flatnonzero(np.r_[True, sorted_rows[1:] != sorted_rows[:-1]])
+    if starts.size == rows.size:
+        unique, total = rows, sums
+    else:
+        unique, total = sorted_rows[starts], np.add.reduceat(sums[order], starts, axis=0)
+    # int32 addition wraps, as the accumulator does (docs/isa.md §3.3).
+    pads.write_acc(unique, (pads.acc[unique] + total).astype(np.int32))

@@ -18,7 +18,9 @@ exploration needs.
 """
 
 import collections
+import functools
 import random
+from typing import NamedTuple
 
 import numpy as np
 
@@ -152,7 +154,10 @@ class Fsim:
         if insn_addr % INSN_BYTES:
             raise ValueError(f"insn_addr 0x{insn_addr:x} is not {INSN_BYTES}-byte aligned: "
                              f"instructions start on a {INSN_BYTES}-byte boundary")
-        return _Launch(self, memory, insn_addr, insn_count).run()
+        if not self.data:
+            return _Launch(self, memory, insn_addr, insn_count).run()
+        with _one_blas_thread():
+            return _Launch(self, memory, insn_addr, insn_count).run()
 
     def run_activity(self, dram, insn_addr, insn_count, *, bases=None, bin_cycles=1,
                      max_bins=None):
@@ -188,15 +193,62 @@ class Fsim:
             max_bins=DEFAULT_MAX_BINS if max_bins is None else max_bins, insn_start=insn_start)
 
     def _decode(self, blob):
-        """``(instruction, Violation or None)`` of 16 instruction bytes; streams repeat the
-        same instructions a lot, so both are cached by the bytes."""
+        """``(instruction, Violation or None, _Static or None)`` of 16 instruction bytes;
+        streams repeat the same instructions a lot, so all three are cached by the bytes."""
         decoded = self._decoded.get(blob)
         if decoded is None:
             if len(self._decoded) >= _DECODE_CACHE_LIMIT:
                 self._decoded.clear()
             insn = self._codec.decode(blob)
-            decoded = self._decoded[blob] = (insn, check(insn, self._cfg))
+            violation = check(insn, self._cfg)
+            decoded = self._decoded[blob] = (
+                insn, violation, None if violation is not None else _static(self._cfg, insn))
         return decoded
+
+
+@functools.cache
+def _blas():
+    from threadpoolctl import ThreadpoolController
+    return ThreadpoolController()
+
+
+def _one_blas_thread():
+    """A context in which BLAS runs on one thread: fsim's matrix products (GEMM, gemm.py) are
+    small, and a second thread only spins, doubling the CPU time (tenfold on a busy machine)."""
+    return _blas().limit(limits=1, user_api="blas")
+
+
+class _Static(NamedTuple):
+    """What the machine needs of a legal instruction besides the state: functions of the
+    instruction and the configuration alone, worked out once per distinct instruction."""
+    stage: int
+    opcode: int
+    pops: tuple             # token counters popped (indices into TOKEN_COUNTERS)
+    pushes: tuple           # token counters pushed
+    cycles: int             # timing.cost
+    acc_writes: int         # timing.acc_row_writes
+    counter: str            # the counter of its bytes or steps (None: none)
+    count: int              # what it adds to that counter
+    kind: int               # its activity kind (_ACTIVITY_KIND)
+
+
+def _static(cfg, insn):
+    stage, opcode = insn.stage, insn.opcode
+    pops = tuple(c for flag, c in zip((insn.pop_prev, insn.pop_next), _POP[stage]) if flag)
+    pushes = tuple(c for flag, c in zip((insn.push_prev, insn.push_next), _PUSH[stage])
+                   if flag)
+    elem_bytes = counter = None
+    count = 0
+    if opcode in (Opcode.LOAD, Opcode.STORE):
+        elem_bytes = memory(cfg, MemType.OUT if opcode == Opcode.STORE
+                            else insn.memory_type).elem_bytes
+        counter, count = bytes_moved(cfg, insn)
+    elif opcode in (Opcode.GEMM, Opcode.ALU):
+        counter = "GEMM_STEPS" if opcode == Opcode.GEMM else "ALU_STEPS"
+        count = insn.steps
+    return _Static(int(stage), int(opcode), pops, pushes, timing.cost(cfg, insn, elem_bytes),
+                   timing.acc_row_writes(insn), counter, count,
+                   _ACTIVITY_KIND.get(opcode, 2))
 
 
 class _Launch:
@@ -250,10 +302,11 @@ class _Launch:
     def _fetch(self):
         """Decode the stream; the error RunResult of its first illegal instruction, or None."""
         blob, first_outside = self.dram.fetch(self.insn_addr, self.insn_count, INSN_BYTES)
-        decoded = [self.sim._decode(blob[i:i + INSN_BYTES])
-                   for i in range(0, len(blob), INSN_BYTES)]
-        self.insns = [insn for insn, _ in decoded]
-        for index, (_, violation) in enumerate(decoded):
+        decode = self.sim._decode
+        decoded = [decode(blob[i:i + INSN_BYTES]) for i in range(0, len(blob), INSN_BYTES)]
+        self.insns = [insn for insn, _, _ in decoded]
+        self.statics = [static for _, _, static in decoded]
+        for index, (_, violation, _) in enumerate(decoded):
             if violation is not None:
                 return self._error(violation.code, index, violation.reason)
         if first_outside is not None:
@@ -277,29 +330,26 @@ class _Launch:
         if failed is not None:
             return failed
         queues = [collections.deque() for _ in STAGE_NAMES]
+        statics = self.statics
+        for index, static in enumerate(statics):
+            queues[static.stage].append(index)
         # The counters each instruction pops and pushes, by its index (looked up per step).
-        self.pops, self.pushes = [], []
-        for index, insn in enumerate(self.insns):
-            stage = insn.stage
-            queues[stage].append(index)
-            self.pops.append(tuple(c for flag, c in zip((insn.pop_prev, insn.pop_next),
-                                                        _POP[stage]) if flag))
-            self.pushes.append(tuple(c for flag, c in zip((insn.push_prev, insn.push_next),
-                                                          _PUSH[stage]) if flag))
+        self.pops = [static.pops for static in statics]
         tokens = self.tokens
         pick_random = self.sim._schedule == "random"
         rng = self.sim._rng
+        execute, insns = self._execute, self.insns
         while True:
-            ready = [stage for stage, queue in enumerate(queues)
-                     if queue and all(tokens[c] for c in self.pops[queue[0]])]
+            # The runnable stages' next instructions: a queue's head whose pops all have
+            # tokens. In order, the one that comes first in the stream runs.
+            ready = [queue[0] for queue in queues
+                     if queue and all(tokens[c] for c in statics[queue[0]].pops)]
             if not ready:
                 return self._deadlock(queues)
-            if pick_random:
-                stage = rng.choice(ready)
-            else:
-                stage = min(ready, key=lambda s: queues[s][0])
-            index = queues[stage].popleft()
-            outcome = self._execute(stage, index, self.insns[index])
+            index = rng.choice(ready) if pick_random else min(ready)
+            static = statics[index]
+            queues[static.stage].popleft()
+            outcome = execute(static, index, insns[index])
             if outcome is not None:
                 return outcome
 
@@ -326,52 +376,60 @@ class _Launch:
 
     # -- one instruction --------------------------------------------------------------------------
 
-    def _execute(self, stage, index, insn):
+    def _execute(self, static, index, insn):
         """Run one instruction from start to completion; a RunResult when the run ends."""
-        tracer = self.sim._tracer
+        sim = self.sim
+        tracer = sim._tracer
+        stage = static.stage
+        tokens = self.tokens
         start = self.stage_free[stage]
         ready = start
-        for c in self.pops[index]:
-            ready = max(ready, self.tokens[c].popleft())
-        elem_bytes = None
+        for c in static.pops:
+            pushed = tokens[c].popleft()
+            if pushed > ready:
+                ready = pushed
+        opcode = static.opcode
         try:
-            if insn.opcode in (Opcode.LOAD, Opcode.STORE):
-                elem_bytes = self._memory(stage, index, insn, tracer)
-            elif insn.opcode in (Opcode.GEMM, Opcode.ALU):
-                run = execute_gemm if insn.opcode == Opcode.GEMM else execute_alu
-                if self.sim.data:
-                    run(self.cfg, insn, self.sim._pads, self.sim._codec, strict=self.sim._strict,
+            if opcode <= Opcode.STORE:                  # LOAD, STORE
+                if insn.x_size:
+                    self._memory(stage, index, insn, tracer)
+            elif opcode != Opcode.FINISH:               # GEMM, ALU
+                run = execute_gemm if opcode == Opcode.GEMM else execute_alu
+                if sim.data:
+                    run(self.cfg, insn, sim._pads, sim._codec, strict=sim._strict,
                         trace_rows=tracer and tracer.row_writer(stage, index))
                 else:
                     self._check_once(run, insn)
-                self.counters["GEMM_STEPS" if insn.opcode == Opcode.GEMM else "ALU_STEPS"] \
-                    += insn.steps
         except MachineError as error:
             return self._error(error.code, index, str(error))
+        if static.counter is not None:
+            self.counters[static.counter] += static.count
 
-        cycles = timing.cost(self.cfg, insn, elem_bytes)
+        cycles = static.cycles
         if stage == Stage.COMPUTE:
             start, ready, end, free = self._compute_times(index, insn, start, ready, cycles)
         else:
             end = free = ready + cycles
-            self._note_activity(index, stage, start, ready, end,
-                                _ACTIVITY_KIND.get(insn.opcode, 2))
+            if sim._record is not None:
+                self._note_activity(index, stage, start, ready, end, static.kind)
         self.stall[stage] += ready - start
-        self.busy[stage] += max(0, end - max(ready, self.busy_until[stage]))
-        self.busy_until[stage] = max(self.busy_until[stage], end)
+        busy_until = self.busy_until[stage]
+        if end > busy_until:        # busy cycles are the union of the busy intervals
+            self.busy[stage] += max(0, end - max(ready, busy_until))
+            self.busy_until[stage] = end
         self.stage_free[stage] = free
-        self.counters["ACC_WR"] += timing.acc_row_writes(insn)
+        self.counters["ACC_WR"] += static.acc_writes
 
-        for c in self.pushes[index]:
-            if len(self.tokens[c]) >= self.sim._token_max:
+        for c in static.pushes:
+            if len(tokens[c]) >= sim._token_max:
                 return self._error(ErrorCode.TOKEN_OVERFLOW, index,
                                    f"it pushes the {TOKEN_COUNTERS[c]} counter, which is full "
-                                   f"({self.sim._token_max} tokens, TOKEN_BITS "
+                                   f"({sim._token_max} tokens, TOKEN_BITS "
                                    f"{self.cfg.token_bits})")
-            self.tokens[c].append(end)
+            tokens[c].append(end)
         if tracer is not None:
             tracer.retire(stage, index)
-        if insn.opcode == Opcode.FINISH:
+        if opcode == Opcode.FINISH:
             return self._result("ok", end=end)
         return None
 
@@ -451,22 +509,14 @@ class _Launch:
         return len(self.sim._record) - 1
 
     def _memory(self, stage, index, insn, tracer):
-        """Run a LOAD or STORE and count its bytes; returns its DRAM element size."""
+        """Run a LOAD or STORE of ``x_size`` > 0 (its bytes are counted by the caller)."""
         pads, strict = self.sim._pads, self.sim._strict
-        elem_bytes = memory(self.cfg, MemType.OUT if insn.opcode == Opcode.STORE
-                            else insn.memory_type).elem_bytes
         if insn.opcode == Opcode.STORE:
-            if insn.x_size:
-                execute_store(self.cfg, insn, pads, self.dram, strict=strict,
-                              trace_dram=tracer and tracer.dram_writer(stage, index),
-                              data=self.sim.data)
+            execute_store(self.cfg, insn, pads, self.dram, strict=strict,
+                          trace_dram=tracer and tracer.dram_writer(stage, index),
+                          data=self.sim.data)
         else:
-            if insn.x_size:
-                # The cycle model reads the micro-ops: their LOADs run in every mode.
-                execute_load(self.cfg, insn, pads, self.dram, strict=strict,
-                             trace_rows=tracer and tracer.row_writer(stage, index),
-                             data=self.sim.data or insn.memory_type == MemType.UOP)
-        counter, moved = bytes_moved(self.cfg, insn)
-        self.counters[counter] += moved
-        return elem_bytes
-
+            # The cycle model reads the micro-ops: their LOADs run in every mode.
+            execute_load(self.cfg, insn, pads, self.dram, strict=strict,
+                         trace_rows=tracer and tracer.row_writer(stage, index),
+                         data=self.sim.data or insn.memory_type == MemType.UOP)

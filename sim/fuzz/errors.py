@@ -53,7 +53,7 @@ def plant_error(kind, rng, cfg, insns, *, dram_size, address):
 
     ``address(insn)`` is the byte address of element 0 of a memory instruction's type (its base
     register). A kind that finds no instruction to break (a program without ALU instructions has
-    no ALU opcode to make illegal, nor has a configuration with ``ALU_SCALE: 1``) falls back to
+    no ALU opcode to make illegal, nor has a configuration with ``ALU_SCALE`` 1 or 2) falls back to
     an illegal opcode.
     """
     insns = list(insns)
@@ -70,7 +70,7 @@ def plant_error(kind, rng, cfg, insns, *, dram_size, address):
             insns[k] = insns[k].replace(**{flag: 0})
             return insns, len(insns), ("deadlock", None, None)
     if kind == "illegal ALU opcode" and len(alu_ops(cfg)) == 1 << ALU_OPCODE_BITS:
-        pick = []       # with ALU_SCALE: 1 every ALU opcode is legal (docs/isa.md §3.5)
+        pick = []       # with ALU_SCALE 1 or 2 every ALU opcode is legal (docs/isa.md §3.5)
     if not pick:
         kind, pick = "illegal opcode", list(range(last + 1))
     k = rng.choice(pick)

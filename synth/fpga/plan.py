@@ -156,19 +156,20 @@ def map_memory(path, depth, width, write_ports, read_ports):
     return PlannedMemory(**base, **choice, why=why)
 
 
-#: MULT18X18D blocks of one SCL lane's 32 × 16-bit product (ALU_SCALE: 1): measured on tiny,
-#: 32 blocks against 24 without SCL's 4 lanes (avta fpga, ECP5-85k).
-SCALE_LANE_MULT18 = 2
+#: MULT18X18D blocks of one SCL lane's product by ALU_SCALE: 32 × 16 bits (1) and 32 × 24 bits
+#: (2), measured on tiny (avta fpga, ECP5-85k): 32 and 40 blocks against 24 without SCL's 4
+#: lanes.
+SCALE_LANE_MULT18 = {0: 0, 1: 2, 2: 4}
 
 
 def estimate_multipliers(cfg):
     """8x8 products of ``cfg``: the GEMM's BATCH x BLOCK_IN x BLOCK_OUT and the ALU's MUL
     lanes (BATCH x BLOCK_OUT); synth_ecp5 maps each to one MULT18X18D (mul2dsp's minimum
-    width is 2 bits), so this is the plan's MULT18X18D figure; with ``ALU_SCALE: 1``, SCL's
+    width is 2 bits), so this is the plan's MULT18X18D figure; with ``ALU_SCALE`` 1 or 2, SCL's
     products add :data:`SCALE_LANE_MULT18` per lane."""
     lanes = cfg.batch * cfg.block_out
     return (cfg.batch * cfg.block_in * cfg.block_out + lanes
-            + (SCALE_LANE_MULT18 * lanes if cfg.alu_scale else 0))
+            + SCALE_LANE_MULT18[cfg.alu_scale] * lanes)
 
 
 @dataclass

@@ -44,27 +44,21 @@ def test_duplicated_store_fails_the_order_in_the_base_case(tmp_path):
     assert result.status == "failed" and result.cycle == 6
 
 
-@pytest.mark.slow
-def test_fetch_dispatch_holds_with_every_cover(tmp_path):
-    result = _run("fetch", "dispatch", tmp_path, timeout=900)
-    assert result.status == "bounded" and result.depth == 11, result.message
-    assert result.covers_reached == result.covers_total == 8
+#: The bounded checks (block, check, depth, covers): fetch's dispatch; an error stops every stage
+#: and raises the error bit (about a minute on tiny: the whole core's control with models of the
+#: three units); the control protocol over relaunches (a launch clears FINISH and ERROR, both
+#: covered; busy follows and ends with exactly one).
+BOUNDED = [("fetch", "dispatch", 11, 8), ("stage_control", "halt", 32, 11),
+           ("stage_control", "ctrl", 40, 5)]
 
 
 @pytest.mark.slow
-def test_an_error_stops_every_stage_and_raises_the_error_bit(tmp_path):
-    # About a minute on tiny: the whole core's control with models of the three units.
-    result = _run("stage_control", "halt", tmp_path, timeout=900)
-    assert result.status == "bounded" and result.depth == 32, result.message
-    assert result.covers_reached == result.covers_total == 11
-
-
-@pytest.mark.slow
-def test_ctrl_protocol_over_relaunches(tmp_path):
-    # A launch clears FINISH and ERROR (both covered), busy follows and ends with exactly one.
-    result = _run("stage_control", "ctrl", tmp_path, timeout=900)
-    assert result.status == "bounded" and result.depth == 40, result.message
-    assert result.covers_reached == result.covers_total == 5
+@pytest.mark.parametrize("block, name, depth, covers", BOUNDED,
+                         ids=[f"{b}.{n}" for b, n, _, _ in BOUNDED])
+def test_bounded_checks_hold_with_every_cover(tmp_path, block, name, depth, covers):
+    result = _run(block, name, tmp_path, timeout=900)
+    assert result.status == "bounded" and result.depth == depth, result.message
+    assert result.covers_reached == result.covers_total == covers
 
 
 @pytest.mark.slow

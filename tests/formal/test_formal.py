@@ -296,10 +296,11 @@ def test_every_block_holds(tmp_path, config):
     assert all(p["covers_reached"] == p["covers_total"] for p in data["properties"])
 
 
-@pytest.mark.parametrize("block, name, covers", [("alu", "ops", 8), ("fetch", "decode", 9)])
-def test_scl_proven_where_alu_scale_is_on(tmp_path, block, name, covers):
-    # SCL's 32×16 multipliers against the reference's floor (about a minute), and a decode in
-    # which ALU opcode 7 is legal (no code-2 cover to reach).
-    _, result = _run(TINY.replace(alu_scale=1), block, name, tmp_path, timeout=900)
+@pytest.mark.parametrize("block, name, covers, scale", [("alu", "ops", 8, 1), ("alu", "ops", 8, 2),
+                                                       ("fetch", "decode", 9, 1)])
+def test_scl_proven_where_alu_scale_is_on(tmp_path, block, name, covers, scale):
+    # SCL's 32×16 (or 32×24) multipliers against the reference's floor (about a minute), and a
+    # decode in which ALU opcode 7 is legal (no code-2 cover to reach).
+    _, result = _run(TINY.replace(alu_scale=scale), block, name, tmp_path, timeout=900)
     assert result.status == "proven", result.message
     assert result.covers_reached == result.covers_total == covers

@@ -203,7 +203,16 @@ def test_alu_scale_key_defaults_off_and_keeps_older_identities():
     assert Config.from_dict(on.to_dict()) == on.replace(name="custom")
 
 
-@pytest.mark.parametrize("value", [2, -1])
+def test_alu_scale_value_chooses_the_multiplier_width():
+    cfg = load_config("tiny")
+    assert (cfg.scale_bits, cfg.scale_fraction) == (0, 0)
+    assert (cfg.replace(alu_scale=1).scale_bits, cfg.replace(alu_scale=1).scale_fraction) == (16, 15)
+    wide = cfg.replace(alu_scale=2)
+    assert (wide.scale_bits, wide.scale_fraction) == (24, 23)
+    assert wide.config_id not in (cfg.config_id, cfg.replace(alu_scale=1).config_id)
+
+
+@pytest.mark.parametrize("value", [3, -1])
 def test_alu_scale_key_is_checked(value):
-    with pytest.raises(ConfigError, match=f"ALU_SCALE = {value}: must be 0 or 1"):
+    with pytest.raises(ConfigError, match=f"ALU_SCALE = {value}: must be 0, 1 or 2"):
         load_config("tiny").replace(alu_scale=value)

@@ -29,18 +29,13 @@ def test_header_compiles_and_values_match(config, tmp_path):
     assert {k: int(v) for k, v in printed.items()} == {n: v for n, v, _ in macros}
     # spot checks against the configuration object itself, not the generator's own table
     got = {k: int(v) for k, v in printed.items()}
-    assert got["VTA_INP_BUFF_DEPTH"] == cfg.inp_depth
-    assert got["VTA_WGT_BUFF_DEPTH"] == cfg.wgt_depth
-    assert got["VTA_ACC_BUFF_DEPTH"] == cfg.acc_depth
-    assert got["VTA_UOP_BUFF_DEPTH"] == cfg.uop_depth
-    assert got["VTA_LOG_ACC_BUFF_DEPTH"] == cfg.log_acc_depth
-    assert got["VTA_ACC_ELEM_BYTES"] == cfg.acc_elem_bytes
-    assert got["VTA_WGT_MATRIX_WIDTH"] == cfg.wgt_tensor_bits
-    assert got["VTA_UOP_WIDTH"] == cfg.uop_bits
-    assert got["VTA_BUS_WIDTH"] == cfg.axi_data_bits
-    assert got["VTA_GEMM_PIPE_STAGES"] == cfg.gemm_stages
-    assert got["VTA_ACC_FACTOR_WIDTH"] == cfg.acc_factor_bits
-    assert got["VTA_CONFIG_ID"] == cfg.config_id
+    spot = {"VTA_INP_BUFF_DEPTH": "inp_depth", "VTA_WGT_BUFF_DEPTH": "wgt_depth",
+            "VTA_ACC_BUFF_DEPTH": "acc_depth", "VTA_UOP_BUFF_DEPTH": "uop_depth",
+            "VTA_LOG_ACC_BUFF_DEPTH": "log_acc_depth", "VTA_ACC_ELEM_BYTES": "acc_elem_bytes",
+            "VTA_WGT_MATRIX_WIDTH": "wgt_tensor_bits", "VTA_UOP_WIDTH": "uop_bits",
+            "VTA_BUS_WIDTH": "axi_data_bits", "VTA_GEMM_PIPE_STAGES": "gemm_stages",
+            "VTA_ACC_FACTOR_WIDTH": "acc_factor_bits", "VTA_CONFIG_ID": "config_id"}
+    assert {k: got[k] for k in spot} == {k: getattr(cfg, a) for k, a in spot.items()}
     assert got["VTA_ALU_OPCODE_MOV"] == 6 and got["VTA_MEM_ID_ACC_8BIT"] == 5
 
 
@@ -62,3 +57,6 @@ def test_header_names_scl_only_with_alu_scale(default_cfg):
     on = {name: value for name, value, _ in header_macros(default_cfg.replace(alu_scale=1))}
     assert "VTA_ALU_OPCODE_SCL" not in off and off["VTA_ALU_SCALE"] == 0
     assert on["VTA_ALU_OPCODE_SCL"] == 7 and on["VTA_ALU_SCALE"] == 1
+    assert "VTA_ALU_SCALE_BITS" not in off and on["VTA_ALU_SCALE_BITS"] == 16
+    wide = {name: value for name, value, _ in header_macros(default_cfg.replace(alu_scale=2))}
+    assert wide["VTA_ALU_SCALE"] == 2 and wide["VTA_ALU_SCALE_BITS"] == 24

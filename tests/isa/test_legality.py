@@ -67,7 +67,7 @@ def test_program_reports_the_first_illegal_instruction():
     assert check_program(program[:2]) is None
 
 
-# SCL (ALU opcode 7) exists only where ALU_SCALE is 1 (docs/isa.md §3.4, §3.5).
+# SCL (ALU opcode 7) exists only where ALU_SCALE is 1 or 2 (docs/isa.md §3.4, §3.5).
 def test_scl_is_error_2_without_the_scale_key():
     from avta.isa.config import load_config
     insn = AluInsn(alu_opcode=AluOp.SCL, use_imm=1, imm=1 << 14)
@@ -77,10 +77,11 @@ def test_scl_is_error_2_without_the_scale_key():
         assert "ALU_SCALE: 1" in violation.reason
 
 
-def test_scl_is_legal_with_the_scale_key():
+@pytest.mark.parametrize("scale", [1, 2])
+def test_scl_is_legal_with_the_scale_key(scale):
     from avta.isa.config import load_config
     from avta.isa.legality import alu_ops
-    cfg = load_config("tiny").replace(alu_scale=1)
+    cfg = load_config("tiny").replace(alu_scale=scale)
     assert check(AluInsn(alu_opcode=AluOp.SCL), cfg) is None
     assert check_program([AluInsn(alu_opcode=AluOp.SCL)], cfg) is None
     assert check_program([AluInsn(alu_opcode=AluOp.SCL)]) is not None

@@ -215,3 +215,30 @@ def test_a_tile_may_begin_before_the_previous_one_ends_but_not_on_its_buffer(tin
     pipe.end_tile()
     with pytest.raises(RuntimeError, match="has not begun"):
         pipe.end_tile()
+
+
+def test_four_accumulator_buffers_wait_for_the_store_four_tiles_back(tiny_cfg):
+    """With ``slots=4`` tile t uses buffer t % 4 and pops S→C from tile 4 on: its start waits
+    for the store of tile t − 4, not t − 2; the input buffers stay two."""
+    from avta.runtime.pipeline import Pipeline
+    b = StreamBuilder(tiny_cfg)
+    pipe = Pipeline(b, threads=2, slots=4)
+    for t in range(6):
+        assert pipe.tile_buffer() == t % 4
+        if t >= 4:
+            with pytest.raises(StreamError, match="pop"):
+                pipe.begin_tile()       # no store has pushed S→C yet
+            pipe.begin_store()
+            pipe.end_store()
+        assert pipe.begin_tile() == t % 4
+        pipe.end_tile()
+    assert pipe.threads == 2 and pipe.slots == 4
+
+
+@pytest.mark.parametrize("slots, message", [(1, "at least threads"), (True, "integer"),
+                                            (4, "token counters hold 3")])
+def test_accumulator_buffers_are_checked(slots, message):
+    from avta.runtime.pipeline import Pipeline
+    cfg = load_config("tight")                  # 2-bit token counters: at most 3 tokens
+    with pytest.raises(ValueError, match=message):
+        Pipeline(StreamBuilder(cfg), threads=2, slots=slots)

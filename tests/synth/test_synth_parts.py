@@ -110,11 +110,16 @@ def test_the_logic_model_sums_its_terms(tiny_cfg_module, default_cfg):
         for block, terms in TERMS.items():
             assert model.block(cfg, block) == sum(getattr(model, f) * q[k] for f, k in terms)
     assert quantities(default_cfg) == {"one": 1, "macs": 256, "lanes": 16, "scale_lanes": 0,
-                                       "axi_bits": 64}
+                                       "wide_scale_lanes": 0, "axi_bits": 64}
     # SCL's multipliers, one per lane, only where ALU_SCALE is 1
     scaled = default_cfg.replace(alu_scale=1)
     assert quantities(scaled)["scale_lanes"] == 16
     assert model.alu(scaled) - model.alu(default_cfg) == 16 * model.ge_per_scale_lane
+    # ALU_SCALE 2: a 32×24 multiplier per lane instead
+    wide = default_cfg.replace(alu_scale=2)
+    assert quantities(wide)["scale_lanes"] == 0 and quantities(wide)["wide_scale_lanes"] == 16
+    assert model.alu(wide) - model.alu(default_cfg) == 16 * model.ge_per_wide_scale_lane
+    assert model.ge_per_wide_scale_lane > model.ge_per_scale_lane
     with pytest.raises(ValueError, match="ge_per_mac = -1"):
         LogicModel(ge_per_mac=-1)
 

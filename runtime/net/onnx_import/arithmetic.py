@@ -26,6 +26,14 @@ rounds ``(Σ x·w' + B) · m · 2^−(15+s)`` once (SCL rounds down, which compo
 rounding shift; docs/isa.md §3.4). An add multiplies both inputs by integers exactly (a left
 shift by 15, then SCL) and a pool its sum, so their zero-point terms stay exact integers too.
 
+With ``fixed=24`` (``ALU_SCALE: 2``) a convolution or dense layer's ``M`` is onnxruntime's own
+float32 ratio ``float32(float32(sx · sw) / sy)``, carried as a 24-bit multiplier (23 significant
+bits, :func:`fixed_point`) in ACC rows, one per output channel (a per-tensor ``M`` repeated),
+and a pool's ``sx / (sy · window)`` as two 15-bit factors ``m1 · m2`` (:func:`two_factors`,
+about 28 significant bits): its sum plus ``−window · zx`` is multiplied by ``m1`` exactly, then
+by ``m2`` rounding down, then rounded once by the shift. An add keeps its 15-bit integer
+multipliers.
+
 :class:`Scale` is one layer's requantization as imported: the ideal multiplier, the shift,
 its relative error and whether the layer runs on the host.
 """
@@ -39,8 +47,8 @@ from avta.errors import UserError
 
 from ...ops.requant import PRODUCT_MAX, SCALE_FRACTION, SHIFT_MAX, Requant
 
-__all__ = ["Scale", "UnsupportedNode", "choose_shift", "fixed_point", "conv_like", "add_like",
-           "pool_like", "clip_bounds"]
+__all__ = ["Scale", "UnsupportedNode", "choose_shift", "fixed_point", "two_factors",
+           "conv_like", "add_like", "pool_like", "clip_bounds", "fixed_bits"]
 
 INT8_MIN, INT8_MAX = -128, 127
 
@@ -73,7 +81,8 @@ class Scale:
 
     @property
     def exact(self):
-        return self.error == 0.0
+        """A power of two that is the ratio itself (no fixed-point multiplier)."""
+        return self.error == 0.0 and self.fixed is None
 
 
 def choose_shift(multiplier):
@@ -83,16 +92,40 @@ def choose_shift(multiplier):
     return shift, 2.0 ** -shift / multiplier - 1.0
 
 
-def fixed_point(multiplier):
-    """``(m, s)``: the 15-bit ``m`` in [2^14, 2^15) and the shift ``s`` with ``m · 2^−(15+s)``
-    nearest to ``multiplier`` (``s`` may be 0 or negative for a multiplier of 1/2 or more)."""
+def fixed_bits(fixed):
+    """The multiplier width W an import's ``fixed`` asks for: 0 (none), 16 (``True`` or 16) or
+    24."""
+    if fixed is False or fixed is None or fixed == 0:
+        return 0
+    if fixed is True or fixed == 16:
+        return 16
+    if fixed == 24:
+        return 24
+    raise UserError(f"fixed-point multipliers are 16 or 24 bits wide, not {fixed!r}")
+
+
+def fixed_point(multiplier, bits=16):
+    """``(m, s)``: the ``bits``-wide (W) ``m`` in [2^(W−2), 2^(W−1)) and the shift ``s`` with
+    ``m · 2^−(W−1+s)`` nearest to ``multiplier`` (``s`` may be 0 or negative for a multiplier
+    of 1/2 or more)."""
     if not (math.isfinite(multiplier) and multiplier > 0):
         raise UnsupportedNode(f"its scale ratio {multiplier!r} is not a positive number")
+    fraction = bits - 1
     e = math.floor(math.log2(multiplier))
-    m = int(round(multiplier * 2.0 ** (SCALE_FRACTION - 1 - e)))
-    if m == 1 << SCALE_FRACTION:                # rounded up to the next power of two
+    m = int(round(multiplier * 2.0 ** (fraction - 1 - e)))
+    if m == 1 << fraction:                      # rounded up to the next power of two
         m, e = m >> 1, e + 1
     return m, -e - 1
+
+
+def two_factors(multiplier):
+    """``(m1, m2, s)``: 15-bit factors in [2^14, 2^15) and a shift with ``m1 · m2 · 2^−(15+s)``
+    nearest to ``multiplier`` among them (``m1 · m2`` in [2^29, 2^30): about 28 significant
+    bits), for two SCL passes with immediates."""
+    if not (math.isfinite(multiplier) and multiplier > 0):
+        raise UnsupportedNode(f"its scale ratio {multiplier!r} is not a positive number")
+    shift = 14 - math.floor(math.log2(multiplier))     # m1 · m2 in [2^29, 2^30)
+    return (*_factor_pair(multiplier, shift), shift)
 
 
 def _fixed_requant(multiplier, bound, clip, zy, *, exact=False, acc_offset=0, bias_first=False):
@@ -120,11 +153,12 @@ def _fixed_requant(multiplier, bound, clip, zy, *, exact=False, acc_offset=0, bi
     return requant, m, shift - pre, error
 
 
-def _fixed_channels(multipliers, bound, clip, zy):
-    """``(Requant, multipliers, error)`` of one fixed-point multiplier and shift per output
-    channel (rows of ACC, ALU SCL/ADD/SHR with two operands), or ``None`` where they do not fit;
-    ``error`` is the largest in magnitude over the channels."""
-    pairs = [fixed_point(float(m)) for m in multipliers]
+def _fixed_channels(multipliers, bound, clip, zy, bits=16):
+    """``(Requant, multipliers, error)`` of one ``bits``-wide fixed-point multiplier and shift
+    per output channel (rows of ACC, ALU SCL/ADD/SHR with two operands), or ``None`` where they
+    do not fit; ``error`` is the largest in magnitude over the channels."""
+    fraction = bits - 1
+    pairs = [fixed_point(float(m), bits) for m in multipliers]
     pre = max(0, 1 - min(s for _, s in pairs))
     if (int(bound) << pre) >= 1 << 31:
         return None
@@ -138,10 +172,11 @@ def _fixed_channels(multipliers, bound, clip, zy):
         ms.append(m)
         shifts.append(shift)
         offsets.append(zy * (1 << shift) + (1 << (shift - 1)))
-        errors.append(m * 2.0 ** -(SCALE_FRACTION + shift - pre) / float(multiplier) - 1.0)
+        errors.append(m * 2.0 ** -(fraction + shift - pre) / float(multiplier) - 1.0)
     try:
         requant = Requant(0, clip, bias_first=True, multiplier=tuple(ms), pre_shift=pre,
-                          shifts=tuple(shifts), offsets=tuple(int(o) for o in offsets))
+                          shifts=tuple(shifts), offsets=tuple(int(o) for o in offsets),
+                          multiplier_bits=bits)
     except ValueError:
         return None
     return requant, tuple(ms), max(errors, key=abs)
@@ -218,13 +253,23 @@ def conv_like(name, op, *, weights, w_zero, sx, zx, sw, sy, zy, bias, activation
             pad_value, scale
     products = int(np.prod(weights.shape[1:]))
     bound = products * PRODUCT_MAX + int(np.abs(total).max(initial=0))
+    if fixed_bits(fixed) == 24 and (error != 0.0 or not scale.uniform):
+        # onnxruntime's float32 ratio, channel by channel, in 24-bit rows
+        ort = np.float32(sx) * np.broadcast_to(np.asarray(sw, np.float32).reshape(-1), (o,))
+        ort = (ort / np.float32(sy)).astype(np.float64)
+        lowered = _fixed_channels(ort, bound, clip, zy, bits=24)
+        if lowered is not None:
+            requant, fixed_ms, scale.error = lowered
+            scale.fixed = fixed_ms if not scale.uniform else fixed_ms[0]
+            return weights, _int32(total, "its bias with the zero-point terms"), requant, \
+                pad_value, scale
     if fixed and not scale.uniform:
         lowered = _fixed_channels(multipliers, bound, clip, zy)
         if lowered is not None:
             requant, scale.fixed, scale.error = lowered
             return weights, _int32(total, "its bias with the zero-point terms"), requant, \
                 pad_value, scale
-    if fixed and scale.uniform and error != 0.0:
+    if fixed_bits(fixed) == 16 and scale.uniform and error != 0.0:
         lowered = _fixed_requant(float(multipliers[0]), bound, clip, zy, bias_first=True)
         if lowered is not None:
             requant, scale.fixed, scale.shift, scale.error = lowered
@@ -260,6 +305,10 @@ def add_like(name, *, sa, za, sb, zb, sy, zy, activation, fixed=False):
     if swap:
         sa, za, sb, zb = sb, zb, sa, za
     clip = clip_bounds(zy, sy, activation)
+    if fixed_bits(fixed) == 24:
+        lowered = _two_factor_add(name, sa, za, sb, zb, sy, zy, clip)
+        if lowered is not None:
+            return lowered[0], swap, lowered[1], lowered[2]
     if fixed:
         lowered = _fixed_add(name, sa, za, sb, zb, sy, zy, clip)
         if lowered is not None:
@@ -293,6 +342,59 @@ def _fixed_add(name, sa, za, sb, zb, sy, zy, clip):
     return (ma, mb), requant, scale
 
 
+def _two_factor_pool(sx, sy, window, zx, zy, clip):
+    """``(Requant, m1, s, error)`` of an average over ``window`` values by two 15-bit factors
+    of onnxruntime's float32 ``sx / (sy · window)``, or ``None`` where the sum (at most
+    ``window · 255`` from its zero point) times ``m1`` could leave int32 or ``window · zx`` is
+    no immediate."""
+    ort = float(np.float32(sx) / (np.float32(sy) * np.float32(window)))
+    m1, m2, shift = two_factors(ort)
+    if window * 255 * (1 << SCALE_FRACTION) >= 1 << 31 or not 1 <= shift <= SHIFT_MAX:
+        return None
+    try:
+        requant = Requant(shift, clip, offset=zy * (1 << shift) + (1 << (shift - 1)),
+                          multiplier=m1, multiplier2=m2, pre_offset=-window * zx,
+                          pre_shift=SCALE_FRACTION)
+    except ValueError:
+        return None
+    error = m1 * m2 * 2.0 ** -(SCALE_FRACTION + shift) / ort - 1.0
+    return requant, m1, shift, error
+
+
+def _factor_pair(multiplier, shift):
+    """``(m1, m2)`` in [2^14, 2^15) × [1, 2^15) with ``m1 · m2`` nearest to ``multiplier ·
+    2^(15+shift)``."""
+    target = multiplier * 2.0 ** (SCALE_FRACTION + shift)
+    m1 = np.arange(1 << 14, 1 << 15, dtype=np.int64)
+    m2 = np.rint(target / m1).astype(np.int64)
+    ok = (m2 >= 1) & (m2 < 1 << 15)
+    m1, m2 = m1[ok], m2[ok]
+    best = int(np.argmin(np.abs(m1 * m2 - target)))
+    return int(m1[best]), int(m2[best])
+
+
+def _two_factor_add(name, sa, za, sb, zb, sy, zy, clip):
+    """``((ma1, ma2, mb1, mb2), Requant, Scale)`` of an add whose inputs are each multiplied by
+    two 15-bit factors (exactly by the first, rounding down by the second, about 28
+    significant bits: :func:`two_factors`), summed, the zero-point terms (rounded to integers)
+    subtracted, then rounded once by the shift; or ``None``. ``sa >= sb``."""
+    ma, mb = sa / sy, sb / sy
+    _, _, shift = two_factors(ma)
+    if not 1 <= shift <= SHIFT_MAX:
+        return None
+    (a1, a2), (b1, b2) = _factor_pair(ma, shift), _factor_pair(mb, shift)
+    offset = -round(za * a1 * a2 / 2.0 ** SCALE_FRACTION) \
+        - round(zb * b1 * b2 / 2.0 ** SCALE_FRACTION) + zy * (1 << shift) + (1 << (shift - 1))
+    try:
+        requant = Requant(shift, clip, offset=int(offset))
+    except ValueError:
+        return None
+    errors = [a1 * a2 * 2.0 ** -(SCALE_FRACTION + shift) / ma - 1.0,
+              b1 * b2 * 2.0 ** -(SCALE_FRACTION + shift) / mb - 1.0]
+    scale = Scale(name, "add", mb, shift, max(errors, key=abs), fixed=a1)
+    return (a1, a2, b1, b2), requant, scale
+
+
 def pool_like(name, op, *, window, sx, zx, sy, zy, activation, host_requant, fixed=False):
     """The requantization and :class:`Scale` of an average over ``window`` values:
     ``y = round((Σ x − window·zx) · sx / (sy · window)) + zy``; with ``host_requant`` an
@@ -301,6 +403,11 @@ def pool_like(name, op, *, window, sx, zx, sy, zy, activation, host_requant, fix
     multiplier = sx / (sy * window)
     shift, error = choose_shift(multiplier)
     clip = clip_bounds(zy, sy, activation)
+    if fixed_bits(fixed) == 24 and error != 0.0:
+        lowered = _two_factor_pool(sx, sy, window, zx, zy, clip)
+        if lowered is not None:
+            requant, m1, s, error = lowered
+            return requant, Scale(name, op, multiplier, s, error, fixed=m1)
     if fixed and error != 0.0:
         lowered = _fixed_requant(multiplier, window * 256, clip, zy, exact=True,
                                  acc_offset=-window * zx)

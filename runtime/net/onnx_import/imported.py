@@ -26,13 +26,13 @@ class Imported:
             fixed = "" if s.fixed is None else \
                 f"×{len(s.fixed)}" if isinstance(s.fixed, tuple) else s.fixed
             lines.append(f"{s.node:<28} {s.op:<16} {s.multiplier:>12.6g} {s.shift:>5} "
-                         f"{fixed:>6} {error_text(s.error):>10}  {where}")
+                         f"{fixed:>6} {error_text(s.error, s.fixed is not None):>10}  {where}")
         worst = max((abs(s.error) for s in self.scales if not s.on_host), default=0.0)
         exact = sum(s.exact for s in self.scales)
         fixed = sum(s.fixed is not None for s in self.scales)
         lines.append(f"{exact} of {len(self.scales)} requantizations are powers of two, {fixed} "
                      f"fixed-point (SCL); the largest scale error on the device is "
-                     f"{error_text(worst).lstrip('+')}")
+                     f"{error_text(worst, fixed > 0).lstrip('+')}")
         beyond = self.beyond_bound()
         if beyond:
             lines.append(f"warning: {len(beyond)} layer(s) err beyond ±41 % on the device "
@@ -49,8 +49,9 @@ class Imported:
                 and abs(s.error) > POWER_OF_TWO_BOUND + 1e-12]
 
 
-def error_text(error):
-    """A relative error as a percentage, or in parts per million when under 0.01 %."""
-    if error != 0.0 and abs(error) < 1e-4:
+def error_text(error, ppm=False):
+    """A relative error as a percentage, or in parts per million when under 0.01 % (or
+    ``ppm``, a fixed-point multiplier's)."""
+    if (error != 0.0 or ppm) and abs(error) < 1e-4:
         return f"{error * 1e6:+.1f} ppm"
     return f"{error:+.2%}"

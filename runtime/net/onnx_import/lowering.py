@@ -63,9 +63,21 @@ class Lowering:
     def _start_lowering(self, name, host_requant, fixed_point):
         self.builder = GraphBuilder(name)
         self.host_requant, self.fixed_point = host_requant, fixed_point
+        # 24-bit multipliers carry onnxruntime's own float32 ratios of the model's scales, and
+        # the outputs keep the model's scale: the device then computes what onnxruntime does.
+        self.ort_scales = fixed_point == 24
         self.names, self.lazy, self.made = set(), {}, {}
         self.host_inputs, self.host_outputs = {}, {}
         self.scales = []
+
+    def _real(self, qt):
+        """The scale a layer's multiplier is computed from: the tensor's real scale, or with
+        24-bit multipliers the model's own (onnxruntime's)."""
+        return qt.scale if self.ort_scales else qt.real
+
+    def _gain(self, scale):
+        """The gain of a layer's output (:func:`gain`); 1 with 24-bit multipliers."""
+        return 1.0 if self.ort_scales and scale.fixed is not None else gain(scale)
 
     def _name(self, text):
         """A network-format name for the ONNX name ``text`` (unique, no slashes)."""
@@ -130,13 +142,13 @@ class Lowering:
         tensor = self._use(x, host_pad)
         weights, total, requant, pad_value, scale = conv_like(
             name, "dense" if ints.ndim == 2 else "conv2d", weights=ints, w_zero=zw,
-            sx=x.real, zx=x.zero, sw=sw, sy=sy, zy=zy, bias=bias, activation=activation,
+            sx=self._real(x), zx=x.zero, sw=sw, sy=sy, zy=zy, bias=bias, activation=activation,
             padded=padded, host_requant=self.host_requant, fixed=self.fixed_point)
         self.scales.append(scale)
         if weights.ndim == 2:
             out = self.builder.add_node(Node(name, "dense", (tensor,), weights=weights,
                                              bias=total, requant=requant))
-            return QT(out, (x.shape[0], weights.shape[0]), sy, zy, gain(scale))
+            return QT(out, (x.shape[0], weights.shape[0]), sy, zy, self._gain(scale))
         geometry = conv_geometry(attrs, ints.shape)
         group = attrs.get("group", 1)
         if group != 1:
@@ -146,7 +158,7 @@ class Lowering:
             conv_attrs["pad_value"] = pad_value
         out = self.builder.add_node(Node(name, "conv2d", (tensor,), attrs=conv_attrs,
                                          weights=weights, bias=total, requant=requant))
-        return QT(out, self.builder.shape(out), sy, zy, gain(scale))
+        return QT(out, self.builder.shape(out), sy, zy, self._gain(scale))
 
     def _add(self, node, a, b, sy, zy, activation):
         """The add node of ``a + b`` quantized to ``(sy, zy)``."""
@@ -154,17 +166,20 @@ class Lowering:
         if a.shape != b.shape:
             raise UnsupportedNode(f"it adds shapes {list(a.shape)} and {list(b.shape)}; the "
                                   f"network's add takes one shape (no broadcasting)")
-        shift_a, swap, requant, scale = add_like(name, sa=a.real, za=a.zero, sb=b.real,
-                                                 zb=b.zero, sy=sy, zy=zy,
+        shift_a, swap, requant, scale = add_like(name, sa=self._real(a), za=a.zero,
+                                                 sb=self._real(b), zb=b.zero, sy=sy, zy=zy,
                                                  activation=activation, fixed=self.fixed_point)
         if swap:
             a, b = b, a
         self.scales.append(scale)
         if scale.fixed is not None:             # the inputs' multipliers, ALU SCL
-            attrs = {"scale_a": shift_a[0], "scale_b": shift_a[1]}
+            if len(shift_a) == 4:               # two factors each (24-bit import)
+                attrs = dict(zip(("scale_a", "scale_a2", "scale_b", "scale_b2"), shift_a))
+            else:
+                attrs = {"scale_a": shift_a[0], "scale_b": shift_a[1]}
             out = self.builder.add_node(Node(name, "add", (self._use(a), self._use(b)),
                                              attrs=attrs, requant=requant))
-            return QT(out, a.shape, sy, zy, gain(scale))
+            return QT(out, a.shape, sy, zy, self._gain(scale))
         attrs = {"shift_a": shift_a} if shift_a else {}
         out = self.builder.add_node(Node(name, "add", (self._use(a), self._use(b)), attrs=attrs,
                                          requant=requant))
@@ -179,13 +194,14 @@ class Lowering:
         tensor = self._use(x)
         n, c, h, w = self.builder.shape(tensor)
         if op == "GlobalAveragePool":
-            requant, scale = pool_like(name, "global_avg_pool", window=h * w, sx=x.real,
+            requant, scale = pool_like(name, "global_avg_pool", window=h * w,
+                                       sx=self._real(x),
                                        zx=x.zero, sy=sy, zy=zy, activation=activation,
                                        host_requant=self.host_requant,
                                        fixed=self.fixed_point)
             self.scales.append(scale)
             out = self.builder.global_avg_pool(name, tensor, requant=requant)
-            return QT(out, (n, c, 1, 1), sy, zy, gain(scale))
+            return QT(out, (n, c, 1, 1), sy, zy, self._gain(scale))
         kernel = attrs.get("kernel_shape")
         geometry = conv_geometry(attrs, (0, 0) + tuple(kernel))
         k = geometry["k"]
@@ -205,10 +221,10 @@ class Lowering:
             raise UnsupportedNode("an average pool with padding: the divisor changes at "
                                   "the borders (count_include_pad) and the padding is 0, "
                                   "not the zero point")
-        requant, scale = pool_like(name, "avg_pool", window=k[0] * k[0], sx=x.real,
+        requant, scale = pool_like(name, "avg_pool", window=k[0] * k[0], sx=self._real(x),
                                    zx=x.zero, sy=sy, zy=zy, activation=activation,
                                    host_requant=self.host_requant, fixed=self.fixed_point)
         self.scales.append(scale)
         out = self.builder.avg_pool(name, tensor, k=k[0], stride=geometry["stride"],
                                     requant=requant)
-        return QT(out, self.builder.shape(out), sy, zy, gain(scale))
+        return QT(out, self.builder.shape(out), sy, zy, self._gain(scale))

@@ -15,7 +15,7 @@ from avta.errors import UserError
 from ..graph import GraphError
 from ..host_io import HostOutput
 from . import operator_form, qdq
-from .arithmetic import UnsupportedNode
+from .arithmetic import UnsupportedNode, fixed_bits
 from .imported import Imported
 from .lowering import Lowering
 from .operator_form import OperatorForm
@@ -166,8 +166,11 @@ def import_onnx(model, *, batch=None, outputs=None, host_requant=False, name=Non
     batch ``batch`` (default: the model's own, 1 where it is not fixed); ``outputs`` names the
     model tensors to produce (default: the model's outputs); ``host_requant`` keeps each layer
     whose scale is not a power of two on the host; ``fixed_point`` carries each such scale as a
-    15-bit multiplier for ALU SCL (a device with ``ALU_SCALE: 1``; elsewhere those layers run on
-    the host). An :class:`OnnxImportError` lists every node that cannot be imported."""
+    15-bit multiplier for ALU SCL (``True`` or 16: a device with ``ALU_SCALE: 1``), or with 24
+    as onnxruntime's float32 ratio in 24-bit rows (``ALU_SCALE: 2``; docs/onnx.md); elsewhere
+    those layers run on the host. An :class:`OnnxImportError` lists every node that cannot be
+    imported."""
+    fixed_point = fixed_bits(fixed_point) or False
     if host_requant and fixed_point:
         raise UserError("give --host-requant or --fixed-point, not both")
     onnx = load_onnx()

@@ -53,11 +53,13 @@ def test_every_op(run_alus, name, ports, op):
 
 
 @pytest.mark.parametrize("imm", [1 << 14, 0x7FFF, -0x8000, 12345, -3, 0])
-@pytest.mark.parametrize("name,ports", [("tiny", 1), ("tiny", 2), ("batch2", 1)])
-def test_scl_on_full_range_rows(run_alus, name, ports, imm):
-    """SCL on int32 lanes of any value (the 48-bit product, its rounding and the wrap at
-    −2^31 · −2^15), with an immediate and with per-lane multipliers read from ACC."""
-    cfg = config(name, ports, scale=1)
+@pytest.mark.parametrize("name,ports,scale", [("tiny", 1, 1), ("tiny", 2, 1), ("batch2", 1, 1),
+                                              ("tiny", 1, 2), ("batch2", 2, 2)])
+def test_scl_on_full_range_rows(run_alus, name, ports, scale, imm):
+    """SCL on int32 lanes of any value (the 32×W-bit product, its rounding and the wrap at
+    −2^31 · −2^(W−1)), with an immediate (sext(imm) · 2^(W−16)) and with per-lane multipliers
+    read from ACC, W = 16 (ALU_SCALE: 1) or 24 (ALU_SCALE: 2)."""
+    cfg = config(name, ports, scale=scale)
     uops = [Uop(0, 1, 0), Uop(2, 3, 0), Uop(4, 4, 0), Uop(5, 6, 0)]
     insns = [
         AluInsn(alu_opcode=AluOp.SCL, use_imm=1, imm=imm, uop_bgn=0, uop_end=4, iter_out=2,

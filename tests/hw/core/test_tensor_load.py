@@ -172,13 +172,20 @@ def test_x_size_zero_moves_nothing():
     assert all(v == 0 for v in got["inp"]) and all(v == 0 for v in got["wgt"])
 
 
-def test_padding_uses_free_cycles_only():
-    """A long all-padding LOAD takes one cycle per pad row (docs/isa.md §3.1 via PadWalker)."""
+def _load_stage_unit(*, dram_bytes):
+    """The load stage's unit of ``tiny`` writing INP and WGT, and a DRAM of ``dram_bytes``
+    zeros serving its reads: ``(unit, harness, model)``."""
     cfg = load_config("tiny")
     unit = TensorLoad(cfg=cfg, types=LOAD_STAGE_TYPES)
     harness = ScratchpadHarness(cfg, unit, {"inp_wr": ("inp", "w"), "wgt_wr": ("wgt", "w")})
-    model = DramModel(bytearray(256), data_bits=cfg.axi_data_bits)
+    model = DramModel(bytearray(dram_bytes), data_bits=cfg.axi_data_bits)
     model.add_read_client(unit.mem)
+    return unit, harness, model
+
+
+def test_padding_uses_free_cycles_only():
+    """A long all-padding LOAD takes one cycle per pad row (docs/isa.md §3.1 via PadWalker)."""
+    unit, harness, model = _load_stage_unit(dram_bytes=256)
     insn = MemoryInsn(opcode=Opcode.LOAD, memory_type=MemType.INP, x_size=1, y_size=0,
                       y_pad_0=15, x_pad_0=3, x_pad_1=4, pad_value=PadValue.MIN)
     cycles = []
@@ -194,11 +201,7 @@ def test_padding_uses_free_cycles_only():
 
 def test_dram_error_is_reported_with_done():
     """A beat answered with an error (outside DRAM) ends the LOAD with ``err`` (error 9)."""
-    cfg = load_config("tiny")
-    unit = TensorLoad(cfg=cfg, types=LOAD_STAGE_TYPES)
-    harness = ScratchpadHarness(cfg, unit, {"inp_wr": ("inp", "w"), "wgt_wr": ("wgt", "w")})
-    model = DramModel(bytearray(64), data_bits=cfg.axi_data_bits)
-    model.add_read_client(unit.mem)
+    unit, harness, model = _load_stage_unit(dram_bytes=64)
     inside = MemoryInsn(opcode=Opcode.LOAD, memory_type=MemType.WGT, x_size=2, y_size=1,
                         x_stride=2)
     outside = inside.replace(dram_base=3)

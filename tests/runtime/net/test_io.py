@@ -201,9 +201,36 @@ def test_round_trip_of_fixed_point_requantizations(tmp_path):
     _same_outputs(g, back, random_input(g, 2))
 
 
+def test_round_trip_of_24_bit_and_two_pass_requantizations(tmp_path):
+    """Q23 row multipliers (ALU_SCALE: 2) and a pool's two Q15 factors with a pre-offset; a
+    file with only 16-bit fields writes none of the new keys."""
+    rng = np.random.default_rng(3)
+    w = rng.integers(-20, 20, size=(8, 3, 3, 3), dtype=np.int8)
+    wide = Requant(0, (-128, 127), bias_first=True, multiplier=tuple(range(5_000_000, 5_000_008)),
+                   shifts=tuple(range(9, 17)), offsets=tuple(range(256, 264)), multiplier_bits=24)
+    pool = Requant(20, (-128, 127), multiplier=23117, multiplier2=17001, pre_offset=-700,
+                   pre_shift=15, offset=1 << 19)
+    nodes = [Node("a", "conv2d", ["image"], attrs=dict(pad=1), weights=w, requant=wide),
+             Node("g", "global_avg_pool", ["a"], requant=pool)]
+    g = Graph("wide", {"image": (1, 3, 8, 8)}, nodes, ["g"])
+    yaml_path, _ = save(g, tmp_path / "net.yaml")
+    text = yaml_path.read_text()
+    assert "multiplier_bits: 24" in text and "multiplier2: 17001" in text
+    back = load(yaml_path)
+    assert back == g and back.node("a").requant == wide and back.node("g").requant == pool
+    _same_outputs(g, back, random_input(g, 3))
+
+
+def test_a_second_factor_needs_a_first():
+    with pytest.raises(GraphError, match="scale_a2=5 is a second factor after scale_a"):
+        Node("sum", "add", ["a", "b"], attrs=dict(scale_a2=5, scale_b=3),
+             requant=Requant(20, (-128, 127)))
+
+
 def test_an_older_file_without_the_fixed_point_fields_loads(tmp_path):
     g = every_kind()
     yaml_path, _ = save(g, tmp_path / "net.yaml")
     text = yaml_path.read_text()
     assert "multiplier" not in text and "scale_a" not in text     # written as before
+    assert "pre_offset" not in text
     assert load(yaml_path) == g

@@ -29,28 +29,25 @@ def test_weights_naming_a_npy_file(one_conv, tmp_path, capsys):
     assert "one.npy: not a numpy .npz file" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("value", ["5", "[one.npz]", "{a: 1}"])
-def test_weights_that_are_not_a_file_name(one_conv, value, capsys):
-    one_conv.write_text(one_conv.read_text().replace("weights: one.npz", f"weights: {value}"))
+#: (what the network file says, what it says instead, the start of the error): weights that are
+#: not a file name, node inputs and network outputs that are not lists of names.
+WRONG_KINDS = [(text, f"{text.rsplit(' ', 1)[0]} {value}", message)
+               for text, values, message in (
+                   ("weights: one.npz", ("5", "[one.npz]", "{a: 1}"), "one.yaml: weights is "),
+                   ("op: conv2d, inputs: [x]", ("5", "{a: 1}", "[[x]]"),
+                    "conv2d node 'c': inputs is "),
+                   ("outputs: [c]", ("5", "[[c]]", "{c: 1}"), "one.yaml: outputs is "))
+               for value in values]
+
+
+@pytest.mark.parametrize("text, replacement, message", WRONG_KINDS,
+                         ids=[r for _, r, _ in WRONG_KINDS])
+def test_a_value_of_the_wrong_kind(one_conv, text, replacement, message, capsys):
+    one_conv.write_text(one_conv.read_text().replace(text, replacement))
     assert main(["run", str(one_conv), "--config", "tiny"]) == 2
-    assert "one.yaml: weights is " in capsys.readouterr().err
+    assert message in capsys.readouterr().err
 
 
 def test_a_network_without_nodes_is_written_with_an_empty_list():
     text = to_yaml(Graph("none", {"x": (1, 16, 4, 4)}, [], ["x"]), "none.npz")
     assert text.rstrip().endswith("nodes: []")
-
-
-@pytest.mark.parametrize("value", ["5", "{a: 1}", "[[x]]"])
-def test_a_node_inputs_that_are_not_a_list_of_names(one_conv, value, capsys):
-    text = one_conv.read_text()
-    one_conv.write_text(text.replace("op: conv2d, inputs: [x]", f"op: conv2d, inputs: {value}"))
-    assert main(["run", str(one_conv), "--config", "tiny"]) == 2
-    assert "conv2d node 'c': inputs is " in capsys.readouterr().err
-
-
-@pytest.mark.parametrize("value", ["5", "[[c]]", "{c: 1}"])
-def test_outputs_that_are_not_a_list_of_names(one_conv, value, capsys):
-    one_conv.write_text(one_conv.read_text().replace("outputs: [c]", f"outputs: {value}"))
-    assert main(["run", str(one_conv), "--config", "tiny"]) == 2
-    assert "one.yaml: outputs is " in capsys.readouterr().err

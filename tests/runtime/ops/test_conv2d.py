@@ -7,7 +7,9 @@ import pytest
 
 from avta.isa.config import load_config
 from avta.runtime.ops.conv2d import Conv2dBuffers, build_conv2d, conv2d
-from avta.runtime.ops.conv_plan import Conv2dShape, PlanError, plan_conv2d, tiling_for
+from avta.runtime.ops.conv_plan import (Conv2dShape, PlanError, misfits, plan_conv2d,
+                                        tiling_for)
+from avta.isa.enums import Stage
 from avta.runtime.ops.reference import conv2d_ref
 from avta.runtime.ops.requant import Requant
 from avta.isa.legality import check_program
@@ -62,6 +64,34 @@ def test_conv2d_random_schedule(cfg, rng, int8, device, seed):
         out = conv2d(dev, x, wt, bias, stride=1, pad=1, requant=rq, threads=threads,
                      tiling=tiling)
         np.testing.assert_array_equal(out, ref)
+
+
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_four_accumulator_buffers(cfg, rng, int8, device, with_bias):
+    """Two threads with four accumulator buffers (two per ACC bank): tile t + 2 starts before
+    tile t is stored; bit for bit the reference, with a bias start or resets and MOVs of 0."""
+    n, ci, h, w, co, k = 1, 2, 6, 8, 2, 1
+    x, wt, bias = make(cfg, rng, int8, n, ci, h, w, co, k)
+    bias = bias if with_bias else None
+    rq = Requant(shift=6, clip=(-100, 120))
+    shape = Conv2dShape(x.shape[0], x.shape[1], h, w, wt.shape[0], k, k, 0, 1)
+    tiling = tiling_for(cfg, shape, 1, 4, 1, 2, 2, bias=with_bias, slots=4)
+    assert tiling.slots == 4 and tiling.acc_banks == 2
+    prog = build_conv2d(cfg, shape, Conv2dBuffers(0, 0, 0, 0 if with_bias else None),
+                        requant=rq, tiling=tiling, bias_bound=2000)
+    assert prog.ledger.peak(Stage.STORE, Stage.COMPUTE) == 4   # four tiles stored ahead
+    out = conv2d(device(cfg), x, wt, bias, requant=rq, tiling=tiling)
+    np.testing.assert_array_equal(out, conv2d_ref(x, wt, bias, requant=rq))
+
+
+def test_four_accumulator_buffers_need_two_banks_and_four_tokens():
+    cfg = load_config("huge")
+    shape = Conv2dShape(1, 64, 56, 56, 256, 1, 1, 0, 1)
+    assert "four tokens" in " ".join(misfits(load_config("tight"), shape, 1, 1, 1, 1, 2,
+                                             bias=True, slots=4))
+    assert "two ACC banks" in " ".join(misfits(cfg, shape, 2, 56, 2, 1, 2, bias=True,
+                                               slots=4))
+    assert tiling_for(cfg, shape, 1, 56, 2, 1, 2, bias=True, slots=4).slots == 4
 
 
 def test_conv2d_without_bias_or_clip(default_cfg, rng, int8, device):

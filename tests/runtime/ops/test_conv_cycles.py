@@ -122,3 +122,50 @@ def test_tail_steps_follow_the_requantization():
     assert tail_steps(cfg.replace(acc_read_ports=2), relu, bias_added=True) == 5
     assert tail_steps(cfg, Requant(8, (-127, 127), use_clp=True), bias_added=False) == 3
     assert tail_steps(cfg, Requant(), bias_added=False) == 1
+
+
+def test_passes_longer_than_the_gemms_take_four_accumulator_buffers():
+    """ResNet-50's 64 → 256 1×1 layer on huge: one GEMM step a row against four ALU passes.
+    With two accumulator buffers tile t + 2's start waits for tile t's store, which begins after
+    tile t's last pass; with four it does not, and the planner takes them."""
+    cfg = load_config("huge")
+    shape = Conv2dShape(1, 64, 56, 56, 256, 1, 1, 0, 1)
+    two = tiling_for(cfg, shape, 1, 56, 2, 1, 2, bias=True)
+    four = tiling_for(cfg, shape, 1, 56, 2, 1, 2, bias=True, slots=4)
+    assert (two.slots, four.slots) == (2, 4)
+    rows = shape.oh * shape.ow * 4                  # ACC rows of the layer
+    assert estimate(cfg, shape, two) - estimate(cfg, shape, four) > rows // 8
+    assert plan_conv2d(cfg, shape, bias=True).slots == 4
+
+
+@pytest.mark.parametrize("slots", [2, 4])
+def test_estimate_follows_fsim_where_the_start_runs_beside_the_gemm(default_cfg, slots):
+    """A stem-like 1×1 layer of ten input blocks in two chunks a tile: the next tile's MOV
+    start runs beside the last GEMM part once the store of the tile ``slots`` before is done,
+    which with two buffers starts only after the passes beside the first chunk; each part is a
+    GEMM with its own fill. The estimate is within 1 % of fsim's cycles."""
+    from avta.runtime.device import Device
+    from avta.sim.fsim.backend import FsimBackend
+    cfg = default_cfg
+    shape = Conv2dShape(1, 160, 28, 28, 64, 1, 1, 0, 1)
+    rq = Requant(8, (0, 127))
+    t = tiling_for(cfg, shape, 7, 14, 4, 5, 2, bias=True, slots=slots)
+    rng = np.random.default_rng(0)
+    x = rng.integers(-128, 128, (1, 160, 28, 28), dtype=np.int8)
+    w = rng.integers(-128, 128, (64, 160, 1, 1), dtype=np.int8)
+    dev = Device(cfg, FsimBackend(cfg, dram_size=4 << 20, timing_only=True))
+    conv2d(dev, x, w, rng.integers(-8, 8, 64), requant=rq, tiling=t)
+    cycles = dev.last_result.cycles
+    assert abs(estimate(cfg, shape, t) - cycles) <= 0.01 * cycles
+
+
+def test_the_start_is_checked_and_a_zero_start_resets_each_buffer_once(default_cfg):
+    """Without a bias each accumulator buffer's first tile resets (a GEMM, not beside the one
+    before): ``start="zero"`` costs more than a bias MOV, ``"reset"`` (every tile) more still."""
+    cfg = default_cfg
+    shape = Conv2dShape(1, 64, 28, 28, 64, 3, 3, 1, 1)
+    t = tiling_for(cfg, shape, 4, 28, 4, 4, 2, bias=False, slots=4)
+    bias, zero, reset = (estimate(cfg, shape, t, start=s) for s in ("bias", "zero", "reset"))
+    assert bias < zero < reset
+    with pytest.raises(ValueError, match="not one of"):
+        estimate(cfg, shape, t, start="mov")

@@ -188,3 +188,88 @@ def test_conv2d_per_channel_on_the_device(tiny_cfg, device, int8, shape):
     two_operand = {insn.alu_opcode for insn in dev.last_program.insns
                    if insn.opcode == 4 and not insn.use_imm}
     assert {AluOp.SCL, AluOp.ADD, AluOp.SHR} <= two_operand
+
+
+# -- 24-bit multipliers (ALU_SCALE: 2) and two Q15 passes ------------------------------------
+
+def _wide_per_channel(rng, channels, zy=-128):
+    """A per-channel requantization with Q23 multipliers in [2^22, 2^23), shifts 6..12."""
+    m = tuple(int(v) for v in rng.integers(1 << 22, 1 << 23, channels))
+    s = tuple(int(v) for v in rng.integers(6, 13, channels))
+    return Requant(0, (-128, 127), bias_first=True, multiplier=m, shifts=s, multiplier_bits=24,
+                   offsets=tuple(zy * (1 << k) + (1 << (k - 1)) for k in s))
+
+
+def test_a_24_bit_multiplier_rounds_once():
+    """SCL's floor with a Q23 row, then + 2^(s−1) and >> s: acc · m / 2^(23+s) rounded half up."""
+    rng = np.random.default_rng(24)
+    q = _wide_per_channel(rng, 3, zy=0)
+    acc = rng.integers(-(1 << 20), 1 << 20, (400, 3))
+    m, s = (np.array(v, np.int64) for v in (q.multiplier, q.shifts))
+    exact = (2 * acc * m + (1 << (23 + s))) // (1 << (24 + s))
+    np.testing.assert_array_equal(q.reference(acc),
+                                  np.clip(exact, -128, 127).astype(np.int8))
+
+
+def test_two_multipliers_round_once():
+    """A pool's sum plus ``pre_offset``, times m1 exactly (shifted left by 15 first), SCL m2,
+    then the rounding shift: (acc + c) · m1 · m2 / 2^(15+s) rounded half up, once."""
+    rng = np.random.default_rng(2)
+    acc = rng.integers(-(1 << 14), 1 << 14, 5000)
+    q = Requant(20, multiplier=23117, multiplier2=17001, pre_offset=-700, pre_shift=15,
+                offset=(5 << 20) + (1 << 19))
+    exact = (2 * (acc - 700) * 23117 * 17001 + (1 << 35)) // (1 << 36) + 5
+    np.testing.assert_array_equal(q.reference(acc), (exact & 0xFF).astype(np.uint8).view(np.int8))
+
+
+def test_wide_and_two_pass_values_are_checked():
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="multiplier_bits"):
+        Requant(3, multiplier=5, multiplier_bits=20)
+    with pytest.raises(ValueError, match="per-channel"):
+        Requant(3, multiplier=5, multiplier_bits=24)
+    with pytest.raises(ValueError, match="multiplier"):
+        Requant(bias_first=True, multiplier=(1 << 23,), shifts=(3,), offsets=(0,),
+                multiplier_bits=24)
+    with pytest.raises(ValueError, match="multiplier2"):
+        Requant(3, multiplier2=5)
+    with pytest.raises(ValueError, match="multiplier2"):
+        Requant(3, multiplier=(5,), multiplier2=5, bias_first=True, shifts=(3,), offsets=(0,))
+    with pytest.raises(ValueError, match="pre_offset"):
+        Requant(3, multiplier=5, pre_offset=1 << 15)
+    assert _wide_per_channel(rng, 2).multiplier_bits == 24
+
+
+def test_a_24_bit_multiplier_needs_alu_scale_2(tiny_cfg, device, int8):
+    rng = np.random.default_rng(1)
+    x, w = int8((1, 4, 5, 6)), int8((8, 4, 3, 3))
+    with pytest.raises(ValueError, match="ALU_SCALE: 2"):
+        _conv_pad_value(device(tiny_cfg.replace(alu_scale=1)), x, w, np.zeros(8, np.int32),
+                        _wide_per_channel(rng, 8))
+
+
+@pytest.mark.parametrize("bits", [16, 24])
+def test_conv2d_per_channel_on_a_24_bit_device(tiny_cfg, device, int8, bits):
+    """Q23 rows on ALU_SCALE: 2, and Q15 rows there too (shifted left by 8 when packed)."""
+    cfg = tiny_cfg.replace(alu_scale=2)
+    rng = np.random.default_rng(bits)
+    x, w = int8((1, 4, 5, 6)), int8((8, 4, 3, 3))
+    bias = rng.integers(-5000, 5000, 8).astype(np.int32)
+    q = _wide_per_channel(rng, 8) if bits == 24 else _per_channel(rng, 8)
+    got = _conv_pad_value(device(cfg), x, w, bias, q)
+    want = conv2d_ref(x, w, bias, pad=1, pad_value=-128, requant=q)
+    np.testing.assert_array_equal(got, want)
+    assert len(np.unique(want)) > 20
+
+
+def test_add_of_inputs_scaled_by_two_factors(tiny_cfg, device, int8):
+    """Each input times m1 exactly (left shift by 15, SCL), then SCL m2 rounding down; the sum
+    requantized: on the device as the reference, with Q15 immediates only (ALU_SCALE: 1)."""
+    a, b = int8((2, 8, 3, 5)), int8((2, 8, 3, 5))
+    q = Requant(17, (-128, 127), offset=(3 << 17) + (1 << 16))
+    kw = dict(scale_a=23117, scale_a2=17001, scale_b=16500, scale_b2=20000)
+    got = add(device(tiny_cfg.replace(alu_scale=1)), a, b, requant=q, **kw)
+    want = add_ref(a, b, requant=q, **kw)
+    np.testing.assert_array_equal(got, want)
+    terms = (a.astype(np.int64) * 23117 * 17001 >> 15) + (b.astype(np.int64) * 16500 * 20000 >> 15)
+    np.testing.assert_array_equal(want, np.clip((terms + (3 << 17) + (1 << 16)) >> 17, -128, 127))

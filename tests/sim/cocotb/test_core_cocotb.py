@@ -34,16 +34,18 @@ def alu_program(dev, rng):
 
 
 def scale_program(dev, rng):
-    """SCL (ALU_SCALE: 1) with a per-tensor immediate, then per-lane multipliers from ACC."""
+    """SCL (ALU_SCALE: 1 or 2) with a per-tensor immediate, then per-lane multipliers of the
+    configuration's width W from ACC."""
     shape = (2, dev.cfg.batch, dev.cfg.block_out)
     a = rng.integers(-2**31, 2**31, shape, dtype=np.int64).astype(np.int32)
-    m = rng.integers(-2**15, 2**15, shape, dtype=np.int32)
+    half = 1 << (dev.cfg.scale_bits - 1)
+    m = rng.integers(-half, half, shape, dtype=np.int32)
     return elementwise(dev, a, [(AluOp.SCL, 23456), (AluOp.SCL, "b")], m)
 
 
 @pytest.mark.parametrize("program, scale", [(matmul_program, 0), (alu_program, 0),
-                                            (scale_program, 1)],
-                         ids=["matmul", "alu", "scale"])
+                                            (scale_program, 1), (scale_program, 2)],
+                         ids=["matmul", "alu", "scale", "scale24"])
 def test_core_through_cocotb_matches_fsim(program, scale):
     cfg = load_config("tiny").replace(alu_scale=scale)
     devices = [fsim_device(cfg, dram_size=DRAM_BYTES),

@@ -17,8 +17,8 @@ def _sext(value, bits):
     return value - (1 << bits) if value >> (bits - 1) else value
 
 
-def _ref_op(op, a, b):
-    """f(A, B) of docs/isa.md §3.4 on Python ints."""
+def _ref_op(op, a, b, scale_bits=16):
+    """f(A, B) of docs/isa.md §3.4 on Python ints (SCL's multiplier ``scale_bits`` W wide)."""
     if op == AluOp.MIN:
         return min(a, b)
     if op == AluOp.MAX:
@@ -35,23 +35,26 @@ def _ref_op(op, a, b):
     if op == AluOp.MOV:
         return b
     if op == AluOp.SCL:
-        # ⌊A·m / 2^15⌋ with m = sext(B[15:0]), wrapped to int32.
-        return _wrap32((a * _sext(b, 16)) // 2**15)
+        # ⌊A·m / 2^(W−1)⌋ with m = sext(B[W−1:0]), wrapped to int32.
+        return _wrap32((a * _sext(b, scale_bits)) // 2**(scale_bits - 1))
     raise AssertionError(op)
 
 
-def _reference_alu(insn, uops, acc):
-    """docs/isa.md §3.4 one step and one lane at a time."""
+def _reference_alu(insn, uops, acc, scale_bits=16):
+    """docs/isa.md §3.4 one step and one lane at a time (SCL ``scale_bits`` W wide, an
+    immediate standing for sext(imm) · 2^(W−16))."""
     acc = [[int(v) for v in row.reshape(-1)] for row in acc]
+    imm = insn.imm << (scale_bits - 16) if insn.alu_opcode == AluOp.SCL else insn.imm
     for i_o in range(insn.iter_out):
         for i_i in range(insn.iter_in):
             for u in range(insn.uop_bgn, insn.uop_end):
                 d = uops[u].dst_idx + i_o * insn.dst_factor_out + i_i * insn.dst_factor_in
                 s = uops[u].src_idx + i_o * insn.src_factor_out + i_i * insn.src_factor_in
                 if insn.use_imm:
-                    acc[d] = [_ref_op(insn.alu_opcode, a, insn.imm) for a in acc[s]]
+                    acc[d] = [_ref_op(insn.alu_opcode, a, imm, scale_bits) for a in acc[s]]
                 else:
-                    acc[d] = [_ref_op(insn.alu_opcode, a, b) for a, b in zip(acc[d], acc[s])]
+                    acc[d] = [_ref_op(insn.alu_opcode, a, b, scale_bits)
+                              for a, b in zip(acc[d], acc[s])]
     return np.array(acc, dtype=np.int64)
 
 

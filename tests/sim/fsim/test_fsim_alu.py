@@ -33,6 +33,7 @@ def run_alu(reference_alu):
     """``run_alu(cfg, insn, kernel, seed=0)``: ``insn`` run alone on random ACC rows, the
     result against :func:`reference_alu` (ACC and its OUT mirror); returns the result."""
     def run(cfg, insn, kernel, seed=0):
+        scale_bits = cfg.scale_bits or 16
         rng = np.random.default_rng(seed)
         acc = acc_values(cfg, rng)
         image = Image(cfg, size=1 << 16)
@@ -42,7 +43,7 @@ def run_alu(reference_alu):
                   load(MemType.ACC, dram=ACC // cfg.acc_elem_bytes, x=ACC_ROWS))
         result, sim = run_alone(image, insn)
         assert result.status == "ok", result.detail
-        expected = reference_alu(insn, kernel, acc)
+        expected = reference_alu(insn, kernel, acc, scale_bits)
         got = np.array(sim.sram("acc")[:ACC_ROWS]).reshape(ACC_ROWS, -1)
         np.testing.assert_array_equal(got, expected)
         np.testing.assert_array_equal(sim.sram("out")[:ACC_ROWS].reshape(ACC_ROWS, -1),
@@ -87,6 +88,21 @@ def test_alu_op_values(ref_op, op, a, b, expected):
     assert got.dtype == np.int32 and int(got[0]) == expected
 
 
+# (A, B, result) of SCL with a 24-bit multiplier (ALU_SCALE: 2): ⌊A·sext(B[23:0])/2^23⌋.
+WIDE_VALUES = [
+    (1000, 1 << 22, 500), (-3, 1 << 22, -2), (7, -(1 << 23), -7), (-1, 1 << 22, -1),
+    (12345, 0x7F000000 | 0x555555, 8229), (2**31 - 1, 0x7FFFFF, 2**31 - 2**8 - 1),
+    (-2**31, 0x800000, -2**31), (40000, 0x1000000 - 3, -1), (123457, 0x6A3D71, 102469),
+]
+
+
+@pytest.mark.parametrize("a, b, expected", WIDE_VALUES)
+def test_scl_values_with_a_24_bit_multiplier(ref_op, a, b, expected):
+    assert ref_op(AluOp.SCL, a, b, 24) == expected
+    got = alu_op(AluOp.SCL, np.array([a], np.int32), np.array([b], np.int32), scale_bits=24)
+    assert int(got[0]) == expected
+
+
 # -- whole instructions ----------------------------------------------------------------------
 
 KERNEL = [Uop(0, 40), Uop(1, 41), Uop(2, 2), Uop(3, 50)]     # one dst == src (in place)
@@ -104,6 +120,14 @@ def test_alu_forms(run_alu, config, op, imm):
     insn = alu(op, uops=(0, 4), iters=(2, 3), dst=(12, 4), src=(5, 1), imm=imm)
     cfg = load_config(config).replace(alu_scale=int(op == AluOp.SCL))
     run_alu(cfg, insn, KERNEL, seed=int(op) * 1000 + (imm or 0) % 1000)
+
+
+@pytest.mark.parametrize("imm", [None, -32768, -1, 5, 32767])
+def test_scl_forms_with_a_24_bit_multiplier(run_alu, imm):
+    """ALU_SCALE: 2: from a row ⌊A·sext(B[23:0])/2^23⌋; an immediate is sext(imm) · 2^8, so it
+    means imm / 2^15 as with ALU_SCALE: 1."""
+    insn = alu(AluOp.SCL, uops=(0, 4), iters=(2, 3), dst=(12, 4), src=(5, 1), imm=imm)
+    run_alu(load_config("tiny").replace(alu_scale=2), insn, KERNEL, seed=7 + (imm or 0) % 1000)
 
 
 @pytest.mark.parametrize("use_imm", [False, True], ids=["tensor", "imm"])

@@ -198,8 +198,9 @@ def test_every_corner_appears_in_a_campaign(config, count):
     assert not missing, missing
 
 
-def test_coverage_with_alu_scale_includes_scl():
-    cfg = load_config("tiny").replace(alu_scale=1)
+@pytest.mark.parametrize("scale", [1, 2])
+def test_coverage_with_alu_scale_includes_scl(scale):
+    cfg = load_config("tiny").replace(alu_scale=scale)
     features = isa_features(cfg)
     assert {"ALU SCL imm", "ALU SCL two-operand"} <= set(features)
     assert not {"ALU SCL imm", "ALU SCL two-operand"} & set(isa_features(load_config("tiny")))

@@ -40,7 +40,7 @@ def test_minutes_and_a_bad_total():
 
 
 def test_every_finished_point_says_the_rate_and_the_time_left(tmp_path):
-    spec = parse_spec("base: tiny\nvary:\n  AXI_DATA_BITS: [64, 128]\nworkload: resnet18\n"
+    spec = parse_spec("base: default\nvary:\n  AXI_DATA_BITS: [64, 128]\nworkload: resnet18\n"
                       "input_size: 32\n", source="spec.yaml")
     lines = []
     result = run_sweep(spec, tmp_path, workers=0, log=lines.append)

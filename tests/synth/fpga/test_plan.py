@@ -59,8 +59,9 @@ def test_the_verdict_names_the_resource_and_the_excess():
     assert plan.to_dict()["over"]["dp16kd"] == {"needed": 60, "available": 56}
 
 
-def test_scl_lanes_add_their_multipliers_to_the_plan(tiny_cfg):
+@pytest.mark.parametrize("scale", [1, 2])
+def test_scl_lanes_add_their_multipliers_to_the_plan(tiny_cfg, scale):
     from avta.synth.fpga.plan import SCALE_LANE_MULT18, estimate_multipliers
     lanes = tiny_cfg.batch * tiny_cfg.block_out
-    assert estimate_multipliers(tiny_cfg.replace(alu_scale=1)) \
-        == estimate_multipliers(tiny_cfg) + SCALE_LANE_MULT18 * lanes
+    assert estimate_multipliers(tiny_cfg.replace(alu_scale=scale)) \
+        == estimate_multipliers(tiny_cfg) + SCALE_LANE_MULT18[scale] * lanes

@@ -1,0 +1,150 @@
+"""avta.runtime.build_cache: a conv2d's program built once, read back in another process (here:
+after the memory is emptied) and placed at other DRAM addresses, the same program bit for bit;
+a damaged or foreign entry is built again; the key holds what changes the program."""
+
+import json
+
+import pytest
+
+from avta.isa.config import load_config
+from avta.runtime import build_cache
+from avta.runtime.stream import StreamError
+from avta.runtime.ops.conv2d import Conv2dBuffers, _build_conv2d, build_conv2d
+from avta.runtime.ops.conv_plan import Conv2dShape
+from avta.runtime.ops.requant import Requant
+
+SHAPE = Conv2dShape(1, 32, 14, 14, 32, 3, 3, 1, 1)
+REQUANT = Requant(8, (0, 127))
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """An empty cache folder, and nothing remembered in memory before or after."""
+    monkeypatch.setenv("AVTA_CACHE", str(tmp_path))
+    monkeypatch.delenv(build_cache.SWITCH, raising=False)
+    build_cache.clear_memory()
+    yield tmp_path / "programs"
+    build_cache.clear_memory()
+
+
+def _fresh(cfg, bufs, **options):
+    return _build_conv2d(cfg, SHAPE, bufs, requant=options.get("requant", REQUANT), threads=2,
+                         tiling=None, bias_bound=options.get("bias_bound", 5))
+
+
+def _same(a, b, uop_elem=4096):
+    assert len(a) == len(b)
+    assert a.encode(uop_elem) == b.encode(uop_elem)
+    assert a.uop_bytes() == b.uop_bytes()
+    assert a.step_mix() == b.step_mix()
+    assert a.expected_counters() == b.expected_counters()
+    assert tuple(a.insns) == tuple(b.insns) and tuple(a.uops) == tuple(b.uops)
+
+
+@pytest.mark.parametrize("name", ["default", "tiny"])
+def test_a_program_read_back_is_the_one_built_at_the_new_addresses(cache, name):
+    cfg = load_config(name)
+    first = Conv2dBuffers(inp=100, wgt=7, out=3000, bias=50)
+    built = build_conv2d(cfg, SHAPE, first, requant=REQUANT, bias_bound=5)
+    assert not built.read_back
+    _same(built, _fresh(cfg, first))
+    assert built.ledger is not None
+    assert len(list(cache.glob("*.json"))) == 1
+    build_cache.clear_memory()                     # as a new process finds it
+    elsewhere = Conv2dBuffers(inp=90_000, wgt=12_345, out=777, bias=4_000)
+    read = build_conv2d(cfg, SHAPE, elsewhere, requant=REQUANT, bias_bound=5)
+    assert read.read_back
+    _same(read, _fresh(cfg, elsewhere))
+
+
+def test_what_changes_the_program_changes_the_key(cache):
+    cfg = load_config("default")
+    bufs = Conv2dBuffers(inp=0, wgt=0, out=0, bias=0)
+    build_conv2d(cfg, SHAPE, bufs, requant=REQUANT, bias_bound=5)
+    build_conv2d(cfg, SHAPE, bufs, requant=Requant(0, (0, 127)), bias_bound=5)    # no SHR
+    build_conv2d(cfg, SHAPE, Conv2dBuffers(inp=0, wgt=0, out=0), requant=REQUANT)
+    wide = load_config("wide")
+    build_conv2d(wide, SHAPE, bufs, requant=REQUANT, bias_bound=5)
+    assert len(list(cache.glob("*.json"))) == 4
+    build_cache.clear_memory()
+    read = build_conv2d(cfg, SHAPE, bufs, requant=Requant(0, (0, 127)), bias_bound=5)
+    _same(read, _fresh(cfg, bufs, requant=Requant(0, (0, 127))))
+
+
+def test_the_key_follows_the_runtime_sources(cache, monkeypatch):
+    cfg = load_config("default")
+    args = {"shape": SHAPE}
+    before = build_cache.program_key("conv2d", cfg, args)
+    monkeypatch.setattr(build_cache, "runtime_digest", lambda: "an edited runtime")
+    assert build_cache.program_key("conv2d", cfg, args) != before
+
+
+@pytest.mark.parametrize("damage", ["truncated", "foreign key", "bad base64", "index past end",
+                                    "extra field"])
+def test_a_damaged_entry_is_built_again_and_rewritten(cache, damage):
+    cfg = load_config("default")
+    bufs = Conv2dBuffers(inp=10, wgt=20, out=30, bias=40)
+    build_conv2d(cfg, SHAPE, bufs, requant=REQUANT, bias_bound=5)
+    (path,) = cache.glob("*.json")
+    record = json.loads(path.read_text())
+    if damage == "truncated":
+        path.write_text(path.read_text()[:100])
+    else:
+        if damage == "foreign key":
+            record["key"] = "0" * 32
+        elif damage == "bad base64":
+            record["insns"] = "not base64!"
+        elif damage == "index past end":
+            record["uop_loads"] = [10 ** 6]
+        else:
+            record["planted"] = 1
+        path.write_text(json.dumps(record))
+    build_cache.clear_memory()
+    again = build_conv2d(cfg, SHAPE, bufs, requant=REQUANT, bias_bound=5)
+    assert not again.read_back
+    _same(again, _fresh(cfg, bufs))
+    assert json.loads(path.read_text())["key"] == path.stem
+
+
+def test_the_switch_keeps_the_disk_out(cache, monkeypatch):
+    monkeypatch.setenv(build_cache.SWITCH, "0")
+    cfg = load_config("default")
+    build_conv2d(cfg, SHAPE, Conv2dBuffers(inp=0, wgt=0, out=0, bias=0), requant=REQUANT)
+    assert not cache.exists()
+
+
+def test_an_address_past_the_dram_base_field_is_the_builders_error_not_a_wrapped_entry(cache):
+    cfg = load_config("default")
+    build_conv2d(cfg, SHAPE, Conv2dBuffers(inp=0, wgt=0, out=0, bias=0), requant=REQUANT,
+                 bias_bound=5)
+    build_cache.clear_memory()
+    far = Conv2dBuffers(inp=(1 << 32) - 10, wgt=0, out=0, bias=0)
+    with pytest.raises(StreamError):
+        build_conv2d(cfg, SHAPE, far, requant=REQUANT, bias_bound=5)
+
+
+def test_an_adds_two_inputs_are_told_apart_by_their_addresses(cache):
+    from avta.runtime.ops.residual import AddBuffers, _build_add_gemm, build_add_gemm, plan_add
+    cfg = load_config("default")
+    shape = (1, 64, 28, 28)
+    requant = Requant(1, (0, 127))
+    tiling = plan_add(cfg, shape, requant=requant, path="gemm").tiling
+    first = AddBuffers(a=1000, b=60_000, wgt=5, out=90_000)
+    build_add_gemm(cfg, shape, first, requant=requant, tiling=tiling)
+    build_cache.clear_memory()
+    swapped = AddBuffers(a=200_000, b=300, wgt=9, out=77)       # b now below a
+    read = build_add_gemm(cfg, shape, swapped, requant=requant, tiling=tiling)
+    assert read.read_back
+    _same(read, _build_add_gemm(cfg, shape, swapped, requant=requant, shift_a=0, threads=2,
+                                tiling=tiling))
+    same = AddBuffers(a=500, b=500, wgt=9, out=77)              # x + x: another key
+    assert not build_add_gemm(cfg, shape, same, requant=requant, tiling=tiling).read_back
+
+
+def test_a_plan_read_back_is_the_plan(cache):
+    from avta.runtime.ops import residual
+    cfg = load_config("default")
+    want = residual._plan_add(cfg, (1, 64, 28, 28), 0, Requant(1, (0, 127)), 2, None)
+    assert residual.plan_add(cfg, (1, 64, 28, 28), requant=Requant(1, (0, 127))) == want
+    build_cache.clear_memory()
+    assert residual.plan_add(cfg, (1, 64, 28, 28), requant=Requant(1, (0, 127))) == want

@@ -1,0 +1,109 @@
+"""GEMM kernels of the convolution form (every pair of R src rows and D dst rows, weights fixed
+over the loops), which fsim runs as one matrix product (sim/fsim/gemm.py), against the naive
+per-step reference: overlapping destinations, wrapping indices and sums, a dot product long
+enough for float64, and kernels one pair short of the form (the per-step path)."""
+
+import numpy as np
+import pytest
+
+from avta.isa.config import load_config
+from avta.isa.enums import MemType
+from avta.isa.insn import Uop
+from avta.sim.fsim import gemm as fsim_gemm
+from avta.sim.image import Image, gemm, load, run_alone
+
+UOPS, INP, WGT, ACC = 0x800, 0x1000, 0x10000, 0x30000
+
+
+def _kernel(srcs, dsts, first_wgt=0):
+    return [Uop(d, s, first_wgt + i * len(dsts) + j)
+            for i, s in enumerate(srcs) for j, d in enumerate(dsts)]
+
+
+def _whole(rows, depth):
+    """``rows`` at the start of a zeroed scratchpad of ``depth`` rows."""
+    whole = np.zeros((depth,) + rows.shape[1:], rows.dtype)
+    whole[:rows.shape[0]] = rows
+    return whole
+
+
+def _reference(insn, uops, inp, wgt, acc):
+    """docs/isa.md §3.3 step by step, indices modulo the scratchpads' depths, wrapping sums."""
+    acc = acc.astype(np.int64)
+    for i_o in range(insn.iter_out):
+        for i_i in range(insn.iter_in):
+            for u in uops[insn.uop_bgn:insn.uop_end]:
+                a = (u.dst_idx + i_o * insn.dst_factor_out + i_i * insn.dst_factor_in) % len(acc)
+                i = (u.src_idx + i_o * insn.src_factor_out + i_i * insn.src_factor_in) % len(inp)
+                w = (u.wgt_idx + i_o * insn.wgt_factor_out + i_i * insn.wgt_factor_in) % len(wgt)
+                total = acc[a] + inp[i].astype(np.int64) @ wgt[w].astype(np.int64).T
+                acc[a] = (total + 2**31) % 2**32 - 2**31
+    return acc.astype(np.int32)
+
+
+# (id, kernel, (iter_out, iter_in), dst factors, src factors, wgt factors, init)
+CASES = [
+    ("3 src x 2 dst", _kernel((0, 3, 5), (0, 7)), (3, 4), (12, 3), (16, 4), (0, 0), "random"),
+    ("dst rows overlap across the loops", _kernel((0, 1), (0, 1, 2)), (4, 5), (1, 1), (2, 1),
+     (0, 0), "random"),
+    ("every position into one row", _kernel((2, 4), (5,)), (6, 5), (0, 0), (3, 1), (0, 0),
+     "random"),
+    ("indices wrap past the scratchpads", _kernel((30, 60), (40, 63)), (3, 3), "half",
+     "half", (0, 0), "random"),
+    ("sums wrap past int32", _kernel((0, 1), (0,)), (4, 4), (0, 0), (1, 1), (0, 0), "max"),
+    ("a dot product past float32", _kernel(tuple(range(140)), (0,)), (2, 2), (2, 1), (1, 1),
+     (0, 0), "extreme"),
+    ("weights move with the loops", _kernel((0, 3), (0, 7)), (2, 3), (12, 3), (6, 2), (1, 0),
+     "random"),
+    ("a pair missing", _kernel((0, 3), (0, 7))[:-1], (2, 3), (12, 3), (6, 2), (0, 0),
+     "random"),
+]
+
+
+@pytest.mark.parametrize("config", ["default", "tiny", "batch2", "rect"])
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_product_form_matches_the_steps(random_tensor, config, case, monkeypatch):
+    name, kernel, iters, dst, src, wgt_f, init = case
+    cfg = load_config(config)
+    rng = np.random.default_rng(len(name))
+    # "half": the outer loop steps half a scratchpad, so indices pass its end and wrap.
+    dst = (cfg.acc_depth // 2 + 1, 1) if dst == "half" else dst
+    src = (cfg.inp_depth // 2 + 3, 2) if src == "half" else src
+    inp_rows, acc_rows = min(160, cfg.inp_depth), min(64, cfg.acc_depth)
+    wgt_rows = 1 + max(u.wgt_idx for u in kernel)
+    shapes = ((inp_rows, cfg.batch, cfg.block_in), (wgt_rows, cfg.block_out, cfg.block_in),
+              (acc_rows, cfg.batch, cfg.block_out))
+    if init == "max":
+        inp, wgt = (np.full(s, 127, np.int8) for s in shapes[:2])
+        acc = np.full(shapes[2], 2**31 - 1000, dtype=np.int32)
+    elif init == "extreme":     # 140·BLOCK_IN products of 127·127: past 2^25, float32 rounds
+        inp, wgt = (np.full(s, 127, np.int8) for s in shapes[:2])
+        acc = np.zeros(shapes[2], np.int32)
+    else:
+        inp = random_tensor(rng, shapes[0], np.int8)
+        wgt = random_tensor(rng, shapes[1], np.int8)
+        acc = random_tensor(rng, shapes[2], np.int32)
+    used = []
+    product = fsim_gemm._as_matrix_product
+    monkeypatch.setattr(fsim_gemm, "_as_matrix_product",
+                        lambda *a: used.append(product(*a)) or used[-1])
+    image = Image(cfg, size=1 << 19)
+    image.put_uops(UOPS, kernel)
+    image.put(INP, inp)
+    image.put(WGT, wgt)
+    image.put(ACC, acc)
+    insn = gemm(uops=(0, len(kernel)), iters=iters, dst=dst, src=src, wgt=wgt_f, pop_prev=1)
+    image.add(load(MemType.INP, dram=INP // cfg.inp_elem_bytes, x=inp_rows),
+              load(MemType.WGT, dram=WGT // cfg.wgt_elem_bytes, x=wgt_rows, push_next=1),
+              load(MemType.UOP, dram=UOPS // cfg.uop_elem_bytes, x=len(kernel)),
+              load(MemType.ACC, dram=ACC // cfg.acc_elem_bytes, x=acc_rows))
+    result, sim = run_alone(image, insn)
+    assert result.status == "ok", result.detail
+    depths = [sim.sram(name).shape[0] for name in ("inp", "wgt", "acc")]
+    expected = _reference(insn, kernel, *(_whole(a, d) for a, d in zip((inp, wgt, acc), depths)))
+    np.testing.assert_array_equal(sim.sram("acc"), expected)
+    np.testing.assert_array_equal(sim.sram("out"), expected.astype(np.int8))
+    in_form = name not in ("weights move with the loops", "a pair missing")
+    assert used == [in_form]
+    if init == "max":
+        assert (expected < 0).any()
