@@ -12,7 +12,7 @@ stage's long weight bursts.
 """
 
 __all__ = ["FETCH_LATENCY", "INSN_OVERHEAD", "LOAD_LATENCY", "STORE_ROW_OVERHEAD",
-           "COMPUTE_FILL", "ALU_FILL", "gemm_fill", "row_cycles", "load_cycles", "store_cycles",
+           "COMPUTE_FILL", "INDEX_REGISTER", "ALU_FILL", "gemm_fill", "row_cycles", "load_cycles", "store_cycles",
            "compute_cycles"]
 
 #: Cycles from launch until the first instruction can start in its stage (fetching it from DRAM
@@ -29,18 +29,26 @@ LOAD_LATENCY = 6
 #: A STORE's cycles per DRAM row besides the row's beats (its write burst's address and
 #: response; 6 on default and huge).
 STORE_ROW_OVERHEAD = 6
-#: Cycles of a GEMM whose dot product has no pipeline registers besides its micro-op steps: the
-#: cycle it starts and the pipeline it drains (consecutive compute instructions do not overlap).
+#: Cycles of a GEMM or ALU instruction besides its micro-op steps, before the registers each
+#: unit adds below: the cycle it starts and the pipeline it drains (consecutive compute
+#: instructions do not overlap).
 COMPUTE_FILL = 4
-#: Cycles of an ALU instruction besides its micro-op steps: :data:`COMPUTE_FILL` and one for the
-#: register between its ACC read and its lanes (hw/core/alu.py).
-ALU_FILL = COMPUTE_FILL + 1
+#: The register between a unit's index adders (micro-op fields + loop offsets) and what uses the
+#: indices: the GEMM's hazard check and INP/WGT reads, the ALU's ACC reads (hw/core/gemm.py,
+#: hw/core/alu.py; docs/architecture.md, timing on an FPGA): one cycle of every GEMM and ALU
+#: instruction.
+INDEX_REGISTER = 1
+#: Cycles of an ALU instruction besides its micro-op steps: :data:`COMPUTE_FILL`,
+#: :data:`INDEX_REGISTER` and one for the register between its ACC read and its lanes
+#: (hw/core/alu.py).
+ALU_FILL = COMPUTE_FILL + INDEX_REGISTER + 1
 
 
 def gemm_fill(cfg):
-    """Cycles of a GEMM instruction besides its micro-op steps: :data:`COMPUTE_FILL` and one
-    per pipeline register of its dot product (``cfg.gemm_stages``, hw/core/gemm.py)."""
-    return COMPUTE_FILL + cfg.gemm_stages
+    """Cycles of a GEMM instruction besides its micro-op steps: :data:`COMPUTE_FILL`,
+    :data:`INDEX_REGISTER` and one per pipeline register of its dot product
+    (``cfg.gemm_stages``, hw/core/gemm.py)."""
+    return COMPUTE_FILL + INDEX_REGISTER + cfg.gemm_stages
 
 
 def _ceil_div(a, b):

@@ -61,7 +61,7 @@ __all__ = ["checks", "STEP_BITS"]
 #: Width of the step count ``pipe`` tracks a step by (one of the first 2^STEP_BITS steps).
 STEP_BITS = 3
 #: ``pipe``'s BMC depth (cycles from power-on).
-PIPE_DEPTH = 11
+PIPE_DEPTH = 12
 
 
 class AluHarness(Harness):

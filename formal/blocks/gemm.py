@@ -18,7 +18,7 @@ is split at the dot product ``D``, the expression the RTL writes for lane (b, o)
 ``pipe``
     The whole unit, one instruction with arbitrary fields from power-on, memories modelled:
     every step writes ``ACC[a] + D(inp, wgt)`` (or 0 with ``reset``) to the ACC row ``a`` its
-    s1 index named (``acc_index``, the row the compute stage's hazard check sees), where
+    s2 index named (``acc_index``, the row the compute stage's hazard check sees), where
     ``ACC[a]`` includes every earlier step's write (forwarding: any distance, back to back
     included) and ``inp``/``wgt`` are the rows its reads returned. The solver picks which step
     is tracked and which ACC row it uses; the rows returned are free. ``D`` here is the
@@ -65,11 +65,11 @@ def rtl_dot(cfg, inp, wgt, b, o):
 
 
 def _pipe_depth(cfg):
-    """``pipe``'s depth: 10 (about 6 steps before the tracked one) for up to 64 products per
-    row; 7 above (default's 256 products: step 7 alone took over 3 minutes); plus the dot
-    product's pipeline registers. The first write comes at cycle 4 + ``cfg.gemm_stages``, so
-    depth 7 + stages still checks three steps, back to back."""
-    return (10 if cfg.batch * cfg.block_out * cfg.block_in <= 64 else 7) + cfg.gemm_stages
+    """``pipe``'s depth: 11 (about 6 steps before the tracked one) for up to 64 products per
+    row; 8 above (default's 256 products: step 7 alone took over 3 minutes before the index
+    register); plus the dot product's pipeline registers. The first write comes at cycle
+    5 + ``cfg.gemm_stages``, so depth 8 + stages still checks three steps, back to back."""
+    return (11 if cfg.batch * cfg.block_out * cfg.block_in <= 64 else 8) + cfg.gemm_stages
 
 
 def _lanes(cfg):
@@ -146,41 +146,43 @@ class GemmPipeHarness(Harness):
             m.d.comb += dut.acc_rd.data.eq(returned)
 
         # The tracked step: the k-th step issued (k picked by the solver); it is in stage s_j
-        # when t[j], and writes in s(3+S); its s1 ACC index names row a.
+        # when t[j], and writes in s(4+S); its s2 ACC index names row a. Stages after s2 never
+        # stall (hold is 0 here), so t[j] follows t[j - 1] one cycle later.
         k = self.constant(m, "k", STEP_BITS)
         issued = Signal(STEP_BITS + 1)
         with m.If(dut.step & ~issued[-1]):
             m.d.sync += issued.eq(issued + 1)
         stages = cfg.gemm_stages
-        t = [None] + [Signal(name=f"t{j}") for j in range(1, 4 + stages)]
+        t = [None] + [Signal(name=f"t{j}") for j in range(1, 5 + stages)]
         m.d.sync += [t[1].eq(dut.step & (issued == k))]
-        m.d.sync += [t[j].eq(t[j - 1]) for j in range(2, 4 + stages)]
-        self.assume(m, ~t[1] | (dut.acc_index == a))
+        m.d.sync += [t[j].eq(t[j - 1]) for j in range(2, 5 + stages)]
+        self.assume(m, ~t[2] | (dut.acc_index == a))
 
-        # The rows arrive in s2; the harness's copy of the pipeline has their dot products in
-        # s(2+S).
+        # The rows arrive in s3; the harness's copy of the pipeline has their dot products in
+        # s(3+S).
         inp = data.View(row_layout(cfg, "inp"), dut.inp_rd.data)
         wgt = data.View(row_layout(cfg, "wgt"), dut.wgt_rd.data)
         dots = Signal(acc_row)
         for b, o in _lanes(cfg):
             dot = dot_pipeline(m, _products(cfg, inp, wgt, b, o), stages, name=f"ref{b}_{o}")
-            with m.If(t[2 + stages]):
+            with m.If(t[3 + stages]):
                 m.d.sync += dots[b][o].eq(dot)
         want = Signal(acc_row)
         now = data.View(acc_row, acc_now)
         with m.If(~gemm.reset):
             for b, o in _lanes(cfg):
                 m.d.comb += want[b][o].eq(now[b][o] + dots[b][o])
-        t3 = t[3 + stages]
-        self.promise(m, ~t3 | (wr.en.all() & (wr.addr == a) & (wr.data == want.as_value())))
+        t_write = t[4 + stages]
+        self.promise(m, ~t_write | (wr.en.all() & (wr.addr == a)
+                                    & (wr.data == want.as_value())))
 
         wrote_a = Signal()
         with m.If(write_a):
             m.d.sync += wrote_a.eq(1)
         back_to_back = Signal()
         m.d.sync += back_to_back.eq(write_a)
-        self.cover(m, t3 & back_to_back & ~gemm.reset & (dots.as_value() != 0))
-        self.cover(m, t3 & gemm.reset & wrote_a)
+        self.cover(m, t_write & back_to_back & ~gemm.reset & (dots.as_value() != 0))
+        self.cover(m, t_write & gemm.reset & wrote_a)
 
 
 def checks(cfg, faults=frozenset()):

@@ -5,22 +5,25 @@ Pipeline:
 
 ====  ===================================================================================
 s0    :class:`LoopGen` offers the step; the micro-op buffer is read.
-s1    indices = micro-op fields + offsets; ACC[src] is read (port A), and ACC[dst] too when
-      the operation needs it: on port B in the same cycle, or on port A one cycle later
-      (the step then spends two cycles in s1).
-s2    operands arrive, forwarded, and are registered as the lanes' A and B.
-s3    the registered operands, forwarded, go to :class:`AluLanes`; the result is registered.
-s4    the result is written to ACC[dst] (the compute stage mirrors it to OUT).
+s1    the micro-op arrives; indices = micro-op fields + offsets, registered.
+s2    ACC[src] is read (port A), and ACC[dst] too when the operation needs it: on port B
+      in the same cycle, or on port A one cycle later (the step then spends two cycles in
+      s2, and the steps behind it wait in s1 and s0).
+s3    operands arrive, forwarded, and are registered as the lanes' A and B.
+s4    the registered operands, forwarded, go to :class:`AluLanes`; the result is registered.
+s5    the result is written to ACC[dst] (the compute stage mirrors it to OUT).
 ====  ===================================================================================
 
-The register between s2 and s3 keeps the ACC block RAM's read, the banks' forwarding and this
+The register between s3 and s4 keeps the ACC block RAM's read, the banks' forwarding and this
 unit's forwarding out of the path through the lanes (on an ECP5 that path was the core's
-longest); it costs every ALU instruction one cycle (:data:`avta.isa.costs.ALU_FILL`).
+longest); the index register between s1 and s2 keeps the micro-op block RAM's clock-to-out and
+the index adders out of the ACC read address and the banks' forwarding match behind it. Each
+costs every ALU instruction one cycle (:data:`avta.isa.costs.ALU_FILL`).
 
 Read-after-write at any distance, through dst and src (docs/isa.md §3.4): a read issued in the cycle
 of a write returns the new data (transparent ports); every operand value that was read before a
-write and is still waiting (in s2, in the s3 operand register, or ACC[src] held through the
-second s1 cycle) is replaced by the write data when the indices match. So each step sees all
+write and is still waiting (in s3, in the s4 operand register, or ACC[src] held through the
+second s2 cycle) is replaced by the write data when the indices match. So each step sees all
 earlier steps with no interlock.
 """
 
@@ -107,25 +110,28 @@ class Alu(wiring.Component):
         m.d.comb += [loop.start.eq(self.start), loop.abort.eq(self.abort),
                      loop.wgt_factor_out.eq(0), loop.wgt_factor_in.eq(0)]
 
-        # -- s1 -----------------------------------------------------------------------------------
-        v1, last1, phase = Signal(), Signal(), Signal()
+        # -- s1: the micro-op arrives; indices --------------------------------------------------
+        # A step stays in s2 for a second cycle when it reads its operands one after the other;
+        # the steps behind it wait in s1 and s0 (the micro-op port holds its data without en).
+        v1, last1, v2, last2, phase = Signal(), Signal(), Signal(), Signal(), Signal()
         dst_off1, src_off1 = Signal(acc_bits), Signal(acc_bits)
-        s1_leaves = v1 & (~serial | phase)
-        advance = ~v1 | s1_leaves
+        s2_leaves = v2 & (~serial | phase)
+        advance = ~v2 | s2_leaves
         m.d.comb += [loop.advance.eq(advance), self.step.eq(loop.valid & advance),
                      self.uop_rd.addr.eq(loop.uop), self.uop_rd.en.eq(loop.valid & advance)]
+        uop = data.View(layouts(cfg).uop, self.uop_rd.data)
+        dst2, src2 = Signal(acc_bits), Signal(acc_bits)
         with m.If(advance):
             m.d.sync += [v1.eq(loop.valid), last1.eq(loop.last), dst_off1.eq(loop.dst),
-                         src_off1.eq(loop.src), phase.eq(0)]
+                         src_off1.eq(loop.src)]
+            # -- s2: the registered indices ---------------------------------------------------
+            m.d.sync += [v2.eq(v1), last2.eq(last1), dst2.eq(uop.dst_idx + dst_off1),
+                         src2.eq(uop.src_idx + src_off1), phase.eq(0)]
         with m.Else():
             m.d.sync += phase.eq(1)
-
-        uop = data.View(layouts(cfg).uop, self.uop_rd.data)
-        dst1, src1 = Signal(acc_bits), Signal(acc_bits)
-        m.d.comb += [dst1.eq(uop.dst_idx + dst_off1), src1.eq(uop.src_idx + src_off1)]
-        m.d.comb += [self.acc_rd.addr.eq(Mux(phase, dst1, src1)), self.acc_rd.en.eq(v1)]
+        m.d.comb += [self.acc_rd.addr.eq(Mux(phase, dst2, src2)), self.acc_rd.en.eq(v2)]
         if two_ports:
-            m.d.comb += [self.acc_rd_b.addr.eq(dst1), self.acc_rd_b.en.eq(v1)]
+            m.d.comb += [self.acc_rd_b.addr.eq(dst2), self.acc_rd_b.en.eq(v2)]
 
         wr = self.acc_wr
 
@@ -136,21 +142,21 @@ class Alu(wiring.Component):
                 return value
             return Mux(wr.en.any() & (wr.addr == index), wr.data, value)
 
-        # ACC[src], read in the first of two s1 cycles, waits here for ACC[dst].
+        # ACC[src], read in the first of two s2 cycles, waits here for ACC[dst].
         src_hold = Signal(row_layout(cfg, "acc"))
-        with m.If(v1 & serial & phase):
-            m.d.sync += src_hold.eq(forward(self.acc_rd.data, src1))
+        with m.If(v2 & serial & phase):
+            m.d.sync += src_hold.eq(forward(self.acc_rd.data, src2))
 
-        # -- s2 -----------------------------------------------------------------------------------
-        v2, last2, held2 = Signal(), Signal(), Signal()
-        dst2, src2 = Signal(acc_bits), Signal(acc_bits)
-        m.d.sync += [v2.eq(s1_leaves), last2.eq(last1), held2.eq(serial),
-                     dst2.eq(dst1), src2.eq(src1)]
+        # -- s3 -----------------------------------------------------------------------------------
+        v3, last3, held3 = Signal(), Signal(), Signal()
+        dst3, src3 = Signal(acc_bits), Signal(acc_bits)
+        m.d.sync += [v3.eq(s2_leaves), last3.eq(last2), held3.eq(serial),
+                     dst3.eq(dst2), src3.eq(src2)]
         src_val = Signal(row_layout(cfg, "acc"))
         dst_val = Signal(row_layout(cfg, "acc"))
         dst_read = self.acc_rd_b.data if two_ports else self.acc_rd.data
-        m.d.comb += [src_val.eq(forward(Mux(held2, src_hold, self.acc_rd.data), src2)),
-                     dst_val.eq(forward(dst_read, dst2))]
+        m.d.comb += [src_val.eq(forward(Mux(held3, src_hold, self.acc_rd.data), src3)),
+                     dst_val.eq(forward(dst_read, dst3))]
 
         imm_row = Signal(row_layout(cfg, "acc"))
         imm = insn.imm.as_signed()
@@ -164,43 +170,43 @@ class Alu(wiring.Component):
             for o in range(cfg.block_out):
                 m.d.comb += imm_row[b][o].eq(imm)
 
-        # -- s3 -----------------------------------------------------------------------------------
-        # While a step's operands wait in s3, the step ahead of it (in s3 now, in s4 then) writes.
+        # -- s4 -----------------------------------------------------------------------------------
+        # While a step's operands wait in s4, the step ahead of it (in s4 now, in s5 then) writes.
         # Whether that write's row is an operand's is decided here, a cycle early, so that only
         # one mux stands between the operand register and the lanes.
-        v3, last3 = Signal(), Signal()
-        dst3 = Signal(acc_bits)
-        a3, b3 = Signal(row_layout(cfg, "acc")), Signal(row_layout(cfg, "acc"))
-        a_hit3, b_hit3 = Signal(), Signal()
-        src_hit = v3 & (dst3 == src2)
-        dst_hit = v3 & (dst3 == dst2)
+        v4, last4 = Signal(), Signal()
+        dst4 = Signal(acc_bits)
+        a4, b4 = Signal(row_layout(cfg, "acc")), Signal(row_layout(cfg, "acc"))
+        a_hit4, b_hit4 = Signal(), Signal()
+        src_hit = v4 & (dst4 == src3)
+        dst_hit = v4 & (dst4 == dst3)
         if FaultName.ALU_NO_FORWARD in self._faults:
             # Planted bug (avta.hw.core.faults), for testing the verification tools only.
             src_hit = dst_hit = Const(0, 1)
-        m.d.sync += [v3.eq(v2), last3.eq(last2), dst3.eq(dst2),
-                     a3.eq(Mux(insn.use_imm, src_val, dst_val)),
-                     b3.eq(Mux(insn.use_imm, imm_row, src_val)),
-                     a_hit3.eq(Mux(insn.use_imm, src_hit, dst_hit)),
-                     b_hit3.eq(~insn.use_imm & src_hit)]
+        m.d.sync += [v4.eq(v3), last4.eq(last3), dst4.eq(dst3),
+                     a4.eq(Mux(insn.use_imm, src_val, dst_val)),
+                     b4.eq(Mux(insn.use_imm, imm_row, src_val)),
+                     a_hit4.eq(Mux(insn.use_imm, src_hit, dst_hit)),
+                     b_hit4.eq(~insn.use_imm & src_hit)]
 
         m.submodules.lanes = lanes = self.lanes
         m.d.comb += [
             lanes.op.eq(insn.alu_opcode),
-            # The write landing now is wr (s4's result), the step ahead's, when a_hit3/b_hit3.
-            lanes.a.eq(Mux(a_hit3, wr.data, a3)),
-            lanes.b.eq(Mux(b_hit3, wr.data, b3)),
+            # The write landing now is wr (s5's result), the step ahead's, when a_hit4/b_hit4.
+            lanes.a.eq(Mux(a_hit4, wr.data, a4)),
+            lanes.b.eq(Mux(b_hit4, wr.data, b4)),
         ]
 
-        # -- s4 -----------------------------------------------------------------------------------
-        v4, last4 = Signal(), Signal()
-        dst4 = Signal(acc_bits)
-        result4 = Signal(row_layout(cfg, "acc"))
-        m.d.sync += [v4.eq(v3), last4.eq(last3), dst4.eq(dst3), result4.eq(lanes.out)]
-        m.d.comb += [wr.addr.eq(dst4), wr.data.eq(result4),
-                     wr.en.eq(v4.replicate(geo["acc"].en_bits))]
+        # -- s5 -----------------------------------------------------------------------------------
+        v5, last5 = Signal(), Signal()
+        dst5 = Signal(acc_bits)
+        result5 = Signal(row_layout(cfg, "acc"))
+        m.d.sync += [v5.eq(v4), last5.eq(last4), dst5.eq(dst4), result5.eq(lanes.out)]
+        m.d.comb += [wr.addr.eq(dst5), wr.data.eq(result5),
+                     wr.en.eq(v5.replicate(geo["acc"].en_bits))]
 
         # -- control ------------------------------------------------------------------------------
         instruction_control(m, name="alu", start=self.start, empty=loop.empty,
-                            retired=v4 & last4, done=self.done, abort=self.abort,
-                            in_flight=loop.valid | v1 | v2 | v3 | v4)
+                            retired=v5 & last5, done=self.done, abort=self.abort,
+                            in_flight=loop.valid | v1 | v2 | v3 | v4 | v5)
         return m

@@ -179,8 +179,8 @@ class Compute(wiring.Component):
         ranges = {op: (Signal(geometry(cfg, "acc").addr_bits, name=f"{op}_lo"),
                        Signal(geometry(cfg, "acc").addr_bits, name=f"{op}_hi"))
                   for op in ("dst", "src")}
-        self._bound_rows(m, alu_insn, data.View(layouts(cfg).uop, uop_port.data), alu_go,
-                         starting_alu, ranges, bounded, known)
+        self._bound_rows(m, insn.alu, alu_insn, data.View(layouts(cfg).uop, uop_port.data),
+                         alu_go, starting_alu, ranges, bounded, known)
         # The ACC banks (hw/core/banks.py) have one write and one read port each, so the GEMM
         # step waits while its row's bank is one the ALU's rows reach, not only its row.
         bank_bits = scratchpad(cfg, "acc").bank_row_bits
@@ -221,21 +221,34 @@ class Compute(wiring.Component):
             ]
         return m
 
-    def _bound_rows(self, m, alu_insn, uop, go, starting, ranges, bounded, known):
-        """Bound the ACC rows of the ALU instruction ``alu_insn``: ``ranges`` dst and src
-        ``(lo, hi)``, ``bounded`` when they hold every row (one micro-op, no index wraps),
-        ``known`` from the cycle after ``go`` (when ``uop``, its first micro-op, arrives)."""
+    def _bound_rows(self, m, insn, alu_insn, uop, go, starting, ranges, bounded, known):
+        """Bound the ACC rows of the ALU instruction ``alu_insn`` (latched from ``insn`` when
+        ``starting``): ``ranges`` dst and src ``(lo, hi)``, ``bounded`` when they hold every row
+        (one micro-op, no index wraps), ``known`` from the cycle after ``go`` (when ``uop``, its
+        first micro-op, arrives).
+
+        Each range's span, ``(iter_out − 1)·factor_out + (iter_in − 1)·factor_in``, is formed
+        from ``insn`` and registered with the latched copy, so that only ``first + span`` and
+        its comparison stand behind the micro-op block RAM's read (the span's multipliers
+        after it were the core's longest path on an ECP5: docs/architecture.md, timing on an
+        FPGA)."""
         depth = geometry(self._cfg, "acc").depth
         with m.If(starting):
             m.d.sync += known.eq(0)
         with m.Elif(go):
             m.d.sync += known.eq(1)
         ok = (alu_insn.uop_end == alu_insn.uop_bgn + 1)
+        spans = {}
+        for op in ranges:
+            span = ((insn.iter_out - 1) * getattr(insn, f"{op}_factor_out")
+                    + (insn.iter_in - 1) * getattr(insn, f"{op}_factor_in"))
+            spans[op] = Signal.like(span, name=f"{op}_span")
+            with m.If(starting):
+                m.d.sync += spans[op].eq(span)
         with m.If(go):
             for op, (lo, hi) in ranges.items():
                 first = getattr(uop, f"{op}_idx")
-                span = ((alu_insn.iter_out - 1) * getattr(alu_insn, f"{op}_factor_out")
-                        + (alu_insn.iter_in - 1) * getattr(alu_insn, f"{op}_factor_in"))
+                span = spans[op]
                 last = Signal(unsigned(len(first) + len(span) + 1), name=f"{op}_last")
                 m.d.comb += last.eq(first + span)
                 ok &= last < depth

@@ -3,30 +3,36 @@
 Pipeline, one step per stage per cycle, with ``S = cfg.gemm_stages`` registers in the dot
 products (``GEMM_PIPE_STAGES``; when absent ``ceil(LOG_BLOCK_IN / 2)``, see :func:`pipe_cuts`);
 it stalls only on ``hold`` (the compute stage's hazard check against a detached ALU instruction,
-:mod:`.compute`), which keeps the step in s1:
+:mod:`.compute`), which keeps the step in s2 and the steps behind it in s1 and s0:
 
 ============  ==============================================================================
 s0            :class:`LoopGen` offers the step; the micro-op buffer is read.
-s1            the micro-op arrives; indices = micro-op fields + loop offsets; INP and WGT are
-              read.
-s2 … s(2+S)   rows arrive in s2; the ``BATCH × BLOCK_OUT × BLOCK_IN`` products and the adder
+s1            the micro-op arrives; indices = micro-op fields + loop offsets, registered.
+s2            the hazard check sees the registered ACC index; INP and WGT are read.
+s3 … s(3+S)   rows arrive in s3; the ``BATCH × BLOCK_OUT × BLOCK_IN`` products and the adder
               trees, in S + 1 parts (:func:`dot_pipeline`): with S > 0 the products alone in
-              s2, then about ``LOG_BLOCK_IN / S`` adder levels per stage.
-s(1+S)        ACC is read (in s1 when S = 0).
-s(2+S)        the dot products complete (the last adder levels); ACC is forwarded.
-s(3+S)        ``ACC[dst] += dot`` (or 0 with ``reset``) is written (the compute stage mirrors it
+              s3, then about ``LOG_BLOCK_IN / S`` adder levels per stage.
+s(2+S)        ACC is read (in s2 when S = 0).
+s(3+S)        the dot products complete (the last adder levels); ACC is forwarded.
+s(4+S)        ``ACC[dst] += dot`` (or 0 with ``reset``) is written (the compute stage mirrors it
               to OUT).
 ============  ==============================================================================
 
-For example BLOCK_IN 16, S = 2: s2 products | s3 levels 1-2, ACC read | s4 levels 3-4, ACC
-forwarded | s5 write. A GEMM instruction costs S cycles more than with S = 0
+For example BLOCK_IN 16, S = 2: s3 products | s4 levels 1-2, ACC read | s5 levels 3-4, ACC
+forwarded | s6 write. A GEMM instruction costs S cycles more than with S = 0
 (:func:`avta.isa.costs.gemm_fill`).
+
+The index register (s1 to s2) keeps the micro-op block RAM's clock-to-out and the index adders
+out of the hazard check and of the stall that fans out from it to the loop nest, the micro-op
+read enable and the GEMM_STEPS counter (on an ECP5 that was the core's longest path:
+docs/architecture.md, timing on an FPGA), and out of the INP and WGT read addresses; it costs
+every GEMM instruction one cycle (:data:`avta.isa.costs.INDEX_REGISTER`).
 
 Read-after-write on ACC (docs/isa.md §3.3: each step sees every earlier step): a step reads ACC
 two stages before it writes, whatever S is, and the step two ahead of it writes in that same
 cycle, which the transparent read port returns; the step just ahead writes while this one is in
-s(2+S), so s(2+S) takes the write data instead of the read data when the indices match. Older
-steps wrote before the read. Stages after s1 never stall (a held step leaves a bubble behind the
+s(3+S), so s(3+S) takes the write data instead of the read data when the indices match. Older
+steps wrote before the read. Stages after s2 never stall (a held step leaves a bubble behind the
 steps ahead), so the distances only grow, and II = 1 holds for any sequence of indices.
 """
 
@@ -86,7 +92,7 @@ def pipe_cuts(levels, stages):
 def dot_pipeline(m, products, stages, *, name="dot"):
     """:func:`tree_sum` of ``products`` with ``stages`` registers (``m.d.sync``) at
     :func:`pipe_cuts`: the same sums, ``stages`` cycles later. The registers have no enable
-    (the stages after s1 never stall)."""
+    (the stages after s2 never stall)."""
     values = list(products)
     cuts = pipe_cuts(tree_levels(len(values)), stages)
     level = 0
@@ -113,10 +119,10 @@ class Gemm(wiring.Component):
     step : Out(1)
         A micro-op step was issued (GEMM_STEPS counter).
     acc_index, probing : Out
-        The ACC row of the step in s1, and whether s1 holds a step: what the compute stage
-        checks for a hazard with a detached ALU instruction.
+        The ACC row of the step in s2 (registered), and whether s2 holds a step: what the
+        compute stage checks for a hazard with a detached ALU instruction.
     hold : In(1)
-        Keep the step in s1 this cycle (its ACC row is one a running ALU instruction uses); the
+        Keep the step in s2 this cycle (its ACC row is one a running ALU instruction uses); the
         steps ahead of it go on and the loop nest waits.
     uop_rd, inp_rd, wgt_rd, acc_rd : In(ReadPort.Signature)
         Synchronous read ports; ``acc_rd`` must be transparent to the ACC write port.
@@ -152,23 +158,23 @@ class Gemm(wiring.Component):
                      "dst_factor_in", "src_factor_out", "src_factor_in", "wgt_factor_out",
                      "wgt_factor_in"):
             m.d.comb += getattr(loop, name).eq(getattr(insn, name))
-        # A held step stays in s1: the loop waits, and the micro-op port keeps its data (a read
-        # port without ``en`` holds its output).
-        v1 = Signal()
-        stall = v1 & self.hold
+        # A held step stays in s2, the steps behind it in s1 and s0: the loop waits, s1's
+        # registers hold, and the micro-op port keeps its data (a read port without ``en``
+        # holds its output).
+        v2 = Signal()
+        stall = v2 & self.hold
         m.d.comb += [loop.start.eq(self.start), loop.abort.eq(self.abort),
                      loop.advance.eq(~stall), self.step.eq(loop.valid & ~stall),
                      self.uop_rd.addr.eq(loop.uop), self.uop_rd.en.eq(loop.valid & ~stall)]
 
-        # -- s1: indices, INP and WGT reads --------------------------------------------------------
-        last1 = Signal()
+        # -- s1: the micro-op arrives; indices ------------------------------------------------------
+        v1, last1 = Signal(), Signal()
         off1 = {op: Signal.like(getattr(loop, op), name=f"{op}_off1")
                 for op in ("dst", "src", "wgt")}
         with m.If(~stall):
             m.d.sync += [v1.eq(loop.valid), last1.eq(loop.last)]
             m.d.sync += [off1[op].eq(getattr(loop, op)) for op in off1]
         uop = data.View(layouts(cfg).uop, self.uop_rd.data)
-        acc_idx1 = Signal(geo["acc"].addr_bits)
         acc_index = uop.dst_idx + off1["dst"]
         if FaultName.GEMM_ACC_INDEX in self._faults:
             # Planted bug (avta.hw.core.faults), for testing the verification tools only.
@@ -176,37 +182,46 @@ class Gemm(wiring.Component):
             with m.If(~stall):
                 m.d.sync += uop1.eq(loop.uop)
             acc_index = acc_index + (uop1 == FAULT_UOP_ROW)
+
+        # -- s2: registered indices; hazard check; INP and WGT reads ----------------------------
+        last2 = Signal()
+        acc_idx2 = Signal(geo["acc"].addr_bits)
+        inp_idx2 = Signal(geo["inp"].addr_bits)
+        wgt_idx2 = Signal(geo["wgt"].addr_bits)
+        with m.If(~stall):
+            m.d.sync += [v2.eq(v1), last2.eq(last1), acc_idx2.eq(acc_index),
+                         inp_idx2.eq(uop.src_idx + off1["src"]),
+                         wgt_idx2.eq(uop.wgt_idx + off1["wgt"])]
         m.d.comb += [
-            acc_idx1.eq(acc_index), self.acc_index.eq(acc_idx1), self.probing.eq(v1),
-            self.inp_rd.addr.eq(uop.src_idx + off1["src"]),
-            self.wgt_rd.addr.eq(uop.wgt_idx + off1["wgt"]),
-            self.inp_rd.en.eq(v1), self.wgt_rd.en.eq(v1),
+            self.acc_index.eq(acc_idx2), self.probing.eq(v2),
+            self.inp_rd.addr.eq(inp_idx2), self.wgt_rd.addr.eq(wgt_idx2),
+            self.inp_rd.en.eq(v2), self.wgt_rd.en.eq(v2),
         ]
 
-        # -- s2 .. s(3+S): valid, last and the ACC row travel with the step ---------------------
+        # -- s3 .. s(4+S): valid, last and the ACC row travel with the step ---------------------
         stages = cfg.gemm_stages
-        last_stage = 3 + stages
-        valid, last, acc_idx = {1: v1}, {1: last1}, {1: acc_idx1}
-        for k in range(2, last_stage + 1):
+        last_stage = 4 + stages
+        valid, last, acc_idx = {2: v2}, {2: last2}, {2: acc_idx2}
+        for k in range(3, last_stage + 1):
             valid[k], last[k] = Signal(name=f"v{k}"), Signal(name=f"last{k}")
-            acc_idx[k] = Signal.like(acc_idx1, name=f"acc_idx{k}")
-            m.d.sync += [valid[k].eq(valid[k - 1] & ~stall if k == 2 else valid[k - 1]),
+            acc_idx[k] = Signal.like(acc_idx2, name=f"acc_idx{k}")
+            m.d.sync += [valid[k].eq(valid[k - 1] & ~stall if k == 3 else valid[k - 1]),
                          last[k].eq(last[k - 1]), acc_idx[k].eq(acc_idx[k - 1])]
         # ACC is read two stages before the write, as without the pipeline (the module).
-        # A held step does not read ACC (with S = 0 it reads in s1): the detached ALU may be
-        # using the bank's port (hw/core/banks.py); it reads in the cycle it leaves s1.
+        # A held step does not read ACC (with S = 0 it reads in s2): the detached ALU may be
+        # using the bank's port (hw/core/banks.py); it reads in the cycle it leaves s2.
         read = last_stage - 2
         m.d.comb += [self.acc_rd.addr.eq(acc_idx[read]),
-                     self.acc_rd.en.eq(valid[read] & ~stall if read == 1 else valid[read])]
+                     self.acc_rd.en.eq(valid[read] & ~stall if read == 2 else valid[read])]
 
-        # -- s(2+S): ACC forwarding ---------------------------------------------------------------
+        # -- s(3+S): ACC forwarding ---------------------------------------------------------------
         acc_now = Signal(row_layout(cfg, "acc"))
         with m.If(self.acc_wr.en.any() & (self.acc_wr.addr == acc_idx[last_stage - 1])):
             m.d.comb += acc_now.eq(self.acc_wr.data)
         with m.Else():
             m.d.comb += acc_now.eq(self.acc_rd.data)
 
-        # -- s2 .. s(3+S): dot products; s(3+S): accumulate and write -----------------------------
+        # -- s3 .. s(4+S): dot products; s(4+S): accumulate and write -----------------------------
         inp = data.View(row_layout(cfg, "inp"), self.inp_rd.data)
         wgt = data.View(row_layout(cfg, "wgt"), self.wgt_rd.data)
         acc_w = Signal(row_layout(cfg, "acc"))
@@ -244,5 +259,5 @@ class Gemm(wiring.Component):
         # -- control ------------------------------------------------------------------------------
         instruction_control(m, name="gemm", start=self.start, empty=loop.empty,
                             retired=valid[last_stage] & last[last_stage], done=self.done,
-                            abort=self.abort, in_flight=loop.valid | Cat(valid.values()).any())
+                            abort=self.abort, in_flight=loop.valid | v1 | Cat(valid.values()).any())
         return m

@@ -4,9 +4,10 @@ Relations measured on ``tiny`` and asserted here:
 
 * tsim is exact: a lane's ``idle`` and ``wait`` cycles are its IDLE_x and STALL_x counters, all
   bins add up to CYCLES, and the compute stage's ``gemm`` cycles are GEMM_STEPS plus
-  ``avta.isa.costs.gemm_fill`` (5 on tiny) per GEMM instruction (the cycle it starts and the
-  four stages of the pipeline it drains, one of them the dot product's register; an ALU with
-  an immediate has ``ALU_FILL``, 5, and the cycle its copy is latched). fsim's model
+  ``avta.isa.costs.gemm_fill`` (6 on tiny) per GEMM instruction (the cycle it starts and the
+  five stages of the pipeline it drains, one of them the index register and one the dot
+  product's register; an ALU with an immediate has ``ALU_FILL``, 6, and the cycle its copy is
+  latched). fsim's model
   charges the same, so the two agree exactly on GEMM and ALU busy cycles.
 * The load lane agrees less: on ``tiny`` most LOADs are a few short rows, whose first-beat
   latency fsim's model (measured on ResNet-18's long loads, sim/fsim/timing.py) undercharges.

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from avta.hw.core.alu import Alu
+from avta.isa import costs
 from avta.isa.config import load_config
 from avta.isa.enums import AluOp
 from avta.isa.insn import AluInsn, Uop
@@ -108,6 +109,22 @@ def test_initiation_interval(run_alus, ports):
     per_step = [(cycles[i + 1] - cycles[i]) / (32 - 4) for i in range(0, 6, 2)]
     assert per_step == [1, 2 if ports == 1 else 1, 1]
     assert cycles[0] <= 4 + 8
+
+
+@pytest.mark.parametrize("ports", [1, 2])
+def test_cycles_are_the_cost_model(run_alus, ports):
+    """An ALU instruction of N steps takes exactly N (2N with two operands on one ACC read port)
+    + ``costs.ALU_FILL`` cycles on the unit, from ``start`` to ``done`` (fsim's model,
+    sim/fsim/timing.py, adds the cycle the compute stage latches its copy): its index and
+    operand registers included (hw/core/alu.py)."""
+    cfg = config("tiny", ports)
+    uops = [Uop(i, i + 16, 0) for i in range(4)]
+    insns = [AluInsn(alu_opcode=AluOp.ADD, use_imm=1, imm=3, uop_bgn=0, uop_end=4, iter_out=2,
+                     iter_in=3, dst_factor_in=4, src_factor_in=4),
+             AluInsn(alu_opcode=AluOp.MAX, uop_bgn=0, uop_end=4, iter_out=2, iter_in=3,
+                     dst_factor_in=4, src_factor_in=4)]
+    assert run_alus(cfg, uops, insns) == [24 + costs.ALU_FILL,
+                                          24 * (3 - ports) + costs.ALU_FILL]
 
 
 def test_degenerate_loops_do_nothing(run_alus):

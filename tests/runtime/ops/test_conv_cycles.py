@@ -22,8 +22,8 @@ def test_one_task_by_hand():
     load = INSN_OVERHEAD + LOAD_LATENCY     # a LOAD before its first beat
     inp = load + 6 * (6 * 16 // 8)          # 6 rows of a 6-pixel window, 12 beats each
     wgt = load + 9 * 256 // 8               # one row of 9 kernel blocks
-    start = 16 + 5                          # 16 ACC rows, the ALU's pipeline fill
-    gemm = 16 * 9 + 4 + 2                   # fill and the dot product's two registers
+    start = 16 + 6                          # 16 ACC rows, the ALU's pipeline fill
+    gemm = 16 * 9 + 4 + 1 + 2               # fill, the index register, the dot product's two
     store = 2 + (16 * 16 // 8 + 6)          # the tile is whole rows: one DRAM row
     assert estimate(cfg, shape, t) == inp + wgt + gemm + 3 * start + store
     assert estimate(cfg, shape, t, tail_steps=2) == inp + wgt + gemm + start + store
