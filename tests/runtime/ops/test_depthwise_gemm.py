@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from avta.isa.config import load_config
-from avta.isa.costs import INSN_OVERHEAD, LOAD_LATENCY
+from avta.isa.costs import ALU_FILL, INSN_OVERHEAD, LOAD_LATENCY
 from avta.isa.enums import AluOp, MemType, Opcode
 from avta.runtime.ops.conv_plan import PlanError, tiling_for
 from avta.runtime.ops.depthwise import (depthwise_conv2d, estimate_alu, gemm_shape,
@@ -121,6 +121,7 @@ def test_alu_estimate_counts_every_pass():
     t = window_tiling(shape, 4, 4, 1, 2)
     load = INSN_OVERHEAD + LOAD_LATENCY                             # before a LOAD's first beat
     loads = (load + 6 * (6 * 16 // 8)) + (load + 9 * 16 // 8)      # window; k² weight rows
-    alu = 9 * 16 + 2 * 9 * 16 + 16 + 2 * 8 * 16 + 4 * 5    # MUL, ADD: two ACC reads a step
+    # MUL, ADD: two ACC reads a step; each of the four instructions fills the ALU pipeline.
+    alu = 9 * 16 + 2 * 9 * 16 + 16 + 2 * 8 * 16 + 4 * ALU_FILL
     store = 2 + 4 * (16 * 4 // 8 + 6)                       # 4 DRAM rows of 4 pixels
     assert estimate_alu(cfg, shape, t, Requant()) == loads + alu + store
