@@ -533,7 +533,7 @@ def load_config(spec="default"):
     if isinstance(spec, Config):
         return spec
     path = Path(spec)
-    if not path.suffix and not path.exists():
+    if not path.suffix and not path.is_file():     # a folder named like a configuration is not one
         candidate = CONFIG_DIR / f"{spec}.yaml"
         if not candidate.exists():
             raise ConfigError([f"no shipped configuration named {spec!r} (shipped: "

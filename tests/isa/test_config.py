@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from avta.isa.config import Config, ConfigError, fit_formats, load_config, shipped_configs
+from avta.isa.config import (CONFIG_DIR, Config, ConfigError, fit_formats, load_config,
+                             shipped_configs)
 
 
 def test_the_shipped_configs():
@@ -216,3 +217,11 @@ def test_alu_scale_value_chooses_the_multiplier_width():
 def test_alu_scale_key_is_checked(value):
     with pytest.raises(ConfigError, match=f"ALU_SCALE = {value}: must be 0, 1 or 2"):
         load_config("tiny").replace(alu_scale=value)
+
+
+def test_a_folder_named_like_a_shipped_configuration_does_not_hide_it(tmp_path, monkeypatch):
+    """``avta fpga --config fpga -o fpga`` leaves a folder ``fpga`` behind; the name still
+    means the shipped configuration, not the folder."""
+    (tmp_path / "fpga").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert load_config("fpga") == load_config(CONFIG_DIR / "fpga.yaml")
