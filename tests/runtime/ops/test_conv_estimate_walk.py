@@ -157,7 +157,8 @@ SHAPES = [Conv2dShape(1, 64, 14, 14, 64, 3, 3, 1, 1),
           Conv2dShape(2, 32, 7, 7, 32, 3, 3, 1, 1),
           Conv2dShape(2, 64, 7, 7, 64, 1, 1, 0, 1),
           Conv2dShape(2, 64, 14, 14, 64, 3, 3, 1, 2, 0, True)]
-CONFIGS = ["tiny", "default", "huge", "batch2", "rect"]
+#: tiny's 4x4 blocks make eight times the tasks of default's: two minutes of the plain walk.
+CONFIGS = [pytest.param("tiny", marks=pytest.mark.slow), "default", "huge", "batch2", "rect"]
 
 
 def _name(shape):
@@ -165,17 +166,18 @@ def _name(shape):
             + ("-dw" if shape.depthwise else ""))
 
 
+@pytest.mark.parametrize("threads", [2, 1])
 @pytest.mark.parametrize("config", CONFIGS)
 @pytest.mark.parametrize("shape", SHAPES, ids=_name)
-def test_compiled_walk_equals_the_plain_walk(config, shape):
-    """Every tiling :func:`_fitting` yields (with four accumulator buffers where the
-    configuration allows them), every start: the whole walk, and the walk giving up at the
+def test_compiled_walk_equals_the_plain_walk(config, shape, threads):
+    """Every tiling :func:`_fitting` yields with one thread and with two (then with four
+    accumulator buffers too where the configuration allows them), every start: the whole walk, and the walk giving up at the
     planner's best so far in the planner's order (by bound), just below and at its own end."""
     cfg = load_config(config)
     if shape.n % cfg.batch or shape.cin % cfg.block_in or shape.cout % cfg.block_out:
         pytest.skip("the shape does not map onto the configuration's blocks")
-    tilings = list(_fitting(cfg, shape, 2, False))
-    assert {t.slots for t in tilings} == set(slot_counts(cfg, 2))
+    tilings = list(_fitting(cfg, shape, threads, False))
+    assert {t.slots for t in tilings} == set(slot_counts(cfg, threads))
     for start in STARTS:
         full = {}
         for t in tilings:
