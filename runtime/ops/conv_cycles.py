@@ -27,6 +27,10 @@ DRAM row, its beats and the row overhead. Border padding, micro-op loads and fet
 the estimate ranks tilings, it does not predict a run to the cycle.
 """
 
+import functools
+
+import numpy as np
+
 from avta.isa.costs import ALU_FILL, gemm_fill, load_cycles, store_cycles
 
 __all__ = ["estimate", "lower_bound", "TAIL_STEPS", "STARTS"]
@@ -90,29 +94,6 @@ class _Costs:
         return self._cache[key]
 
 
-def _tasks(cfg, shape, t):
-    """(tile index, spatial tile index, th, tw, nco, cot, cit, nci, first, last) in the
-    emitter's order."""
-    cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
-    n_ci = shape.input_chunks(cfg, t.tci)
-    n_spatial = _ceil(shape.oh, t.th) * _ceil(shape.ow, t.tw)
-    tile = 0
-    for nb in range(shape.n // cfg.batch):
-        for cot in range(_ceil(cob, t.tco)):
-            nco = min(t.tco, cob - cot * t.tco)
-            spatial = nb * n_spatial
-            for oh0 in range(0, shape.oh, t.th):
-                th = min(t.th, shape.oh - oh0)
-                for ow0 in range(0, shape.ow, t.tw):
-                    tw = min(t.tw, shape.ow - ow0)
-                    for cit in range(n_ci):
-                        nci = nco if shape.depthwise else min(t.tci, cib - cit * t.tci)
-                        yield (tile, spatial, th, tw, nco, cot, cit, nci, cit == 0,
-                               cit == n_ci - 1)
-                    tile += 1
-                    spatial += 1
-
-
 #: How a tile's accumulators start (:mod:`.conv2d`): ``"bias"`` an ALU MOV of the shifted bias,
 #: ``"zero"`` an ALU MOV of 0 (no bias) once an earlier tile wrote the buffer (its first tile
 #: resets), ``"reset"`` a reset GEMM (a bias added after the shift).
@@ -125,17 +106,6 @@ def _starts_beside(t, start):
     if start not in STARTS:
         raise ValueError(f"accumulator start {start!r} is not one of {STARTS}")
     return start != "reset" and t.threads > 1 and t.acc_banks > 1
-
-
-def _beside(passes, pass_cycles, part_cycles):
-    """``(start to the end of the last pass, start to the end of the last part)`` of a GEMM in
-    parts with one pass before each of the first ``passes`` parts: the compute stage starts a
-    pass when the pass and the part before it have ended, and a part beside the pass before
-    it."""
-    step = max(pass_cycles, part_cycles)
-    if not passes:
-        return 0, part_cycles
-    return (passes - 1) * step + pass_cycles, (passes - 1) * step + step
 
 
 def lower_bound(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias"):
@@ -169,95 +139,193 @@ def lower_bound(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias"):
 def estimate(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias", give_up=None):
     """Estimated cycles of ``shape`` under tiling ``t`` (a :class:`Conv2dTiling`), or ``None``
     as soon as the estimate passes ``give_up`` (the planner's best so far). ``start``: how the
-    accumulators start (:data:`STARTS`)."""
-    costs = _Costs(cfg, shape, t, tail_steps)
-    threads = t.threads
+    accumulators start (:data:`STARTS`).
+
+    The planner estimates thousands of tilings per layer, each a walk over thousands of tasks,
+    so the walk is compiled (:func:`_walk`, numba): a task's sizes are full or the border's on
+    each axis, so every cost is read from a small table made here with :class:`_Costs`."""
     beside = _starts_beside(t, start)
-    tasks = list(_tasks(cfg, shape, t))
-    gemm_left = shape.gemm_steps(cfg)                                    # steps still to run
+    costs = _Costs(cfg, shape, t, tail_steps)
+    cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
+    n_ci = shape.input_chunks(cfg, t.tci)
+    n_co = _ceil(cob, t.tco)
+    n_h, n_w = _ceil(shape.oh, t.th), _ceil(shape.ow, t.tw)
+    # Per axis the full size and the border's (the last tile's), index 0 and 1.
+    ths = (t.th, shape.oh - (n_h - 1) * t.th)
+    tws = (t.tw, shape.ow - (n_w - 1) * t.tw)
+    ncos = (t.tco, cob - (n_co - 1) * t.tco)
+    ncis = (t.tci, cib - (n_ci - 1) * t.tci)
+
+    def nci_of(c, d):
+        return ncos[c] if shape.depthwise else ncis[d]
+
+    input_load = np.array([[[costs.input_load(ths[a], tws[b], nci_of(c, d)) for d in (0, 1)]
+                            for c in (0, 1)] for a in (0, 1) for b in (0, 1)],
+                          dtype=np.int64).reshape(2, 2, 2, 2)
+    weight_load = np.array([[costs.weight_load(ncos[c], nci_of(c, d)) for d in (0, 1)]
+                            for c in (0, 1)], dtype=np.int64)
+    uops = np.array([[costs.uops(ncos[c], nci_of(c, d)) for d in (0, 1)] for c in (0, 1)],
+                    dtype=np.int64)
+    store = np.array([[[costs.store(ths[a], tws[b], ncos[c]) for c in (0, 1)] for b in (0, 1)]
+                      for a in (0, 1)], dtype=np.int64)
+    sizes = np.array([ths, tws, ncos], dtype=np.int64)
+    result = _compiled_walk()(
+        shape.n // cfg.batch, n_co, n_h, n_w, n_ci, t.threads, t.slots, t.inp_resident,
+        t.wgt_resident, t.reload_weights, t.threads > 1 and t.acc_banks > 1, beside,
+        start == "zero", tail_steps, shape.gemm_steps(cfg), costs._fill, ALU_FILL, sizes,
+        input_load, weight_load, uops, store, give_up is not None,
+        0 if give_up is None else give_up)
+    return None if result < 0 else int(result)
+
+
+@functools.cache
+def _compiled_walk():
+    """:func:`_walk` compiled by numba (on disk beside this file, so once per source), made on
+    first use: importing numba takes a quarter of a second, and a run whose programs all come
+    from the cache (:mod:`avta.runtime.build_cache`) plans nothing."""
+    import numba
+    return numba.njit(cache=True, nogil=True)(_walk)
+
+
+def _walk(n_b, n_co, n_h, n_w, n_ci, threads, slots, inp_resident, wgt_resident,
+          reload_weights, banked, beside, zero_start, tail_steps, gemm_left, fill, alu_fill,
+          sizes, input_load, weight_load, uops, store, stops, give_up):
+    """The walk of :func:`estimate` over every task in the emitter's order (the module
+    docstring); -1 once it passes ``give_up`` (only when ``stops``). ``banked``: two threads
+    with their accumulator buffers in different ACC banks (the tail's passes run beside the
+    next GEMMs); ``beside``: a tile's MOV start runs beside the last part of the tile before
+    (:func:`_starts_beside`); ``zero_start``: the start is ``"zero"``. Tables are indexed by 0
+    (full) or 1 (border) per axis: ``sizes[axis, i]`` (th, tw, nco), ``input_load[h, w, co,
+    ci]``, ``weight_load[co, ci]``, ``uops[co, ci]`` and ``store[h, w, co]``."""
+    n_spatial = n_h * n_w
+    n_tasks = n_b * n_co * n_spatial * n_ci
     load_free = compute_free = store_free = 0
-    gemm_done = []            # per task: when its GEMM released the input buffer
-    store_done = []           # per tile: when its store released the accumulator buffer
-    held = [None] * threads   # the weight chunk each input buffer holds (weights per task)
-    resident, windows = set(), set()
-    pending = None            # the tail waiting for GEMMs: [passes left, pass cycles, store]
-
-    def finish_tail(done):
-        nonlocal store_free
-        store_free = max(store_free, done) + pending[2]
-        store_done.append(store_free)
-
-    for j, (tile, spatial, th, tw, nco, cot, cit, nci, first, last) in enumerate(tasks):
-        # Load stage.
-        load_start = load_free if j < threads else max(load_free, gemm_done[j - threads])
-        cycles = 0
-        if not t.inp_resident or (spatial, cit) not in windows:
-            windows.add((spatial, cit))
-            cycles += costs.input_load(th, tw, nci)
-        v, chunk = j % threads, (cot, cit)
-        if t.wgt_resident:
-            if chunk not in resident:
-                resident.add(chunk)
-                cycles += costs.weight_load(nco, nci)
-        elif t.reload_weights or held[v] != chunk:
-            held[v] = chunk
-            cycles += costs.weight_load(nco, nci)
-        load_free = load_start + cycles
-        # Compute stage.
-        if first and (tile == 0 or not beside):
-            begin = compute_free if tile < t.slots else max(compute_free,
-                                                            store_done[tile - t.slots])
-            compute_free = begin + costs.alu_pass(th, tw, nco)
-        begin = max(compute_free, load_free)
-        gemm, n_uops = costs.gemm(th, tw, nco, nci), costs.uops(nco, nci)
-        compute_free = begin + gemm
-        # With ``beside`` the next tile's MOV start runs beside the last part of this tile's
-        # last GEMM, once the store that frees its buffer is done; the pending passes take
-        # the parts before it, and those no part takes run just before it.
-        ahead = tasks[j + 1] if beside and last and j + 1 < len(tasks) else None
-        fill = gemm_fill(cfg)
-        if ahead is not None:
-            # The pending passes take the parts before the MOV (those no part takes run just
-            # before it), each part a GEMM with its own fill.
-            side = min(pending[0], n_uops - 1) if pending else 0
-            part = (gemm + side * fill) // (side + 1)
-            tail, parts_end = _beside(side, pending[1] if pending else 0, part)
-            done = begin + (parts_end if side else 0)
-            if pending:
-                done = max(done, begin + tail) + (pending[0] - side) * pending[1]
-                finish_tail(done)
-                pending = None
-            nxt, mov = ahead[0], costs.alu_pass(*ahead[2:5])
-            if nxt >= t.slots:
-                done = max(done, store_done[nxt - t.slots])
-                compute_free = done + max(part, mov)
-            elif start == "zero":    # the buffer's first tile: a reset GEMM, not beside
-                compute_free = done + mov + part
-            else:
-                compute_free = done + max(part, mov)
-        elif pending:
-            parts = min(pending[0], n_uops)
-            tail, compute_free = _beside(parts, pending[1], (gemm + (parts - 1) * fill) // parts)
-            tail, compute_free = begin + tail, begin + compute_free
-            pending[0] -= parts
-            if not pending[0]:
-                finish_tail(tail)
-                pending = None
-        gemm_done.append(compute_free)
-        gemm_left -= th * tw * costs.uops(nco, nci)
-        if last:
-            if pending:             # passes of the previous tile no GEMM took run alone
-                compute_free += pending[0] * pending[1]
-                finish_tail(compute_free)
-            pending = [tail_steps - 1, costs.alu_pass(th, tw, nco), costs.store(th, tw, nco)]
-            # No passes (no requantization) or no buffer in another ACC bank: stored now.
-            if not pending[0] or threads == 1 or t.acc_banks == 1:
-                compute_free += pending[0] * pending[1]
-                finish_tail(compute_free)
-                pending = None
-        if give_up is not None and max(compute_free + gemm_left, store_free) > give_up:
-            return None
+    gemm_done = np.empty(n_tasks, np.int64)         # per task: when it released its input buffer
+    store_done = np.empty(n_b * n_co * n_spatial, np.int64)     # per tile: when its store ended
+    n_stores = 0
+    held = np.full(threads, -1, np.int64)       # the weight chunk each input buffer holds
+    resident = np.zeros(n_co * n_ci, np.bool_)
+    windows = np.zeros(n_b * n_spatial * n_ci, np.bool_)
+    pending = False             # the tail waiting for GEMMs: passes left, pass cycles, store
+    p_left = p_pass = p_store = 0
+    j = tile = 0
+    # The table index of an axis's first tile: the border's when it is the only one.
+    h0, w0, co0 = 1 if n_h == 1 else 0, 1 if n_w == 1 else 0, 1 if n_co == 1 else 0
+    for nb in range(n_b):
+        for cot in range(n_co):
+            c = 1 if cot == n_co - 1 else 0
+            nco = sizes[2, c]
+            spatial = nb * n_spatial
+            for hi in range(n_h):
+                a = 1 if hi == n_h - 1 else 0
+                th = sizes[0, a]
+                for wi in range(n_w):
+                    b = 1 if wi == n_w - 1 else 0
+                    tw = sizes[1, b]
+                    for cit in range(n_ci):
+                        d = 1 if cit == n_ci - 1 else 0
+                        last = cit == n_ci - 1
+                        # Load stage.
+                        load_start = load_free if j < threads else max(load_free,
+                                                                       gemm_done[j - threads])
+                        cycles = 0
+                        window = spatial * n_ci + cit
+                        if not inp_resident or not windows[window]:
+                            windows[window] = True
+                            cycles += input_load[a, b, c, d]
+                        v, chunk = j % threads, cot * n_ci + cit
+                        if wgt_resident:
+                            if not resident[chunk]:
+                                resident[chunk] = True
+                                cycles += weight_load[c, d]
+                        elif reload_weights or held[v] != chunk:
+                            held[v] = chunk
+                            cycles += weight_load[c, d]
+                        load_free = load_start + cycles
+                        # Compute stage.
+                        if cit == 0 and (tile == 0 or not beside):
+                            begin = compute_free if tile < slots else max(
+                                compute_free, store_done[tile - slots])
+                            compute_free = begin + th * tw * nco + alu_fill
+                        begin = max(compute_free, load_free)
+                        n_uops = uops[c, d]
+                        gemm = th * tw * n_uops + fill
+                        compute_free = begin + gemm
+                        if beside and last and j + 1 < n_tasks:
+                            # The next tile's MOV start beside the last part of this GEMM,
+                            # the pending passes beside the parts before it (a pass starts
+                            # when it and the part before it have ended, a part beside the
+                            # pass before it); passes no part takes run before the MOV.
+                            side = min(p_left, n_uops - 1) if pending else 0
+                            pass_cycles = p_pass if pending else 0
+                            part = (gemm + side * fill) // (side + 1)
+                            step = max(pass_cycles, part)
+                            tail = (side - 1) * step + pass_cycles if side != 0 else 0
+                            done = begin + ((side - 1) * step + step if side != 0 else 0)
+                            if pending:
+                                done = max(done, begin + tail) + (p_left - side) * p_pass
+                                store_free = max(store_free, done) + p_store
+                                store_done[n_stores] = store_free
+                                n_stores += 1
+                                pending = False
+                            # The next tile's sizes: the next along w, else h, co, batch.
+                            if wi + 1 < n_w:
+                                na, nw, nc = a, 1 if wi + 1 == n_w - 1 else 0, c
+                            elif hi + 1 < n_h:
+                                na, nw, nc = 1 if hi + 1 == n_h - 1 else 0, w0, c
+                            elif cot + 1 < n_co:
+                                na, nw, nc = h0, w0, 1 if cot + 1 == n_co - 1 else 0
+                            else:
+                                na, nw, nc = h0, w0, co0
+                            mov = sizes[0, na] * sizes[1, nw] * sizes[2, nc] + alu_fill
+                            if tile + 1 >= slots:
+                                done = max(done, store_done[tile + 1 - slots])
+                                compute_free = done + max(part, mov)
+                            elif zero_start:    # the buffer's first tile: a reset GEMM
+                                compute_free = done + mov + part
+                            else:
+                                compute_free = done + max(part, mov)
+                        elif pending:
+                            parts = min(p_left, n_uops)
+                            part = (gemm + (parts - 1) * fill) // parts
+                            step = max(p_pass, part)
+                            if parts != 0:
+                                tail = begin + (parts - 1) * step + p_pass
+                                compute_free = begin + (parts - 1) * step + step
+                            else:
+                                tail = begin
+                                compute_free = begin + part
+                            p_left -= parts
+                            if p_left == 0:
+                                store_free = max(store_free, tail) + p_store
+                                store_done[n_stores] = store_free
+                                n_stores += 1
+                                pending = False
+                        gemm_done[j] = compute_free
+                        gemm_left -= th * tw * n_uops
+                        if last:
+                            if pending:     # passes of the previous tile no GEMM took run alone
+                                compute_free += p_left * p_pass
+                                store_free = max(store_free, compute_free) + p_store
+                                store_done[n_stores] = store_free
+                                n_stores += 1
+                            pending = True
+                            p_left, p_pass, p_store = \
+                                tail_steps - 1, th * tw * nco + alu_fill, store[a, b, c]
+                            # No passes (no requantization) or no buffer in another ACC bank:
+                            # stored now.
+                            if p_left == 0 or not banked:
+                                compute_free += p_left * p_pass
+                                store_free = max(store_free, compute_free) + p_store
+                                store_done[n_stores] = store_free
+                                n_stores += 1
+                                pending = False
+                        if stops and max(compute_free + gemm_left, store_free) > give_up:
+                            return -1
+                        j += 1
+                    tile += 1
+                    spatial += 1
     if pending:
-        compute_free += pending[0] * pending[1]
-        finish_tail(compute_free)
+        compute_free += p_left * p_pass
+        store_free = max(store_free, compute_free) + p_store
     return store_free

@@ -1,0 +1,197 @@
+"""The planner's compiled walk (conv_cycles._walk, numba) against the walk it replaced, kept
+here line for line in plain Python: equal on every tiling the planner considers for layers of
+ResNet-18, ResNet-50 and MobileNet shapes (depthwise too), on five configurations, for every
+accumulator start, with and without giving up."""
+
+import pytest
+
+from avta.isa.config import load_config
+from avta.isa.costs import gemm_fill
+from avta.runtime.ops.conv_cycles import STARTS, _Costs, _starts_beside, estimate, lower_bound
+from avta.runtime.ops.conv_plan import Conv2dShape, _fitting, slot_counts
+
+
+def _ceil(a, b):
+    return -(-a // b)
+
+
+def _tasks(cfg, shape, t):
+    """(tile index, spatial tile index, th, tw, nco, cot, cit, nci, first, last) in the
+    emitter's order."""
+    cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
+    n_ci = shape.input_chunks(cfg, t.tci)
+    n_spatial = _ceil(shape.oh, t.th) * _ceil(shape.ow, t.tw)
+    tile = 0
+    for nb in range(shape.n // cfg.batch):
+        for cot in range(_ceil(cob, t.tco)):
+            nco = min(t.tco, cob - cot * t.tco)
+            spatial = nb * n_spatial
+            for oh0 in range(0, shape.oh, t.th):
+                th = min(t.th, shape.oh - oh0)
+                for ow0 in range(0, shape.ow, t.tw):
+                    tw = min(t.tw, shape.ow - ow0)
+                    for cit in range(n_ci):
+                        nci = nco if shape.depthwise else min(t.tci, cib - cit * t.tci)
+                        yield (tile, spatial, th, tw, nco, cot, cit, nci, cit == 0,
+                               cit == n_ci - 1)
+                    tile += 1
+                    spatial += 1
+
+
+def _beside(passes, pass_cycles, part_cycles):
+    """``(start to the end of the last pass, start to the end of the last part)`` of a GEMM in
+    parts with one pass before each of the first ``passes`` parts: the compute stage starts a
+    pass when the pass and the part before it have ended, and a part beside the pass before
+    it."""
+    step = max(pass_cycles, part_cycles)
+    if not passes:
+        return 0, part_cycles
+    return (passes - 1) * step + pass_cycles, (passes - 1) * step + step
+
+
+def _plain_walk(cfg, shape, t, *, tail_steps, start, give_up):
+    """main's walk before it was compiled, line for line."""
+    costs = _Costs(cfg, shape, t, tail_steps)
+    threads = t.threads
+    beside = _starts_beside(t, start)
+    tasks = list(_tasks(cfg, shape, t))
+    gemm_left = shape.gemm_steps(cfg)                                    # steps still to run
+    load_free = compute_free = store_free = 0
+    gemm_done = []            # per task: when its GEMM released the input buffer
+    store_done = []           # per tile: when its store released the accumulator buffer
+    held = [None] * threads   # the weight chunk each input buffer holds (weights per task)
+    resident, windows = set(), set()
+    pending = None            # the tail waiting for GEMMs: [passes left, pass cycles, store]
+
+    def finish_tail(done):
+        nonlocal store_free
+        store_free = max(store_free, done) + pending[2]
+        store_done.append(store_free)
+
+    for j, (tile, spatial, th, tw, nco, cot, cit, nci, first, last) in enumerate(tasks):
+        # Load stage.
+        load_start = load_free if j < threads else max(load_free, gemm_done[j - threads])
+        cycles = 0
+        if not t.inp_resident or (spatial, cit) not in windows:
+            windows.add((spatial, cit))
+            cycles += costs.input_load(th, tw, nci)
+        v, chunk = j % threads, (cot, cit)
+        if t.wgt_resident:
+            if chunk not in resident:
+                resident.add(chunk)
+                cycles += costs.weight_load(nco, nci)
+        elif t.reload_weights or held[v] != chunk:
+            held[v] = chunk
+            cycles += costs.weight_load(nco, nci)
+        load_free = load_start + cycles
+        # Compute stage.
+        if first and (tile == 0 or not beside):
+            begin = compute_free if tile < t.slots else max(compute_free,
+                                                            store_done[tile - t.slots])
+            compute_free = begin + costs.alu_pass(th, tw, nco)
+        begin = max(compute_free, load_free)
+        gemm, n_uops = costs.gemm(th, tw, nco, nci), costs.uops(nco, nci)
+        compute_free = begin + gemm
+        # With ``beside`` the next tile's MOV start runs beside the last part of this tile's
+        # last GEMM, once the store that frees its buffer is done; the pending passes take
+        # the parts before it, and those no part takes run just before it.
+        ahead = tasks[j + 1] if beside and last and j + 1 < len(tasks) else None
+        fill = gemm_fill(cfg)
+        if ahead is not None:
+            # The pending passes take the parts before the MOV (those no part takes run just
+            # before it), each part a GEMM with its own fill.
+            side = min(pending[0], n_uops - 1) if pending else 0
+            part = (gemm + side * fill) // (side + 1)
+            tail, parts_end = _beside(side, pending[1] if pending else 0, part)
+            done = begin + (parts_end if side else 0)
+            if pending:
+                done = max(done, begin + tail) + (pending[0] - side) * pending[1]
+                finish_tail(done)
+                pending = None
+            nxt, mov = ahead[0], costs.alu_pass(*ahead[2:5])
+            if nxt >= t.slots:
+                done = max(done, store_done[nxt - t.slots])
+                compute_free = done + max(part, mov)
+            elif start == "zero":    # the buffer's first tile: a reset GEMM, not beside
+                compute_free = done + mov + part
+            else:
+                compute_free = done + max(part, mov)
+        elif pending:
+            parts = min(pending[0], n_uops)
+            tail, compute_free = _beside(parts, pending[1], (gemm + (parts - 1) * fill) // parts)
+            tail, compute_free = begin + tail, begin + compute_free
+            pending[0] -= parts
+            if not pending[0]:
+                finish_tail(tail)
+                pending = None
+        gemm_done.append(compute_free)
+        gemm_left -= th * tw * costs.uops(nco, nci)
+        if last:
+            if pending:             # passes of the previous tile no GEMM took run alone
+                compute_free += pending[0] * pending[1]
+                finish_tail(compute_free)
+            pending = [tail_steps - 1, costs.alu_pass(th, tw, nco), costs.store(th, tw, nco)]
+            # No passes (no requantization) or no buffer in another ACC bank: stored now.
+            if not pending[0] or threads == 1 or t.acc_banks == 1:
+                compute_free += pending[0] * pending[1]
+                finish_tail(compute_free)
+                pending = None
+        if give_up is not None and max(compute_free + gemm_left, store_free) > give_up:
+            return None
+    if pending:
+        compute_free += pending[0] * pending[1]
+        finish_tail(compute_free)
+    return store_free
+
+
+#: ResNet-18's 3x3 layers (stride 1 and 2) and strided 1x1 at 14 pixels, a ResNet-50
+#: bottleneck's 1x1 reduce and expand at 7, MobileNet's depthwise 3x3 (stride 1 and 2), and
+#: batches of two: small enough for the plain walk on every tiling of tiny's 4x4 blocks.
+SHAPES = [Conv2dShape(1, 64, 14, 14, 64, 3, 3, 1, 1),
+          Conv2dShape(1, 64, 14, 14, 128, 3, 3, 1, 2),
+          Conv2dShape(1, 64, 14, 14, 128, 1, 1, 0, 2),
+          Conv2dShape(1, 128, 7, 7, 32, 1, 1, 0, 1),
+          Conv2dShape(1, 32, 7, 7, 128, 1, 1, 0, 1),
+          Conv2dShape(1, 64, 14, 14, 64, 3, 3, 1, 1, 0, True),
+          Conv2dShape(1, 64, 14, 14, 64, 3, 3, 1, 2, 0, True),
+          Conv2dShape(2, 32, 7, 7, 32, 3, 3, 1, 1),
+          Conv2dShape(2, 64, 7, 7, 64, 1, 1, 0, 1),
+          Conv2dShape(2, 64, 14, 14, 64, 3, 3, 1, 2, 0, True)]
+#: tiny's 4x4 blocks make eight times the tasks of default's: two minutes of the plain walk.
+CONFIGS = [pytest.param("tiny", marks=pytest.mark.slow), "default", "huge", "batch2", "rect"]
+
+
+def _name(shape):
+    return (f"{shape.n}x{shape.cin}x{shape.h}x{shape.w}-{shape.cout}-k{shape.kh}s{shape.stride}"
+            + ("-dw" if shape.depthwise else ""))
+
+
+@pytest.mark.parametrize("threads", [2, 1])
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("shape", SHAPES, ids=_name)
+def test_compiled_walk_equals_the_plain_walk(config, shape, threads):
+    """Every tiling :func:`_fitting` yields with one thread and with two (then with four
+    accumulator buffers too where the configuration allows them), every start: the whole walk, and the walk giving up at the
+    planner's best so far in the planner's order (by bound), just below and at its own end."""
+    cfg = load_config(config)
+    if shape.n % cfg.batch or shape.cin % cfg.block_in or shape.cout % cfg.block_out:
+        pytest.skip("the shape does not map onto the configuration's blocks")
+    tilings = list(_fitting(cfg, shape, threads, False))
+    assert {t.slots for t in tilings} == set(slot_counts(cfg, threads))
+    for start in STARTS:
+        full = {}
+        for t in tilings:
+            full[t] = _plain_walk(cfg, shape, t, tail_steps=4, start=start, give_up=None)
+            assert estimate(cfg, shape, t, start=start) == full[t], (t, start)
+        best = None
+        for t in sorted(tilings, key=lambda t: (lower_bound(cfg, shape, t, start=start),
+                                                full[t])):
+            if best is not None:
+                assert estimate(cfg, shape, t, start=start, give_up=best) == _plain_walk(
+                    cfg, shape, t, tail_steps=4, start=start, give_up=best), (t, start, best)
+            best = full[t] if best is None else min(best, full[t])
+        for t in tilings[::max(1, len(tilings) // 8)]:
+            for give_up in (full[t] - 1, full[t]):
+                assert estimate(cfg, shape, t, start=start, give_up=give_up) == _plain_walk(
+                    cfg, shape, t, tail_steps=4, start=start, give_up=give_up), \
+                    (t, start, give_up)
