@@ -533,12 +533,13 @@ def load_config(spec="default"):
     if isinstance(spec, Config):
         return spec
     path = Path(spec)
-    if not path.suffix and not path.is_file():     # a folder named like a configuration is not one
+    if not path.suffix and not path.is_file():
         candidate = CONFIG_DIR / f"{spec}.yaml"
-        if not candidate.exists():
+        if candidate.exists():          # a folder named like a shipped configuration is not one
+            path = candidate
+        elif not path.exists():
             raise ConfigError([f"no shipped configuration named {spec!r} (shipped: "
                                f"{', '.join(shipped_configs())}); give a name or a path"])
-        path = candidate
     try:
         text = read_input(path, "configuration file")
     except UserError as error:
