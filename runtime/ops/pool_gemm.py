@@ -24,7 +24,7 @@ precede it, and its MOV into the output rows for the store of tile ``j − 2``, 
 tile's passes have hidden.
 """
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -33,6 +33,7 @@ from avta.isa.enums import AluOp, MemType, PadValue
 from avta.isa.formats import ITER_BITS
 from avta.isa.memories import scratchpad
 
+from ..build_cache import cached_plan
 from ..packing import pack_nchw
 from ..stream import StreamBuilder
 from ..uop_kernel import Loop, UopKernel
@@ -263,10 +264,21 @@ class MaxPoolPlan:
 
 def plan_max_pool(cfg, shape, *, path=None):
     """The faster path of the max pool ``shape`` (a :class:`~.window.WindowShape`) by the
-    estimates, or ``path`` itself."""
+    estimates, or ``path`` itself. Planned once across processes
+    (:func:`avta.runtime.build_cache.cached_plan`): the GEMM path's search estimates every tile
+    size, a second or more of a network's run."""
     if path not in (None,) + PATHS:
         raise ValueError(f"max pool path {path!r} is not one of {PATHS}")
     shape.check(cfg)
+    return cached_plan("plan_max_pool", cfg, {"shape": shape, "path": path},
+                       lambda: _plan_max_pool(cfg, shape, path), asdict, _plan_from_record)
+
+
+def _plan_from_record(record):
+    return MaxPoolPlan(**(record | {"tiling": WindowTiling(**record["tiling"])}))
+
+
+def _plan_max_pool(cfg, shape, path):
     tilings, cycles, why = {}, {}, ""
     if path in (None, "gemm"):
         try:

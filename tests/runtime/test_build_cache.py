@@ -148,3 +148,17 @@ def test_a_plan_read_back_is_the_plan(cache):
     assert residual.plan_add(cfg, (1, 64, 28, 28), requant=Requant(1, (0, 127))) == want
     build_cache.clear_memory()
     assert residual.plan_add(cfg, (1, 64, 28, 28), requant=Requant(1, (0, 127))) == want
+
+
+@pytest.mark.parametrize("path", [None, "gemm", "alu"])
+def test_a_max_pool_plan_read_back_is_the_plan(cache, monkeypatch, path):
+    """ResNet's stem pool: planned once, then read back from the disk without planning."""
+    from avta.runtime.ops import pool_gemm
+    from avta.runtime.ops.window import WindowShape
+    cfg, shape = load_config("default"), WindowShape(1, 64, 112, 112, 3, 1, 2)
+    want = pool_gemm._plan_max_pool(cfg, shape, path)
+    assert pool_gemm.plan_max_pool(cfg, shape, path=path) == want
+    build_cache.clear_memory()
+    monkeypatch.setattr(pool_gemm, "_plan_max_pool", lambda *a: pytest.fail("planned again"))
+    assert pool_gemm.plan_max_pool(cfg, shape, path=path) == want
+    assert len(list(cache.iterdir())) == 1
