@@ -220,10 +220,13 @@ def test_ctrl_c_is_one_line_and_exit_130(tmp_path, workers):
     import time
     spec = tmp_path / "spec.yaml"
     spec.write_text("base: tiny\nvary:\n  LOG_ACC_BUFF_SIZE: [13]\nworkload: resnet18\n")
+    # Programs planned afresh (no program cache), so that the point runs for minutes whatever
+    # earlier runs left in the cache.
+    env = dict(os.environ, AVTA_PROGRAM_CACHE="0")
     proc = subprocess.Popen([sys.executable, "-m", "avta.cli", "sweep", str(spec), "-o",
                              str(tmp_path / "out"), "--workers", workers],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, env=env)
     try:
         first = proc.stderr.readline()            # the log line before the point runs
         assert first.startswith("1 points: 0 cached, 0 invalid, 1 to run"), first

@@ -121,3 +121,14 @@ def pytest_collection_modifyitems(items):
         names += [name for fixture, name in _FIXED_CONFIGS.items() if fixture in item.fixturenames]
         if MIRROR and (not names or any(name in MIRRORED_CONFIGS for name in names)):
             item.add_marker(pytest.mark.tsim)
+
+
+@pytest.fixture
+def fresh_builds(monkeypatch):
+    """Programs built by the builders themselves, never read back from the program cache
+    (a program read back keeps no token ledger: tests of how a builder pipelines need one)."""
+    from avta.runtime import build_cache
+    monkeypatch.setenv(build_cache.SWITCH, "0")
+    build_cache.clear_memory()
+    yield
+    build_cache.clear_memory()

@@ -67,7 +67,7 @@ def test_conv2d_random_schedule(cfg, rng, int8, device, seed):
 
 
 @pytest.mark.parametrize("with_bias", [True, False])
-def test_four_accumulator_buffers(cfg, rng, int8, device, with_bias):
+def test_four_accumulator_buffers(cfg, rng, int8, device, with_bias, fresh_builds):
     """Two threads with four accumulator buffers (two per ACC bank): tile t + 2 starts before
     tile t is stored; bit for bit the reference, with a bias start or resets and MOVs of 0."""
     n, ci, h, w, co, k = 1, 2, 6, 8, 2, 1
@@ -102,7 +102,7 @@ def test_conv2d_without_bias_or_clip(default_cfg, rng, int8, device):
         np.testing.assert_array_equal(out, conv2d_ref(x, wt, stride=1, pad=1, requant=rq))
 
 
-def test_program_is_legal_and_double_buffered():
+def test_program_is_legal_and_double_buffered(fresh_builds):
     cfg = load_config("default")
     shape = Conv2dShape(1, 64, 56, 56, 64, 3, 3, 1, 1)
     prog = build_conv2d(cfg, shape, Conv2dBuffers(0, 0, 0, 0), requant=Requant(8, (0, 127)))
