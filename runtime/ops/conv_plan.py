@@ -38,7 +38,7 @@ from avta.isa.memories import scratchpad
 from .conv_cycles import TAIL_STEPS, estimate, lower_bound
 
 __all__ = ["Conv2dShape", "Conv2dTiling", "plan_conv2d", "fallback_tiling", "tiling_for",
-           "misfits", "slot_counts", "PlanError", "MAX_PAD", "output_extent"]
+           "misfits", "slot_counts", "PlanError", "MAX_PAD", "output_extent", "tile_sizes"]
 
 #: The largest padding a LOAD adds on one side (its PAD_BITS-bit pad fields, docs/isa.md §2).
 MAX_PAD = (1 << PAD_BITS) - 1
@@ -179,7 +179,7 @@ class Conv2dTiling:
         return 0 if self.wgt_resident else v * chunk_rows
 
 
-def _sizes(n):
+def tile_sizes(n):
     """Candidate tile sizes for an axis of ``n``: every distinct ceil(n / k)."""
     return sorted({-(-n // k) for k in range(1, n + 1)})
 
@@ -323,10 +323,10 @@ def _fitting(cfg, shape, threads, bias):
     """Every tiling of ``shape`` that fits ``cfg``."""
     cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
     for slots in slot_counts(cfg, threads):
-        for tci in _sizes(cib):
-            for tco in [tci] if shape.depthwise else _sizes(cob):
-                for tw in _sizes(shape.ow):
-                    for th in _sizes(shape.oh):
+        for tci in tile_sizes(cib):
+            for tco in [tci] if shape.depthwise else tile_sizes(cob):
+                for tw in tile_sizes(shape.ow):
+                    for th in tile_sizes(shape.oh):
                         t = tiling_for(cfg, shape, th, tw, tco, tci, threads, bias=bias,
                                        slots=slots)
                         if t is not None:

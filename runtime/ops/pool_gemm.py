@@ -37,7 +37,7 @@ from ..build_cache import cached_plan
 from ..packing import pack_nchw
 from ..stream import StreamBuilder
 from ..uop_kernel import Loop, UopKernel
-from .conv_plan import PlanError
+from .conv_plan import PlanError, tile_sizes
 from .pool import build_max_pool2d, plan_max_pool2d
 from .window import WindowEmitter, WindowShape, WindowTiling, window_tiling
 
@@ -223,10 +223,6 @@ def _fits(cfg, shape, t):
             and shape.k * shape.k + 2 <= cfg.uop_depth // 4)
 
 
-def _sizes(n):
-    return sorted({-(-n // k) for k in range(1, n + 1)})
-
-
 def plan_max_pool_gemm(cfg, shape):
     """The :class:`~.window.WindowTiling` of the GEMM path its estimate likes best: one
     channel block a tile (each pass then has one micro-op, :func:`fold_passes`)."""
@@ -237,8 +233,8 @@ def plan_max_pool_gemm(cfg, shape):
                         f"{cfg.name!r}: {why}")
     best = None
     for tcb in (1,):                          # one micro-op a pass: one channel block
-        for tw in _sizes(shape.ow):
-            for th in _sizes(shape.oh):
+        for tw in tile_sizes(shape.ow):
+            for th in tile_sizes(shape.oh):
                 t = window_tiling(shape, th, tw, tcb, 2)
                 if not _fits(cfg, shape, t):
                     continue

@@ -15,7 +15,7 @@ from avta.isa.enums import MemType, PadValue
 
 from ..pipeline import Pipeline
 from ..uop_kernel import Loop
-from .conv_plan import MAX_PAD, PlanError, output_extent
+from .conv_plan import MAX_PAD, PlanError, output_extent, tile_sizes
 
 __all__ = ["WindowShape", "WindowTiling", "window_tiling", "plan_window", "WindowEmitter",
            "PlanError"]
@@ -72,10 +72,6 @@ def window_tiling(shape, th, tw, tcb, threads):
     return WindowTiling(th, tw, tcb, threads, ((th - 1) * s + k) * ((tw - 1) * s + k), th * tw)
 
 
-def _sizes(n):
-    return sorted({-(-n // k) for k in range(1, n + 1)})
-
-
 def plan_window(cfg, shape, *, rows_per_block, uops_per_tile, insns_per_tile, threads=2):
     """The cheapest tiling whose per-thread ACC rows ``rows_per_block(inp_pitch, out_pitch)``
     × tcb fit ``threads`` times in ACC, with loop factors and micro-ops that fit."""
@@ -83,9 +79,9 @@ def plan_window(cfg, shape, *, rows_per_block, uops_per_tile, insns_per_tile, th
     s, k = shape.stride, shape.k
     cb = shape.c // cfg.block_out
     best = None
-    for tcb in _sizes(cb):
-        for tw in _sizes(shape.ow):
-            for th in _sizes(shape.oh):
+    for tcb in tile_sizes(cb):
+        for tw in tile_sizes(shape.ow):
+            for th in tile_sizes(shape.oh):
                 th_in, tw_in = (th - 1) * s + k, (tw - 1) * s + k
                 t = WindowTiling(th, tw, tcb, threads, th_in * tw_in, th * tw)
                 if threads * tcb * rows_per_block(t.inp_pitch, t.out_pitch) > cfg.acc_depth:
