@@ -12,8 +12,8 @@ stage's long weight bursts.
 """
 
 __all__ = ["FETCH_LATENCY", "INSN_OVERHEAD", "LOAD_LATENCY", "STORE_ROW_OVERHEAD",
-           "COMPUTE_FILL", "INDEX_REGISTER", "ALU_FILL", "gemm_fill", "row_cycles", "load_cycles", "store_cycles",
-           "compute_cycles"]
+           "COMPUTE_FILL", "INDEX_REGISTER", "ALU_FILL", "gemm_fill", "two_operand_step",
+           "row_cycles", "load_cycles", "store_cycles", "compute_cycles"]
 
 #: Cycles from launch until the first instruction can start in its stage (fetching it from DRAM
 #: and decoding it; every layer's compute stage idled 9-10 cycles on tsim, default and huge,
@@ -51,6 +51,12 @@ def gemm_fill(cfg):
     return COMPUTE_FILL + INDEX_REGISTER + cfg.gemm_stages
 
 
+def two_operand_step(cfg):
+    """Cycles an ALU step reading two ACC operands takes: 2 through one ACC read port (the
+    operands one after another), 1 with two (``ACC_READ_PORTS``)."""
+    return 1 if cfg.acc_read_ports > 1 else 2
+
+
 def _ceil_div(a, b):
     return -(-a // b)
 
@@ -80,7 +86,7 @@ def store_cycles(cfg, y_size, x_size):
 
 def compute_cycles(steps, *, fill, step_cycles=1):
     """A GEMM or ALU instruction of ``steps`` micro-op steps issued every ``step_cycles`` cycles
-    (2 for an ALU instruction reading two ACC operands through one read port) with ``fill``
+    (:func:`two_operand_step` for an ALU instruction reading two ACC operands) with ``fill``
     cycles besides them (:func:`gemm_fill` for a GEMM, :data:`ALU_FILL` for an ALU
     instruction); one cycle when it has no steps."""
     return step_cycles * steps + fill if steps else 1

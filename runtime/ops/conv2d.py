@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from avta.isa.costs import two_operand_step
 from avta.isa.enums import AluOp, MemType, PadValue
 
 from ..build_cache import cached_program
@@ -389,7 +390,7 @@ def tail_steps(cfg, requant, bias_added):
         return 1
     passes = AluRecorder()
     requant.emit(passes, None, object() if bias_added else None, lambda k: None)
-    return 1 + sum(2 if imm is None and op != AluOp.MOV and cfg.acc_read_ports == 1 else 1
+    return 1 + sum(two_operand_step(cfg) if imm is None and op != AluOp.MOV else 1
                    for _, op, imm in passes.insns)
 
 

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from avta.isa.costs import ALU_FILL, load_cycles, store_cycles
+from avta.isa.costs import ALU_FILL, load_cycles, store_cycles, two_operand_step
 from avta.isa.enums import AluOp, MemType, PadValue
 
 from ..packing import pack_diagonal, pack_nchw
@@ -139,7 +139,7 @@ def estimate_alu(cfg, shape, t, requant=Requant()):
     STOREs (the others overlap the next tiles). Windows are counted whole (the border's padding
     as loaded rows), so it errs a little high at the borders."""
     k, s, kk = shape.k, shape.stride, shape.k * shape.k
-    two = 1 if cfg.acc_read_ports > 1 else 2          # a step reading two ACC operands
+    two = two_operand_step(cfg)                       # a step reading two ACC operands
     tail = tail_steps(cfg, requant, False) - 1        # the requantization's passes
     cb = shape.c // cfg.block_out
     total = last_store = 0

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from avta.isa.costs import ALU_FILL, gemm_fill, load_cycles, store_cycles
+from avta.isa.costs import ALU_FILL, gemm_fill, load_cycles, store_cycles, two_operand_step
 from avta.isa.enums import AluOp, MemType, PadValue
 from avta.isa.formats import ITER_BITS
 from avta.isa.memories import scratchpad
@@ -116,7 +116,7 @@ def fold_passes(shape, th, tw):
 def _passes(cfg, shape, ncb, th, tw):
     """Cycles of each ALU instruction of a tile: :func:`fold_passes` per channel block, a
     two-operand step two cycles on one ACC read port, a MOV one."""
-    two = 1 if cfg.acc_read_ports > 1 else 2
+    two = two_operand_step(cfg)
     cycles = []
     for op, _, _, loops in fold_passes(shape, th, tw):
         steps = loops[0].extent * loops[1].extent
@@ -128,7 +128,7 @@ def _alu_path_passes(cfg, shape, ncb, th, tw):
     """Cycles of the ALU path's instructions over a tile (:func:`~.pool.build_max_pool2d`: a
     pass's micro-ops cover every channel block)."""
     k, s = shape.k, shape.stride
-    two = 1 if cfg.acc_read_ports > 1 else 2
+    two = two_operand_step(cfg)
     th_in, _ = _window_dims(shape, th, tw)
     if 1 < k and s < k:
         steps = [two * ncb * (k - 1) * th_in * tw, ncb * th * tw, two * ncb * (k - 1) * th * tw]

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from avta.isa.costs import ALU_FILL, gemm_fill, load_cycles, store_cycles
+from avta.isa.costs import ALU_FILL, gemm_fill, load_cycles, store_cycles, two_operand_step
 from avta.isa.enums import MemType, Stage
 from avta.isa.formats import ITER_BITS
 from avta.isa.memories import scratchpad
@@ -178,7 +178,7 @@ def estimate_add_alu(cfg, n, shift_a, requant, *, threads=2):
     """Estimated cycles of the ALU path (:func:`~.elementwise.build_add`): per tile two LOAD
     ACC_8BITs, the shift of ``a``, the two-operand ADD and the passes, one after another in the
     compute stage; the STOREs overlap but the last."""
-    two = 1 if cfg.acc_read_ports > 1 else 2
+    two = two_operand_step(cfg)
     step = (1 if shift_a else 0) + two + tail_steps(cfg, requant, False) - 1
     n_insn = (1 if shift_a else 0) + 1 + len(_passes(cfg, requant))
     rows = min(n, cfg.acc_depth // (threads * 2), (1 << ITER_BITS) - 1)

@@ -62,12 +62,11 @@ def cost(cfg, insn, elem_bytes=None):
                                  pad_rows=insn.rows - insn.x_size * insn.y_size)
     if insn.opcode == Opcode.FINISH:
         return 1
-    two_reads = (insn.opcode == Opcode.ALU and not insn.use_imm and insn.alu_opcode != AluOp.MOV
-                 and cfg.acc_read_ports == 1)
     if insn.opcode == Opcode.GEMM:
         return costs.compute_cycles(insn.steps, fill=costs.gemm_fill(cfg))
-    return costs.compute_cycles(insn.steps, step_cycles=2 if two_reads else 1,
-                                fill=costs.ALU_FILL)
+    two_operands = not insn.use_imm and insn.alu_opcode != AluOp.MOV
+    return costs.compute_cycles(insn.steps, fill=costs.ALU_FILL,
+                                step_cycles=costs.two_operand_step(cfg) if two_operands else 1)
 
 
 def acc_row_writes(insn):
