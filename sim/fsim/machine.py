@@ -498,7 +498,9 @@ class _Launch:
                                                  max(alu_ready, min(alu_end, ready)), kind)
             if alu_end > done:
                 self._note_activity(alu_index, stage, done, done, alu_end, kind)
-        end = max(done, alu_free)
+        # Beside the ALU the GEMM retires the cycle after the ALU completes, at the earliest
+        # (hw/core/stage_control.py: ``detached`` clears the cycle after ``detached_done``).
+        end = max(done, alu_free + timing.BESIDE_RETIRE) if alu_running else max(done, alu_free)
         return waits_from, ready, end, end
 
     def _note_activity(self, index, stage, start, ready, end, kind):

@@ -16,13 +16,13 @@ runtime's planner uses the same figures):
 - FINISH, and a GEMM or ALU of no steps: one cycle.
 
 The compute stage runs a GEMM beside the ALU instruction before it (hw/core/compute.py): an ALU
-instruction leaves the stage :data:`ALU_DISPATCH` cycle after it starts, runs
-:data:`ALU_LATCH` cycle later than it would alone, and pushes its tokens when it completes; a GEMM
-may start while it runs, unless their ACC rows may meet in a bank (:func:`acc_row_bounds`: the
-ALU's bounds as the RTL computes them, the GEMM's smallest and largest dst row; :func:`banks_meet`),
-in which case the GEMM starts when the ALU has completed (the RTL holds the first step whose bank
-the ALU uses; the model holds the whole GEMM). The GEMM retires, and pushes, only after the ALU. Anything else waits for
-the ALU.
+instruction leaves the stage :data:`ALU_DISPATCH` cycle after it starts, runs :data:`ALU_LATCH`
+cycle later than it would alone, and pushes its tokens when it completes; a GEMM may start while it
+runs, unless their ACC rows may meet in a bank (:func:`acc_row_bounds`: the ALU's bounds as the RTL
+computes them, the GEMM's smallest and largest dst row; :func:`banks_meet`), in which case the GEMM
+starts when the ALU has completed (the RTL holds the first step whose bank the ALU uses; the model
+holds the whole GEMM). The GEMM retires, and pushes, only after the ALU: :data:`BESIDE_RETIRE` cycle
+after it at the earliest. Anything else waits for the ALU.
 
 Stages run concurrently: an instruction starts when its stage is free and every token it pops
 has been pushed (at the end of the pushing instruction). The first instruction reaches the stages
@@ -40,12 +40,15 @@ from avta.isa.memories import scratchpad_of
 from avta.isa.registers import CYCLE_COUNTERS
 
 __all__ = ["cost", "acc_row_writes", "acc_row_bounds", "banks_meet", "ESTIMATED",
-           "ALU_DISPATCH", "ALU_LATCH"]
+           "ALU_DISPATCH", "ALU_LATCH", "BESIDE_RETIRE"]
 
 #: Cycles an ALU instruction holds the compute stage before the next instruction may start.
 ALU_DISPATCH = 1
 #: Cycles an ALU instruction starts later than its stage start (its copy is latched first).
 ALU_LATCH = 1
+#: Cycles after a detached ALU instruction completes at which a GEMM that ran beside it retires
+#: (and pushes), at the earliest.
+BESIDE_RETIRE = 1
 
 #: What a fsim RunResult marks as an estimate.
 ESTIMATED = frozenset(CYCLE_COUNTERS) | {"cycles"}

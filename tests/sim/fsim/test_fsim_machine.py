@@ -266,3 +266,22 @@ def test_pipelined_matmul_on_every_shipped_config(shipped_cfg, pipelined_matmul)
     result, _ = image.run(strict=True)
     assert result.status == "ok", result.detail
     np.testing.assert_array_equal(out_bytes(image, shipped_cfg, 3), expected)
+
+
+def test_gemm_beside_alu_retires_the_cycle_after_it(tiny_cfg):
+    """A GEMM started beside a detached ALU instruction (other bank) that ends first retires the
+    cycle after the ALU completes (hw/core/stage_control.py clears ``detached`` a cycle after
+    ``detached_done``), so what follows it starts one cycle later than after the ALU alone."""
+    cfg = tiny_cfg
+    other_bank = cfg.acc_depth // 2
+    def run(with_gemm):
+        image = Image(cfg)
+        image.put_uops(UOPS, [Uop(0, 0, 0), Uop(other_bank, 0, 0)])
+        pass_ = alu(AluOp.ADD, uops=(0, 1), iters=(1, 20), dst=(0, 1), src=(0, 1), imm=1)
+        beside = [gemm(uops=(1, 2), iters=(1, 2), dst=(0, 1), reset=1)] if with_gemm else []
+        image.add(load(MemType.UOP, dram=UOPS // cfg.uop_elem_bytes, x=2), pass_, *beside,
+                  pass_, finish())
+        result, _ = image.run()
+        assert result.status == "ok"
+        return result.cycles
+    assert run(True) == run(False) + 1
