@@ -55,25 +55,6 @@ class Pipeline:
         self._tiles = 0          # output tiles ended by the compute stage
         self._stores = 0         # output tiles stored
 
-    # -- the start ------------------------------------------------------------------------------
-
-    def loads_after_compute_loads(self):
-        """The load stage starts when the compute stage's LOADs emitted so far (micro-ops, bias
-        rows) have completed: call it before the first load task.
-
-        On the RTL the compute stage's LOADs share the read engine with the load stage's
-        (hw/axi/vme.py, a round-robin arbiter) and wait behind the bursts it has in flight: at a
-        layer's start, the bias and micro-op loads that the first accumulator starts need
-        queued behind the first weights and windows, and an ALU-bound conv2d on ``huge`` started
-        its compute chain about 250 cycles late. One C→L token, pushed by the last compute
-        instruction and popped by the first load task's first instruction, puts those few
-        beats first; it is the first token of that queue on both sides, so the k-th pop still
-        meets the k-th push of the tasks."""
-        if self._loads:
-            raise RuntimeError("the load stage already started")
-        self._b.dep_push(C, L)
-        self._b.dep_pop(C, L)
-
     # -- load stage -----------------------------------------------------------------------------
 
     def begin_load(self):

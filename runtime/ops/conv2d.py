@@ -341,18 +341,13 @@ class _Conv2dEmitter:
             # Bias rows stay resident at ACC [0, COB) of every bank the buffers use (conv_plan),
             # a per-channel requantization's rows after them; only the compute stage touches
             # them.
-            shifts = []
             for v in range(self.t.acc_banks):
                 base = self.t.bias_base(v)
                 self.b.load(MemType.ACC, sram=base, dram=self.bufs.bias,
                             x_size=self.cob * _row_blocks(self.requant))
                 if self.bias_start and self.requant.bias_shift:
-                    shifts.append(UopKernel([(base, base)], [Loop(self.cob, 1, 1)]))
-            for rows in shifts:
-                self.b.preload(rows)
-            self.pipe.loads_after_compute_loads()
-            for rows in shifts:
-                self.b.alu(rows, AluOp.SHR, imm=-self.requant.bias_shift)    # bias << shift
+                    rows = UopKernel([(base, base)], [Loop(self.cob, 1, 1)])
+                    self.b.alu(rows, AluOp.SHR, imm=-self.requant.bias_shift)    # bias << shift
         tasks = [(tile, cit) for tile in _tiles(self.cfg, self.shape, self.t)
                  for cit in range(self.n_cit)]
         n_cit = self.n_cit
