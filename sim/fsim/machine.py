@@ -272,6 +272,8 @@ class _Launch:
         # The compute stage's detached ALU instruction (timing.py): when it completes, the ACC
         # rows it may touch, and its activity record (a GEMM beside it takes a share).
         self.alu_free = 0
+        # When the shared read engine has delivered the beats of every LOAD run so far.
+        self.read_free = 0
         self.alu_bounds = None
         self.alu_record = None
         self.stall = [0, 0, 0]
@@ -335,6 +337,9 @@ class _Launch:
             queues[static.stage].append(index)
         # The counters each instruction pops and pushes, by its index (looked up per step).
         self.pops = [static.pops for static in statics]
+        # Which instructions read DRAM into a scratchpad (a LOAD of rows).
+        reads = [static.opcode == Opcode.LOAD and insn.x_size > 0
+                 for static, insn in zip(statics, self.insns)]
         tokens = self.tokens
         pick_random = self.sim._schedule == "random"
         rng = self.sim._rng
@@ -346,12 +351,38 @@ class _Launch:
                      if queue and all(tokens[c] for c in statics[queue[0]].pops)]
             if not ready:
                 return self._deadlock(queues)
-            index = rng.choice(ready) if pick_random else min(ready)
+            # In order, the one that comes first in the stream runs; but of two LOADs the one
+            # that starts first, as the read engine serves them in the order they reach it
+            # (timing.py).
+            if pick_random:
+                index = rng.choice(ready)
+            else:
+                index = min(ready)
+                if len(ready) > 1 and reads[index]:
+                    index = min((i for i in ready if reads[i]), key=self._start_key)
             static = statics[index]
             queues[static.stage].popleft()
             outcome = execute(static, index, insns[index])
             if outcome is not None:
                 return outcome
+
+    def _start_key(self, index):
+        """``(cycle, index)``: when ready instruction ``index`` could start (its stage free,
+        the tokens it pops pushed), for running the stages' heads in time order."""
+        static = self.statics[index]
+        start = self.stage_free[static.stage]
+        for c in static.pops:
+            pushed = self.tokens[c][0]
+            if pushed > start:
+                start = pushed
+        return start, index
+
+    def _read(self, ready, cycles):
+        """The end of a LOAD of rows ready at ``ready`` that alone would take ``cycles``: its
+        beats follow those of the LOADs that reached the read engine before it."""
+        begin = max(ready + timing.LOAD_LEAD, self.read_free)
+        self.read_free = end = begin + cycles - timing.LOAD_LEAD
+        return end
 
     def _empty_pops(self, index):
         return [c for c in self.pops[index] if not self.tokens[c]]
@@ -409,7 +440,8 @@ class _Launch:
         if stage == Stage.COMPUTE:
             start, ready, end, free = self._compute_times(index, insn, start, ready, cycles)
         else:
-            end = free = ready + cycles
+            end = free = (self._read(ready, cycles) if opcode == Opcode.LOAD and insn.x_size
+                          else ready + cycles)
             if sim._record is not None:
                 self._note_activity(index, stage, start, ready, end, static.kind)
         self.stall[stage] += ready - start
@@ -488,7 +520,8 @@ class _Launch:
             self.alu_record = self._note_activity(index, stage, waits_from, ready, end,
                                                    _ACTIVITY_KIND[insn.opcode])
             return waits_from, ready, end, ready + timing.ALU_DISPATCH
-        done = ready + cycles
+        done = (self._read(ready, cycles) if insn.opcode == Opcode.LOAD and insn.x_size
+                else ready + cycles)
         self._note_activity(index, stage, waits_from, ready, done,
                             _ACTIVITY_KIND.get(insn.opcode, 2))
         if alu_running and self.alu_record is not None:

@@ -27,9 +27,11 @@ after it at the earliest. Anything else waits for the ALU.
 Stages run concurrently: an instruction starts when its stage is free and every token it pops
 has been pushed (at the end of the pushing instruction). The first instruction reaches the stages
 :data:`~avta.isa.costs.FETCH_LATENCY` cycles after launch; from then on fetch is assumed to keep
-ahead, and the stages' reads do not slow each other (on the RTL the compute stage's micro-op and
-ACC loads share the read engine with the load stage and can wait behind its bursts: the largest
-error left). STALL_x counts cycles a stage waited on tokens, IDLE_x the cycles it was neither
+ahead. The LOADs of both stages that read DRAM share one read engine (hw/axi/vme.py): a LOAD's
+beats begin :data:`LOAD_LEAD` cycles after it starts or when the beats of the LOADs that reached
+the engine before it have ended, whichever is later, so the compute stage's micro-op and ACC
+loads at a layer's start wait behind the load stage's first bursts, as on the RTL (of two LOADs
+that could both run next, the model runs the one that starts first). STALL_x counts cycles a stage waited on tokens, IDLE_x the cycles it was neither
 busy nor stalled (before launch is excluded; after its last instruction counts), ACC_WR one cycle
 per ACC row written.
 """
@@ -49,6 +51,10 @@ ALU_LATCH = 1
 #: Cycles after a detached ALU instruction completes at which a GEMM that ran beside it retires
 #: (and pushes), at the earliest.
 BESIDE_RETIRE = 1
+
+#: Cycles of a LOAD before its first beat (its fixed overhead and the first-beat latency): the
+#: read engine is shared from then on.
+LOAD_LEAD = costs.INSN_OVERHEAD + costs.LOAD_LATENCY
 
 #: What a fsim RunResult marks as an estimate.
 ESTIMATED = frozenset(CYCLE_COUNTERS) | {"cycles"}

@@ -285,3 +285,18 @@ def test_gemm_beside_alu_retires_the_cycle_after_it(tiny_cfg):
         assert result.status == "ok"
         return result.cycles
     assert run(True) == run(False) + 1
+
+
+def test_compute_stage_load_waits_behind_the_load_stages_burst(tiny_cfg):
+    """The compute stage's LOADs share the read engine with the load stage's (hw/axi/vme.py): a
+    micro-op LOAD issued while a long INP LOAD streams gets its beats after that one's."""
+    cfg = tiny_cfg
+    image = Image(cfg)
+    image.put_uops(UOPS, [Uop(0, 0, 0), Uop(1, 0, 0)])
+    image.add(alu(AluOp.ADD, iters=(1, 10), dst=(0, 1), src=(0, 1), imm=1),     # compute, first
+              load(MemType.UOP, dram=UOPS // cfg.uop_elem_bytes, x=2),         # compute, later
+              load(MemType.INP, x=200),                                         # load, at once
+              finish())
+    result, _ = image.run()
+    inp_end = costs.FETCH_LATENCY + LOAD_FIXED + 200
+    assert result.cycles == inp_end + 2 + 1          # then the two micro-ops, then FINISH
