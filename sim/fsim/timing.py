@@ -24,16 +24,16 @@ starts when the ALU has completed (the RTL holds the first step whose bank the A
 holds the whole GEMM). The GEMM retires, and pushes, only after the ALU: :data:`BESIDE_RETIRE` cycle
 after it at the earliest. Anything else waits for the ALU.
 
-Stages run concurrently: an instruction starts when its stage is free and every token it pops
-has been pushed (at the end of the pushing instruction). The first instruction reaches the stages
+Stages run concurrently: an instruction starts when its stage is free and every token it pops has
+been pushed (at the end of the pushing instruction). The first instruction reaches the stages
 :data:`~avta.isa.costs.FETCH_LATENCY` cycles after launch; from then on fetch is assumed to keep
-ahead. The LOADs of both stages that read DRAM share one read engine (hw/axi/vme.py): a LOAD's
-beats begin :data:`LOAD_LEAD` cycles after it starts or when the beats of the LOADs that reached
-the engine before it have ended, whichever is later, so the compute stage's micro-op and ACC
-loads at a layer's start wait behind the load stage's first bursts, as on the RTL (of two LOADs
-that could both run next, the model runs the one that starts first). STALL_x counts cycles a stage waited on tokens, IDLE_x the cycles it was neither
-busy nor stalled (before launch is excluded; after its last instruction counts), ACC_WR one cycle
-per ACC row written.
+ahead. The LOADs of both stages that read DRAM share one read engine (hw/axi/vme.py): a LOAD's beats
+begin :data:`LOAD_LEAD` cycles after it starts or when the beats of the LOADs that reached the
+engine before it have ended, whichever is later, so the compute stage's micro-op and ACC loads at a
+layer's start wait behind the load stage's first bursts, as on the RTL (of two LOADs that could both
+run next, the model runs the one that starts first). STALL_x counts cycles a stage waited on tokens,
+IDLE_x the cycles it was neither busy nor stalled (before launch is excluded; after its last
+instruction counts), ACC_WR one cycle per ACC row written.
 """
 
 from avta.isa import costs
