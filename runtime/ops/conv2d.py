@@ -123,8 +123,9 @@ class _Conv2dEmitter:
         return self.shape.kernel_blocks(nco, nci) * self.kk
 
     def _window(self, tile):
-        """Input rows and columns of the tile: (ih0, th_in, iw0, tw_in), before clipping."""
-        s, sh = self.shape.stride, self.shape
+        """Input rows and columns of the tile: (ih0, th_in, iw0, tw_in), before clipping (of a
+        subsampled shape, its rows and columns in INP)."""
+        s, sh = self.shape.window_stride, self.shape
         return (tile.oh0 * s - sh.pad, (tile.th - 1) * s + sh.kh,
                 tile.ow0 * s - sh.pad, (tile.tw - 1) * s + sh.kw)
 
@@ -162,7 +163,17 @@ class _Conv2dEmitter:
             load_inp = self.inp_held[v] != key
             self.inp_held[v] = key
             base = self.t.inp_base(v)
-        if load_inp:
+        if load_inp and sh.subsampled:
+            # Only the pixels the outputs read: per output row, ``tw`` one-element DRAM rows
+            # ``stride`` apart (no padding: the shape has none), laid out as a stride-1 window.
+            s = sh.stride
+            for ci in range(nci):
+                plane = (tile.nb * self.cib + ci0 + ci) * sh.h
+                for r in range(tile.th):
+                    b.load(MemType.INP, sram=base + ci * self.t.inp_pitch + r * tile.tw,
+                           dram=self.bufs.inp + (plane + (tile.oh0 + r) * s) * sh.w
+                           + tile.ow0 * s, y_size=tile.tw, x_size=1, x_stride=s)
+        elif load_inp:
             ih0, th_in, iw0, tw_in = self._window(tile)
             y0, y1 = max(0, -ih0), max(0, ih0 + th_in - sh.h)
             x0, x1 = max(0, -iw0), max(0, iw0 + tw_in - sh.w)
@@ -254,7 +265,7 @@ class _Conv2dEmitter:
                         wgt = wgt0 + block * self.kk
                         uops.append((acc + co * t.acc_pitch, inp + ci * t.inp_pitch +
                                      kh * tw_in + kw, wgt + kh * sh.kw + kw))
-        s = sh.stride
+        s = sh.window_stride
         kernel = UopKernel(uops, self._tile_loops(tile, s * tw_in, s))
         # The previous tile's requantization runs beside this GEMM: split into as many parts as
         # it has passes left (their sums add up to the whole), one pass before each part. The

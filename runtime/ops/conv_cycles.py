@@ -59,8 +59,11 @@ class _Costs:
         key = ("input", th, tw)
         if key not in self._cache:
             s, sh = self.shape.stride, self.shape
-            th_in, tw_in = (th - 1) * s + sh.kh, (tw - 1) * s + sh.kw
-            self._cache[key] = load_cycles(self.cfg, th_in, tw_in, self._inp_bytes)
+            if sh.subsampled:       # a LOAD an output row, a DRAM row a pixel
+                self._cache[key] = th * load_cycles(self.cfg, tw, 1, self._inp_bytes)
+            else:
+                th_in, tw_in = (th - 1) * s + sh.kh, (tw - 1) * s + sh.kw
+                self._cache[key] = load_cycles(self.cfg, th_in, tw_in, self._inp_bytes)
         return nci * self._cache[key]
 
     def weight_load(self, nco, nci):

@@ -88,6 +88,20 @@ class Conv2dShape:
         return output_extent(self.w, self.kw, self.pad, self.stride)
 
     @property
+    def subsampled(self):
+        """A 1×1 kernel with a stride and no padding (ResNet's downsample layers): its LOADs
+        fetch only the pixels the outputs read, one LOAD an output row of one-element DRAM rows
+        ``stride`` apart (:mod:`.conv2d`), so its INP window is laid out as a stride-1
+        convolution's."""
+        return (self.kh == self.kw == 1 and self.stride > 1 and self.pad == 0
+                and not self.depthwise)
+
+    @property
+    def window_stride(self):
+        """The stride between output pixels' windows in INP: 1 when :attr:`subsampled`."""
+        return 1 if self.subsampled else self.stride
+
+    @property
     def products(self):
         """int8 products summed into each output value."""
         return (1 if self.depthwise else self.cin) * self.kh * self.kw
@@ -221,7 +235,7 @@ def slot_counts(cfg, threads):
 def _misfits(cfg, shape, th, tw, tco, tci, threads, bias, slots=None):
     """The sentences of :func:`misfits`, lazily (planning asks only whether there is one)."""
     slots = threads if slots is None else slots
-    s, kk = shape.stride, shape.kh * shape.kw
+    s, kk = shape.window_stride, shape.kh * shape.kw
     cob = shape.cout // cfg.block_out
     th_in, tw_in = _window(th, s, shape.kh), _window(tw, s, shape.kw)
     inp_pitch, acc_pitch = th_in * tw_in, th * tw
@@ -277,7 +291,7 @@ def tiling_for(cfg, shape, th, tw, tco, tci, threads, *, bias, slots=None):
     slots = threads if slots is None else slots
     if next(_misfits(cfg, shape, th, tw, tco, tci, threads, bias, slots), None) is not None:
         return None
-    s = shape.stride
+    s = shape.window_stride
     cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
     inp_pitch = _window(th, s, shape.kh) * _window(tw, s, shape.kw)
     resident = _resident_rows(cfg, shape, tco, tci) <= cfg.wgt_depth
@@ -297,7 +311,7 @@ INSN_COST_BYTES = 256
 
 
 def _cost(cfg, shape, t):
-    s, kk = shape.stride, shape.kh * shape.kw
+    s, kk = shape.window_stride, shape.kh * shape.kw
     cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
     nb = shape.n // cfg.batch
     n_h, n_w = -(-shape.oh // t.th), -(-shape.ow // t.tw)
@@ -314,7 +328,8 @@ def _cost(cfg, shape, t):
         wgt_rows = n_co * t.threads * t.tco * cib * kk
     else:
         wgt_rows = tasks * t.tco * t.tci * kk
-    insns = tasks * (t.tci + 3) + tiles * (t.tco + 6)
+    inp_loads = t.tci * (t.th if shape.subsampled else 1)      # LOADs of a task's window
+    insns = tasks * (inp_loads + 3) + tiles * (t.tco + 6)
     return (inp_rows * cfg.inp_elem_bytes + wgt_rows * cfg.wgt_elem_bytes
             + insns * INSN_COST_BYTES)
 
