@@ -11,7 +11,8 @@ micro-op and ACC loads) share one read engine, and a short read can queue behind
 stage's long weight bursts.
 """
 
-__all__ = ["FETCH_LATENCY", "INSN_OVERHEAD", "LOAD_LATENCY", "STORE_ROW_OVERHEAD",
+__all__ = ["FETCH_LATENCY", "INSN_OVERHEAD", "LOAD_LATENCY", "LOAD_ROW_MIN_CYCLES",
+           "STORE_ROW_OVERHEAD",
            "COMPUTE_FILL", "INDEX_REGISTER", "ALU_FILL", "gemm_fill", "two_operand_step",
            "row_cycles", "load_cycles", "store_cycles", "compute_cycles"]
 
@@ -26,6 +27,10 @@ INSN_OVERHEAD = 2
 #: A LOAD's wait for its first beat (the median of the weight loads on default and huge, 4, and
 #: a cycle each for the memory engine's registers on read commands and beats; 6 on tiny).
 LOAD_LATENCY = 6
+#: The fewest cycles a LOAD spends on one DRAM row: its tensor load starts a row at most every
+#: other cycle (measured on tsim, huge: rows of one 64-byte element took 2 cycles each, rows of
+#: two 2, longer rows their beats).
+LOAD_ROW_MIN_CYCLES = 2
 #: A STORE's cycles per DRAM row besides the row's beats (its write burst's address and
 #: response; 6 on default and huge).
 STORE_ROW_OVERHEAD = 6
@@ -69,11 +74,12 @@ def row_cycles(cfg, x_size, elem_bytes):
 
 
 def load_cycles(cfg, y_size, x_size, elem_bytes, pad_rows=0):
-    """A LOAD of ``y_size`` DRAM rows of ``x_size`` elements and ``pad_rows`` padding rows (one
-    cycle each)."""
+    """A LOAD of ``y_size`` DRAM rows of ``x_size`` elements (each at least
+    :data:`LOAD_ROW_MIN_CYCLES`) and ``pad_rows`` padding rows (one cycle each)."""
     if x_size == 0:
         return INSN_OVERHEAD
-    return INSN_OVERHEAD + LOAD_LATENCY + y_size * row_cycles(cfg, x_size, elem_bytes) + pad_rows
+    row = max(row_cycles(cfg, x_size, elem_bytes), LOAD_ROW_MIN_CYCLES)
+    return INSN_OVERHEAD + LOAD_LATENCY + y_size * row + pad_rows
 
 
 def store_cycles(cfg, y_size, x_size):

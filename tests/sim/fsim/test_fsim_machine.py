@@ -131,6 +131,9 @@ CYCLE_CASES = [
     # INP narrower than the bus: one element per cycle, and one cycle per padding row.
     ([load(MemType.INP, y=2, x=6, pads=(1, 0, 1, 1), push_next=1), sync("pop_prev")],
      LOAD_FIXED + 2 * 6 + (3 * 8 - 12) + SYNC_FINISH),
+    # A DRAM row of one element takes two cycles (the tensor load starts a row every other).
+    ([load(MemType.INP, y=5, x=1, stride=3, push_next=1), sync("pop_prev")],
+     LOAD_FIXED + 5 * costs.LOAD_ROW_MIN_CYCLES + SYNC_FINISH),
     # STORE: per row its cycles and the row overhead.
     ([store(y=4, x=3, push_prev=1), sync("pop_next")],
      costs.INSN_OVERHEAD + 4 * (3 + costs.STORE_ROW_OVERHEAD) + SYNC_FINISH),
