@@ -8,7 +8,8 @@ activity port (``tests/sim/test_activity.py``). The memory engine keeps several 
 so a LOAD pays one latency and then its beats back to back; bursts cost no cycles of their own.
 What these figures leave out: the three readers (fetch, the load stage, the compute stage's
 micro-op and ACC loads) share one read engine, and a short read can queue behind the load
-stage's long weight bursts.
+stage's long weight bursts; fsim's timing (:mod:`avta.sim.fsim.timing`) models the last two
+sharing it, the planner's estimates do not.
 """
 
 __all__ = ["FETCH_LATENCY", "INSN_OVERHEAD", "LOAD_LATENCY", "LOAD_ROW_MIN_CYCLES",

@@ -42,7 +42,7 @@ from avta.isa.memories import scratchpad_of
 from avta.isa.registers import CYCLE_COUNTERS
 
 __all__ = ["cost", "acc_row_writes", "acc_row_bounds", "banks_meet", "ESTIMATED",
-           "ALU_DISPATCH", "ALU_LATCH", "BESIDE_RETIRE"]
+           "ALU_DISPATCH", "ALU_LATCH", "BESIDE_RETIRE", "LOAD_LEAD"]
 
 #: Cycles an ALU instruction holds the compute stage before the next instruction may start.
 ALU_DISPATCH = 1
