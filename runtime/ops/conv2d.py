@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from avta.isa.costs import two_operand_step
+from avta.isa.costs import ALU_FILL, gemm_fill, two_operand_step
 from avta.isa.enums import AluOp, MemType, PadValue
 
 from ..build_cache import cached_program
@@ -29,11 +29,12 @@ from ..packing import pack_nchw, pack_oihw, pad_channels
 from ..pipeline import Pipeline
 from ..stream import StreamBuilder
 from ..uop_kernel import ITER_BITS, Loop, UopKernel
+from .conv_cycles import passes_beside, split_parts
 from .conv_plan import Conv2dShape, plan_conv2d
 from .requant import CHANNEL_ROW_BLOCKS, Requant
 
 __all__ = ["Conv2dBuffers", "accumulator_start", "bias_bound", "build_conv2d", "conv2d",
-           "pack_bias", "tail_steps"]
+           "pack_bias", "pass_cycles", "tail_steps", "tail_weights"]
 
 
 #: What the padding of a convolution may hold, and the LOAD pad value that makes it.
@@ -256,31 +257,49 @@ class _Conv2dEmitter:
                                      kh * tw_in + kw, wgt + kh * sh.kw + kw))
         s = sh.stride
         kernel = UopKernel(uops, self._tile_loops(tile, s * tw_in, s))
-        # The previous tile's requantization runs beside this GEMM: split into as many parts as
-        # it has passes left (their sums add up to the whole), one pass before each part. The
-        # kernels are made resident first: a micro-op LOAD after an ALU pass would wait for it.
+        # The previous tile's requantization runs beside this tile's GEMMs: this task takes its
+        # share of the passes left (conv_cycles.passes_beside: the planner's estimate assumes
+        # the same), and the GEMM is split into as many parts (micro-op ranges, whose sums add
+        # up to the whole), one pass before each, each part about as long as its pass
+        # (split_parts). The kernels are made resident first: a micro-op LOAD after an ALU pass
+        # would wait for it.
         n = len(uops)
-        beside = [alu_kernel for alu_kernel, _, _ in self.tail[1]] if self.tail else []
+        costs = self._pass_cycles()
+        taken = passes_beside(costs, tile.th * tile.tw * n + gemm_fill(self.cfg),
+                              self.n_cit - cit)
+        side = min(taken, n - 1 if ahead is not None else n)
+        beside = [alu_kernel for alu_kernel, _, _ in self.tail[1][:side]] if self.tail else []
+        costs = costs[:side]
         if ahead is not None:
             beside.append(self._tile_rows(ahead, self.pipe.tile_buffer(), bias=self.bias_start))
-        parts = max(1, min(len(beside), n))
+            _, nco_ahead = self._co_range(ahead)
+            costs.append(pass_cycles(self.cfg, AluOp.MOV, 0, ahead.th * ahead.tw * nco_ahead))
         if beside:
             self.b.preload(kernel)
             for alu_kernel in beside:
                 self.b.preload(alu_kernel)
+        parts = split_parts(n, costs) if costs else [(0, n)]
         begun = None
-        for k in range(parts):
-            if ahead is not None and k == parts - 1:
+        for k, part in enumerate(parts):
+            if ahead is not None and k == len(parts) - 1:
                 self._flush_tail()          # the next tile's buffer is the one stored last
                 begun = self.begin_tile(ahead)
-            else:
+            elif k < side:
                 self._tail_pass()
             if k == 0:
                 self.pipe.begin_compute()
-            part = (k * n // parts, (k + 1) * n // parts) if parts > 1 else None
-            self.b.gemm(kernel, part=part)
+            self.b.gemm(kernel, part=None if len(parts) == 1 else part)
         self.pipe.end_compute()
         return begun
+
+    def _pass_cycles(self):
+        """Cycles of each pending requantization pass (:func:`pass_cycles`)."""
+        if not self.tail:
+            return []
+        tile, passes = self.tail
+        _, nco = self._co_range(tile)
+        rows = tile.th * tile.tw * nco
+        return [pass_cycles(self.cfg, op, imm, rows) for _, op, imm in passes]
 
     def end_tile(self, tile, va):
         """Requantize ``tile``: its passes wait in :attr:`tail` for the next tile's GEMMs."""
@@ -382,16 +401,30 @@ class AluRecorder:
         self.insns.append((kernel, op, imm))
 
 
-def tail_steps(cfg, requant, bias_added):
-    """ALU passes over each output row for the planner's estimate: the accumulator start, then
-    every instruction of the requantization tail (a two-operand one twice on one ACC read
-    port, docs/architecture.md, compute stage)."""
+def pass_cycles(cfg, op, imm, rows):
+    """Cycles of an ALU pass ``op`` (``imm`` None: two operands) over ``rows`` ACC rows
+    (:mod:`avta.isa.costs`: two ACC reads a step through one read port)."""
+    step = two_operand_step(cfg) if imm is None and op != AluOp.MOV else 1
+    return rows * step + ALU_FILL
+
+
+def tail_weights(cfg, requant, bias_added):
+    """The requantization tail's ALU passes over each output row after the accumulator start,
+    for the planner's estimate: a tuple of each instruction's cycles per row (a two-operand one
+    twice on one ACC read port, docs/architecture.md, compute stage); empty for a host
+    requantization."""
     if requant.on_host:
-        return 1
+        return ()
     passes = AluRecorder()
     requant.emit(passes, None, object() if bias_added else None, lambda k: None)
-    return 1 + sum(two_operand_step(cfg) if imm is None and op != AluOp.MOV else 1
-                   for _, op, imm in passes.insns)
+    return tuple(pass_cycles(cfg, op, imm, 1) - ALU_FILL for _, op, imm in passes.insns)
+
+
+def tail_steps(cfg, requant, bias_added):
+    """ALU passes over each output row: the accumulator start, then every instruction of the
+    requantization tail (:func:`tail_weights`, a two-operand one counted twice on one ACC read
+    port)."""
+    return 1 + sum(tail_weights(cfg, requant, bias_added))
 
 
 def accumulator_start(has_bias, bias_added):
@@ -430,7 +463,7 @@ def _build_conv2d(cfg, shape, bufs, *, requant, threads, tiling, bias_bound):
             bias_bound, shape.cin * shape.kh * shape.kw)
         tiling = plan_conv2d(cfg, shape, threads=threads,
                              bias=_row_blocks(requant) if bufs.bias is not None else 0,
-                             tail_steps=tail_steps(cfg, requant, bias_added),
+                             tail_steps=tail_weights(cfg, requant, bias_added),
                              start=accumulator_start(bufs.bias is not None, bias_added))
     builder = StreamBuilder(cfg)
     _Conv2dEmitter(builder, shape, tiling, bufs, requant, bias_bound).emit()
