@@ -34,7 +34,7 @@ from .conv_plan import Conv2dShape, plan_conv2d
 from .requant import CHANNEL_ROW_BLOCKS, Requant
 
 __all__ = ["Conv2dBuffers", "accumulator_start", "bias_bound", "build_conv2d", "conv2d",
-           "pack_bias", "pass_cycles", "tail_steps", "tail_weights"]
+           "pack_bias", "pass_cycles", "plan_layer", "tail_steps", "tail_weights"]
 
 
 #: What the padding of a convolution may hold, and the LOAD pad value that makes it.
@@ -459,15 +459,23 @@ def _build_conv2d(cfg, shape, bufs, *, requant, threads, tiling, bias_bound):
         raise ValueError("a per-channel requantization needs the bias rows, with its channel "
                          "rows after them (pack_bias(cfg, bias, requant))")
     if tiling is None:
-        bias_added = bufs.bias is not None and not requant.bias_starts_acc(
-            bias_bound, shape.cin * shape.kh * shape.kw)
-        tiling = plan_conv2d(cfg, shape, threads=threads,
-                             bias=_row_blocks(requant) if bufs.bias is not None else 0,
-                             tail_steps=tail_weights(cfg, requant, bias_added),
-                             start=accumulator_start(bufs.bias is not None, bias_added))
+        tiling = plan_layer(cfg, shape, requant=requant, has_bias=bufs.bias is not None,
+                            bias_bound=bias_bound, threads=threads)
     builder = StreamBuilder(cfg)
     _Conv2dEmitter(builder, shape, tiling, bufs, requant, bias_bound).emit()
     return builder.finish()
+
+
+def plan_layer(cfg, shape, *, requant, has_bias, bias_bound=None, threads=2):
+    """The tiling :func:`build_conv2d` plans for a layer with this requantization (and a bias
+    when ``has_bias``, of magnitude at most ``bias_bound``): its resident row blocks, its
+    tail's passes and how its accumulators start."""
+    bias_added = has_bias and not requant.bias_starts_acc(bias_bound,
+                                                          shape.cin * shape.kh * shape.kw)
+    return plan_conv2d(cfg, shape, threads=threads,
+                       bias=_row_blocks(requant) if has_bias else 0,
+                       tail_steps=tail_weights(cfg, requant, bias_added),
+                       start=accumulator_start(has_bias, bias_added))
 
 
 def _row_blocks(requant):
