@@ -4,9 +4,10 @@
 modules hold the benchmarks themselves: :mod:`.fsim` (the behavioral model against numpy),
 :mod:`.tsim` (Verilator speed and bus utilization), :mod:`.resnet18_cycles` (ResNet-18's
 cycles on tsim), :mod:`.per_channel` (what per-channel requantization rows cost on ResNet-18),
-:mod:`.tps` (the tiling search's DRAM traffic), :mod:`.trace` (what a trace costs), :mod:`.rtl_cycles` (instruction costs on the RTL core), :mod:`.gemm_fmax` (a GEMM
-lane's Fmax on an ECP5), :mod:`.zigzag_peer` (ResNet-18's energy beside ZigZag's) and
-:mod:`.onnx` (imported ONNX models against onnxruntime). Machines are noisy: these are figures
+:mod:`.tps` (the tiling search's DRAM traffic), :mod:`.trace` (what a trace costs),
+:mod:`.rtl_cycles` (instruction costs on the RTL core), :mod:`.gemm_fmax` (a GEMM lane's Fmax
+on an ECP5), :mod:`.zigzag_peer` (ResNet-18's energy beside ZigZag's) and :mod:`.onnx`
+(imported ONNX models against onnxruntime). Machines are noisy: these are figures
 to read, not timed tests.
 """
 
