@@ -34,7 +34,8 @@ from .conv_plan import Conv2dShape, plan_conv2d
 from .requant import CHANNEL_ROW_BLOCKS, Requant
 
 __all__ = ["Conv2dBuffers", "accumulator_start", "bias_bound", "build_conv2d", "conv2d",
-           "pack_bias", "pass_cycles", "plan_layer", "tail_steps", "tail_weights"]
+           "pack_bias", "pass_cycles", "plan_layer", "plan_options", "row_blocks", "tail_steps",
+           "tail_weights"]
 
 
 #: What the padding of a convolution may hold, and the LOAD pad value that makes it.
@@ -363,7 +364,7 @@ class _Conv2dEmitter:
             for v in range(self.t.acc_banks):
                 base = self.t.bias_base(v)
                 self.b.load(MemType.ACC, sram=base, dram=self.bufs.bias,
-                            x_size=self.cob * _row_blocks(self.requant))
+                            x_size=self.cob * row_blocks(self.requant))
                 if self.bias_start and self.requant.bias_shift:
                     rows = UopKernel([(base, base)], [Loop(self.cob, 1, 1)])
                     self.b.alu(rows, AluOp.SHR, imm=-self.requant.bias_shift)    # bias << shift
@@ -468,17 +469,23 @@ def _build_conv2d(cfg, shape, bufs, *, requant, threads, tiling, bias_bound):
 
 def plan_layer(cfg, shape, *, requant, has_bias, bias_bound=None, threads=2):
     """The tiling :func:`build_conv2d` plans for a layer with this requantization (and a bias
-    when ``has_bias``, of magnitude at most ``bias_bound``): its resident row blocks, its
-    tail's passes and how its accumulators start."""
-    bias_added = has_bias and not requant.bias_starts_acc(bias_bound,
-                                                          shape.cin * shape.kh * shape.kw)
+    when ``has_bias``, of magnitude at most ``bias_bound``)."""
     return plan_conv2d(cfg, shape, threads=threads,
-                       bias=_row_blocks(requant) if has_bias else 0,
-                       tail_steps=tail_weights(cfg, requant, bias_added),
-                       start=accumulator_start(has_bias, bias_added))
+                       **plan_options(cfg, shape, requant, has_bias, bias_bound))
 
 
-def _row_blocks(requant):
+def plan_options(cfg, shape, requant, has_bias, bias_bound=None):
+    """What the planner needs of a layer's requantization: its resident row blocks
+    (``bias``), its tail's passes (``tail_steps``) and how its accumulators start
+    (``start``), as keywords of :func:`~.conv_plan.plan_conv2d` and
+    :func:`~.conv_cycles.estimate`."""
+    bias_added = has_bias and not requant.bias_starts_acc(bias_bound, shape.products)
+    return {"bias": row_blocks(requant) if has_bias else 0,
+            "tail_steps": tail_weights(cfg, requant, bias_added),
+            "start": accumulator_start(has_bias, bias_added)}
+
+
+def row_blocks(requant):
     """Resident ACC row blocks of a layer with a bias: 1, or with a per-channel
     requantization :data:`~avta.runtime.ops.requant.CHANNEL_ROW_BLOCKS`."""
     return CHANNEL_ROW_BLOCKS if requant.per_channel else 1
