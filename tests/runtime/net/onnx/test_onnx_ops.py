@@ -57,13 +57,20 @@ def test_conv(onnx_kit, form, pad, zx, stride, relu):
 @pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("group", [2, 4])
 def test_grouped_and_depthwise_conv(onnx_kit, form, group):
+    """Two groups: a full convolution whose weights are zero outside each output's group.
+    Four (one channel each, group = channels): the depthwise node, its weights ``[C, 1, K, K]``
+    and the zero-point terms in its bias."""
     rng = np.random.default_rng(2)
     m = getattr(onnx_kit, form)((1, 4, 6, 6), SX, -128)
     y = m.conv(m.x, _weights(rng, (4, 4 // group, 3, 3)), SW, rng.integers(-500, 500, 4), SY,
                7, pad=1, group=group)
     graph, _, _ = _check(onnx_kit, m.build(y), _input(rng, (1, 4, 6, 6), -128), SY)
     (node,) = graph.nodes
-    assert node.weights.shape == (4, 4, 3, 3)
+    if group == 4:
+        assert node.op == "depthwise" and node.weights.shape == (4, 1, 3, 3)
+        assert node.bias is not None and node.attrs["pad_value"] == -128
+        return
+    assert node.op == "conv2d" and node.weights.shape == (4, 4, 3, 3)
     # zero outside each output channel's group
     per = 4 // group
     for o in range(4):
