@@ -32,6 +32,14 @@ every batch row. Per thread the ACC holds ``tcb`` × (input window + ``k²`` pro
 output + ``k²`` weight rows). The ALU path needs no WGT rows, so it runs kernels too large for
 the WGT scratchpad and rectangular GEMM cores.
 
+**What an imported model needs** (docs/onnx.md): a bias added before the shift (the zero-point
+terms, ``requant.bias_first``), a per-channel requantization's rows after it
+(:func:`~.conv2d.pack_bias`), and padding that holds −128 (an input whose zero point is −128).
+The GEMM path has them as conv2d does (rows resident per layer, the LOAD's INP pad value MIN).
+The ALU path loads the rows per tile beside its weight rows, and pads its ACC_8BIT windows with
+MIN, which is −2^31 there: a MAX with −128 over a padded window makes it the int8 −128 that MUL
+reads (docs/isa.md §3.1, §3.4).
+
 **The choice** (:func:`plan_depthwise`): the fastest of both by their cycle estimates, the
 GEMM path's the conv2d planner's (:mod:`.conv_cycles`), the ALU path's
 :func:`estimate_alu`.
