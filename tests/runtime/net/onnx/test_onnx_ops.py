@@ -79,6 +79,22 @@ def test_grouped_and_depthwise_conv(onnx_kit, form, group):
         assert not node.weights[o, outside].any()
 
 
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("kernel", [(3, 3), (3, 1)], ids=["multiplier-2", "rectangular"])
+def test_depthwise_like_convs_the_node_does_not_take(onnx_kit, form, kernel):
+    """group = channels with two outputs a channel (a channel multiplier), or a rectangular
+    kernel: not the depthwise node's ``[C, 1, K, K]``, so a full convolution with zeros, as
+    exact."""
+    rng = np.random.default_rng(6)
+    outputs = 8 if kernel == (3, 3) else 4
+    m = getattr(onnx_kit, form)((1, 4, 6, 6), SX, -128)
+    y = m.conv(m.x, _weights(rng, (outputs, 1) + kernel), SW, rng.integers(-500, 500, outputs),
+               SY, 7, pad=1, group=4)
+    graph, _, _ = _check(onnx_kit, m.build(y), _input(rng, (1, 4, 6, 6), -128), SY)
+    (node,) = graph.nodes
+    assert node.op == "conv2d" and node.weights.shape == (outputs, 4) + kernel
+
+
 @pytest.mark.parametrize("form, matmul", [("QDQ", False), ("QDQ", True), ("QOp", True)])
 def test_gemm_and_matmul(onnx_kit, form, matmul):
     rng = np.random.default_rng(3)
