@@ -17,7 +17,7 @@ buffer's rows: the MOV reads them). Either MOV of the next tile runs beside the 
 of this one, which a reset GEMM could not.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -29,7 +29,7 @@ from ..packing import pack_nchw, pack_oihw, pad_channels
 from ..pipeline import Pipeline
 from ..stream import StreamBuilder
 from ..uop_kernel import ITER_BITS, Loop, UopKernel
-from .conv_cycles import passes_beside, split_parts
+from .conv_cycles import halves, passes_beside, split_parts, splits_last
 from .conv_plan import Conv2dShape, plan_conv2d
 from .requant import CHANNEL_ROW_BLOCKS, Requant
 
@@ -81,6 +81,7 @@ class _Conv2dEmitter:
         self.t = tiling
         self.bufs = bufs
         self.requant = requant
+        self.bias_bound = bias_bound
         self.cob = shape.cout // self.cfg.block_out
         self.cib = shape.cin // self.cfg.block_in
         self.kk = shape.kh * shape.kw
@@ -356,6 +357,26 @@ class _Conv2dEmitter:
 
     # -- the whole layer ------------------------------------------------------------------------
 
+    def _tiles(self):
+        """The output tiles in order; the last as two halves where the estimate says that its
+        first half's passes beside the second half's GEMMs pay for a tile more
+        (conv_cycles.splits_last)."""
+        tiles = list(_tiles(self.cfg, self.shape, self.t))
+        options = plan_options(self.cfg, self.shape, self.requant, self.bufs.bias is not None,
+                               self.bias_bound)
+        axis = splits_last(self.cfg, self.shape, self.t, tail_steps=options["tail_steps"],
+                           start=options["start"])
+        if axis < 0:
+            return tiles
+        last = tiles.pop()
+        if axis == 0:
+            first, second = halves(last.th)
+            return tiles + [replace(last, th=first), replace(last, oh0=last.oh0 + first,
+                                                            th=second)]
+        first, second = halves(last.tw)
+        return tiles + [replace(last, tw=first), replace(last, ow0=last.ow0 + first, tw=second)]
+
+
     def emit(self):
         if self.bufs.bias is not None:
             # Bias rows stay resident at ACC [0, COB) of every bank the buffers use (conv_plan),
@@ -368,8 +389,7 @@ class _Conv2dEmitter:
                 if self.bias_start and self.requant.bias_shift:
                     rows = UopKernel([(base, base)], [Loop(self.cob, 1, 1)])
                     self.b.alu(rows, AluOp.SHR, imm=-self.requant.bias_shift)    # bias << shift
-        tasks = [(tile, cit) for tile in _tiles(self.cfg, self.shape, self.t)
-                 for cit in range(self.n_cit)]
+        tasks = [(tile, cit) for tile in self._tiles() for cit in range(self.n_cit)]
         n_cit = self.n_cit
         loaded = 0
         va = early = None

@@ -8,8 +8,9 @@ import pytest
 
 from avta.isa.config import load_config
 from avta.isa.costs import ALU_FILL, gemm_fill
-from avta.runtime.ops.conv_cycles import (STARTS, _Costs, _starts_beside, estimate, lower_bound,
-                                          passes_beside, split_parts, tail_weights)
+from avta.runtime.ops.conv_cycles import (STARTS, _Costs, _starts_beside, estimate, halves,
+                                          lower_bound, passes_beside, split_axis, split_parts,
+                                          tail_weights)
 from avta.runtime.ops.conv_plan import Conv2dShape, _fitting, slot_counts
 
 
@@ -17,13 +18,14 @@ def _ceil(a, b):
     return -(-a // b)
 
 
-def _tasks(cfg, shape, t):
+def _tasks(cfg, shape, t, split=-1):
     """(tile index, spatial tile index, th, tw, nco, cot, cit, nci, first, last) in the
-    emitter's order."""
+    emitter's order; with ``split`` 0 or 1 the last tile as two halves along its rows or
+    columns."""
     cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
     n_ci = shape.input_chunks(cfg, t.tci)
     n_spatial = _ceil(shape.oh, t.th) * _ceil(shape.ow, t.tw)
-    tile = 0
+    tiles = []
     for nb in range(shape.n // cfg.batch):
         for cot in range(_ceil(cob, t.tco)):
             nco = min(t.tco, cob - cot * t.tco)
@@ -31,23 +33,39 @@ def _tasks(cfg, shape, t):
             for oh0 in range(0, shape.oh, t.th):
                 th = min(t.th, shape.oh - oh0)
                 for ow0 in range(0, shape.ow, t.tw):
-                    tw = min(t.tw, shape.ow - ow0)
-                    for cit in range(n_ci):
-                        nci = nco if shape.depthwise else min(t.tci, cib - cit * t.tci)
-                        yield (tile, spatial, th, tw, nco, cot, cit, nci, cit == 0,
-                               cit == n_ci - 1)
-                    tile += 1
+                    tiles.append((spatial, th, min(t.tw, shape.ow - ow0), nco, cot))
                     spatial += 1
+    if split >= 0:
+        spatial, th, tw, nco, cot = tiles.pop()
+        for half in halves(th if split == 0 else tw):
+            tiles.append((spatial, half, tw, nco, cot) if split == 0 else
+                         (spatial, th, half, nco, cot))
+    for tile, (spatial, th, tw, nco, cot) in enumerate(tiles):
+        for cit in range(n_ci):
+            nci = nco if shape.depthwise else min(t.tci, cib - cit * t.tci)
+            yield (tile, spatial, th, tw, nco, cot, cit, nci, cit == 0, cit == n_ci - 1)
 
 
 def _plain_walk(cfg, shape, t, *, tail_steps, start, give_up):
     """The compiled walk in plain Python, with the emitter's own rules for which passes run
-    beside a GEMM (passes_beside) and how the GEMM is split around them (split_parts)."""
+    beside a GEMM (passes_beside) and how the GEMM is split around them (split_parts): the
+    better of the last tile whole and split where it may be (split_axis)."""
+    n_h, n_w = _ceil(shape.oh, t.th), _ceil(shape.ow, t.tw)
+    axis = split_axis(t, shape.oh - (n_h - 1) * t.th, shape.ow - (n_w - 1) * t.tw,
+                      len(tail_weights(tail_steps)))
+    results = [r for r in (_one_walk(cfg, shape, t, tail_steps, start, give_up, split)
+                           for split in ((-1, axis) if axis >= 0 else (-1,)))
+               if r is not None]
+    return min(results) if results else None
+
+
+def _one_walk(cfg, shape, t, tail_steps, start, give_up, split):
+    """One walk, the last tile split along ``split`` (or whole, −1)."""
     costs = _Costs(cfg, shape, t, tail_steps)
     weights = tail_weights(tail_steps)
     threads = t.threads
     beside = _starts_beside(t, start)
-    tasks = list(_tasks(cfg, shape, t))
+    tasks = list(_tasks(cfg, shape, t, split))
     n_ci = shape.input_chunks(cfg, t.tci)
     gemm_left = shape.gemm_steps(cfg)                                    # steps still to run
     load_free = compute_free = store_free = 0
