@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from avta.isa.costs import ALU_FILL, gemm_fill, two_operand_step
+from avta.isa.costs import gemm_fill
 from avta.isa.enums import AluOp, MemType, PadValue
 
 from ..build_cache import cached_program
@@ -30,8 +30,10 @@ from ..pipeline import Pipeline
 from ..stream import StreamBuilder
 from ..uop_kernel import ITER_BITS, Loop, UopKernel
 from .conv_cycles import halves, passes_beside, split_parts, splits_last
-from .conv_plan import Conv2dShape, plan_conv2d
-from .requant import CHANNEL_ROW_BLOCKS, Requant
+from .conv_plan import Conv2dShape
+from .conv_tail import (AluRecorder, accumulator_start, pass_cycles, plan_layer, plan_options,
+                        row_blocks, tail_steps, tail_weights)
+from .requant import Requant
 
 __all__ = ["Conv2dBuffers", "accumulator_start", "bias_bound", "build_conv2d", "conv2d",
            "pack_bias", "pass_cycles", "plan_layer", "plan_options", "row_blocks", "tail_steps",
@@ -412,48 +414,6 @@ class _Conv2dEmitter:
         self._flush_tail()
 
 
-class AluRecorder:
-    """Stands in for a StreamBuilder to record the ALU instructions a requantization emits."""
-
-    def __init__(self):
-        self.insns = []
-
-    def alu(self, kernel, op, *, imm=None):
-        self.insns.append((kernel, op, imm))
-
-
-def pass_cycles(cfg, op, imm, rows):
-    """Cycles of an ALU pass ``op`` (``imm`` None: two operands) over ``rows`` ACC rows
-    (:mod:`avta.isa.costs`: two ACC reads a step through one read port)."""
-    step = two_operand_step(cfg) if imm is None and op != AluOp.MOV else 1
-    return rows * step + ALU_FILL
-
-
-def tail_weights(cfg, requant, bias_added):
-    """The requantization tail's ALU passes over each output row after the accumulator start,
-    for the planner's estimate: a tuple of each instruction's cycles per row (a two-operand one
-    twice on one ACC read port, docs/architecture.md, compute stage); empty for a host
-    requantization."""
-    if requant.on_host:
-        return ()
-    passes = AluRecorder()
-    requant.emit(passes, None, object() if bias_added else None, lambda k: None)
-    return tuple(pass_cycles(cfg, op, imm, 1) - ALU_FILL for _, op, imm in passes.insns)
-
-
-def tail_steps(cfg, requant, bias_added):
-    """ALU passes over each output row: the accumulator start, then every instruction of the
-    requantization tail (:func:`tail_weights`, a two-operand one counted twice on one ACC read
-    port)."""
-    return 1 + sum(tail_weights(cfg, requant, bias_added))
-
-
-def accumulator_start(has_bias, bias_added):
-    """How the emitter starts a tile's accumulators (:data:`~.conv_cycles.STARTS`): a reset GEMM
-    when the bias is added after the shift, else an ALU MOV of the shifted bias or of 0."""
-    return "reset" if bias_added else ("bias" if has_bias else "zero")
-
-
 def build_conv2d(cfg, shape, bufs, *, requant=Requant(), threads=2, tiling=None,
                  bias_bound=None):
     """The :class:`~avta.runtime.program.Program` of one conv2d layer. ``bias_bound``, the
@@ -485,30 +445,6 @@ def _build_conv2d(cfg, shape, bufs, *, requant, threads, tiling, bias_bound):
     builder = StreamBuilder(cfg)
     _Conv2dEmitter(builder, shape, tiling, bufs, requant, bias_bound).emit()
     return builder.finish()
-
-
-def plan_layer(cfg, shape, *, requant, has_bias, bias_bound=None, threads=2):
-    """The tiling :func:`build_conv2d` plans for a layer with this requantization (and a bias
-    when ``has_bias``, of magnitude at most ``bias_bound``)."""
-    return plan_conv2d(cfg, shape, threads=threads,
-                       **plan_options(cfg, shape, requant, has_bias, bias_bound))
-
-
-def plan_options(cfg, shape, requant, has_bias, bias_bound=None):
-    """What the planner needs of a layer's requantization: its resident row blocks
-    (``bias``), its tail's passes (``tail_steps``) and how its accumulators start
-    (``start``), as keywords of :func:`~.conv_plan.plan_conv2d` and
-    :func:`~.conv_cycles.estimate`."""
-    bias_added = has_bias and not requant.bias_starts_acc(bias_bound, shape.products)
-    return {"bias": row_blocks(requant) if has_bias else 0,
-            "tail_steps": tail_weights(cfg, requant, bias_added),
-            "start": accumulator_start(has_bias, bias_added)}
-
-
-def row_blocks(requant):
-    """Resident ACC row blocks of a layer with a bias: 1, or with a per-channel
-    requantization :data:`~avta.runtime.ops.requant.CHANNEL_ROW_BLOCKS`."""
-    return CHANNEL_ROW_BLOCKS if requant.per_channel else 1
 
 
 def pack_bias(cfg, bias, requant=None):

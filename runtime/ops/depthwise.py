@@ -55,8 +55,8 @@ from avta.isa.enums import AluOp, MemType, PadValue
 from ..packing import pack_diagonal, pack_nchw
 from ..stream import StreamBuilder
 from ..uop_kernel import Loop, UopKernel
-from .conv2d import (Conv2dBuffers, bias_bound, build_conv2d, pack_bias, plan_options,
-                     row_blocks, tail_steps)
+from .conv2d import Conv2dBuffers, bias_bound, build_conv2d, pack_bias
+from .conv_tail import plan_options, row_blocks, tail_steps
 from .conv_cycles import estimate
 from .conv_plan import Conv2dShape, Conv2dTiling, PlanError, plan_conv2d
 from .requant import Requant

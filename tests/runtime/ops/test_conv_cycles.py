@@ -202,7 +202,8 @@ def test_estimate_follows_fsim_with_per_channel_rows(default_cfg, shape):
     """Per-channel rows (three two-operand passes a tile) on the plan the planner takes: the
     estimate within 2 % of fsim's cycles (it leaves out fetch and the micro-op loads)."""
     from avta.runtime.device import Device
-    from avta.runtime.ops.conv2d import bias_bound, plan_layer, plan_options
+    from avta.runtime.ops.conv2d import bias_bound
+    from avta.runtime.ops.conv_tail import plan_layer, plan_options
     from avta.sim.bench.fsim import per_channel_requant
     from avta.sim.fsim.backend import FsimBackend
     cfg = default_cfg.replace(alu_scale=2)

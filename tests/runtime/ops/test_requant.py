@@ -306,7 +306,7 @@ def test_per_channel_rows_with_one_shift_shift_by_an_immediate(tiny_cfg, device,
 
 def test_per_channel_rows_of_different_shifts_keep_three_row_passes(tiny_cfg):
     """Shifts that differ between channels need the rows: SCL, ADD and SHR read them."""
-    from avta.runtime.ops.conv2d import AluRecorder
+    from avta.runtime.ops.conv_tail import AluRecorder
     rng = np.random.default_rng(3)
     passes = AluRecorder()
     _wide_per_channel(rng, 8).emit(passes, "same", None, lambda k: f"row {k}")
