@@ -1,9 +1,9 @@
 """Real quantized models to import (docs/onnx.md): a classifier trained by scikit-learn on
 its bundled 8×8 digits (no download), converted by skl2onnx, a small CNN written with
-onnx.helper, a ResNet-18-shaped network with random weights (batch norm folded) and
-MobileNet's depthwise-separable blocks; all
-quantized by onnxruntime's own ``quantize_static`` (int8, in QDQ form or in
-operator form) on calibration images. The tests and ``avta bench onnx-digits`` use them.
+onnx.helper, a ResNet-18-shaped network with random weights (batch norm folded) and MobileNet's
+depthwise-separable blocks; all quantized by onnxruntime's own ``quantize_static`` (int8, in QDQ
+form or in operator form) on calibration images. The tests and ``avta bench onnx-digits`` use
+them.
 
 Everything here needs the optional extra: ``pip install 'avta[onnx]'``.
 """
