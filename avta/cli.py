@@ -371,6 +371,9 @@ def build_parser():
                                    "ratios).")
     p.add_argument("name", nargs="?", help="which benchmark (omit to list them)")
     _config_arg(p, default=None)          # default, or the benchmark's own (tps: wide)
+    p.add_argument("--target", choices=["fsim", "tsim"], default=None,
+                   help="where a benchmark that takes it runs (per-channel-resnet18; default "
+                        "fsim)")
     p.set_defaults(run=_lazy("avta.sim.bench.cli", "cmd_bench"))
 
     p = sub.add_parser("formal", help="prove the hardware blocks' properties (SymbiYosys)",

@@ -355,9 +355,12 @@ class _Executor:
         shape = WindowShape(shape.n, shape.c, shape.h, shape.w, node.weights.shape[2],
                             node.attrs.get("pad", 0), node.attrs.get("stride", 1))
         shape.check(cfg)
+        pad_value = node.attrs.get("pad_value", 0)
+        has_bias = node.bias is not None or node.requant.per_channel
         # The faster of the GEMM core (diagonal weight blocks) and the ALU, by the cycle
         # estimates (ops/depthwise.py); the weights are packed for the path chosen.
-        plan = plan_depthwise(cfg, shape, requant=node.requant)
+        plan = plan_depthwise(cfg, shape, requant=node.requant, pad_value=pad_value,
+                              has_bias=has_bias, bias_bound=bias_bound(node.bias))
         gemm = plan.path == "gemm"
         mem = MemType.WGT if gemm else MemType.ACC_8BIT
         if node.name not in self.weights:
@@ -365,15 +368,25 @@ class _Executor:
             padded[:node.weights.shape[0]] = node.weights
             packed = pack_diagonal(padded, cfg.block_out) if gemm else \
                 pack_depthwise_weights(cfg, padded)
-            self.weights[node.name] = (self.device.upload(packed, mem=mem), None)
-        wgt = self.weights[node.name][0].elem(cfg, mem)
+            bias = None
+            if has_bias:
+                b = np.zeros(shape.c, np.int32)
+                if node.bias is not None:
+                    b[:node.bias.size] = node.bias
+                bias = self.device.upload(pack_bias(cfg, b, node.requant), mem=MemType.ACC)
+            self.weights[node.name] = (self.device.upload(packed, mem=mem), bias)
+        wgt, bias = self.weights[node.name]
+        wgt = wgt.elem(cfg, mem)
+        bias = None if bias is None else bias.elem(cfg, MemType.ACC)
         if gemm:
-            bufs = Conv2dBuffers(self._elem(node.inputs[0], MemType.INP), wgt, self._out(node))
+            bufs = Conv2dBuffers(self._elem(node.inputs[0], MemType.INP), wgt, self._out(node),
+                                 bias)
             return build_depthwise_gemm(cfg, shape, bufs, requant=node.requant,
-                                        tiling=plan.tiling)
+                                        tiling=plan.tiling, pad_value=pad_value,
+                                        bias_bound=bias_bound(node.bias))
         return build_depthwise_conv2d(cfg, shape, self._elem(node.inputs[0], MemType.ACC_8BIT),
                                       wgt, self._out(node), requant=node.requant,
-                                      tiling=plan.tiling)
+                                      tiling=plan.tiling, pad_value=pad_value, bias=bias)
 
     def _build_max_pool(self, node):
         cfg = self.cfg

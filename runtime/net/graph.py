@@ -269,9 +269,9 @@ class GraphBuilder:
         return self.add_node(Node(name, "conv2d", (x,), attrs=dict(stride=stride, pad=pad),
                                   weights=weights, bias=bias, requant=requant))
 
-    def depthwise(self, name, x, weights, *, stride=1, pad=0, requant=None):
+    def depthwise(self, name, x, weights, bias=None, *, stride=1, pad=0, requant=None):
         return self.add_node(Node(name, "depthwise", (x,), attrs=dict(stride=stride, pad=pad),
-                                  weights=weights, requant=requant))
+                                  weights=weights, bias=bias, requant=requant))
 
     def dense(self, name, x, weights, bias=None, *, requant=None):
         return self.add_node(Node(name, "dense", (x,), weights=weights, bias=bias,

@@ -7,7 +7,8 @@ numpy references of :mod:`avta.runtime.ops.reference`:
 
 * ``conv2d`` (1 input): weights int8 ``[O, C, KH, KW]``, bias int32 ``[O]`` (optional), stride,
   pad, pad_value (what the padding holds: 0 or −128), requant; writes ``[N, O, OH, OW]``;
-* ``depthwise`` (1): weights int8 ``[C, 1, KH, KW]``, stride, pad, requant; ``[N, C, OH, OW]``;
+* ``depthwise`` (1): weights int8 ``[C, 1, KH, KW]``, bias int32 ``[C]`` (optional), stride,
+  pad, pad_value, requant; ``[N, C, OH, OW]``;
 * ``dense`` (1): weights int8 ``[O, K]`` with ``K = C·H·W`` (the input flattened), bias int32
   ``[O]`` (optional), requant; ``[N, O, 1, 1]``;
 * ``max_pool`` (1): k, stride, pad; ``[N, C, OH, OW]``;
@@ -60,7 +61,8 @@ class OpSpec:
 OPS = {
     "conv2d": OpSpec(1, {"stride": 1, "pad": 0, "pad_value": 0}, weights=True, bias=True,
                      requant=True),
-    "depthwise": OpSpec(1, {"stride": 1, "pad": 0}, weights=True, requant=True),
+    "depthwise": OpSpec(1, {"stride": 1, "pad": 0, "pad_value": 0}, weights=True, bias=True,
+                        requant=True),
     "dense": OpSpec(1, {}, weights=True, bias=True, requant=True),
     "max_pool": OpSpec(1, {"k": None, "stride": None, "pad": 0}),
     "avg_pool": OpSpec(1, {"k": None, "stride": None, "pad": 0}, requant=True),

@@ -1,8 +1,9 @@
 """Real quantized models to import (docs/onnx.md): a classifier trained by scikit-learn on
 its bundled 8×8 digits (no download), converted by skl2onnx, a small CNN written with
-onnx.helper, and a ResNet-18-shaped network with random weights (batch norm folded); all
-quantized by onnxruntime's own ``quantize_static`` (int8, in QDQ form or in
-operator form) on calibration images. The tests and ``avta bench onnx-digits`` use them.
+onnx.helper, a ResNet-18-shaped network with random weights (batch norm folded) and MobileNet's
+depthwise-separable blocks; all quantized by onnxruntime's own ``quantize_static`` (int8, in QDQ
+form or in operator form) on calibration images. The tests and ``avta bench onnx-digits`` use
+them.
 
 Everything here needs the optional extra: ``pip install 'avta[onnx]'``.
 """
@@ -16,8 +17,8 @@ from avta.errors import UserError
 
 from .onnx_import import INSTALL_HINT, load_onnx
 
-__all__ = ["digits", "quantize", "digits_mlp", "small_cnn", "resnet18_like", "logits_tensor",
-           "FORMS"]
+__all__ = ["digits", "quantize", "digits_mlp", "small_cnn", "resnet18_like", "mobilenet_block",
+           "logits_tensor", "FORMS"]
 
 #: quantize_static's two formats: QuantizeLinear/DequantizeLinear around float operators, or
 #: QLinearConv, QGemm, … operators.
@@ -207,5 +208,49 @@ def resnet18_like(folder, *, size=64, seed=0, form="QDQ", per_channel=True, cali
     model.ir_version = 8
     images = rng.normal(0, 1, (calibration, 3, size, size)).astype(np.float32)
     path = quantize(model, folder, images, name="resnet18_like", form=form,
+                    per_channel=per_channel)
+    return path, model
+
+
+def mobilenet_block(folder, *, size=14, channels=32, seed=0, form="QDQ", per_channel=True,
+                    calibration=16):
+    """MobileNet's depthwise-separable blocks written with onnx.helper, seeded random weights:
+    input ``[N, 16, size, size]``, a 1×1 convolution to ``channels`` + Relu, a depthwise 3×3
+    (``group`` = channels) + Relu, a depthwise 3×3 of stride 2 + Relu, a 1×1 back to 16, a
+    global average pool; quantized on ``calibration`` random images (normal, seeded), with
+    per-channel weights by default. ``(path of the quantized model, float32 model)``."""
+    onnx = load_onnx()
+    helper, numpy_helper, tensor = onnx.helper, onnx.numpy_helper, onnx.TensorProto
+    rng = np.random.default_rng(seed)
+    arrays, nodes = {}, []
+
+    def conv(x, name, cin, cout, k, stride, *, group=1, relu=True):
+        std = np.sqrt(2.0 / (cin // group * k * k))
+        # weight scales that differ from channel to channel, as batch norm folded in makes them
+        arrays[f"{name}.w"] = rng.normal(0, std, (cout, cin // group, k, k)) * \
+            np.exp(rng.uniform(-1, 1, (cout, 1, 1, 1)))
+        arrays[f"{name}.b"] = rng.normal(0, 0.05, cout)
+        nodes.append(helper.make_node("Conv", [x, f"{name}.w", f"{name}.b"], [name], name=name,
+                                      kernel_shape=[k, k], strides=[stride] * 2,
+                                      pads=[k // 2] * 4, group=group))
+        if not relu:
+            return name
+        nodes.append(helper.make_node("Relu", [name], [f"{name}.relu"], name=f"{name}.relu"))
+        return f"{name}.relu"
+
+    x = conv("x", "expand", 16, channels, 1, 1)
+    x = conv(x, "dw1", channels, channels, 3, 1, group=channels)
+    x = conv(x, "dw2", channels, channels, 3, 2, group=channels)
+    x = conv(x, "project", channels, 16, 1, 1, relu=False)
+    nodes.append(helper.make_node("GlobalAveragePool", [x], ["pool"], name="pool"))
+    graph = helper.make_graph(
+        nodes, "mobilenet_block",
+        [helper.make_tensor_value_info("x", tensor.FLOAT, ["N", 16, size, size])],
+        [helper.make_tensor_value_info("pool", tensor.FLOAT, ["N", 16, 1, 1])],
+        [numpy_helper.from_array(np.asarray(a, np.float32), n) for n, a in arrays.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    images = rng.normal(0, 1, (calibration, 16, size, size)).astype(np.float32)
+    path = quantize(model, folder, images, name="mobilenet_block", form=form,
                     per_channel=per_channel)
     return path, model

@@ -8,9 +8,9 @@ checks that ``requant.reference(accumulate(...), bias)`` is the same for every n
 
 import numpy as np
 
-from ..ops.reference import (add_ref, avg_pool_ref, conv2d_acc, conv2d_ref, depthwise_ref,
-                             global_avg_pool_ref, matmul_ref, max_pool_ref, scaled_sum,
-                             windows, wrap32)
+from ..ops.reference import (add_ref, avg_pool_ref, conv2d_acc, conv2d_ref, depthwise_acc,
+                             depthwise_ref, global_avg_pool_ref, matmul_ref, max_pool_ref,
+                             scaled_sum, windows, wrap32)
 from .graph import GraphError
 from .host_io import shared_source
 
@@ -26,7 +26,8 @@ def run_node(node, inputs):
         return conv2d_ref(x, node.weights, node.bias, stride=a["stride"], pad=a["pad"],
                           pad_value=a.get("pad_value", 0), requant=q)
     if node.op == "depthwise":
-        return depthwise_ref(x, node.weights, stride=a["stride"], pad=a["pad"], requant=q)
+        return depthwise_ref(x, node.weights, node.bias, stride=a["stride"], pad=a["pad"],
+                             pad_value=a.get("pad_value", 0), requant=q)
     if node.op == "dense":
         out = matmul_ref(x.reshape(x.shape[0], -1), node.weights, node.bias, requant=q)
         return out.reshape(*out.shape, 1, 1)
@@ -53,11 +54,8 @@ def accumulate(node, inputs):
         return wrap32(conv2d_acc(x, node.weights, stride=a["stride"], pad=a["pad"],
                                  pad_value=a.get("pad_value", 0)))
     if node.op == "depthwise":
-        w = node.weights.astype(np.int64)
-        acc = 0
-        for i, j, window in windows(x, *w.shape[2:], stride=a["stride"], pad=a["pad"]):
-            acc = acc + window * w[None, :, 0, i, j, None, None]
-        return wrap32(acc)
+        return depthwise_acc(x, node.weights, stride=a["stride"], pad=a["pad"],
+                             pad_value=a.get("pad_value", 0))
     if node.op == "dense":
         acc = x.reshape(x.shape[0], -1) @ node.weights.astype(np.int64).T
         return wrap32(acc).reshape(*acc.shape, 1, 1)

@@ -17,11 +17,11 @@ buffer's rows: the MOV reads them). Either MOV of the next tile runs beside the 
 of this one, which a reset GEMM could not.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from avta.isa.costs import two_operand_step
+from avta.isa.costs import gemm_fill
 from avta.isa.enums import AluOp, MemType, PadValue
 
 from ..build_cache import cached_program
@@ -29,11 +29,15 @@ from ..packing import pack_nchw, pack_oihw, pad_channels
 from ..pipeline import Pipeline
 from ..stream import StreamBuilder
 from ..uop_kernel import ITER_BITS, Loop, UopKernel
-from .conv_plan import Conv2dShape, plan_conv2d
-from .requant import CHANNEL_ROW_BLOCKS, Requant
+from .conv_cycles import halves, passes_beside, split_parts, splits_last
+from .conv_plan import Conv2dShape
+from .conv_tail import (AluRecorder, accumulator_start, pass_cycles, plan_layer, plan_options,
+                        row_blocks, tail_steps, tail_weights)
+from .requant import Requant
 
 __all__ = ["Conv2dBuffers", "accumulator_start", "bias_bound", "build_conv2d", "conv2d",
-           "pack_bias", "tail_steps"]
+           "pack_bias", "pass_cycles", "plan_layer", "plan_options", "row_blocks", "tail_steps",
+           "tail_weights"]
 
 
 #: What the padding of a convolution may hold, and the LOAD pad value that makes it.
@@ -79,6 +83,7 @@ class _Conv2dEmitter:
         self.t = tiling
         self.bufs = bufs
         self.requant = requant
+        self.bias_bound = bias_bound
         self.cob = shape.cout // self.cfg.block_out
         self.cib = shape.cin // self.cfg.block_in
         self.kk = shape.kh * shape.kw
@@ -267,31 +272,49 @@ class _Conv2dEmitter:
                                      kh * tw_in + kw, wgt + kh * sh.kw + kw))
         s = sh.window_stride
         kernel = UopKernel(uops, self._tile_loops(tile, s * tw_in, s))
-        # The previous tile's requantization runs beside this GEMM: split into as many parts as
-        # it has passes left (their sums add up to the whole), one pass before each part. The
-        # kernels are made resident first: a micro-op LOAD after an ALU pass would wait for it.
+        # The previous tile's requantization runs beside this tile's GEMMs: this task takes its
+        # share of the passes left (conv_cycles.passes_beside: the planner's estimate assumes
+        # the same), and the GEMM is split into as many parts (micro-op ranges, whose sums add
+        # up to the whole), one pass before each, each part about as long as its pass
+        # (split_parts). The kernels are made resident first: a micro-op LOAD after an ALU pass
+        # would wait for it.
         n = len(uops)
-        beside = [alu_kernel for alu_kernel, _, _ in self.tail[1]] if self.tail else []
+        costs = self._pass_cycles()
+        taken = passes_beside(costs, tile.th * tile.tw * n + gemm_fill(self.cfg),
+                              self.n_cit - cit)
+        side = min(taken, n - 1 if ahead is not None else n)
+        beside = [alu_kernel for alu_kernel, _, _ in self.tail[1][:side]] if self.tail else []
+        costs = costs[:side]
         if ahead is not None:
             beside.append(self._tile_rows(ahead, self.pipe.tile_buffer(), bias=self.bias_start))
-        parts = max(1, min(len(beside), n))
+            _, nco_ahead = self._co_range(ahead)
+            costs.append(pass_cycles(self.cfg, AluOp.MOV, 0, ahead.th * ahead.tw * nco_ahead))
         if beside:
             self.b.preload(kernel)
             for alu_kernel in beside:
                 self.b.preload(alu_kernel)
+        parts = split_parts(n, costs) if costs else [(0, n)]
         begun = None
-        for k in range(parts):
-            if ahead is not None and k == parts - 1:
+        for k, part in enumerate(parts):
+            if ahead is not None and k == len(parts) - 1:
                 self._flush_tail()          # the next tile's buffer is the one stored last
                 begun = self.begin_tile(ahead)
-            else:
+            elif k < side:
                 self._tail_pass()
             if k == 0:
                 self.pipe.begin_compute()
-            part = (k * n // parts, (k + 1) * n // parts) if parts > 1 else None
-            self.b.gemm(kernel, part=part)
+            self.b.gemm(kernel, part=None if len(parts) == 1 else part)
         self.pipe.end_compute()
         return begun
+
+    def _pass_cycles(self):
+        """Cycles of each pending requantization pass (:func:`pass_cycles`)."""
+        if not self.tail:
+            return []
+        tile, passes = self.tail
+        _, nco = self._co_range(tile)
+        rows = tile.th * tile.tw * nco
+        return [pass_cycles(self.cfg, op, imm, rows) for _, op, imm in passes]
 
     def end_tile(self, tile, va):
         """Requantize ``tile``: its passes wait in :attr:`tail` for the next tile's GEMMs."""
@@ -347,6 +370,26 @@ class _Conv2dEmitter:
 
     # -- the whole layer ------------------------------------------------------------------------
 
+    def _tiles(self):
+        """The output tiles in order; the last as two halves where the estimate says that its
+        first half's passes beside the second half's GEMMs pay for a tile more
+        (conv_cycles.splits_last)."""
+        tiles = list(_tiles(self.cfg, self.shape, self.t))
+        options = plan_options(self.cfg, self.shape, self.requant, self.bufs.bias is not None,
+                               self.bias_bound)
+        axis = splits_last(self.cfg, self.shape, self.t, tail_steps=options["tail_steps"],
+                           start=options["start"])
+        if axis < 0:
+            return tiles
+        last = tiles.pop()
+        if axis == 0:
+            first, second = halves(last.th)
+            return tiles + [replace(last, th=first), replace(last, oh0=last.oh0 + first,
+                                                            th=second)]
+        first, second = halves(last.tw)
+        return tiles + [replace(last, tw=first), replace(last, ow0=last.ow0 + first, tw=second)]
+
+
     def emit(self):
         if self.bufs.bias is not None:
             # Bias rows stay resident at ACC [0, COB) of every bank the buffers use (conv_plan),
@@ -355,12 +398,11 @@ class _Conv2dEmitter:
             for v in range(self.t.acc_banks):
                 base = self.t.bias_base(v)
                 self.b.load(MemType.ACC, sram=base, dram=self.bufs.bias,
-                            x_size=self.cob * _row_blocks(self.requant))
+                            x_size=self.cob * row_blocks(self.requant))
                 if self.bias_start and self.requant.bias_shift:
                     rows = UopKernel([(base, base)], [Loop(self.cob, 1, 1)])
                     self.b.alu(rows, AluOp.SHR, imm=-self.requant.bias_shift)    # bias << shift
-        tasks = [(tile, cit) for tile in _tiles(self.cfg, self.shape, self.t)
-                 for cit in range(self.n_cit)]
+        tasks = [(tile, cit) for tile in self._tiles() for cit in range(self.n_cit)]
         n_cit = self.n_cit
         loaded = 0
         va = early = None
@@ -381,34 +423,6 @@ class _Conv2dEmitter:
             if last:
                 self.end_tile(tile, va)
         self._flush_tail()
-
-
-class AluRecorder:
-    """Stands in for a StreamBuilder to record the ALU instructions a requantization emits."""
-
-    def __init__(self):
-        self.insns = []
-
-    def alu(self, kernel, op, *, imm=None):
-        self.insns.append((kernel, op, imm))
-
-
-def tail_steps(cfg, requant, bias_added):
-    """ALU passes over each output row for the planner's estimate: the accumulator start, then
-    every instruction of the requantization tail (a two-operand one twice on one ACC read
-    port, docs/architecture.md, compute stage)."""
-    if requant.on_host:
-        return 1
-    passes = AluRecorder()
-    requant.emit(passes, None, object() if bias_added else None, lambda k: None)
-    return 1 + sum(two_operand_step(cfg) if imm is None and op != AluOp.MOV else 1
-                   for _, op, imm in passes.insns)
-
-
-def accumulator_start(has_bias, bias_added):
-    """How the emitter starts a tile's accumulators (:data:`~.conv_cycles.STARTS`): a reset GEMM
-    when the bias is added after the shift, else an ALU MOV of the shifted bias or of 0."""
-    return "reset" if bias_added else ("bias" if has_bias else "zero")
 
 
 def build_conv2d(cfg, shape, bufs, *, requant=Requant(), threads=2, tiling=None,
@@ -437,21 +451,11 @@ def _build_conv2d(cfg, shape, bufs, *, requant, threads, tiling, bias_bound):
         raise ValueError("a per-channel requantization needs the bias rows, with its channel "
                          "rows after them (pack_bias(cfg, bias, requant))")
     if tiling is None:
-        bias_added = bufs.bias is not None and not requant.bias_starts_acc(
-            bias_bound, shape.cin * shape.kh * shape.kw)
-        tiling = plan_conv2d(cfg, shape, threads=threads,
-                             bias=_row_blocks(requant) if bufs.bias is not None else 0,
-                             tail_steps=tail_steps(cfg, requant, bias_added),
-                             start=accumulator_start(bufs.bias is not None, bias_added))
+        tiling = plan_layer(cfg, shape, requant=requant, has_bias=bufs.bias is not None,
+                            bias_bound=bias_bound, threads=threads)
     builder = StreamBuilder(cfg)
     _Conv2dEmitter(builder, shape, tiling, bufs, requant, bias_bound).emit()
     return builder.finish()
-
-
-def _row_blocks(requant):
-    """Resident ACC row blocks of a layer with a bias: 1, or with a per-channel
-    requantization :data:`~avta.runtime.ops.requant.CHANNEL_ROW_BLOCKS`."""
-    return CHANNEL_ROW_BLOCKS if requant.per_channel else 1
 
 
 def pack_bias(cfg, bias, requant=None):

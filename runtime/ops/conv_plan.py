@@ -351,9 +351,9 @@ def _fitting(cfg, shape, threads, bias):
 def plan_conv2d(cfg, shape, *, threads=2, bias=False, pad_limit=MAX_PAD, tail_steps=TAIL_STEPS,
                 start="bias"):
     """The fastest :class:`Conv2dTiling` of ``shape`` on ``cfg`` by the planner's cycle
-    estimate (:func:`avta.runtime.ops.conv_cycles.estimate`; ``tail_steps`` ALU passes per
-    output tile; ``start``: how the accumulators start,
-    :data:`~avta.runtime.ops.conv_cycles.STARTS`),
+    estimate (:func:`avta.runtime.ops.conv_cycles.estimate`; ``tail_steps`` the ALU passes per
+    output tile, :func:`~avta.runtime.ops.conv_cycles.tail_weights`; ``start``: how the
+    accumulators start, :data:`~avta.runtime.ops.conv_cycles.STARTS`),
     fewer bytes moved breaking ties; raises :class:`PlanError` when none fits.
     ``bias`` is how many blocks of COUT/BLOCK_OUT rows stay resident in ACC: False (0), True
     (1: the bias) or :data:`~avta.runtime.ops.requant.CHANNEL_ROW_BLOCKS` (the bias and a

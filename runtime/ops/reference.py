@@ -9,7 +9,8 @@ import numpy as np
 
 from .requant import SCALE_FRACTION, Requant
 
-__all__ = ["conv2d_ref", "matmul_ref", "max_pool_ref", "depthwise_ref", "avg_pool_ref",
+__all__ = ["conv2d_ref", "matmul_ref", "max_pool_ref", "depthwise_ref", "depthwise_acc",
+           "avg_pool_ref",
            "global_avg_pool_ref", "add_ref", "scaled_sum", "wrap32"]
 
 
@@ -67,13 +68,22 @@ def max_pool_ref(x, *, k, stride, pad):
     return out.astype(np.int8)
 
 
-def depthwise_ref(x, w, *, stride=1, pad=0, requant=Requant()):
-    """int8 depthwise convolution: channel c of ``x[N, C, H, W]`` with ``w[C, 1, KH, KW]``."""
+def depthwise_ref(x, w, bias=None, *, stride=1, pad=0, pad_value=0, requant=Requant()):
+    """int8 depthwise convolution: channel c of ``x[N, C, H, W]`` with ``w[C, 1, KH, KW]``, the
+    padding holding ``pad_value``, then ``requant`` with the int32 ``bias[C]`` (as
+    :func:`conv2d_ref` adds it)."""
+    b = None if bias is None else np.asarray(bias, np.int64).reshape(1, -1, 1, 1)
+    return requant.reference(depthwise_acc(x, w, stride=stride, pad=pad, pad_value=pad_value), b)
+
+
+def depthwise_acc(x, w, *, stride=1, pad=0, pad_value=0):
+    """The int32 accumulators of :func:`depthwise_ref` (int64, wrapped as the accumulator
+    wraps)."""
     w = np.asarray(w, dtype=np.int64)
     acc = 0
-    for i, j, window in windows(x, *w.shape[2:], stride=stride, pad=pad):
+    for i, j, window in windows(x, *w.shape[2:], stride=stride, pad=pad, fill=pad_value):
         acc = acc + window * w[None, :, 0, i, j, None, None]
-    return requant.reference(wrap32(acc))
+    return wrap32(acc)
 
 
 def avg_pool_ref(x, *, k, stride, pad, requant=Requant()):

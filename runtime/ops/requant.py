@@ -27,7 +27,9 @@ more, where the caller has checked the headroom.
 Per output channel (a tuple ``multiplier`` with ``shifts`` and ``offsets``, for conv2d and
 dense) the same three steps read ACC rows instead of immediates: SCL by a row of multipliers,
 ADD a row of offsets, SHR by a row of shifts (:meth:`Requant.channel_rows`), rows that stay
-resident beside the bias rows for the whole layer (:data:`CHANNEL_ROW_BLOCKS`). Those rows can
+resident beside the bias rows for the whole layer (:data:`CHANNEL_ROW_BLOCKS`). Where every
+channel has the same shift, SHR (and, for a rounding half alone, the offset) takes immediates
+instead: one ACC read a step instead of two. Those rows can
 hold 24-bit multipliers (``multiplier_bits`` 24, ``m / 2^23``) for a configuration with
 ``ALU_SCALE: 2``, precise enough to carry a float32 scale (docs/onnx.md); Q15 rows run there
 too, shifted left by 8 as they are packed.
@@ -235,32 +237,26 @@ class Requant:
         return rows.astype(np.int32)
 
     def _offset_steps(self):
-        """The ALU steps of ``(acc + offset) >> shift`` for shift ≥ 0: ``[(ADD, imm) or (SHR,
-        amount), …]``. ``offset = hi·2^shift + lo`` with ``0 <= lo < 2^shift``, and
-        ``⌊(acc + lo) / 2^shift⌋ + hi`` is the same number; ``lo`` is added in pieces of at
-        most 14 bits between partial shifts, because ``⌊(⌊(a + l₁) / 2^k⌋ + l₂) / 2^m⌋ =
-        ⌊(a + l₁ + l₂·2^k) / 2^(k+m)⌋`` for ``0 <= l₁ < 2^k``."""
-        shift, steps = self.shift, []
-        if shift < 0:
-            steps.append((AluOp.SHR, shift))
-            rest = self.offset
-        else:
-            lo, rest = self.offset % (1 << shift), self.offset >> shift
-            done = 0
-            while done < shift:
-                k = min(14, shift - done)
-                piece = (lo >> done) & ((1 << k) - 1)
-                if piece:
-                    steps.append((AluOp.ADD, piece))
-                steps.append((AluOp.SHR, k))
-                done += k
-        if rest:
-            if not IMM_MIN <= rest <= IMM_MAX:
-                raise ValueError(f"offset {self.offset} with shift {self.shift}: the part "
-                                 f"{rest} added after the shift does not fit a "
-                                 f"{IMM_BITS}-bit ALU immediate")
-            steps.append((AluOp.ADD, rest))
-        return steps
+        """The ALU steps of ``(acc + offset) >> shift``: ``[(ADD, imm) or (SHR, amount), …]``
+        (:func:`_offset_steps`)."""
+        return _offset_steps(self.offset, self.shift)
+
+    def _channel_steps(self, same, channel):
+        """The per-channel offsets and shifts after SCL: ``[(kernel, op, imm), …]``. ADD and SHR
+        read the rows (``channel(1)``, ``channel(2)``); where every channel has the same shift
+        — a per-tensor scale in rows, or per-channel scales in one binade — SHR takes an
+        immediate instead, and so does the offset when it is the same for every channel and
+        two immediates carry it (a rounding half alone: ADD 2^(s−1), SHR s). The values are the
+        same: only the operands move, so one step in place of two ACC reads a row."""
+        shifts, offsets = set(self.shifts), set(self.offsets)
+        if len(shifts) > 1:
+            return [(channel(1), AluOp.ADD, None), (channel(2), AluOp.SHR, None)]
+        (shift,) = shifts
+        if len(offsets) == 1:
+            steps = _offset_steps(next(iter(offsets)), shift, strict=False)
+            if steps is not None and len(steps) <= 2:
+                return [(same, op, imm) for op, imm in steps]
+        return [(channel(1), AluOp.ADD, None), (same, AluOp.SHR, shift)]
 
     @property
     def on_host(self):
@@ -313,8 +309,9 @@ class Requant:
             if channel is None:
                 raise ValueError("a per-channel requantization reads its channel rows: only "
                                  "conv2d and dense have them")
-            for k, op in enumerate((AluOp.SCL, AluOp.ADD, AluOp.SHR)):
-                builder.alu(channel(k), op)
+            builder.alu(channel(0), AluOp.SCL)
+            for kernel, op, imm in self._channel_steps(same, channel):
+                builder.alu(kernel, op, imm=imm)
         elif self.multiplier is not None:
             builder.alu(same, AluOp.SCL, imm=self.multiplier)
             if self.multiplier2 is not None:
@@ -369,6 +366,37 @@ class Requant:
         if self.clip is not None:
             r = np.clip(r, *self.clip)
         return (r & 0xFF).astype(np.uint8).view(np.int8)
+
+
+def _offset_steps(offset, shift, strict=True):
+    """The ALU steps of ``(acc + offset) >> shift`` for shift ≥ 0: ``[(ADD, imm) or (SHR,
+    amount), …]``. ``offset = hi·2^shift + lo`` with ``0 <= lo < 2^shift``, and ``⌊(acc + lo) /
+    2^shift⌋ + hi`` is the same number; ``lo`` is added in pieces of at most 14 bits between
+    partial shifts, because ``⌊(⌊(a + l₁) / 2^k⌋ + l₂) / 2^m⌋ = ⌊(a + l₁ + l₂·2^k) /
+    2^(k+m)⌋`` for ``0 <= l₁ < 2^k``. A part ``hi`` beyond an immediate raises ``ValueError``,
+    or without ``strict`` gives ``None``."""
+    steps = []
+    if shift < 0:
+        steps.append((AluOp.SHR, shift))
+        rest = offset
+    else:
+        lo, rest = offset % (1 << shift), offset >> shift
+        done = 0
+        while done < shift:
+            k = min(14, shift - done)
+            piece = (lo >> done) & ((1 << k) - 1)
+            if piece:
+                steps.append((AluOp.ADD, piece))
+            steps.append((AluOp.SHR, k))
+            done += k
+    if rest:
+        if not IMM_MIN <= rest <= IMM_MAX:
+            if not strict:
+                return None
+            raise ValueError(f"offset {offset} with shift {shift}: the part {rest} added "
+                             f"after the shift does not fit a {IMM_BITS}-bit ALU immediate")
+        steps.append((AluOp.ADD, rest))
+    return steps
 
 
 def _check_multiplier(m, what="multiplier", bits=16):

@@ -36,7 +36,7 @@ from ..packing import pack_nchw
 from ..pipeline import Pipeline
 from ..stream import StreamBuilder
 from ..uop_kernel import Loop, UopKernel
-from .conv2d import AluRecorder, tail_steps
+from .conv_tail import AluRecorder, tail_steps
 from .conv_plan import PlanError
 from .elementwise import feature_rows, build_add
 from .requant import Requant

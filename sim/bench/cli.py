@@ -3,10 +3,11 @@
 :data:`BENCHMARKS` is ``name → (one-line description, function(cfg) → exit status)``; the
 modules hold the benchmarks themselves: :mod:`.fsim` (the behavioral model against numpy),
 :mod:`.tsim` (Verilator speed and bus utilization), :mod:`.resnet18_cycles` (ResNet-18's
-cycles on tsim), :mod:`.tps` (the tiling search's DRAM traffic), :mod:`.trace` (what a trace
-costs), :mod:`.rtl_cycles` (instruction costs on the RTL core), :mod:`.gemm_fmax` (a GEMM
-lane's Fmax on an ECP5), :mod:`.zigzag_peer` (ResNet-18's energy beside ZigZag's) and
-:mod:`.onnx` (imported ONNX models against onnxruntime). Machines are noisy: these are figures
+cycles on tsim), :mod:`.per_channel` (what per-channel requantization rows cost on ResNet-18),
+:mod:`.tps` (the tiling search's DRAM traffic), :mod:`.trace` (what a trace costs),
+:mod:`.rtl_cycles` (instruction costs on the RTL core), :mod:`.gemm_fmax` (a GEMM lane's Fmax
+on an ECP5), :mod:`.zigzag_peer` (ResNet-18's energy beside ZigZag's) and :mod:`.onnx`
+(imported ONNX models against onnxruntime). Machines are noisy: these are figures
 to read, not timed tests.
 """
 
@@ -50,6 +51,12 @@ def _tsim_resnet18(cfg):
     from .resnet18_cycles import resnet18_cycles
     *_, exact = resnet18_cycles(
         cfg, lambda: make_device(cfg, "tsim", 16 << 20, max_cycles=50_000_000))
+    return 0 if exact else 1
+
+
+def _per_channel_resnet18(cfg, target):
+    from .per_channel import per_channel_resnet18
+    *_, exact = per_channel_resnet18(cfg, target)
     return 0 if exact else 1
 
 
@@ -115,6 +122,10 @@ BENCHMARKS = {
                        "time, cycles/s, trace size", _trace_overhead),
     "tsim-resnet18": ("every ResNet-18 layer C2..C11 on tsim: cycles, MAC-bound cycles, "
                       "utilization, totals weighted by uses", _tsim_resnet18),
+    "per-channel-resnet18": ("every ResNet-18 layer C2..C11 with upstream's (acc >> 8) + bias "
+                             "tail and with per-channel SCL rows (ALU_SCALE: 2): both cycle "
+                             "counts and their ratio, on fsim (or --target tsim)",
+                             _per_channel_resnet18),
     "tps": ("ResNet-18 C2..C11: DRAM bytes of the tiling search against TVM's fallback "
             "schedule (the paper's Figure 10; default configuration: wide, 1x32x32)", _tps),
     "profile-overhead": ("whole ResNet-18 on tsim with and without activity recording "
@@ -137,6 +148,8 @@ BENCHMARKS = {
 
 #: The configuration of a benchmark run without --config, where it is not ``default``.
 DEFAULT_CONFIGS = {"tps": "wide"}
+#: The benchmarks that run on a target of ``--target`` (their function takes it after ``cfg``).
+TARGETED = {"per-channel-resnet18"}
 
 
 def cmd_bench(args):
@@ -147,5 +160,11 @@ def cmd_bench(args):
         return 0
     if args.name not in BENCHMARKS:
         raise UserError(f"unknown benchmark {args.name!r}; known: {', '.join(BENCHMARKS)}")
-    config = args.config or DEFAULT_CONFIGS.get(args.name, "default")
-    return BENCHMARKS[args.name][1](load_config(config))
+    target = getattr(args, "target", None)
+    if target is not None and args.name not in TARGETED:
+        raise UserError(f"benchmark {args.name!r} runs where it says, not on --target; "
+                        f"--target is for {', '.join(sorted(TARGETED))}")
+    config = load_config(args.config or DEFAULT_CONFIGS.get(args.name, "default"))
+    if args.name in TARGETED:
+        return BENCHMARKS[args.name][1](config, target or "fsim")
+    return BENCHMARKS[args.name][1](config)

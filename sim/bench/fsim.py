@@ -12,7 +12,7 @@ import numpy as np
 
 from avta.isa.registers import COUNTER_NAMES
 
-__all__ = ["bench_conv2d_layer", "fsim_conv2d", "fsim_resnet18"]
+__all__ = ["bench_conv2d_layer", "fsim_conv2d", "fsim_resnet18", "per_channel_requant"]
 
 #: The ResNet-18 layer table of the project's workloads.
 REPEATS = 3
@@ -34,12 +34,15 @@ def _best(fn, repeats=REPEATS):
     return best, value
 
 
-def bench_conv2d_layer(cfg, layer, *, repeats=REPEATS, device=None):
+def bench_conv2d_layer(cfg, layer, *, repeats=REPEATS, device=None, per_channel=False):
     """Figures of one ResNet-18 layer on fsim (or on ``device``): a dict with times, ratio,
-    counters, program."""
+    counters, program. With ``per_channel`` (a configuration with ``ALU_SCALE: 2``) the tail is a
+    per-channel fixed-point requantization (:func:`per_channel_requant`) instead of upstream's
+    ``(acc >> 8) + bias``."""
     from avta.sim.targets import make_device
-    from avta.runtime.ops.conv2d import Conv2dBuffers, bias_bound, build_conv2d, pack_bias
-    from avta.runtime.ops.conv_plan import Conv2dShape, describe, plan_conv2d
+    from avta.runtime.ops.conv2d import (Conv2dBuffers, bias_bound, build_conv2d, pack_bias,
+                                         plan_layer)
+    from avta.runtime.ops.conv_plan import Conv2dShape, describe
     from avta.runtime.ops.reference import conv2d_ref
     from avta.runtime.ops.requant import Requant
     from avta.runtime.packing import pack_nchw, pack_oihw, unpack_nchw
@@ -51,17 +54,18 @@ def bench_conv2d_layer(cfg, layer, *, repeats=REPEATS, device=None):
     x = rng.integers(-128, 128, (shape.n, shape.cin, shape.h, shape.w), dtype=np.int8)
     w = rng.integers(-128, 128, (shape.cout, shape.cin, shape.kh, shape.kw), dtype=np.int8)
     bias = rng.integers(-1 << 14, 1 << 14, shape.cout)
-    requant = Requant(8, (0, 127))        # upstream's benchmark: (conv >> 8) + bias, clip 0..127
+    # upstream's benchmark: (conv >> 8) + bias, clip 0..127
+    requant = per_channel_requant(rng, shape.cout) if per_channel else Requant(8, (0, 127))
 
     dev = make_device(cfg, "fsim", 16 << 20) if device is None else device
     inp = dev.upload(pack_nchw(x, cfg.batch, cfg.block_in), mem=MemType.INP)
     wgt = dev.upload(pack_oihw(w, cfg.block_out, cfg.block_in), mem=MemType.WGT)
-    bia = dev.upload(pack_bias(cfg, bias), mem=MemType.ACC)
+    bia = dev.upload(pack_bias(cfg, bias, requant), mem=MemType.ACC)
     out = dev.alloc(shape.n * shape.cout * shape.oh * shape.ow, mem=MemType.OUT)
     bufs = Conv2dBuffers(inp.elem(cfg, MemType.INP), wgt.elem(cfg, MemType.WGT),
                          out.elem(cfg, MemType.OUT), bia.elem(cfg, MemType.ACC))
     start = time.perf_counter()
-    tiling = plan_conv2d(cfg, shape, bias=True)
+    tiling = plan_layer(cfg, shape, requant=requant, has_bias=True, bias_bound=bias_bound(bias))
     program = build_conv2d(cfg, shape, bufs, requant=requant, tiling=tiling,
                            bias_bound=bias_bound(bias))
     build = time.perf_counter() - start
@@ -74,6 +78,17 @@ def bench_conv2d_layer(cfg, layer, *, repeats=REPEATS, device=None):
     return {"shape": shape, "tiling": describe(cfg, shape, tiling), "build": build,
             "fsim": fsim_time, "numpy": ref_time, "ratio": fsim_time / ref_time,
             "exact": bool(np.array_equal(got, ref)), "result": result, "program": program}
+
+
+def per_channel_requant(rng, channels):
+    """A per-channel fixed-point requantization of ResNet-18's random layers: Q23 multipliers in
+    [2^22, 2^23) and shifts 14..17 drawn per channel (outputs of a few dozen values, not all
+    clipped), rounding half up, the bias first, clip 0..127."""
+    from avta.runtime.ops.requant import Requant
+    m = tuple(int(v) for v in rng.integers(1 << 22, 1 << 23, channels))
+    s = tuple(int(v) for v in rng.integers(14, 18, channels))
+    return Requant(0, (0, 127), bias_first=True, multiplier=m, shifts=s, multiplier_bits=24,
+                   offsets=tuple(1 << (k - 1) for k in s))
 
 
 def _print_counters(result):

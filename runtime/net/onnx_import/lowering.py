@@ -1,6 +1,6 @@
-"""Lowering to the graph: the network nodes (conv2d, dense, add, pools) of imported operators,
-and the graph inputs and host steps of the model's inputs. The arithmetic that turns scales
-and zero points into weights, biases and requantizations is :mod:`.arithmetic`.
+"""Lowering to the graph: the network nodes (conv2d, depthwise, dense, add, pools) of imported
+operators, and the graph inputs and host steps of the model's inputs. The arithmetic that turns
+scales and zero points into weights, biases and requantizations is :mod:`.arithmetic`.
 
 :class:`Lowering` owns the :class:`~avta.runtime.net.graph.GraphBuilder`, ``names`` (the
 network names given so far), ``lazy`` (device input tensor → ``(model name, shape, dtype)`` of
@@ -37,6 +37,16 @@ def ungroup(weights, group):
     for g in range(group):
         full[g * per:(g + 1) * per, g * cg:(g + 1) * cg] = weights[g * per:(g + 1) * per]
     return full
+
+
+def depthwise(weights, group):
+    """Whether a convolution of ``group`` groups with ``weights`` ``[O, C/group, KH, KW]`` is
+    depthwise — one input channel per group and one output per input channel (``O = group``),
+    a square kernel — and so becomes the network's ``depthwise`` node, whose layer runs on the
+    GEMM core with diagonal weight blocks or with the ALU (docs/onnx.md); other groupings are
+    a full convolution whose weights outside each group are zero (:func:`ungroup`)."""
+    o, cg, kh, kw = weights.shape
+    return group > 1 and cg == 1 and o == group and kh == kw
 
 
 def conv_geometry(attrs, wshape):
@@ -151,12 +161,15 @@ class Lowering:
             return QT(out, (x.shape[0], weights.shape[0]), sy, zy, self._gain(scale))
         geometry = conv_geometry(attrs, ints.shape)
         group = attrs.get("group", 1)
-        if group != 1:
+        op = "conv2d"
+        if depthwise(weights, group):
+            op = "depthwise"
+        elif group != 1:
             weights = ungroup(weights, group)
         conv_attrs = dict(stride=geometry["stride"], pad=geometry["pad"] - host_pad)
         if pad_value:
             conv_attrs["pad_value"] = pad_value
-        out = self.builder.add_node(Node(name, "conv2d", (tensor,), attrs=conv_attrs,
+        out = self.builder.add_node(Node(name, op, (tensor,), attrs=conv_attrs,
                                          weights=weights, bias=total, requant=requant))
         return QT(out, self.builder.shape(out), sy, zy, self._gain(scale))
 

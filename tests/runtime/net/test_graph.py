@@ -138,8 +138,8 @@ BAD = [
      "conv2d node 'c': weights have shape [4, 3, 3]; conv2d weights have 4 dimensions"),
     (lambda: Node("c", "conv2d", ["x"], weights=w8(4, 3, 1, 1), bias=b32(4).astype(np.int64)),
      "conv2d node 'c': bias are int64; they must be int32"),
-    (lambda: Node("d", "depthwise", ["x"], weights=w8(3, 1, 3, 3), bias=b32(3)),
-     "depthwise node 'd': depthwise takes no bias"),
+    (lambda: Node("a", "avg_pool", ["x"], attrs=dict(k=2), bias=b32(3)),
+     "avg_pool node 'a': avg_pool takes no bias"),
     (lambda: Node("p", "max_pool", ["x"], attrs=dict(k=2), weights=w8(1, 1, 1, 1)),
      "max_pool node 'p': max_pool takes no weights"),
     # attributes and requantization

@@ -169,3 +169,55 @@ def test_the_start_is_checked_and_a_zero_start_resets_each_buffer_once(default_c
     assert bias < zero < reset
     with pytest.raises(ValueError, match="not one of"):
         estimate(cfg, shape, t, start="mov")
+
+
+def test_parts_are_as_long_as_their_passes():
+    """A GEMM of 10 micro-ops beside passes of 2, 1 and 1 units: 5, 3 and 2 micro-ops; at
+    least one each; never more parts than micro-ops."""
+    from avta.runtime.ops.conv_cycles import split_parts
+    assert split_parts(10, [2, 1, 1]) == [(0, 5), (5, 8), (8, 10)]
+    assert split_parts(3, [100, 1, 1]) == [(0, 1), (1, 2), (2, 3)]
+    assert split_parts(4, [7]) == [(0, 4)]
+    with pytest.raises(ValueError, match="3 parts of a GEMM of 2"):
+        split_parts(2, [1, 1, 1])
+
+
+@pytest.mark.parametrize("costs, gemm, left, taken", [
+    ([10, 10, 10], 100, 3, 3),      # they fit beside the first GEMM
+    ([60, 60, 60], 100, 3, 1),      # one fits; an even share is one too
+    ([60, 60, 60, 60], 100, 2, 2),  # one fits, but half of them go beside each of two GEMMs
+    ([500, 10], 100, 4, 1),         # one at least, even when it outlasts the GEMM
+    ([60, 60, 60], 10, 1, 3),       # the tile's last GEMM takes what is left
+])
+def test_passes_beside_a_gemm(costs, gemm, left, taken):
+    from avta.runtime.ops.conv_cycles import passes_beside
+    assert passes_beside(costs, gemm, left) == taken
+
+
+@pytest.mark.parametrize("shape", [(1, 128, 14, 14, 128, 1, 1, 0, 2),
+                                   (1, 256, 14, 14, 256, 1, 1, 0, 2),
+                                   (1, 64, 28, 28, 64, 3, 3, 1, 1)],
+                         ids=["1x1-8-blocks", "1x1-16-blocks", "3x3"])
+def test_estimate_follows_fsim_with_per_channel_rows(default_cfg, shape):
+    """Per-channel rows (three two-operand passes a tile) on the plan the planner takes: the
+    estimate within 2 % of fsim's cycles (it leaves out fetch and the micro-op loads)."""
+    from avta.runtime.device import Device
+    from avta.runtime.ops.conv2d import bias_bound
+    from avta.runtime.ops.conv_tail import plan_layer, plan_options
+    from avta.sim.bench.fsim import per_channel_requant
+    from avta.sim.fsim.backend import FsimBackend
+    cfg = default_cfg.replace(alu_scale=2)
+    shape = Conv2dShape(*shape)
+    rng = np.random.default_rng(0)
+    x = rng.integers(-128, 128, (1, shape.cin, shape.h, shape.w), dtype=np.int8)
+    w = rng.integers(-128, 128, (shape.cout, shape.cin, shape.kh, shape.kw), dtype=np.int8)
+    bias = rng.integers(-1000, 1000, shape.cout)
+    rq = per_channel_requant(rng, shape.cout)
+    t = plan_layer(cfg, shape, requant=rq, has_bias=True, bias_bound=bias_bound(bias))
+    options = plan_options(cfg, shape, rq, True, bias_bound(bias))
+    del options["bias"]
+    assert options["tail_steps"] == (2, 2, 2, 1, 1)
+    dev = Device(cfg, FsimBackend(cfg, dram_size=4 << 20, timing_only=True))
+    conv2d(dev, x, w, bias, stride=shape.stride, pad=shape.pad, requant=rq, tiling=t)
+    cycles = dev.last_result.cycles
+    assert abs(estimate(cfg, shape, t, **options) - cycles) <= 0.02 * cycles

@@ -1,13 +1,16 @@
-"""The planner's compiled walk (conv_cycles._walk, numba) against the walk it replaced, kept
-here line for line in plain Python: equal on every tiling the planner considers for layers of
-ResNet-18, ResNet-50 and MobileNet shapes (depthwise too), on five configurations, for every
-accumulator start, with and without giving up."""
+"""The planner's compiled walk (conv_cycles._walk, numba) against the same walk in plain
+Python, written with the emitter's rules (conv_cycles.passes_beside, split_parts): equal on
+every tiling the planner considers for layers of ResNet-18, ResNet-50 and MobileNet shapes
+(depthwise too), on five configurations, for every accumulator start, for upstream's tail and a
+per-channel one, with and without giving up."""
 
 import pytest
 
 from avta.isa.config import load_config
-from avta.isa.costs import gemm_fill
-from avta.runtime.ops.conv_cycles import STARTS, _Costs, _starts_beside, estimate, lower_bound
+from avta.isa.costs import ALU_FILL, gemm_fill
+from avta.runtime.ops.conv_cycles import (STARTS, _Costs, _starts_beside, estimate, halves,
+                                          lower_bound, passes_beside, split_axis, split_parts,
+                                          tail_weights)
 from avta.runtime.ops.conv_plan import Conv2dShape, _fitting, slot_counts
 
 
@@ -15,13 +18,14 @@ def _ceil(a, b):
     return -(-a // b)
 
 
-def _tasks(cfg, shape, t):
+def _tasks(cfg, shape, t, split=-1):
     """(tile index, spatial tile index, th, tw, nco, cot, cit, nci, first, last) in the
-    emitter's order."""
+    emitter's order; with ``split`` 0 or 1 the last tile as two halves along its rows or
+    columns."""
     cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
     n_ci = shape.input_chunks(cfg, t.tci)
     n_spatial = _ceil(shape.oh, t.th) * _ceil(shape.ow, t.tw)
-    tile = 0
+    tiles = []
     for nb in range(shape.n // cfg.batch):
         for cot in range(_ceil(cob, t.tco)):
             nco = min(t.tco, cob - cot * t.tco)
@@ -29,44 +33,54 @@ def _tasks(cfg, shape, t):
             for oh0 in range(0, shape.oh, t.th):
                 th = min(t.th, shape.oh - oh0)
                 for ow0 in range(0, shape.ow, t.tw):
-                    tw = min(t.tw, shape.ow - ow0)
-                    for cit in range(n_ci):
-                        nci = nco if shape.depthwise else min(t.tci, cib - cit * t.tci)
-                        yield (tile, spatial, th, tw, nco, cot, cit, nci, cit == 0,
-                               cit == n_ci - 1)
-                    tile += 1
+                    tiles.append((spatial, th, min(t.tw, shape.ow - ow0), nco, cot))
                     spatial += 1
-
-
-def _beside(passes, pass_cycles, part_cycles):
-    """``(start to the end of the last pass, start to the end of the last part)`` of a GEMM in
-    parts with one pass before each of the first ``passes`` parts: the compute stage starts a
-    pass when the pass and the part before it have ended, and a part beside the pass before
-    it."""
-    step = max(pass_cycles, part_cycles)
-    if not passes:
-        return 0, part_cycles
-    return (passes - 1) * step + pass_cycles, (passes - 1) * step + step
+    if split >= 0:
+        spatial, th, tw, nco, cot = tiles.pop()
+        for half in halves(th if split == 0 else tw):
+            tiles.append((spatial, half, tw, nco, cot) if split == 0 else
+                         (spatial, th, half, nco, cot))
+    for tile, (spatial, th, tw, nco, cot) in enumerate(tiles):
+        for cit in range(n_ci):
+            nci = nco if shape.depthwise else min(t.tci, cib - cit * t.tci)
+            yield (tile, spatial, th, tw, nco, cot, cit, nci, cit == 0, cit == n_ci - 1)
 
 
 def _plain_walk(cfg, shape, t, *, tail_steps, start, give_up):
-    """main's walk before it was compiled, line for line."""
+    """The compiled walk in plain Python, with the emitter's own rules for which passes run
+    beside a GEMM (passes_beside) and how the GEMM is split around them (split_parts): the
+    better of the last tile whole and split where it may be (split_axis)."""
+    n_h, n_w = _ceil(shape.oh, t.th), _ceil(shape.ow, t.tw)
+    axis = split_axis(t, shape.oh - (n_h - 1) * t.th, shape.ow - (n_w - 1) * t.tw,
+                      len(tail_weights(tail_steps)))
+    results = [r for r in (_one_walk(cfg, shape, t, tail_steps, start, give_up, split)
+                           for split in ((-1, axis) if axis >= 0 else (-1,)))
+               if r is not None]
+    return min(results) if results else None
+
+
+def _one_walk(cfg, shape, t, tail_steps, start, give_up, split):
+    """One walk, the last tile split along ``split`` (or whole, −1)."""
     costs = _Costs(cfg, shape, t, tail_steps)
+    weights = tail_weights(tail_steps)
     threads = t.threads
     beside = _starts_beside(t, start)
-    tasks = list(_tasks(cfg, shape, t))
+    tasks = list(_tasks(cfg, shape, t, split))
+    n_ci = shape.input_chunks(cfg, t.tci)
     gemm_left = shape.gemm_steps(cfg)                                    # steps still to run
     load_free = compute_free = store_free = 0
     gemm_done = []            # per task: when its GEMM released the input buffer
     store_done = []           # per tile: when its store released the accumulator buffer
     held = [None] * threads   # the weight chunk each input buffer holds (weights per task)
     resident, windows = set(), set()
-    pending = None            # the tail waiting for GEMMs: [passes left, pass cycles, store]
+    pending = None            # the tail waiting for GEMMs: [pass cycles left, store]
+    fill = gemm_fill(cfg)
 
     def finish_tail(done):
-        nonlocal store_free
-        store_free = max(store_free, done) + pending[2]
+        nonlocal store_free, pending
+        store_free = max(store_free, done) + pending[1]
         store_done.append(store_free)
+        pending = None
 
     for j, (tile, spatial, th, tw, nco, cot, cit, nci, first, last) in enumerate(tasks):
         # Load stage.
@@ -91,55 +105,59 @@ def _plain_walk(cfg, shape, t, *, tail_steps, start, give_up):
             compute_free = begin + costs.alu_pass(th, tw, nco)
         begin = max(compute_free, load_free)
         gemm, n_uops = costs.gemm(th, tw, nco, nci), costs.uops(nco, nci)
-        compute_free = begin + gemm
-        # With ``beside`` the next tile's MOV start runs beside the last part of this tile's
-        # last GEMM, once the store that frees its buffer is done; the pending passes take
-        # the parts before it, and those no part takes run just before it.
         ahead = tasks[j + 1] if beside and last and j + 1 < len(tasks) else None
-        fill = gemm_fill(cfg)
-        if ahead is not None:
-            # The pending passes take the parts before the MOV (those no part takes run just
-            # before it), each part a GEMM with its own fill.
-            side = min(pending[0], n_uops - 1) if pending else 0
-            part = (gemm + side * fill) // (side + 1)
-            tail, parts_end = _beside(side, pending[1] if pending else 0, part)
-            done = begin + (parts_end if side else 0)
-            if pending:
-                done = max(done, begin + tail) + (pending[0] - side) * pending[1]
-                finish_tail(done)
-                pending = None
-            nxt, mov = ahead[0], costs.alu_pass(*ahead[2:5])
-            if nxt >= t.slots:
-                done = max(done, store_done[nxt - t.slots])
-                compute_free = done + max(part, mov)
-            elif start == "zero":    # the buffer's first tile: a reset GEMM, not beside
-                compute_free = done + mov + part
+        left = pending[0] if pending else []
+        taken = passes_beside(left, gemm, n_ci - cit) if pending else 0
+        side = min(taken, n_uops - 1 if ahead else n_uops)
+        part_costs = left[:side] + ([costs.alu_pass(*ahead[2:5])] if ahead else [])
+        now = tail_end = begin
+        if not part_costs:
+            now = begin + gemm
+        for k, (lo, hi) in enumerate(split_parts(n_uops, part_costs) if part_costs else []):
+            part = th * tw * (hi - lo) + fill
+            if ahead and k == len(part_costs) - 1:
+                # Passes no part took run alone, then the MOV, once its buffer is stored.
+                now += sum(left[side:taken])
+                tail_end = now
+                if pending:
+                    finish_tail(tail_end)
+                nxt, mov = ahead[0], part_costs[-1]
+                if nxt >= t.slots:
+                    now = max(now, store_done[nxt - t.slots]) + max(part, mov)
+                elif start == "zero":    # the buffer's first tile: a reset GEMM, not beside
+                    now += mov + part
+                else:
+                    now += max(part, mov)
             else:
-                compute_free = done + max(part, mov)
-        elif pending:
-            parts = min(pending[0], n_uops)
-            tail, compute_free = _beside(parts, pending[1], (gemm + (parts - 1) * fill) // parts)
-            tail, compute_free = begin + tail, begin + compute_free
-            pending[0] -= parts
+                tail_end = now + part_costs[k]
+                now += max(part_costs[k], part)
+        compute_free = now
+        if pending:
+            if last:                     # left over: run after the last GEMM
+                compute_free += sum(left[side:taken])
+                if taken > side:
+                    tail_end = compute_free
+                pending[0] = left[taken:]
+            else:
+                pending[0] = left[side:]
             if not pending[0]:
-                finish_tail(tail)
-                pending = None
+                finish_tail(tail_end)
         gemm_done.append(compute_free)
-        gemm_left -= th * tw * costs.uops(nco, nci)
+        gemm_left -= th * tw * n_uops
         if last:
             if pending:             # passes of the previous tile no GEMM took run alone
-                compute_free += pending[0] * pending[1]
+                compute_free += sum(pending[0])
                 finish_tail(compute_free)
-            pending = [tail_steps - 1, costs.alu_pass(th, tw, nco), costs.store(th, tw, nco)]
+            rows = th * tw * nco
+            pending = [[rows * w + ALU_FILL for w in weights], costs.store(th, tw, nco)]
             # No passes (no requantization) or no buffer in another ACC bank: stored now.
-            if not pending[0] or threads == 1 or t.acc_banks == 1:
-                compute_free += pending[0] * pending[1]
+            if not weights or threads == 1 or t.acc_banks == 1:
+                compute_free += sum(pending[0])
                 finish_tail(compute_free)
-                pending = None
         if give_up is not None and max(compute_free + gemm_left, store_free) > give_up:
             return None
     if pending:
-        compute_free += pending[0] * pending[1]
+        compute_free += sum(pending[0])
         finish_tail(compute_free)
     return store_free
 
@@ -166,32 +184,42 @@ def _name(shape):
             + ("-dw" if shape.depthwise else ""))
 
 
+#: Upstream's tail (bias MOV, SHR, MIN, MAX) and a per-channel one on one ACC read port (SCL,
+#: ADD and SHR reading rows, MIN, MAX).
+TAILS = [4, (2, 2, 2, 1, 1)]
+
+
+@pytest.mark.parametrize("tail", TAILS, ids=["upstream", "per-channel"])
 @pytest.mark.parametrize("threads", [2, 1])
 @pytest.mark.parametrize("config", CONFIGS)
 @pytest.mark.parametrize("shape", SHAPES, ids=_name)
-def test_compiled_walk_equals_the_plain_walk(config, shape, threads):
+def test_compiled_walk_equals_the_plain_walk(config, shape, threads, tail):
     """Every tiling :func:`_fitting` yields with one thread and with two (then with four
-    accumulator buffers too where the configuration allows them), every start: the whole walk, and the walk giving up at the
-    planner's best so far in the planner's order (by bound), just below and at its own end."""
+    accumulator buffers too where the configuration allows them), every start: the whole walk,
+    and the walk giving up at the planner's best so far in the planner's order (by bound), just
+    below and at its own end."""
     cfg = load_config(config)
     if shape.n % cfg.batch or shape.cin % cfg.block_in or shape.cout % cfg.block_out:
         pytest.skip("the shape does not map onto the configuration's blocks")
     tilings = list(_fitting(cfg, shape, threads, False))
     assert {t.slots for t in tilings} == set(slot_counts(cfg, threads))
     for start in STARTS:
+        def plain(t, give_up=None):
+            return _plain_walk(cfg, shape, t, tail_steps=tail, start=start, give_up=give_up)
+
+        def compiled(t, give_up=None):
+            return estimate(cfg, shape, t, tail_steps=tail, start=start, give_up=give_up)
+
         full = {}
         for t in tilings:
-            full[t] = _plain_walk(cfg, shape, t, tail_steps=4, start=start, give_up=None)
-            assert estimate(cfg, shape, t, start=start) == full[t], (t, start)
+            full[t] = plain(t)
+            assert compiled(t) == full[t], (t, start)
         best = None
-        for t in sorted(tilings, key=lambda t: (lower_bound(cfg, shape, t, start=start),
-                                                full[t])):
+        for t in sorted(tilings, key=lambda t: (
+                lower_bound(cfg, shape, t, tail_steps=tail, start=start), full[t])):
             if best is not None:
-                assert estimate(cfg, shape, t, start=start, give_up=best) == _plain_walk(
-                    cfg, shape, t, tail_steps=4, start=start, give_up=best), (t, start, best)
+                assert compiled(t, best) == plain(t, best), (t, start, best)
             best = full[t] if best is None else min(best, full[t])
         for t in tilings[::max(1, len(tilings) // 8)]:
             for give_up in (full[t] - 1, full[t]):
-                assert estimate(cfg, shape, t, start=start, give_up=give_up) == _plain_walk(
-                    cfg, shape, t, tail_steps=4, start=start, give_up=give_up), \
-                    (t, start, give_up)
+                assert compiled(t, give_up) == plain(t, give_up), (t, start, give_up)

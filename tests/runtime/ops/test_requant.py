@@ -273,3 +273,42 @@ def test_add_of_inputs_scaled_by_two_factors(tiny_cfg, device, int8):
     np.testing.assert_array_equal(got, want)
     terms = (a.astype(np.int64) * 23117 * 17001 >> 15) + (b.astype(np.int64) * 16500 * 20000 >> 15)
     np.testing.assert_array_equal(want, np.clip((terms + (3 << 17) + (1 << 16)) >> 17, -128, 127))
+
+
+# -- per-channel rows that share a shift -------------------------------------------------------
+
+def _two_operand(program):
+    return [AluOp(i.alu_opcode) for i in program.insns if i.opcode == 4 and not i.use_imm
+            and i.alu_opcode != AluOp.MOV]
+
+
+@pytest.mark.parametrize("zy, ops", [(0, [AluOp.SCL]), (-128, [AluOp.SCL, AluOp.ADD])],
+                         ids=["offsets-as-immediates", "offsets-as-a-row"])
+def test_per_channel_rows_with_one_shift_shift_by_an_immediate(tiny_cfg, device, int8, zy, ops):
+    """Q23 multipliers of one shift (a per-tensor scale as the 24-bit import writes it, or
+    per-channel scales in one binade): the same values, but SHR by an immediate, and the offset
+    too when it is a rounding half alone (ADD and SHR immediates); an offset with a zero point
+    stays a row (its immediates would take three passes, the row two cycles a step)."""
+    cfg = tiny_cfg.replace(alu_scale=2)
+    rng = np.random.default_rng(7)
+    x, w = int8((1, 4, 5, 6)), int8((8, 4, 3, 3))
+    bias = rng.integers(-5000, 5000, 8).astype(np.int32)
+    m = tuple(int(v) for v in rng.integers(1 << 22, 1 << 23, 8))
+    q = Requant(0, (-128, 127), bias_first=True, multiplier=m, shifts=(9,) * 8,
+                multiplier_bits=24, offsets=((zy << 9) + (1 << 8),) * 8)
+    dev = device(cfg)
+    got = _conv_pad_value(dev, x, w, bias, q)
+    want = conv2d_ref(x, w, bias, pad=1, pad_value=-128, requant=q)
+    np.testing.assert_array_equal(got, want)
+    assert len(np.unique(want)) > 20
+    assert sorted(set(_two_operand(dev.last_program))) == sorted(ops)
+
+
+def test_per_channel_rows_of_different_shifts_keep_three_row_passes(tiny_cfg):
+    """Shifts that differ between channels need the rows: SCL, ADD and SHR read them."""
+    from avta.runtime.ops.conv_tail import AluRecorder
+    rng = np.random.default_rng(3)
+    passes = AluRecorder()
+    _wide_per_channel(rng, 8).emit(passes, "same", None, lambda k: f"row {k}")
+    assert [(op, kernel) for kernel, op, imm in passes.insns if imm is None] == [
+        (AluOp.SCL, "row 0"), (AluOp.ADD, "row 1"), (AluOp.SHR, "row 2")]

@@ -57,19 +57,42 @@ def test_conv(onnx_kit, form, pad, zx, stride, relu):
 @pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("group", [2, 4])
 def test_grouped_and_depthwise_conv(onnx_kit, form, group):
+    """Two groups: a full convolution whose weights are zero outside each output's group.
+    Four (one channel each, group = channels): the depthwise node, its weights ``[C, 1, K, K]``
+    and the zero-point terms in its bias."""
     rng = np.random.default_rng(2)
     m = getattr(onnx_kit, form)((1, 4, 6, 6), SX, -128)
     y = m.conv(m.x, _weights(rng, (4, 4 // group, 3, 3)), SW, rng.integers(-500, 500, 4), SY,
                7, pad=1, group=group)
     graph, _, _ = _check(onnx_kit, m.build(y), _input(rng, (1, 4, 6, 6), -128), SY)
     (node,) = graph.nodes
-    assert node.weights.shape == (4, 4, 3, 3)
+    if group == 4:
+        assert node.op == "depthwise" and node.weights.shape == (4, 1, 3, 3)
+        assert node.bias is not None and node.attrs["pad_value"] == -128
+        return
+    assert node.op == "conv2d" and node.weights.shape == (4, 4, 3, 3)
     # zero outside each output channel's group
     per = 4 // group
     for o in range(4):
         outside = np.ones(4, bool)
         outside[(o // per) * (4 // group):(o // per + 1) * (4 // group)] = False
         assert not node.weights[o, outside].any()
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("kernel", [(3, 3), (3, 1)], ids=["multiplier-2", "rectangular"])
+def test_depthwise_like_convs_the_node_does_not_take(onnx_kit, form, kernel):
+    """group = channels with two outputs a channel (a channel multiplier), or a rectangular
+    kernel: not the depthwise node's ``[C, 1, K, K]``, so a full convolution with zeros, as
+    exact."""
+    rng = np.random.default_rng(6)
+    outputs = 8 if kernel == (3, 3) else 4
+    m = getattr(onnx_kit, form)((1, 4, 6, 6), SX, -128)
+    y = m.conv(m.x, _weights(rng, (outputs, 1) + kernel), SW, rng.integers(-500, 500, outputs),
+               SY, 7, pad=1, group=4)
+    graph, _, _ = _check(onnx_kit, m.build(y), _input(rng, (1, 4, 6, 6), -128), SY)
+    (node,) = graph.nodes
+    assert node.op == "conv2d" and node.weights.shape == (outputs, 4) + kernel
 
 
 @pytest.mark.parametrize("form, matmul", [("QDQ", False), ("QDQ", True), ("QOp", True)])

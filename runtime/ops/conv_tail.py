@@ -1,0 +1,81 @@
+"""A conv2d layer's requantization tail as the planner sees it: the ALU passes after the
+GEMMs (:func:`tail_weights`, each with its cycles a row), how the accumulators start
+(:func:`accumulator_start`), the ACC row blocks that stay resident (:func:`row_blocks`), and the
+options :func:`~.conv_plan.plan_conv2d` and :func:`~.conv_cycles.estimate` take for them
+(:func:`plan_options`). The emitter (:mod:`.conv2d`) and the depthwise and residual operators
+share them."""
+
+from avta.isa.costs import ALU_FILL, two_operand_step
+from avta.isa.enums import AluOp
+
+from .conv_plan import plan_conv2d
+from .requant import CHANNEL_ROW_BLOCKS
+
+__all__ = ["AluRecorder", "pass_cycles", "tail_weights", "tail_steps", "accumulator_start",
+           "plan_layer", "plan_options", "row_blocks"]
+
+
+class AluRecorder:
+    """Stands in for a StreamBuilder to record the ALU instructions a requantization emits."""
+
+    def __init__(self):
+        self.insns = []
+
+    def alu(self, kernel, op, *, imm=None):
+        self.insns.append((kernel, op, imm))
+
+
+def pass_cycles(cfg, op, imm, rows):
+    """Cycles of an ALU pass ``op`` (``imm`` None: two operands) over ``rows`` ACC rows
+    (:mod:`avta.isa.costs`: two ACC reads a step through one read port)."""
+    step = two_operand_step(cfg) if imm is None and op != AluOp.MOV else 1
+    return rows * step + ALU_FILL
+
+
+def tail_weights(cfg, requant, bias_added):
+    """The requantization tail's ALU passes over each output row after the accumulator start,
+    for the planner's estimate: a tuple of each instruction's cycles per row (a two-operand one
+    twice on one ACC read port, docs/architecture.md, compute stage); empty for a host
+    requantization."""
+    if requant.on_host:
+        return ()
+    passes = AluRecorder()
+    requant.emit(passes, None, object() if bias_added else None, lambda k: None)
+    return tuple(pass_cycles(cfg, op, imm, 1) - ALU_FILL for _, op, imm in passes.insns)
+
+
+def tail_steps(cfg, requant, bias_added):
+    """ALU passes over each output row: the accumulator start, then every instruction of the
+    requantization tail (:func:`tail_weights`, a two-operand one counted twice on one ACC read
+    port)."""
+    return 1 + sum(tail_weights(cfg, requant, bias_added))
+
+
+def accumulator_start(has_bias, bias_added):
+    """How the emitter starts a tile's accumulators (:data:`~.conv_cycles.STARTS`): a reset GEMM
+    when the bias is added after the shift, else an ALU MOV of the shifted bias or of 0."""
+    return "reset" if bias_added else ("bias" if has_bias else "zero")
+
+
+def plan_layer(cfg, shape, *, requant, has_bias, bias_bound=None, threads=2):
+    """The tiling :func:`build_conv2d` plans for a layer with this requantization (and a bias
+    when ``has_bias``, of magnitude at most ``bias_bound``)."""
+    return plan_conv2d(cfg, shape, threads=threads,
+                       **plan_options(cfg, shape, requant, has_bias, bias_bound))
+
+
+def plan_options(cfg, shape, requant, has_bias, bias_bound=None):
+    """What the planner needs of a layer's requantization: its resident row blocks
+    (``bias``), its tail's passes (``tail_steps``) and how its accumulators start
+    (``start``), as keywords of :func:`~.conv_plan.plan_conv2d` and
+    :func:`~.conv_cycles.estimate`."""
+    bias_added = has_bias and not requant.bias_starts_acc(bias_bound, shape.products)
+    return {"bias": row_blocks(requant) if has_bias else 0,
+            "tail_steps": tail_weights(cfg, requant, bias_added),
+            "start": accumulator_start(has_bias, bias_added)}
+
+
+def row_blocks(requant):
+    """Resident ACC row blocks of a layer with a bias: 1, or with a per-channel
+    requantization :data:`~avta.runtime.ops.requant.CHANNEL_ROW_BLOCKS`."""
+    return CHANNEL_ROW_BLOCKS if requant.per_channel else 1
