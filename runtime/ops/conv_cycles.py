@@ -33,7 +33,7 @@ import numpy as np
 
 from avta.isa.costs import ALU_FILL, gemm_fill, load_cycles, store_cycles
 
-__all__ = ["estimate", "lower_bound", "TAIL_STEPS", "STARTS"]
+__all__ = ["estimate", "lower_bound", "lower_bounds", "TAIL_STEPS", "STARTS"]
 #: ALU passes over an output tile after its GEMMs, by default: accumulator start (reset GEMM or
 #: bias MOV), SHR, MIN and MAX.
 TAIL_STEPS = 4
@@ -85,13 +85,31 @@ class _Costs:
     def store(self, th, tw, nco):
         key = ("store", th, tw, nco)
         if key not in self._cache:
-            sh, t = self.shape, self.t
-            if tw == sh.ow and th * tw == t.acc_pitch:
-                cycles = store_cycles(self.cfg, nco, th * sh.ow)
-            else:
-                cycles = nco * store_cycles(self.cfg, th, tw)
-            self._cache[key] = cycles
+            self._cache[key] = _store_cycles(self.cfg, self.shape, th, tw, nco, self.t.acc_pitch)
         return self._cache[key]
+
+
+def _store_cycles(cfg, shape, th, tw, nco, acc_pitch):
+    """The STOREs of a ``th × tw`` tile of ``nco`` output blocks whose buffer has ``acc_pitch``
+    rows a block: one DRAM row per block when its rows are whole output rows, one per pixel
+    row otherwise."""
+    if tw == shape.ow and th * tw == acc_pitch:
+        return store_cycles(cfg, nco, th * shape.ow)
+    return nco * store_cycles(cfg, th, tw)
+
+
+def _each(f, *args):
+    """``f`` of each element of integer arrays of one shape (or of numbers), called once per
+    distinct tuple of arguments: the costs of a layer's candidate tilings take few values."""
+    arrays = np.broadcast_arrays(*(np.asarray(a, dtype=np.int64) for a in args))
+    if arrays[0].ndim == 0:
+        return f(*(int(a) for a in arrays))
+    keys = np.stack([a.ravel() for a in arrays], axis=1)
+    if not keys.size:
+        return np.zeros(arrays[0].shape, dtype=np.int64)
+    distinct, inverse = np.unique(keys, axis=0, return_inverse=True)
+    values = np.array([f(*map(int, row)) for row in distinct], dtype=np.int64)
+    return values[inverse.ravel()].reshape(arrays[0].shape)
 
 
 #: How a tile's accumulators start (:mod:`.conv2d`): ``"bias"`` an ALU MOV of the shifted bias,
@@ -111,29 +129,41 @@ def _starts_beside(t, start):
 def lower_bound(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias"):
     """A bound :func:`estimate` never goes below, in constant time: the compute stage's work
     (every GEMM and ALU instruction) after the first task's LOADs, then the last tile's STORE."""
+    return int(lower_bounds(cfg, shape, t.th, t.tw, t.tco, t.tci, t.threads, t.acc_banks,
+                            tail_steps=tail_steps, start=start))
+
+
+def lower_bounds(cfg, shape, th, tw, tco, tci, threads, acc_banks, *, tail_steps=TAIL_STEPS,
+                 start="bias"):
+    """:func:`lower_bound` of the tilings of these sizes and ACC banks (numbers, or arrays of
+    candidates: the planner bounds every candidate at once, elementwise)."""
+    if start not in STARTS:
+        raise ValueError(f"accumulator start {start!r} is not one of {STARTS}")
+    th, tw, tco, tci, acc_banks = (np.asarray(v, dtype=np.int64)
+                                   for v in (th, tw, tco, tci, acc_banks))
     cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
-    tiles = (shape.n // cfg.batch) * _ceil(cob, t.tco) * _ceil(shape.oh, t.th) * \
-        _ceil(shape.ow, t.tw)
-    tasks = tiles * shape.input_chunks(cfg, t.tci)
+    n_h, n_w, n_co = _ceil(shape.oh, th), _ceil(shape.ow, tw), _ceil(cob, tco)
+    tiles = (shape.n // cfg.batch) * n_co * n_h * n_w
+    tasks = tiles * shape.input_chunks(cfg, tci)
     rows = (shape.n // cfg.batch) * cob * shape.oh * shape.ow      # ACC rows of the whole layer
     gemm = shape.gemm_steps(cfg)
-    costs = _Costs(cfg, shape, t, tail_steps)
-    th, tw = min(t.th, shape.oh), min(t.tw, shape.ow)
-    nco, nci = min(t.tco, cob), min(t.tci, cib)
-    first_load = costs.input_load(th, tw, nci) + costs.weight_load(nco, nci)
-    last_th, last_tw = shape.oh - (_ceil(shape.oh, t.th) - 1) * t.th, \
-        shape.ow - (_ceil(shape.ow, t.tw) - 1) * t.tw
-    last_store = costs.store(last_th, last_tw, cob - (_ceil(cob, t.tco) - 1) * t.tco)
+    costs = _Costs(cfg, shape, None, tail_steps)
+    th0, tw0 = np.minimum(th, shape.oh), np.minimum(tw, shape.ow)
+    nco, nci = np.minimum(tco, cob), np.minimum(tci, cib)
+    first_load = _each(costs.input_load, th0, tw0, nci) + _each(costs.weight_load, nco, nci)
+    last_store = _each(lambda *sizes: _store_cycles(cfg, shape, *sizes),
+                       shape.oh - (n_h - 1) * th, shape.ow - (n_w - 1) * tw,
+                       cob - (n_co - 1) * tco, th * tw)
     # With two threads the tail after the accumulator start may run beside the GEMMs, and a
-    # MOV start beside them too: then the compute stage takes at least the longer of its GEMMs
-    # and its ALU instructions (each runs one at a time).
+    # MOV start beside them too (_starts_beside): then the compute stage takes at least the
+    # longer of its GEMMs and its ALU instructions (each runs one at a time).
     compute = gemm + tasks * gemm_fill(cfg)
-    if _starts_beside(t, start):
-        alu = tail_steps * (rows + tiles * ALU_FILL)
-        return first_load + max(compute, alu) + last_store
-    passes = 1 if t.threads > 1 and t.acc_banks > 1 else tail_steps
-    compute += passes * (rows + tiles * ALU_FILL)
-    return first_load + compute - costs.alu_pass(th, tw, nco) + last_store
+    alu = rows + tiles * ALU_FILL            # one pass over every tile
+    banked = (threads > 1) & (acc_banks > 1)
+    beside = first_load + np.maximum(compute, tail_steps * alu) + last_store
+    apart = first_load + compute + np.where(banked, 1, tail_steps) * alu \
+        - costs.alu_pass(th0, tw0, nco) + last_store
+    return np.where(banked & (start != "reset"), beside, apart)
 
 
 def estimate(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias", give_up=None):

@@ -169,3 +169,33 @@ def test_the_start_is_checked_and_a_zero_start_resets_each_buffer_once(default_c
     assert bias < zero < reset
     with pytest.raises(ValueError, match="not one of"):
         estimate(cfg, shape, t, start="mov")
+
+
+@pytest.mark.parametrize("config", ["default", "huge", "tiny", "tight", "rect"])
+@pytest.mark.parametrize("geometry", [(4, 14, 14, 4, 3, 1, 2, False), (2, 56, 56, 8, 1, 0, 1, False),
+                                      (1, 9, 7, 3, 7, 3, 2, False), (4, 12, 12, 4, 3, 1, 1, True)],
+                         ids=str)
+@pytest.mark.parametrize("bias", [0, 1])
+def test_the_planner_lays_out_every_candidate_at_once_as_one_by_one(config, geometry, bias):
+    """The planner's arrays of candidates (every tiling that fits, laid out, bounded and scored
+    at once) are the tilings :func:`_fitting` makes one by one, in its order, with the bound
+    :func:`lower_bound` gives each and the same score."""
+    from avta.runtime.ops.conv_cycles import lower_bounds
+    from avta.runtime.ops.conv_plan import _cost, _fitting_arrays, _tiling
+    cfg = load_config(config)
+    cib, h, w, cob, k, pad, stride, depthwise = geometry
+    if depthwise and cfg.block_in != cfg.block_out:
+        pytest.skip("a depthwise convolution needs square blocks")
+    shape = Conv2dShape(cfg.batch, (cob if depthwise else cib) * cfg.block_in, h, w,
+                        cob * cfg.block_out, k, k, pad, stride, depthwise=depthwise)
+    for start in ("bias", "reset"):
+        expected = list(_fitting(cfg, shape, 2, bias))
+        th, tw, tco, tci, slots, layout = _fitting_arrays(cfg, shape, 2, bias)
+        assert [_tiling(layout, k, th[k], tw[k], tco[k], tci[k], 2, slots[k])
+                for k in range(th.size)] == expected
+        bounds = lower_bounds(cfg, shape, th, tw, tco, tci, 2, layout.acc_banks, start=start)
+        assert bounds.tolist() == [lower_bound(cfg, shape, t, start=start) for t in expected]
+        scores = _cost(cfg, shape, th, tw, tco, tci, 2, layout.wgt_resident, layout.inp_resident)
+        assert scores.tolist() == [
+            int(_cost(cfg, shape, t.th, t.tw, t.tco, t.tci, t.threads, t.wgt_resident,
+                      t.inp_resident)) for t in expected]
