@@ -33,7 +33,7 @@ from avta.isa.enums import AluOp, MemType, PadValue
 from avta.isa.formats import ITER_BITS
 from avta.isa.memories import scratchpad
 
-from ..build_cache import cached_plan
+from ..build_cache import cached_plan, cached_program
 from ..packing import pack_nchw
 from ..stream import StreamBuilder
 from ..uop_kernel import Loop, UopKernel
@@ -351,6 +351,17 @@ def build_max_pool_gemm(cfg, shape, bufs, *, tiling=None):
     if why:
         raise PlanError(f"max pooling cannot copy its windows with the GEMM core of "
                         f"{cfg.name!r}: {why}")
+    # Built once across processes (avta.runtime.build_cache), like a conv2d: ResNet's pool
+    # takes longer to emit than every other layer's program takes to be read back and placed.
+    return cached_program("max_pool_gemm", lambda: _build_max_pool_gemm(cfg, shape, bufs, t),
+                          cfg, {"shape": shape, "tiling": t}, _OPERANDS, vars(bufs))
+
+
+#: Which operand of :class:`MaxPoolBuffers` each memory type's LOADs (OUT: STOREs) address.
+_OPERANDS = {MemType.INP: "inp", MemType.WGT: "wgt", MemType.OUT: "out"}
+
+
+def _build_max_pool_gemm(cfg, shape, bufs, t):
     b = StreamBuilder(cfg)
     slots, mov = _slots(cfg), _first_out(shape)
     em = WindowEmitter(b, shape, t, bufs.inp, bufs.out, slots=slots)
