@@ -28,12 +28,13 @@ the estimate ranks tilings, it does not predict a run to the cycle.
 """
 
 import functools
+import math
 
 import numpy as np
 
 from avta.isa.costs import ALU_FILL, gemm_fill, load_cycles, store_cycles
 
-__all__ = ["estimate", "lower_bound", "lower_bounds", "TAIL_STEPS", "STARTS"]
+__all__ = ["estimate", "lower_bound", "lower_bounds", "walk_tables", "TAIL_STEPS", "STARTS"]
 #: ALU passes over an output tile after its GEMMs, by default: accumulator start (reset GEMM or
 #: bias MOV), SHR, MIN and MAX.
 TAIL_STEPS = 4
@@ -104,10 +105,21 @@ def _each(f, *args):
     arrays = np.broadcast_arrays(*(np.asarray(a, dtype=np.int64) for a in args))
     if arrays[0].ndim == 0:
         return f(*(int(a) for a in arrays))
-    keys = np.stack([a.ravel() for a in arrays], axis=1)
-    if not keys.size:
+    columns = [a.ravel() for a in arrays]
+    if not columns[0].size:
         return np.zeros(arrays[0].shape, dtype=np.int64)
-    distinct, inverse = np.unique(keys, axis=0, return_inverse=True)
+    # One integer per tuple (mixed radix: sizes are small and not negative), whose distinct
+    # values numpy finds far faster than distinct rows.
+    lows = [int(c.min()) for c in columns]
+    radices = [int(c.max()) - low + 1 for c, low in zip(columns, lows)]
+    if math.prod(radices) >= 1 << 62:
+        distinct, inverse = np.unique(np.stack(columns, axis=1), axis=0, return_inverse=True)
+    else:
+        key = np.zeros(columns[0].size, dtype=np.int64)
+        for c, low, radix in zip(columns, lows, radices):
+            key = key * radix + (c - low)
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        distinct = np.stack(columns, axis=1)[first]
     values = np.array([f(*map(int, row)) for row in distinct], dtype=np.int64)
     return values[inverse.ravel()].reshape(arrays[0].shape)
 
@@ -166,46 +178,62 @@ def lower_bounds(cfg, shape, th, tw, tco, tci, threads, acc_banks, *, tail_steps
     return np.where(banked & (start != "reset"), beside, apart)
 
 
-def estimate(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias", give_up=None):
+def estimate(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias", give_up=None,
+             tables=None):
     """Estimated cycles of ``shape`` under tiling ``t`` (a :class:`Conv2dTiling`), or ``None``
     as soon as the estimate passes ``give_up`` (the planner's best so far). ``start``: how the
-    accumulators start (:data:`STARTS`).
+    accumulators start (:data:`STARTS`). ``tables``: ``t``'s row of :func:`walk_tables` when the
+    caller made them for many tilings at once (the planner), else made here.
 
     The planner estimates thousands of tilings per layer, each a walk over thousands of tasks,
     so the walk is compiled (:func:`_walk`, numba): a task's sizes are full or the border's on
-    each axis, so every cost is read from a small table made here with :class:`_Costs`."""
+    each axis, so every cost is read from a small table (:func:`walk_tables`)."""
     beside = _starts_beside(t, start)
-    costs = _Costs(cfg, shape, t, tail_steps)
-    cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
-    n_ci = shape.input_chunks(cfg, t.tci)
-    n_co = _ceil(cob, t.tco)
-    n_h, n_w = _ceil(shape.oh, t.th), _ceil(shape.ow, t.tw)
-    # Per axis the full size and the border's (the last tile's), index 0 and 1.
-    ths = (t.th, shape.oh - (n_h - 1) * t.th)
-    tws = (t.tw, shape.ow - (n_w - 1) * t.tw)
-    ncos = (t.tco, cob - (n_co - 1) * t.tco)
-    ncis = (t.tci, cib - (n_ci - 1) * t.tci)
-
-    def nci_of(c, d):
-        return ncos[c] if shape.depthwise else ncis[d]
-
-    input_load = np.array([[[costs.input_load(ths[a], tws[b], nci_of(c, d)) for d in (0, 1)]
-                            for c in (0, 1)] for a in (0, 1) for b in (0, 1)],
-                          dtype=np.int64).reshape(2, 2, 2, 2)
-    weight_load = np.array([[costs.weight_load(ncos[c], nci_of(c, d)) for d in (0, 1)]
-                            for c in (0, 1)], dtype=np.int64)
-    uops = np.array([[costs.uops(ncos[c], nci_of(c, d)) for d in (0, 1)] for c in (0, 1)],
-                    dtype=np.int64)
-    store = np.array([[[costs.store(ths[a], tws[b], ncos[c]) for c in (0, 1)] for b in (0, 1)]
-                      for a in (0, 1)], dtype=np.int64)
-    sizes = np.array([ths, tws, ncos], dtype=np.int64)
+    if tables is None:
+        tables = [column[0] for column in walk_tables(cfg, shape, t.th, t.tw, t.tco, t.tci,
+                                                      t.acc_pitch)]
+    n_co, n_h, n_w, n_ci, sizes, input_load, weight_load, uops, store = tables
     result = _compiled_walk()(
         shape.n // cfg.batch, n_co, n_h, n_w, n_ci, t.threads, t.slots, t.inp_resident,
         t.wgt_resident, t.reload_weights, t.threads > 1 and t.acc_banks > 1, beside,
-        start == "zero", tail_steps, shape.gemm_steps(cfg), costs._fill, ALU_FILL, sizes,
+        start == "zero", tail_steps, shape.gemm_steps(cfg), gemm_fill(cfg), ALU_FILL, sizes,
         input_load, weight_load, uops, store, give_up is not None,
         0 if give_up is None else give_up)
     return None if result < 0 else int(result)
+
+
+def walk_tables(cfg, shape, th, tw, tco, tci, acc_pitch):
+    """The tables :func:`_walk` reads, of tilings of these sizes and ACC rows a block
+    (numbers, or 1-D arrays: the planner makes those of many candidates at once): ``(n_co, n_h, n_w, n_ci, sizes,
+    input_load, weight_load, uops, store)``, each with one row per tiling — its tiles and
+    chunks on each axis, and the costs of a task or tile by its sizes (:class:`_Costs`), each
+    full (index 0) or the border's (1) on each axis: ``sizes[axis, i]`` (th, tw, nco),
+    ``input_load[h, w, co, ci]``, ``weight_load[co, ci]``, ``uops[co, ci]`` and
+    ``store[h, w, co]``."""
+    th, tw, tco, tci, acc_pitch = (np.asarray(v, dtype=np.int64).reshape(-1)
+                                   for v in (th, tw, tco, tci, acc_pitch))
+    costs = _Costs(cfg, shape, None, TAIL_STEPS)
+    cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
+    n_ci = np.broadcast_to(shape.input_chunks(cfg, tci), th.shape)
+    n_co = _ceil(cob, tco)
+    n_h, n_w = _ceil(shape.oh, th), _ceil(shape.ow, tw)
+    # Per axis the full size and the border's (the last tile's), index 0 and 1.
+    ths = np.stack([th, shape.oh - (n_h - 1) * th], axis=1)
+    tws = np.stack([tw, shape.ow - (n_w - 1) * tw], axis=1)
+    ncos = np.stack([tco, cob - (n_co - 1) * tco], axis=1)
+    ncis = np.stack([tci, cib - (n_ci - 1) * tci], axis=1)
+    # A task's input blocks by (co, ci): a depthwise task's are its output blocks.
+    nci_of = ncos[:, None, :] if shape.depthwise else ncis[:, :, None]
+    nci_of = np.broadcast_to(nci_of, (th.size, 2, 2)).transpose(0, 2, 1)
+    nco_of = np.broadcast_to(ncos[:, :, None], (th.size, 2, 2))
+    input_load = _each(costs.input_load, ths[:, :, None, None, None], tws[:, None, :, None, None],
+                       nci_of[:, None, None, :, :])
+    weight_load = _each(costs.weight_load, nco_of, nci_of)
+    uops = _each(costs.uops, nco_of, nci_of)
+    store = _each(lambda *sizes: _store_cycles(cfg, shape, *sizes), ths[:, :, None, None],
+                  tws[:, None, :, None], ncos[:, None, None, :], acc_pitch[:, None, None, None])
+    sizes = np.stack([ths, tws, ncos], axis=1)
+    return n_co, n_h, n_w, n_ci, sizes, input_load, weight_load, uops, store
 
 
 @functools.cache

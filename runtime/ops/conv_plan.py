@@ -38,7 +38,7 @@ import numpy as np
 from avta.isa.formats import PAD_BITS
 from avta.isa.memories import scratchpad
 
-from .conv_cycles import TAIL_STEPS, estimate, lower_bounds
+from .conv_cycles import TAIL_STEPS, estimate, lower_bounds, walk_tables
 
 __all__ = ["Conv2dShape", "Conv2dTiling", "plan_conv2d", "fallback_tiling", "tiling_for",
            "misfits", "slot_counts", "PlanError", "MAX_PAD", "output_extent", "tile_sizes"]
@@ -414,6 +414,10 @@ def plan_conv2d(cfg, shape, *, threads=2, bias=False, pad_limit=MAX_PAD, tail_st
     return _plan(cfg, shape, threads, bias, pad_limit, tail_steps, start)
 
 
+#: Candidates whose walk tables the planner makes at once (in the order it estimates them: the
+#: search usually stops within the first few hundred).
+_TABLES_AT_ONCE = 256
+
 #: Plans remembered per process: far more than a network has distinct layers.
 PLANS_KEPT = 1024
 
@@ -428,17 +432,24 @@ def _plan(cfg, shape, threads, bias, pad_limit, tail_steps, start):
     scores = _cost(cfg, shape, th, tw, tco, tci, threads, layout.wgt_resident,
                    layout.inp_resident)
     order = np.lexsort((np.arange(th.size), scores, bounds))
-    candidates = ((int(bounds[k]), int(scores[k]), k,
-                   _tiling(layout, k, th[k], tw[k], tco[k], tci[k], threads, slots[k]))
-                  for k in order)
     best = None
-    for bound, cost, _, t in candidates:
-        if best is not None and bound > best[0]:
-            break
-        cycles = estimate(cfg, shape, t, tail_steps=tail_steps, start=start,
-                          give_up=None if best is None else best[0])
-        if cycles is not None and (best is None or (cycles, cost) < best[:2]):
-            best = (cycles, cost, t)
+    for chunk in range(0, order.size, _TABLES_AT_ONCE):
+        ks = order[chunk:chunk + _TABLES_AT_ONCE]
+        tables = walk_tables(cfg, shape, th[ks], tw[ks], tco[ks], tci[ks],
+                             np.broadcast_to(layout.acc_pitch, th.shape)[ks])
+        for row, k in enumerate(ks.tolist()):
+            bound, cost = int(bounds[k]), int(scores[k])
+            if best is not None and bound > best[0]:
+                break
+            t = _tiling(layout, k, th[k], tw[k], tco[k], tci[k], threads, slots[k])
+            cycles = estimate(cfg, shape, t, tail_steps=tail_steps, start=start,
+                              give_up=None if best is None else best[0],
+                              tables=[column[row] for column in tables])
+            if cycles is not None and (best is None or (cycles, cost) < best[:2]):
+                best = (cycles, cost, t)
+        else:
+            continue
+        break
     if best is None:
         why = "; ".join(misfits(cfg, shape, 1, 1, 1, 1, threads, bias=bias))
         hint = ""

@@ -180,7 +180,7 @@ def test_the_planner_lays_out_every_candidate_at_once_as_one_by_one(config, geom
     """The planner's arrays of candidates (every tiling that fits, laid out, bounded and scored
     at once) are the tilings :func:`_fitting` makes one by one, in its order, with the bound
     :func:`lower_bound` gives each and the same score."""
-    from avta.runtime.ops.conv_cycles import lower_bounds
+    from avta.runtime.ops.conv_cycles import lower_bounds, walk_tables
     from avta.runtime.ops.conv_plan import _cost, _fitting_arrays, _tiling
     cfg = load_config(config)
     cib, h, w, cob, k, pad, stride, depthwise = geometry
@@ -199,3 +199,9 @@ def test_the_planner_lays_out_every_candidate_at_once_as_one_by_one(config, geom
         assert scores.tolist() == [
             int(_cost(cfg, shape, t.th, t.tw, t.tco, t.tci, t.threads, t.wgt_resident,
                       t.inp_resident)) for t in expected]
+        # The walk's tables made for every candidate at once, row by row, are each tiling's.
+        tables = walk_tables(cfg, shape, th, tw, tco, tci, layout.acc_pitch)
+        for k in range(0, th.size, max(1, th.size // 40)):
+            assert estimate(cfg, shape, expected[k], start=start,
+                            tables=[column[k] for column in tables]) == \
+                estimate(cfg, shape, expected[k], start=start)
