@@ -206,9 +206,17 @@ def _acc_banks(cfg, slots, bias_rows, tile_rows):
     region, as with one buffer (the compute stage then runs them one after the other).
     Elementwise on arrays of tilings (:func:`_layout`)."""
     pad = scratchpad(cfg, "acc")
-    banks = np.minimum(slots, pad.banks)
+    banks = _where(slots < pad.banks, slots, pad.banks)
     split = (banks > 1) & (bias_rows + -(-slots // banks) * tile_rows <= pad.bank_rows)
-    return np.where(split, banks, 1), np.where(split, pad.bank_rows, pad.depth)
+    return _where(split, banks, 1), _where(split, pad.bank_rows, pad.depth)
+
+
+def _where(condition, a, b):
+    """``numpy.where`` on arrays of candidates; on one tiling's numbers a plain choice (numpy
+    on numbers is many times slower, and tests lay out tilings one by one by the thousand)."""
+    if isinstance(condition, np.ndarray):
+        return np.where(condition, a, b)
+    return a if condition else b
 
 
 def slot_counts(cfg, threads):
@@ -238,7 +246,10 @@ class _Layout(NamedTuple):
 def _layout(cfg, shape, th, tw, tco, tci, threads, bias, slots):
     """The :class:`_Layout` of tilings of these tile sizes (numbers, or equal-length arrays:
     the planner lays out every candidate at once, elementwise)."""
-    th, tw, tco, tci, slots = (np.asarray(v, dtype=np.int64) for v in (th, tw, tco, tci, slots))
+    sizes = (th, tw, tco, tci, slots)
+    many = any(isinstance(v, np.ndarray) for v in sizes)
+    if many:
+        th, tw, tco, tci, slots = (np.asarray(v, dtype=np.int64) for v in sizes)
     s, kk = shape.stride, shape.kh * shape.kw
     cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
     th_in, tw_in = _window(th, s, shape.kh), _window(tw, s, shape.kw)
@@ -247,12 +258,12 @@ def _layout(cfg, shape, th, tw, tco, tci, threads, bias, slots):
     chunk_rows = shape.kernel_blocks(tco, tci) * kk
     resident_rows = _resident_rows(cfg, shape, tco, tci)
     resident = resident_rows <= cfg.wgt_depth
-    wgt_rows = np.where(resident, resident_rows, threads * chunk_rows)
+    wgt_rows = _where(resident, resident_rows, threads * chunk_rows)
     acc_rows = bias_rows + slots * tco * acc_pitch
     banks, bank_rows = _acc_banks(cfg, slots, bias_rows, tco * acc_pitch)
     counts = slot_counts(cfg, threads)
     other_slots = slots != threads
-    allowed = np.isin(slots, counts)
+    allowed = np.isin(slots, counts) if many else slots in counts
     uop_share = cfg.uop_depth // (2 * threads + 1)
     windows = (shape.n // cfg.batch) * -(-shape.oh // th) * -(-shape.ow // tw) * -(-cib // tci)
     limits = [
@@ -268,7 +279,7 @@ def _layout(cfg, shape, th, tw, tco, tci, threads, bias, slots):
         (acc_rows > cfg.acc_depth,
          lambda: f"{bias_rows} bias rows and {slots} x {tco} output tile(s) of {th}x{tw} "
                  f"pixels need {acc_rows} ACC rows, the ACC scratchpad has {cfg.acc_depth}"),
-        (other_slots & ~allowed,
+        (other_slots & (~allowed if many else not allowed),
          lambda: f"{slots} accumulator buffers with {threads} thread(s): a tiling has one "
                  f"per thread, or four with two threads where ACC has two banks and the "
                  f"{cfg.token_bits}-bit token counters hold four tokens"),
@@ -287,7 +298,7 @@ def _layout(cfg, shape, th, tw, tco, tci, threads, bias, slots):
                  f"the {cfg.uop_depth}-row micro-op scratchpad"),
     ]
     # A depthwise tile's window is its own output blocks' (no other tile reads it): no slots.
-    inp_resident = ~np.asarray(shape.depthwise) & (windows * tci * inp_pitch <= cfg.inp_depth)
+    inp_resident = (not shape.depthwise) & (windows * tci * inp_pitch <= cfg.inp_depth)
     return _Layout(inp_pitch, acc_pitch, bias_rows, resident, inp_resident, banks, bank_rows,
                    limits)
 
