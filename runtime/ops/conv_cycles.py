@@ -29,14 +29,17 @@ DRAM row, its beats and the row overhead. Border padding, micro-op loads and fet
 the estimate ranks tilings, it does not predict a run to the cycle.
 """
 
-import functools
+import math
 
 import numpy as np
 
 from avta.isa.costs import ALU_FILL, gemm_fill, load_cycles, store_cycles
 
-__all__ = ["estimate", "lower_bound", "TAIL_STEPS", "STARTS", "tail_weights", "passes_beside",
-           "split_parts", "split_axis", "splits_last", "halves"]
+from .conv_walk import compiled_walk
+
+__all__ = ["estimate", "lower_bound", "lower_bounds", "walk_tables", "last_splits",
+           "TAIL_STEPS", "STARTS", "tail_weights", "passes_beside", "split_parts",
+           "split_axis", "splits_last", "halves"]
 #: ALU passes over an output tile after its GEMMs, by default: accumulator start (reset GEMM or
 #: bias MOV), SHR, MIN and MAX.
 TAIL_STEPS = 4
@@ -145,13 +148,42 @@ class _Costs:
     def store(self, th, tw, nco):
         key = ("store", th, tw, nco)
         if key not in self._cache:
-            sh, t = self.shape, self.t
-            if tw == sh.ow and th * tw == t.acc_pitch:
-                cycles = store_cycles(self.cfg, nco, th * sh.ow)
-            else:
-                cycles = nco * store_cycles(self.cfg, th, tw)
-            self._cache[key] = cycles
+            self._cache[key] = _store_cycles(self.cfg, self.shape, th, tw, nco, self.t.acc_pitch)
         return self._cache[key]
+
+
+def _store_cycles(cfg, shape, th, tw, nco, acc_pitch):
+    """The STOREs of a ``th × tw`` tile of ``nco`` output blocks whose buffer has ``acc_pitch``
+    rows a block: one DRAM row per block when its rows are whole output rows, one per pixel
+    row otherwise."""
+    if tw == shape.ow and th * tw == acc_pitch:
+        return store_cycles(cfg, nco, th * shape.ow)
+    return nco * store_cycles(cfg, th, tw)
+
+
+def _each(f, *args):
+    """``f`` of each element of integer arrays of one shape (or of numbers), called once per
+    distinct tuple of arguments: the costs of a layer's candidate tilings take few values."""
+    arrays = np.broadcast_arrays(*(np.asarray(a, dtype=np.int64) for a in args))
+    if arrays[0].ndim == 0:
+        return f(*(int(a) for a in arrays))
+    columns = [a.ravel() for a in arrays]
+    if not columns[0].size:
+        return np.zeros(arrays[0].shape, dtype=np.int64)
+    # One integer per tuple (mixed radix: sizes are small and not negative), whose distinct
+    # values numpy finds far faster than distinct rows.
+    lows = [int(c.min()) for c in columns]
+    radices = [int(c.max()) - low + 1 for c, low in zip(columns, lows)]
+    if math.prod(radices) >= 1 << 62:
+        distinct, inverse = np.unique(np.stack(columns, axis=1), axis=0, return_inverse=True)
+    else:
+        key = np.zeros(columns[0].size, dtype=np.int64)
+        for c, low, radix in zip(columns, lows, radices):
+            key = key * radix + (c - low)
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        distinct = np.stack(columns, axis=1)[first]
+    values = np.array([f(*map(int, row)) for row in distinct], dtype=np.int64)
+    return values[inverse.ravel()].reshape(arrays[0].shape)
 
 
 #: How a tile's accumulators start (:mod:`.conv2d`): ``"bias"`` an ALU MOV of the shifted bias,
@@ -171,42 +203,53 @@ def _starts_beside(t, start):
 def lower_bound(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias"):
     """A bound :func:`estimate` never goes below, in constant time: the compute stage's work
     (every GEMM and ALU instruction) after the first task's LOADs, then the last tile's STORE."""
+    return int(lower_bounds(cfg, shape, t.th, t.tw, t.tco, t.tci, t.threads, t.acc_banks,
+                            t.wgt_resident, t.inp_resident, tail_steps=tail_steps,
+                            start=start))
+
+
+def lower_bounds(cfg, shape, th, tw, tco, tci, threads, acc_banks, wgt_resident, inp_resident,
+                 *, tail_steps=TAIL_STEPS, start="bias"):
+    """:func:`lower_bound` of the tilings of these sizes, ACC banks and resident weights and
+    inputs (numbers, or arrays of candidates: the planner bounds every candidate at once,
+    elementwise)."""
+    if start not in STARTS:
+        raise ValueError(f"accumulator start {start!r} is not one of {STARTS}")
+    weights = tail_weights(tail_steps)
+    th, tw, tco, tci, acc_banks = (np.asarray(v, dtype=np.int64)
+                                   for v in (th, tw, tco, tci, acc_banks))
     cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
-    tiles = (shape.n // cfg.batch) * _ceil(cob, t.tco) * _ceil(shape.oh, t.th) * \
-        _ceil(shape.ow, t.tw)
-    tasks = tiles * shape.input_chunks(cfg, t.tci)
+    n_h, n_w, n_co = _ceil(shape.oh, th), _ceil(shape.ow, tw), _ceil(cob, tco)
+    tiles = (shape.n // cfg.batch) * n_co * n_h * n_w
+    tasks = tiles * shape.input_chunks(cfg, tci)
     rows = (shape.n // cfg.batch) * cob * shape.oh * shape.ow      # ACC rows of the whole layer
     gemm = shape.gemm_steps(cfg)
-    costs = _Costs(cfg, shape, t, tail_steps)
-    th, tw = min(t.th, shape.oh), min(t.tw, shape.ow)
-    nco, nci = min(t.tco, cob), min(t.tci, cib)
-    last_th, last_tw = shape.oh - (_ceil(shape.oh, t.th) - 1) * t.th, \
-        shape.ow - (_ceil(shape.ow, t.tw) - 1) * t.tw
+    costs = _Costs(cfg, shape, None, tail_steps)
+    th0, tw0 = np.minimum(th, shape.oh), np.minimum(tw, shape.ow)
+    nco, nci = np.minimum(tco, cob), np.minimum(tci, cib)
+    last_th, last_tw = shape.oh - (n_h - 1) * th, shape.ow - (n_w - 1) * tw
     # A split last tile stores its second half last; a single tile split loads its first half
     # first.
-    split = split_axis(t, last_th, last_tw, len(tail_weights(tail_steps)))
-    if split == 0:
-        th = halves(th)[0] if tiles == 1 else th
-        last_th = halves(last_th)[1]
-    elif split == 1:
-        tw = halves(tw)[0] if tiles == 1 else tw
-        last_tw = halves(last_tw)[1]
-    first_load = costs.input_load(th, tw, nci) + costs.weight_load(nco, nci)
-    last_store = costs.store(last_th, last_tw, cob - (_ceil(cob, t.tco) - 1) * t.tco)
+    split = _split_axes(len(weights), threads, acc_banks, wgt_resident, inp_resident, last_th,
+                        last_tw)
+    th0 = np.where((split == 0) & (tiles == 1), halves(th0)[0], th0)
+    last_th = np.where(split == 0, halves(last_th)[1], last_th)
+    tw0 = np.where((split == 1) & (tiles == 1), halves(tw0)[0], tw0)
+    last_tw = np.where(split == 1, halves(last_tw)[1], last_tw)
+    first_load = _each(costs.input_load, th0, tw0, nci) + _each(costs.weight_load, nco, nci)
+    last_store = _each(lambda *sizes: _store_cycles(cfg, shape, *sizes), last_th, last_tw,
+                       cob - (n_co - 1) * tco, th * tw)
     # With two threads the tail after the accumulator start may run beside the GEMMs, and a
-    # MOV start beside them too: then the compute stage takes at least the longer of its GEMMs
-    # and its ALU instructions (each runs one at a time).
+    # MOV start beside them too (_starts_beside): then the compute stage takes at least the
+    # longer of its GEMMs and its ALU instructions (each runs one at a time).
     compute = gemm + tasks * gemm_fill(cfg)
-    weights = tail_weights(tail_steps)
-    first_start = costs.alu_pass(th, tw, nco)   # may run while the first task loads
-    if _starts_beside(t, start):
-        alu = (1 + sum(weights)) * rows + tiles * (1 + len(weights)) * ALU_FILL
-        return first_load + max(compute, alu - first_start) + last_store
-    if t.threads > 1 and t.acc_banks > 1:
-        compute += rows + tiles * ALU_FILL
-    else:
-        compute += (1 + sum(weights)) * rows + tiles * (1 + len(weights)) * ALU_FILL
-    return first_load + compute - first_start + last_store
+    every_pass = (1 + sum(weights)) * rows + tiles * (1 + len(weights)) * ALU_FILL
+    first_start = costs.alu_pass(th0, tw0, nco)     # may run while the first task loads
+    banked = (threads > 1) & (acc_banks > 1)
+    beside = first_load + np.maximum(compute, every_pass - first_start) + last_store
+    apart = first_load + compute + np.where(banked, rows + tiles * ALU_FILL, every_pass) \
+        - first_start + last_store
+    return np.where(banked & (start != "reset"), beside, apart)
 
 
 def split_axis(t, last_th, last_tw, passes):
@@ -215,10 +258,25 @@ def split_axis(t, last_th, last_tw, passes):
     second half's GEMMs instead of after them all: with two threads and the buffers in two
     banks (the passes run beside GEMMs), resident weights (the halves load none again) and
     input windows loaded per task (a resident window's slot is the whole tile's)."""
-    if not (passes and t.threads > 1 and t.acc_banks > 1 and t.wgt_resident
-            and not t.inp_resident):
-        return -1
-    return 0 if last_th > 1 else 1 if last_tw > 1 else -1
+    return int(_split_axes(passes, t.threads, t.acc_banks, t.wgt_resident, t.inp_resident,
+                           last_th, last_tw))
+
+
+def _split_axes(passes, threads, acc_banks, wgt_resident, inp_resident, last_th, last_tw):
+    """:func:`split_axis` of tilings given by their fields (numbers, or arrays of candidates,
+    elementwise)."""
+    may = (passes > 0) & (threads > 1) & (np.asarray(acc_banks) > 1) & \
+        np.asarray(wgt_resident, dtype=bool) & ~np.asarray(inp_resident, dtype=bool)
+    return np.where(may, np.where(last_th > 1, 0, np.where(last_tw > 1, 1, -1)), -1)
+
+
+def last_splits(cfg, shape, th, tw, threads, acc_banks, wgt_resident, inp_resident, tail_steps):
+    """:func:`split_axis` of the last tile of tilings of these sizes, ACC banks and resident
+    weights and inputs (arrays of candidates, elementwise)."""
+    last_th = shape.oh - (_ceil(shape.oh, th) - 1) * th
+    last_tw = shape.ow - (_ceil(shape.ow, tw) - 1) * tw
+    return _split_axes(len(tail_weights(tail_steps)), threads, acc_banks, wgt_resident,
+                       inp_resident, last_th, last_tw)
 
 
 def halves(n):
@@ -226,16 +284,20 @@ def halves(n):
     return (n + 1) // 2, n // 2
 
 
-def estimate(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias", give_up=None):
+def estimate(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias", give_up=None,
+             tables=None):
     """Estimated cycles of ``shape`` under tiling ``t`` (a :class:`Conv2dTiling`), or ``None``
     as soon as the estimate passes ``give_up`` (the planner's best so far). ``start``: how the
     accumulators start (:data:`STARTS`). Where the last tile may be split (:func:`split_axis`),
-    the better of both (the emitter splits it when :func:`splits_last` says so).
+    the better of both (the emitter splits it when :func:`splits_last` says so). ``tables``:
+    ``t``'s row of :func:`walk_tables` when the caller made them for many tilings at once (the
+    planner), else made here.
 
     The planner estimates thousands of tilings per layer, each a walk over thousands of tasks,
-    so the walk is compiled (:func:`_walk`, numba): a task's sizes are full or the border's on
-    each axis, so every cost is read from a small table made here with :class:`_Costs`."""
-    results = [r for r in _estimates(cfg, shape, t, tail_steps, start, give_up) if r >= 0]
+    so the walk is compiled (:func:`.conv_walk.walk`, numba): a task's sizes are full or the
+    border's on each axis, so every cost is read from a small table (:func:`walk_tables`)."""
+    results = [r for r in _estimates(cfg, shape, t, tail_steps, start, give_up, tables)
+               if r >= 0]
     return min(results) if results else None
 
 
@@ -253,275 +315,65 @@ def _split(cfg, shape, t, tail_steps):
                       len(tail_weights(tail_steps)))
 
 
-def _estimates(cfg, shape, t, tail_steps, start, give_up):
+def _estimates(cfg, shape, t, tail_steps, start, give_up, tables=None):
     """The walk's results without and with the last tile split (−1: passed ``give_up``, or
-    not split)."""
+    not split); ``tables``: ``t``'s row of :func:`walk_tables`, else made here."""
     beside = _starts_beside(t, start)
-    costs = _Costs(cfg, shape, t, tail_steps)
     weights = np.array(tail_weights(tail_steps), dtype=np.int64)
-    cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
-    n_ci = shape.input_chunks(cfg, t.tci)
-    n_co = _ceil(cob, t.tco)
-    n_h, n_w = _ceil(shape.oh, t.th), _ceil(shape.ow, t.tw)
-    # Per axis the full size and the border's (the last tile's), index 0 and 1; 2 and 3 the
-    # halves of the border where the last tile is split along that axis.
-    ths = (t.th, shape.oh - (n_h - 1) * t.th)
-    tws = (t.tw, shape.ow - (n_w - 1) * t.tw)
-    ncos = (t.tco, cob - (n_co - 1) * t.tco)
-    ncis = (t.tci, cib - (n_ci - 1) * t.tci)
-    split = split_axis(t, ths[1], tws[1], len(weights))
-    ths += halves(ths[1]) if split == 0 else (ths[1], ths[1])
-    tws += halves(tws[1]) if split == 1 else (tws[1], tws[1])
-
-    def nci_of(c, d):
-        return ncos[c] if shape.depthwise else ncis[d]
-
-    input_load = np.array([[[[costs.input_load(ths[a], tws[b], nci_of(c, d)) for d in (0, 1)]
-                             for c in (0, 1)] for b in range(4)] for a in range(4)],
-                          dtype=np.int64)
-    weight_load = np.array([[costs.weight_load(ncos[c], nci_of(c, d)) for d in (0, 1)]
-                            for c in (0, 1)], dtype=np.int64)
-    uops = np.array([[costs.uops(ncos[c], nci_of(c, d)) for d in (0, 1)] for c in (0, 1)],
-                    dtype=np.int64)
-    store = np.array([[[costs.store(ths[a], tws[b], ncos[c]) for c in (0, 1)]
-                       for b in range(4)] for a in range(4)], dtype=np.int64)
-    sizes = np.array([ths, tws, ncos + ncos], dtype=np.int64)
+    if tables is None:
+        tables = [column[0] for column in walk_tables(
+            cfg, shape, t.th, t.tw, t.tco, t.tci, t.acc_pitch, _split(cfg, shape, t, tail_steps))]
+    n_co, n_h, n_w, n_ci, sizes, input_load, weight_load, uops, store, split = tables
+    split = int(split)
     results = []
     for axis in (-1, split) if split >= 0 else (-1,):
-        results.append(int(_compiled_walk()(
-            shape.n // cfg.batch, n_co, n_h, n_w, n_ci, t.threads, t.slots, t.inp_resident,
-            t.wgt_resident, t.reload_weights, t.threads > 1 and t.acc_banks > 1, beside,
-            start == "zero", weights, shape.gemm_steps(cfg), costs._fill, ALU_FILL, sizes,
-            input_load, weight_load, uops, store, give_up is not None,
+        results.append(int(compiled_walk()(
+            shape.n // cfg.batch, int(n_co), int(n_h), int(n_w), int(n_ci), t.threads, t.slots,
+            t.inp_resident, t.wgt_resident, t.reload_weights, t.threads > 1 and t.acc_banks > 1,
+            beside, start == "zero", weights, shape.gemm_steps(cfg), gemm_fill(cfg), ALU_FILL,
+            sizes, input_load, weight_load, uops, store, give_up is not None,
             0 if give_up is None else give_up, axis)))
     if split < 0:
         results.append(-1)
     return results
 
 
-@functools.cache
-def _compiled_walk():
-    """:func:`_walk` compiled by numba (on disk beside this file, so once per source), made on
-    first use: importing numba takes a quarter of a second, and a run whose programs all come
-    from the cache (:mod:`avta.runtime.build_cache`) plans nothing."""
-    import numba
-    return numba.njit(cache=True, nogil=True)(_walk)
+def walk_tables(cfg, shape, th, tw, tco, tci, acc_pitch, split):
+    """The tables :func:`_walk` reads, of tilings of these sizes, ACC rows a block and last
+    tiles split along ``split`` (:func:`split_axis`; numbers, or 1-D arrays: the planner makes
+    those of many candidates at once): ``(n_co, n_h, n_w, n_ci, sizes, input_load,
+    weight_load, uops, store, split)``, each with one row per tiling — its tiles and chunks on
+    each axis, and the costs of a task or tile by its sizes (:class:`_Costs`), each full (index
+    0) or the border's (1) on each axis, and 2 and 3 the halves of the border along the split
+    axis (the border again on the other): ``sizes[axis, i]`` (th, tw, nco),
+    ``input_load[h, w, co, ci]``, ``weight_load[co, ci]``, ``uops[co, ci]`` and
+    ``store[h, w, co]``."""
+    th, tw, tco, tci, acc_pitch, split = (np.asarray(v, dtype=np.int64).reshape(-1)
+                                          for v in (th, tw, tco, tci, acc_pitch, split))
+    costs = _Costs(cfg, shape, None, TAIL_STEPS)
+    cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
+    n_ci = np.broadcast_to(shape.input_chunks(cfg, tci), th.shape)
+    n_co = _ceil(cob, tco)
+    n_h, n_w = _ceil(shape.oh, th), _ceil(shape.ow, tw)
+    last_th, last_tw = shape.oh - (n_h - 1) * th, shape.ow - (n_w - 1) * tw
 
+    def with_halves(full, last, axis):
+        first, second = halves(last)
+        return np.stack([full, last, np.where(split == axis, first, last),
+                         np.where(split == axis, second, last)], axis=1)
 
-def _walk(n_b, n_co, n_h, n_w, n_ci, threads, slots, inp_resident, wgt_resident,
-          reload_weights, banked, beside, zero_start, weights, gemm_left, fill, alu_fill,
-          sizes, input_load, weight_load, uops, store, stops, give_up, split):
-    """The walk of :func:`estimate` over every task in the emitter's order (the module
-    docstring); -1 once it passes ``give_up`` (only when ``stops``). ``banked``: two threads
-    with their accumulator buffers in different ACC banks (the tail's passes run beside the
-    next GEMMs); ``beside``: a tile's MOV start runs beside the last part of the tile before
-    (:func:`_starts_beside`); ``zero_start``: the start is ``"zero"``; ``weights``: cycles per
-    ACC row of each pass after the start (:func:`tail_weights`); ``split``: the axis (0 rows, 1
-    columns) along which the last tile is two (:func:`split_axis`), or −1. Tables are indexed by
-    0 (full) or 1 (border) per axis, and 2 and 3 for the halves of the split axis's border:
-    ``sizes[axis, i]`` (th, tw, nco), ``input_load[h, w, co, ci]``, ``weight_load[co, ci]``,
-    ``uops[co, ci]`` and ``store[h, w, co]``."""
-    n_spatial = n_h * n_w
-    n_plain = n_b * n_co * n_spatial                # tiles before the last is split
-    n_tasks = (n_plain + (1 if split >= 0 else 0)) * n_ci
-    n_pass = len(weights)
-    load_free = compute_free = store_free = 0
-    gemm_done = np.empty(n_tasks, np.int64)         # per task: when it released its input buffer
-    store_done = np.empty(n_plain + 1, np.int64)     # per tile: when its store ended
-    n_stores = 0
-    held = np.full(threads, -1, np.int64)       # the weight chunk each input buffer holds
-    resident = np.zeros(n_co * n_ci, np.bool_)
-    windows = np.zeros(n_b * n_spatial * n_ci, np.bool_)
-    # The tail waiting for GEMMs: the cycles of each pass, the next one's index, the store.
-    pending = False
-    p_costs = np.zeros(n_pass + 1, np.int64)
-    part_costs = np.zeros(n_pass + 1, np.int64)
-    p_next = p_store = 0
-    j = tile = 0
-    # The table index of an axis's first tile: the border's when it is the only one.
-    h0, w0, co0 = 1 if n_h == 1 else 0, 1 if n_w == 1 else 0, 1 if n_co == 1 else 0
-    for nb in range(n_b):
-        for cot in range(n_co):
-            c = 1 if cot == n_co - 1 else 0
-            nco = sizes[2, c]
-            spatial = nb * n_spatial
-            for hi in range(n_h):
-                a0 = 1 if hi == n_h - 1 else 0
-                for wi in range(n_w):
-                    b0 = 1 if wi == n_w - 1 else 0
-                    plain = ((nb * n_co + cot) * n_h + hi) * n_w + wi
-                    n_sub = 2 if split >= 0 and plain == n_plain - 1 else 1
-                    for sub in range(n_sub):
-                        a, b = a0, b0
-                        if n_sub == 2:          # the last tile, as two halves (split_axis)
-                            if split == 0:
-                                a = 2 + sub
-                            else:
-                                b = 2 + sub
-                        th, tw = sizes[0, a], sizes[1, b]
-                        for cit in range(n_ci):
-                            d = 1 if cit == n_ci - 1 else 0
-                            last = cit == n_ci - 1
-                            # Load stage.
-                            load_start = load_free if j < threads else max(load_free,
-                                                                           gemm_done[j - threads])
-                            cycles = 0
-                            window = spatial * n_ci + cit
-                            if not inp_resident or not windows[window]:
-                                windows[window] = True
-                                cycles += input_load[a, b, c, d]
-                            v, chunk = j % threads, cot * n_ci + cit
-                            if wgt_resident:
-                                if not resident[chunk]:
-                                    resident[chunk] = True
-                                    cycles += weight_load[c, d]
-                            elif reload_weights or held[v] != chunk:
-                                held[v] = chunk
-                                cycles += weight_load[c, d]
-                            load_free = load_start + cycles
-                            # Compute stage.
-                            if cit == 0 and (tile == 0 or not beside):
-                                begin = compute_free if tile < slots else max(
-                                    compute_free, store_done[tile - slots])
-                                compute_free = begin + th * tw * nco + alu_fill
-                            begin = max(compute_free, load_free)
-                            n_uops = uops[c, d]
-                            steps = th * tw * n_uops
-                            gemm = steps + fill
-                            ahead = beside and last and j + 1 < n_tasks
-                            # The pending passes this GEMM takes (passes_beside), those with a part
-                            # of their own (one part is the MOV's with ``ahead``) and those left
-                            # to run alone (before the MOV, or after the tile's last GEMM).
-                            taken = 0
-                            if pending:
-                                if last:
-                                    taken = n_pass - p_next
-                                else:
-                                    total = 0
-                                    for k in range(p_next, n_pass):
-                                        total += p_costs[k]
-                                    run = 0
-                                    while p_next + taken < n_pass:
-                                        step = run + p_costs[p_next + taken]
-                                        if taken != 0 and step > gemm and \
-                                                step * (n_ci - cit) > total:
-                                            break
-                                        taken += 1
-                                        run = step
-                            side = min(taken, n_uops - 1 if ahead else n_uops)
-                            n_parts = side
-                            for k in range(side):
-                                part_costs[k] = p_costs[p_next + k]
-                            mov = 0
-                            if ahead:
-                                # The next tile's sizes: the last tile's second half, else
-                                # the next along w, else h, co, batch (the last tile's first
-                                # half when it is split).
-                                if n_sub == 2 and sub == 0:
-                                    na, nw, nc = (3, b0, c) if split == 0 else (a0, 3, c)
-                                else:
-                                    if wi + 1 < n_w:
-                                        na, nw, nc = a0, 1 if wi + 1 == n_w - 1 else 0, c
-                                    elif hi + 1 < n_h:
-                                        na, nw, nc = 1 if hi + 1 == n_h - 1 else 0, w0, c
-                                    elif cot + 1 < n_co:
-                                        na, nw, nc = h0, w0, 1 if cot + 1 == n_co - 1 else 0
-                                    else:
-                                        na, nw, nc = h0, w0, co0
-                                    if split >= 0 and plain + 1 == n_plain - 1:
-                                        if split == 0:
-                                            na = 2
-                                        else:
-                                            nw = 2
-                                mov = sizes[0, na] * sizes[1, nw] * sizes[2, nc] + alu_fill
-                                part_costs[n_parts] = mov
-                                n_parts += 1
-                            # Each part's micro-ops in proportion to its pass (split_parts); a pass
-                            # starts when it and the part before it have ended.
-                            now = begin
-                            tail_end = begin
-                            if n_parts == 0:
-                                now = begin + gemm
-                            else:
-                                part_total = 0
-                                for k in range(n_parts):
-                                    part_total += part_costs[k]
-                                cum = bound = 0
-                                for k in range(n_parts):
-                                    if k == n_parts - 1:
-                                        nxt = n_uops
-                                    else:
-                                        cum += part_costs[k]
-                                        nxt = min(n_uops - (n_parts - 1 - k),
-                                                  max(bound + 1, (2 * n_uops * cum + part_total)
-                                                      // (2 * part_total)))
-                                    part = th * tw * (nxt - bound) + fill
-                                    bound = nxt
-                                    if ahead and k == n_parts - 1:
-                                        # Passes no part took run alone, then the MOV waits for
-                                        # the store that frees its buffer.
-                                        for q in range(p_next + side, p_next + taken):
-                                            now += p_costs[q]
-                                        tail_end = now
-                                        if pending and p_next + taken == n_pass:
-                                            store_free = max(store_free, tail_end) + p_store
-                                            store_done[n_stores] = store_free
-                                            n_stores += 1
-                                            pending = False
-                                        if tile + 1 >= slots:
-                                            now = max(now, store_done[tile + 1 - slots])
-                                            now += max(part, mov)
-                                        elif zero_start:    # the buffer's first tile: a reset GEMM
-                                            now += mov + part
-                                        else:
-                                            now += max(part, mov)
-                                    else:
-                                        tail_end = now + part_costs[k]
-                                        now += max(part_costs[k], part)
-                            compute_free = now
-                            if pending:
-                                if last and not ahead:      # left over: run after the last GEMM
-                                    for q in range(p_next + side, p_next + taken):
-                                        compute_free += p_costs[q]
-                                    if taken > side:
-                                        tail_end = compute_free
-                                    p_next += taken
-                                else:
-                                    p_next += side if not ahead else taken
-                                if p_next == n_pass:
-                                    store_free = max(store_free, tail_end) + p_store
-                                    store_done[n_stores] = store_free
-                                    n_stores += 1
-                                    pending = False
-                            gemm_done[j] = compute_free
-                            gemm_left -= steps
-                            if last:
-                                if pending:     # passes of the previous tile no GEMM took run alone
-                                    for q in range(p_next, n_pass):
-                                        compute_free += p_costs[q]
-                                    store_free = max(store_free, compute_free) + p_store
-                                    store_done[n_stores] = store_free
-                                    n_stores += 1
-                                pending = True
-                                p_next, p_store = 0, store[a, b, c]
-                                for k in range(n_pass):
-                                    p_costs[k] = th * tw * nco * weights[k] + alu_fill
-                                # No passes (no requantization) or no buffer in another ACC bank:
-                                # stored now.
-                                if n_pass == 0 or not banked:
-                                    for k in range(n_pass):
-                                        compute_free += p_costs[k]
-                                    store_free = max(store_free, compute_free) + p_store
-                                    store_done[n_stores] = store_free
-                                    n_stores += 1
-                                    pending = False
-                            if stops and max(compute_free + gemm_left, store_free) > give_up:
-                                return -1
-                            j += 1
-                        tile += 1
-                    spatial += 1
-    if pending:
-        for k in range(p_next, n_pass):
-            compute_free += p_costs[k]
-        store_free = max(store_free, compute_free) + p_store
-    return store_free
+    ths, tws = with_halves(th, last_th, 0), with_halves(tw, last_tw, 1)
+    ncos = np.stack([tco, cob - (n_co - 1) * tco], axis=1)
+    ncis = np.stack([tci, cib - (n_ci - 1) * tci], axis=1)
+    # A task's input blocks by (co, ci): a depthwise task's are its output blocks.
+    nci_of = ncos[:, None, :] if shape.depthwise else ncis[:, :, None]
+    nci_of = np.broadcast_to(nci_of, (th.size, 2, 2)).transpose(0, 2, 1)
+    nco_of = np.broadcast_to(ncos[:, :, None], (th.size, 2, 2))
+    input_load = _each(costs.input_load, ths[:, :, None, None, None],
+                       tws[:, None, :, None, None], nci_of[:, None, None, :, :])
+    weight_load = _each(costs.weight_load, nco_of, nci_of)
+    uops = _each(costs.uops, nco_of, nci_of)
+    store = _each(lambda *sizes: _store_cycles(cfg, shape, *sizes), ths[:, :, None, None],
+                  tws[:, None, :, None], ncos[:, None, None, :], acc_pitch[:, None, None, None])
+    sizes = np.stack([ths, tws, np.concatenate([ncos, ncos], axis=1)], axis=1)
+    return n_co, n_h, n_w, n_ci, sizes, input_load, weight_load, uops, store, split

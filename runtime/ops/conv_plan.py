@@ -31,11 +31,14 @@ Scratchpad regions (rows):
 import functools
 import math
 from dataclasses import dataclass, replace
+from typing import NamedTuple
+
+import numpy as np
 
 from avta.isa.formats import PAD_BITS
 from avta.isa.memories import scratchpad
 
-from .conv_cycles import TAIL_STEPS, estimate, lower_bound
+from .conv_cycles import TAIL_STEPS, estimate, last_splits, lower_bounds, walk_tables
 
 __all__ = ["Conv2dShape", "Conv2dTiling", "plan_conv2d", "fallback_tiling", "tiling_for",
            "misfits", "slot_counts", "PlanError", "MAX_PAD", "output_extent", "tile_sizes"]
@@ -214,12 +217,20 @@ def _acc_banks(cfg, slots, bias_rows, tile_rows):
     """``(banks, rows of each)``: the ACC banks ``slots`` buffers of ``tile_rows`` rows
     alternate between, each bank with its ``bias_rows``. Two buffers go to different banks when
     they fit there (their GEMMs and ALU instructions may then overlap); otherwise all share one
-    region, as with one buffer (the compute stage then runs them one after the other)."""
+    region, as with one buffer (the compute stage then runs them one after the other).
+    Elementwise on arrays of tilings (:func:`_layout`)."""
     pad = scratchpad(cfg, "acc")
-    banks = min(slots, pad.banks)
-    if banks > 1 and bias_rows + -(-slots // banks) * tile_rows <= pad.bank_rows:
-        return banks, pad.bank_rows
-    return 1, pad.depth
+    banks = _where(slots < pad.banks, slots, pad.banks)
+    split = (banks > 1) & (bias_rows + -(-slots // banks) * tile_rows <= pad.bank_rows)
+    return _where(split, banks, 1), _where(split, pad.bank_rows, pad.depth)
+
+
+def _where(condition, a, b):
+    """``numpy.where`` on arrays of candidates; on one tiling's numbers a plain choice (numpy
+    on numbers is many times slower, and tests lay out tilings one by one by the thousand)."""
+    if isinstance(condition, np.ndarray):
+        return np.where(condition, a, b)
+    return a if condition else b
 
 
 def slot_counts(cfg, threads):
@@ -232,50 +243,86 @@ def slot_counts(cfg, threads):
     return counts
 
 
-def _misfits(cfg, shape, th, tw, tco, tci, threads, bias, slots=None):
-    """The sentences of :func:`misfits`, lazily (planning asks only whether there is one)."""
-    slots = threads if slots is None else slots
+class _Layout(NamedTuple):
+    """What a tiling of these tile sizes is on ``cfg``: its scratchpad regions, and the limits
+    it breaks as ``(broken, why)`` pairs (``why()``: the sentence :func:`misfits` gives). Each
+    value is a number, or an array of one per tiling when the tile sizes are arrays."""
+    inp_pitch: object
+    acc_pitch: object
+    bias_rows: object
+    wgt_resident: object
+    inp_resident: object
+    acc_banks: object
+    acc_bank_rows: object
+    limits: list
+
+
+def _layout(cfg, shape, th, tw, tco, tci, threads, bias, slots):
+    """The :class:`_Layout` of tilings of these tile sizes (numbers, or equal-length arrays:
+    the planner lays out every candidate at once, elementwise)."""
+    sizes = (th, tw, tco, tci, slots)
+    many = any(isinstance(v, np.ndarray) for v in sizes)
+    if many:
+        th, tw, tco, tci, slots = (np.asarray(v, dtype=np.int64) for v in sizes)
     s, kk = shape.window_stride, shape.kh * shape.kw
-    cob = shape.cout // cfg.block_out
+    cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
     th_in, tw_in = _window(th, s, shape.kh), _window(tw, s, shape.kw)
     inp_pitch, acc_pitch = th_in * tw_in, th * tw
     bias_rows = cob * int(bias)          # bias: row blocks per output block (True: 1)
     chunk_rows = shape.kernel_blocks(tco, tci) * kk
     resident_rows = _resident_rows(cfg, shape, tco, tci)
     resident = resident_rows <= cfg.wgt_depth
-    wgt_rows = resident_rows if resident else threads * chunk_rows
-    if shape.depthwise and tci != tco:
-        yield f"a depthwise task reads its {tco} output blocks' inputs, not {tci} blocks"
-    if threads * tci * inp_pitch > cfg.inp_depth:
-        yield (f"{threads} x {tci} input window(s) of {th_in}x{tw_in} pixels need "
-               f"{threads * tci * inp_pitch} INP rows, the INP scratchpad has {cfg.inp_depth}")
-    if wgt_rows > cfg.wgt_depth:
-        yield (f"{threads} x {tco * tci} block(s) of a {shape.kh}x{shape.kw} kernel need "
-               f"{wgt_rows} WGT rows, the WGT scratchpad has {cfg.wgt_depth}")
-    if bias_rows + slots * tco * acc_pitch > cfg.acc_depth:
-        yield (f"{bias_rows} bias rows and {slots} x {tco} output tile(s) of {th}x{tw} "
-               f"pixels need {bias_rows + slots * tco * acc_pitch} ACC rows, the ACC "
-               f"scratchpad has {cfg.acc_depth}")
-    if slots != threads:
-        if slots not in slot_counts(cfg, threads):
-            yield (f"{slots} accumulator buffers with {threads} thread(s): a tiling has one "
-                   f"per thread, or four with two threads where ACC has two banks and the "
-                   f"{cfg.token_bits}-bit token counters hold four tokens")
-        elif _acc_banks(cfg, slots, bias_rows, tco * acc_pitch)[0] == 1:
-            yield (f"{slots} accumulator buffers of {tco} x {th}x{tw} pixels and {bias_rows} "
-                   f"bias rows do not fit two ACC banks: more buffers in one bank gain "
-                   f"nothing")
-    # Loop factors must fit their fields (docs/isa.md §2): dst advances by tw per output row, src by
-    # s·TW_in; the GEMM kernel (tco·tci·KK micro-ops, depthwise tco·KK) leaves room for the
-    # small ALU kernels.
-    if tw >= 1 << cfg.acc_factor_bits:
-        yield f"dst factor {tw} does not fit the {cfg.acc_factor_bits}-bit field"
-    if s * tw_in >= 1 << cfg.inp_factor_bits or s >= 1 << cfg.inp_factor_bits:
-        yield f"src factor {s * tw_in} does not fit the {cfg.inp_factor_bits}-bit field"
-    if chunk_rows > cfg.uop_depth // (2 * threads + 1):
-        yield (f"a GEMM kernel of {chunk_rows} micro-ops exceeds "
-               f"{cfg.uop_depth // (2 * threads + 1)}, its share of the {cfg.uop_depth}-row "
-               f"micro-op scratchpad")
+    wgt_rows = _where(resident, resident_rows, threads * chunk_rows)
+    acc_rows = bias_rows + slots * tco * acc_pitch
+    banks, bank_rows = _acc_banks(cfg, slots, bias_rows, tco * acc_pitch)
+    counts = slot_counts(cfg, threads)
+    other_slots = slots != threads
+    allowed = np.isin(slots, counts) if many else slots in counts
+    uop_share = cfg.uop_depth // (2 * threads + 1)
+    windows = (shape.n // cfg.batch) * -(-shape.oh // th) * -(-shape.ow // tw) * -(-cib // tci)
+    limits = [
+        (shape.depthwise & (tci != tco),
+         lambda: f"a depthwise task reads its {tco} output blocks' inputs, not {tci} blocks"),
+        (threads * tci * inp_pitch > cfg.inp_depth,
+         lambda: f"{threads} x {tci} input window(s) of {th_in}x{tw_in} pixels need "
+                 f"{threads * tci * inp_pitch} INP rows, the INP scratchpad has "
+                 f"{cfg.inp_depth}"),
+        (wgt_rows > cfg.wgt_depth,
+         lambda: f"{threads} x {tco * tci} block(s) of a {shape.kh}x{shape.kw} kernel need "
+                 f"{wgt_rows} WGT rows, the WGT scratchpad has {cfg.wgt_depth}"),
+        (acc_rows > cfg.acc_depth,
+         lambda: f"{bias_rows} bias rows and {slots} x {tco} output tile(s) of {th}x{tw} "
+                 f"pixels need {acc_rows} ACC rows, the ACC scratchpad has {cfg.acc_depth}"),
+        (other_slots & (~allowed if many else not allowed),
+         lambda: f"{slots} accumulator buffers with {threads} thread(s): a tiling has one "
+                 f"per thread, or four with two threads where ACC has two banks and the "
+                 f"{cfg.token_bits}-bit token counters hold four tokens"),
+        (other_slots & allowed & (banks == 1),
+         lambda: f"{slots} accumulator buffers of {tco} x {th}x{tw} pixels and {bias_rows} "
+                 f"bias rows do not fit two ACC banks: more buffers in one bank gain nothing"),
+        # Loop factors must fit their fields (docs/isa.md §2): dst advances by tw per output
+        # row, src by s·TW_in; the GEMM kernel (tco·tci·KK micro-ops, depthwise tco·KK) leaves
+        # room for the small ALU kernels.
+        (tw >= 1 << cfg.acc_factor_bits,
+         lambda: f"dst factor {tw} does not fit the {cfg.acc_factor_bits}-bit field"),
+        ((s * tw_in >= 1 << cfg.inp_factor_bits) | (s >= 1 << cfg.inp_factor_bits),
+         lambda: f"src factor {s * tw_in} does not fit the {cfg.inp_factor_bits}-bit field"),
+        (chunk_rows > uop_share,
+         lambda: f"a GEMM kernel of {chunk_rows} micro-ops exceeds {uop_share}, its share of "
+                 f"the {cfg.uop_depth}-row micro-op scratchpad"),
+    ]
+    # A depthwise tile's window is its own output blocks' (no other tile reads it): no slots.
+    inp_resident = (not shape.depthwise) & (windows * tci * inp_pitch <= cfg.inp_depth)
+    return _Layout(inp_pitch, acc_pitch, bias_rows, resident, inp_resident, banks, bank_rows,
+                   limits)
+
+
+def _misfits(cfg, shape, th, tw, tco, tci, threads, bias, slots=None):
+    """The sentences of :func:`misfits`."""
+    slots = threads if slots is None else slots
+    for broken, why in _layout(cfg, shape, th, tw, tco, tci, threads, bias, slots).limits:
+        if broken:
+            yield why()
 
 
 def misfits(cfg, shape, th, tw, tco, tci, threads, *, bias, slots=None):
@@ -289,20 +336,23 @@ def tiling_for(cfg, shape, th, tw, tco, tci, threads, *, bias, slots=None):
     (default: one per thread), or ``None`` if it does not fit ``cfg`` (:func:`misfits` says
     why)."""
     slots = threads if slots is None else slots
-    if next(_misfits(cfg, shape, th, tw, tco, tci, threads, bias, slots), None) is not None:
+    layout = _layout(cfg, shape, th, tw, tco, tci, threads, bias, slots)
+    if any(broken for broken, _ in layout.limits):
         return None
-    s = shape.window_stride
-    cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
-    inp_pitch = _window(th, s, shape.kh) * _window(tw, s, shape.kw)
-    resident = _resident_rows(cfg, shape, tco, tci) <= cfg.wgt_depth
-    windows = (shape.n // cfg.batch) * -(-shape.oh // th) * -(-shape.ow // tw) * -(-cib // tci)
-    banks, bank_rows = _acc_banks(cfg, slots, cob * int(bias), tco * th * tw)
-    # A depthwise tile's window is its own output blocks' (no other tile reads it): no slots.
-    return Conv2dTiling(th, tw, tco, tci, threads, resident, inp_pitch, th * tw,
-                        cob * int(bias),
-                        inp_resident=(not shape.depthwise
-                                      and windows * tci * inp_pitch <= cfg.inp_depth),
-                        acc_banks=banks, acc_bank_rows=bank_rows, slots=slots)
+    return _tiling(layout, None, th, tw, tco, tci, threads, slots)
+
+
+def _tiling(layout, k, th, tw, tco, tci, threads, slots):
+    """The :class:`Conv2dTiling` of a :class:`_Layout` (``k``: the candidate's index in its
+    arrays; ``None``: a layout of numbers)."""
+    def at(value):
+        return int(value if k is None else value[k])
+    return Conv2dTiling(int(th), int(tw), int(tco), int(tci), threads,
+                        bool(at(layout.wgt_resident)), at(layout.inp_pitch),
+                        at(layout.acc_pitch), at(layout.bias_rows),
+                        inp_resident=bool(at(layout.inp_resident)),
+                        acc_banks=at(layout.acc_banks), acc_bank_rows=at(layout.acc_bank_rows),
+                        slots=int(slots))
 
 
 #: Cost of one instruction in the tiling score, in bytes moved: fetching and starting an
@@ -310,32 +360,32 @@ def tiling_for(cfg, shape, th, tw, tco, tci, threads, *, bias, slots=None):
 INSN_COST_BYTES = 256
 
 
-def _cost(cfg, shape, t):
+def _cost(cfg, shape, th, tw, tco, tci, threads, wgt_resident, inp_resident):
+    """The tiling score's bytes moved (each instruction :data:`INSN_COST_BYTES`) of tilings of
+    these sizes (numbers, or arrays of candidates, elementwise)."""
     s, kk = shape.window_stride, shape.kh * shape.kw
     cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
     nb = shape.n // cfg.batch
-    n_h, n_w = -(-shape.oh // t.th), -(-shape.ow // t.tw)
-    n_co, n_ci = -(-cob // t.tco), shape.input_chunks(cfg, t.tci)
+    n_h, n_w = -(-shape.oh // th), -(-shape.ow // tw)
+    n_co, n_ci = -(-cob // tco), shape.input_chunks(cfg, tci)
     tiles = nb * n_co * n_h * n_w
     tasks = tiles * n_ci
-    loads = tasks // n_co if t.inp_resident else tasks         # input windows loaded
-    inp_rows = loads * t.tci * _window(t.th, s, shape.kh) * _window(t.tw, s, shape.kw)
+    loads = np.where(inp_resident, tasks // n_co, tasks)        # input windows loaded
+    inp_rows = loads * tci * _window(th, s, shape.kh) * _window(tw, s, shape.kw)
     if shape.depthwise:
-        wgt_rows = cob * kk if t.wgt_resident else tiles * t.tco * kk
-    elif t.wgt_resident:
-        wgt_rows = cob * cib * kk
-    elif n_ci == 1:
-        wgt_rows = n_co * t.threads * t.tco * cib * kk
+        wgt_rows = np.where(wgt_resident, cob * kk, tiles * tco * kk)
     else:
-        wgt_rows = tasks * t.tco * t.tci * kk
-    inp_loads = t.tci * (t.th if shape.subsampled else 1)      # LOADs of a task's window
-    insns = tasks * (inp_loads + 3) + tiles * (t.tco + 6)
+        wgt_rows = np.where(wgt_resident, cob * cib * kk,
+                            np.where(n_ci == 1, n_co * threads * tco * cib * kk,
+                                     tasks * tco * tci * kk))
+    inp_loads = tci * (th if shape.subsampled else 1)      # LOADs of a task's window
+    insns = tasks * (inp_loads + 3) + tiles * (tco + 6)
     return (inp_rows * cfg.inp_elem_bytes + wgt_rows * cfg.wgt_elem_bytes
             + insns * INSN_COST_BYTES)
 
 
 def _fitting(cfg, shape, threads, bias):
-    """Every tiling of ``shape`` that fits ``cfg``."""
+    """Every tiling of ``shape`` that fits ``cfg``, in the order of the planner's search."""
     cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
     for slots in slot_counts(cfg, threads):
         for tci in tile_sizes(cib):
@@ -346,6 +396,26 @@ def _fitting(cfg, shape, threads, bias):
                                        slots=slots)
                         if t is not None:
                             yield t
+
+
+def _fitting_arrays(cfg, shape, threads, bias):
+    """What :func:`_fitting` lists, at once: ``(th, tw, tco, tci, slots, layout)``, arrays in
+    its order and their :class:`_Layout` (one value per tiling in each field)."""
+    cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
+    grids = []
+    for slots in slot_counts(cfg, threads):
+        for tci in tile_sizes(cib):
+            tcos = [tci] if shape.depthwise else tile_sizes(cob)
+            tco, tw, th = np.meshgrid(tcos, tile_sizes(shape.ow), tile_sizes(shape.oh),
+                                      indexing="ij")
+            grids.append(np.stack([th.ravel(), tw.ravel(), tco.ravel(),
+                                   np.full(th.size, tci), np.full(th.size, slots)]))
+    th, tw, tco, tci, slots = np.concatenate(grids, axis=1)
+    layout = _layout(cfg, shape, th, tw, tco, tci, threads, bias, slots)
+    fit = ~np.logical_or.reduce([np.broadcast_to(broken, th.shape)
+                                 for broken, _ in layout.limits])
+    fields = [np.broadcast_to(value, th.shape)[fit] for value in layout[:-1]]
+    return th[fit], tw[fit], tco[fit], tci[fit], slots[fit], _Layout(*fields, limits=None)
 
 
 def plan_conv2d(cfg, shape, *, threads=2, bias=False, pad_limit=MAX_PAD, tail_steps=TAIL_STEPS,
@@ -370,23 +440,45 @@ def plan_conv2d(cfg, shape, *, threads=2, bias=False, pad_limit=MAX_PAD, tail_st
     return _plan(cfg, shape, threads, bias, pad_limit, tail_steps, start)
 
 
+#: Candidates whose walk tables the planner makes at once (in the order it estimates them: the
+#: search usually stops within the first few hundred).
+_TABLES_AT_ONCE = 256
+
 #: Plans remembered per process: far more than a network has distinct layers.
 PLANS_KEPT = 1024
 
 
 @functools.lru_cache(maxsize=PLANS_KEPT)
 def _plan(cfg, shape, threads, bias, pad_limit, tail_steps, start):
-    candidates = sorted((lower_bound(cfg, shape, t, tail_steps=tail_steps, start=start),
-                         _cost(cfg, shape, t), i, t)
-                        for i, t in enumerate(_fitting(cfg, shape, threads, bias)))
+    # Every candidate's bound and score at once (numpy); a tiling is made only for those
+    # estimated, in the order (bound, score, the search's order).
+    th, tw, tco, tci, slots, layout = _fitting_arrays(cfg, shape, threads, bias)
+    bounds = lower_bounds(cfg, shape, th, tw, tco, tci, threads, layout.acc_banks,
+                          layout.wgt_resident, layout.inp_resident, tail_steps=tail_steps,
+                          start=start)
+    splits = last_splits(cfg, shape, th, tw, threads, layout.acc_banks, layout.wgt_resident,
+                         layout.inp_resident, tail_steps)
+    scores = _cost(cfg, shape, th, tw, tco, tci, threads, layout.wgt_resident,
+                   layout.inp_resident)
+    order = np.lexsort((np.arange(th.size), scores, bounds))
     best = None
-    for bound, cost, _, t in candidates:
-        if best is not None and bound > best[0]:
-            break
-        cycles = estimate(cfg, shape, t, tail_steps=tail_steps, start=start,
-                          give_up=None if best is None else best[0])
-        if cycles is not None and (best is None or (cycles, cost) < best[:2]):
-            best = (cycles, cost, t)
+    for chunk in range(0, order.size, _TABLES_AT_ONCE):
+        ks = order[chunk:chunk + _TABLES_AT_ONCE]
+        tables = walk_tables(cfg, shape, th[ks], tw[ks], tco[ks], tci[ks],
+                             np.broadcast_to(layout.acc_pitch, th.shape)[ks], splits[ks])
+        for row, k in enumerate(ks.tolist()):
+            bound, cost = int(bounds[k]), int(scores[k])
+            if best is not None and bound > best[0]:
+                break
+            t = _tiling(layout, k, th[k], tw[k], tco[k], tci[k], threads, slots[k])
+            cycles = estimate(cfg, shape, t, tail_steps=tail_steps, start=start,
+                              give_up=None if best is None else best[0],
+                              tables=[column[row] for column in tables])
+            if cycles is not None and (best is None or (cycles, cost) < best[:2]):
+                best = (cycles, cost, t)
+        else:
+            continue
+        break
     if best is None:
         why = "; ".join(misfits(cfg, shape, 1, 1, 1, 1, threads, bias=bias))
         hint = ""

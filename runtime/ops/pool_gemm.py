@@ -33,7 +33,7 @@ from avta.isa.enums import AluOp, MemType, PadValue
 from avta.isa.formats import ITER_BITS
 from avta.isa.memories import scratchpad
 
-from ..build_cache import cached_plan
+from ..build_cache import cached_plan, cached_program
 from ..packing import pack_nchw
 from ..stream import StreamBuilder
 from ..uop_kernel import Loop, UopKernel
@@ -42,7 +42,8 @@ from .pool import build_max_pool2d, plan_max_pool2d
 from .window import WindowEmitter, WindowShape, WindowTiling, window_tiling
 
 __all__ = ["MaxPoolBuffers", "MaxPoolPlan", "plan_max_pool", "plan_max_pool_gemm", "fold_passes",
-           "estimate_max_pool_gemm", "estimate_max_pool_alu", "pack_identity",
+           "estimate_max_pool_gemm", "lower_bound_max_pool_gemm", "fits_gemm_path",
+           "estimate_max_pool_alu", "pack_identity",
            "build_max_pool_gemm", "max_pool_on_device", "PATHS"]
 
 #: The two ways of running a max pool (the module's docstring).
@@ -154,6 +155,48 @@ def _first_out(shape):
                 if region == "out")
 
 
+def _tile_costs(cfg, shape):
+    """``tile → (its passes' cycles, the cycles of its INP LOADs, of its STOREs)`` for a tile
+    ``(ncb, th, tw)``, each worked out once: a layer's tiles have at most eight sizes (full or
+    the border's on each axis), and the search asks for them over a hundred thousand times."""
+    inp_bytes, table = cfg.inp_elem_bytes, {}
+
+    def costs(tile):
+        found = table.get(tile)
+        if found is None:
+            ncb, th, tw = tile
+            th_in, tw_in = _window_dims(shape, th, tw)
+            found = table[tile] = (_passes(cfg, shape, ncb, th, tw),
+                                   ncb * load_cycles(cfg, th_in, tw_in, inp_bytes),
+                                   _store(cfg, ncb, th, tw))
+        return found
+    return costs
+
+
+def _axis_sizes(extent, tile):
+    """``{size: how many tiles}`` of an axis of ``extent`` cut in tiles of ``tile``: the full
+    ones and the border's."""
+    sizes = {tile: extent // tile}
+    if extent % tile:
+        sizes[extent % tile] = 1
+    return sizes
+
+
+def lower_bound_max_pool_gemm(cfg, shape, t):
+    """A bound :func:`estimate_max_pool_gemm` never goes below, in constant time: every pass of
+    every tile (of each size, the count of its tiles), one after another in the compute stage,
+    then the last tile's STORE."""
+    costs = _tile_costs(cfg, shape)
+    cb = shape.c // cfg.block_out
+    axes = [_axis_sizes(cb, t.tcb), _axis_sizes(shape.oh, t.th), _axis_sizes(shape.ow, t.tw)]
+    passes = (shape.n // cfg.batch) * sum(
+        n_cb * n_h * n_w * sum(costs((ncb, th, tw))[0])
+        for ncb, n_cb in axes[0].items() for th, n_h in axes[1].items()
+        for tw, n_w in axes[2].items())
+    last = tuple(list(sizes)[-1] for sizes in axes)     # the border's, when there is one
+    return passes + costs(last)[2]
+
+
 def estimate_max_pool_gemm(cfg, shape, t):
     """Estimated cycles of the GEMM path under tiling ``t``: per tile its INP LOADs in the load
     stage; in the compute stage its reset beside the previous tile's first pass and its copy
@@ -164,6 +207,7 @@ def estimate_max_pool_gemm(cfg, shape, t):
     load_free = compute_free = store_free = 0
     copy_done, store_done = [], []
     tiles = _tiles(cfg, shape, t)
+    costs = _tile_costs(cfg, shape)
 
     def run_passes(j, passes, begin, end):
         """Passes ``[begin, end)`` of tile ``j`` from ``compute_free`` on."""
@@ -174,12 +218,12 @@ def estimate_max_pool_gemm(cfg, shape, t):
             compute_free += passes[i]
 
     for j in range(len(tiles) + 1):
-        previous = _passes(cfg, shape, *tiles[j - 1]) if j else []
+        previous = costs(tiles[j - 1])[0] if j else []
         if j < len(tiles):
             ncb, th, tw = tiles[j]
             th_in, tw_in = _window_dims(shape, th, tw)
             start = load_free if j < 2 else max(load_free, copy_done[j - 2])
-            load_free = start + ncb * load_cycles(cfg, th_in, tw_in, cfg.inp_elem_bytes)
+            load_free = start + costs(tiles[j])[1]
             gemm = ncb * th_in * tw_in + fill
             for i in (0, 1):                 # the reset, then the copy, each beside a pass
                 if i == 1:
@@ -190,7 +234,7 @@ def estimate_max_pool_gemm(cfg, shape, t):
             copy_done.append(compute_free)
         run_passes(j - 1, previous, 2 if j < len(tiles) else 0, len(previous))
         if j:
-            store_free = max(store_free, compute_free) + _store(cfg, *tiles[j - 1])
+            store_free = max(store_free, compute_free) + costs(tiles[j - 1])[2]
             store_done.append(store_free)
     return store_free
 
@@ -208,7 +252,7 @@ def estimate_max_pool_alu(cfg, shape, t):
     return total + last
 
 
-def _fits(cfg, shape, t):
+def fits_gemm_path(cfg, shape, t):
     """Whether tiling ``t`` fits the GEMM path: one channel block a tile, double buffered; a
     tile's window and its bank's output buffers in one ACC bank, two windows in INP, its loops
     and factors in their fields."""
@@ -231,20 +275,28 @@ def plan_max_pool_gemm(cfg, shape):
     if why:
         raise PlanError(f"max pooling cannot copy its windows with the GEMM core of "
                         f"{cfg.name!r}: {why}")
-    best = None
+    # Estimated in the order of a bound no estimate goes below (lower_bound_max_pool_gemm),
+    # until a bound passes the best so far: of equal estimates the first in the search's
+    # order (tw, then th) wins, as in an exhaustive search.
+    candidates = []
     for tcb in (1,):                          # one micro-op a pass: one channel block
         for tw in tile_sizes(shape.ow):
             for th in tile_sizes(shape.oh):
                 t = window_tiling(shape, th, tw, tcb, 2)
-                if not _fits(cfg, shape, t):
-                    continue
-                cycles = estimate_max_pool_gemm(cfg, shape, t)
-                if best is None or cycles < best[0]:
-                    best = (cycles, t)
+                if fits_gemm_path(cfg, shape, t):
+                    candidates.append((lower_bound_max_pool_gemm(cfg, shape, t),
+                                       len(candidates), t))
+    best = None
+    for bound, order, t in sorted(candidates, key=lambda c: c[:2]):
+        if best is not None and bound > best[0]:
+            break
+        cycles = estimate_max_pool_gemm(cfg, shape, t)
+        if best is None or (cycles, order) < best[:2]:
+            best = (cycles, order, t)
     if best is None:
         raise PlanError(f"no tile of {shape} fits the GEMM path's ACC bank and INP on "
                         f"{cfg.name!r}")
-    return best[1]
+    return best[2]
 
 
 @dataclass(frozen=True)
@@ -294,11 +346,22 @@ def _plan_max_pool(cfg, shape, path):
 def build_max_pool_gemm(cfg, shape, bufs, *, tiling=None):
     """The program of the max pool on the GEMM path (:class:`MaxPoolBuffers`)."""
     t = tiling or plan_max_pool_gemm(cfg, shape)
-    why = _why_not_gemm(cfg) or ("" if _fits(cfg, shape, t) else
+    why = _why_not_gemm(cfg) or ("" if fits_gemm_path(cfg, shape, t) else
                                  f"tiling {t} does not fit the GEMM path")
     if why:
         raise PlanError(f"max pooling cannot copy its windows with the GEMM core of "
                         f"{cfg.name!r}: {why}")
+    # Built once across processes (avta.runtime.build_cache), like a conv2d: ResNet's pool
+    # takes longer to emit than every other layer's program takes to be read back and placed.
+    return cached_program("max_pool_gemm", lambda: _build_max_pool_gemm(cfg, shape, bufs, t),
+                          cfg, {"shape": shape, "tiling": t}, _OPERANDS, vars(bufs))
+
+
+#: Which operand of :class:`MaxPoolBuffers` each memory type's LOADs (OUT: STOREs) address.
+_OPERANDS = {MemType.INP: "inp", MemType.WGT: "wgt", MemType.OUT: "out"}
+
+
+def _build_max_pool_gemm(cfg, shape, bufs, t):
     b = StreamBuilder(cfg)
     slots, mov = _slots(cfg), _first_out(shape)
     em = WindowEmitter(b, shape, t, bufs.inp, bufs.out, slots=slots)

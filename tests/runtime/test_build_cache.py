@@ -162,3 +162,26 @@ def test_a_max_pool_plan_read_back_is_the_plan(cache, monkeypatch, path):
     monkeypatch.setattr(pool_gemm, "_plan_max_pool", lambda *a: pytest.fail("planned again"))
     assert pool_gemm.plan_max_pool(cfg, shape, path=path) == want
     assert len(list(cache.iterdir())) == 1
+
+
+@pytest.mark.parametrize("name", ["default", "huge"])
+def test_a_max_pool_program_read_back_is_the_one_built_at_the_new_addresses(cache, name):
+    """The max pool's GEMM path is built once too (ResNet's pool: most of a warm run's
+    program time), and placed at other addresses bit for bit."""
+    from avta.runtime.ops.pool_gemm import (MaxPoolBuffers, _build_max_pool_gemm,
+                                            build_max_pool_gemm, plan_max_pool_gemm)
+    from avta.runtime.ops.window import WindowShape
+    cfg = load_config(name)
+    shape = WindowShape(cfg.batch, 2 * cfg.block_out, 15, 13, 3, 1, 2)
+    tiling = plan_max_pool_gemm(cfg, shape)
+    first = MaxPoolBuffers(inp=100, wgt=7, out=3000)
+    built = build_max_pool_gemm(cfg, shape, first, tiling=tiling)
+    assert not built.read_back
+    _same(built, _build_max_pool_gemm(cfg, shape, first, tiling))
+    assert len(list(cache.glob("*.json"))) == 1
+    build_cache.clear_memory()                     # as a new process finds it
+    elsewhere = MaxPoolBuffers(inp=50_000, wgt=3, out=777)
+    read = build_max_pool_gemm(cfg, shape, elsewhere, tiling=tiling)
+    assert read.read_back
+    _same(read, _build_max_pool_gemm(cfg, shape, elsewhere, tiling))
+    assert build_max_pool_gemm(cfg, shape, elsewhere).read_back       # the planner's tiling

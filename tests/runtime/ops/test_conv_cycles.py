@@ -8,7 +8,7 @@ from avta.isa.costs import INSN_OVERHEAD, LOAD_LATENCY
 from avta.isa.enums import MemType, Opcode
 from avta.runtime.ops.conv2d import Conv2dBuffers, build_conv2d, conv2d
 from avta.runtime.ops.conv_cycles import estimate, lower_bound
-from avta.runtime.ops.conv_plan import Conv2dShape, _fitting, plan_conv2d, tiling_for
+from avta.runtime.ops.conv_plan import Conv2dShape, PlanError, _fitting, plan_conv2d, tiling_for
 from avta.runtime.ops.reference import conv2d_ref
 from avta.runtime.ops.requant import Requant
 
@@ -221,3 +221,116 @@ def test_estimate_follows_fsim_with_per_channel_rows(default_cfg, shape):
     conv2d(dev, x, w, bias, stride=shape.stride, pad=shape.pad, requant=rq, tiling=t)
     cycles = dev.last_result.cycles
     assert abs(estimate(cfg, shape, t, **options) - cycles) <= 0.02 * cycles
+
+
+#: Requantization tails the planner is asked about: upstream's (a start and three one-cycle
+#: passes) and a per-channel one (three two-operand passes, then MIN and MAX).
+TAILS = [4, (2, 2, 2, 1, 1)]
+
+
+@pytest.mark.parametrize("config", ["default", "huge", "tiny", "tight", "rect"])
+@pytest.mark.parametrize("geometry", [(4, 14, 14, 4, 3, 1, 2, False),
+                                      (2, 56, 56, 8, 1, 0, 1, False),
+                                      (1, 9, 7, 3, 7, 3, 2, False), (4, 12, 12, 4, 3, 1, 1, True),
+                                      (8, 14, 14, 16, 1, 0, 2, False),
+                                      (4, 14, 14, 4, 3, 1, 1, False)],
+                         ids=str)
+@pytest.mark.parametrize("bias", [0, 1])
+def test_the_planner_lays_out_every_candidate_at_once_as_one_by_one(config, geometry, bias):
+    """The planner's arrays of candidates (every tiling that fits, laid out, bounded and scored
+    at once) are the tilings :func:`_fitting` makes one by one, in its order, with the bound
+    :func:`lower_bound` gives each, the same score, the same last-tile split and the same
+    walk tables, for upstream's tail and a per-channel one, whole and split."""
+    from avta.runtime.ops.conv_cycles import (_split, last_splits, lower_bounds, splits_last,
+                                              walk_tables)
+    from avta.runtime.ops.conv_plan import _cost, _fitting_arrays, _tiling
+    cfg = load_config(config)
+    cib, h, w, cob, k, pad, stride, depthwise = geometry
+    if depthwise and cfg.block_in != cfg.block_out:
+        pytest.skip("a depthwise convolution needs square blocks")
+    shape = Conv2dShape(cfg.batch, (cob if depthwise else cib) * cfg.block_in, h, w,
+                        cob * cfg.block_out, k, k, pad, stride, depthwise=depthwise)
+    expected = list(_fitting(cfg, shape, 2, bias))
+    th, tw, tco, tci, slots, layout = _fitting_arrays(cfg, shape, 2, bias)
+    assert [_tiling(layout, k, th[k], tw[k], tco[k], tci[k], 2, slots[k])
+            for k in range(th.size)] == expected
+    scores = _cost(cfg, shape, th, tw, tco, tci, 2, layout.wgt_resident, layout.inp_resident)
+    assert scores.tolist() == [
+        int(_cost(cfg, shape, t.th, t.tw, t.tco, t.tci, t.threads, t.wgt_resident,
+                  t.inp_resident)) for t in expected]
+    for tail in TAILS:
+        splits = last_splits(cfg, shape, th, tw, 2, layout.acc_banks, layout.wgt_resident,
+                             layout.inp_resident, tail)
+        assert splits.tolist() == [_split(cfg, shape, t, tail) for t in expected]
+        # The walk's tables made for every candidate at once, row by row, are each tiling's.
+        tables = walk_tables(cfg, shape, th, tw, tco, tci, layout.acc_pitch, splits)
+        for start in ("bias", "reset"):
+            bounds = lower_bounds(cfg, shape, th, tw, tco, tci, 2, layout.acc_banks,
+                                  layout.wgt_resident, layout.inp_resident, tail_steps=tail,
+                                  start=start)
+            assert bounds.tolist() == [lower_bound(cfg, shape, t, tail_steps=tail, start=start)
+                                       for t in expected]
+            # Every split candidate, and a sample of the others.
+            sample = set(range(0, th.size, max(1, th.size // 30))) | \
+                set(np.flatnonzero(splits >= 0)[::max(1, np.count_nonzero(splits >= 0) // 30)])
+            for k in sorted(sample):
+                t = expected[k]
+                row = [column[k] for column in tables]
+                assert estimate(cfg, shape, t, tail_steps=tail, start=start, tables=row) == \
+                    estimate(cfg, shape, t, tail_steps=tail, start=start), t
+                assert bounds[k] <= estimate(cfg, shape, t, tail_steps=tail, start=start)
+                if splits[k] >= 0:
+                    assert splits_last(cfg, shape, t, tail_steps=tail, start=start) in \
+                        (-1, splits[k])
+
+
+def test_the_candidates_include_split_last_tiles(default_cfg):
+    """The case above covers split last tiles: a 3x3 convolution of 4 blocks over 14x14 on
+    default has candidates whose last tile is split, along rows and along columns."""
+    from avta.runtime.ops.conv_cycles import last_splits
+    from avta.runtime.ops.conv_plan import _fitting_arrays
+    shape = Conv2dShape(1, 4 * 16, 14, 14, 4 * 16, 3, 3, 1, 1)
+    th, tw, _, _, _, layout = _fitting_arrays(default_cfg, shape, 2, 1)
+    splits = last_splits(default_cfg, shape, th, tw, 2, layout.acc_banks, layout.wgt_resident,
+                         layout.inp_resident, (2, 2, 2, 1, 1))
+    assert {0, 1, -1} <= set(splits.tolist())
+
+
+def _plan_one_by_one(cfg, shape, *, bias, tail_steps, start):
+    """The planner's search with each candidate made, bounded, scored and estimated on its
+    own (the search as it was before candidates were laid out at once); None when no
+    candidate fits."""
+    from avta.runtime.ops.conv_plan import _cost
+    candidates = sorted((lower_bound(cfg, shape, t, tail_steps=tail_steps, start=start),
+                         int(_cost(cfg, shape, t.th, t.tw, t.tco, t.tci, t.threads,
+                                   t.wgt_resident, t.inp_resident)), i, t)
+                        for i, t in enumerate(_fitting(cfg, shape, 2, bias)))
+    best = None
+    for bound, cost, _, t in candidates:
+        if best is not None and bound > best[0]:
+            break
+        cycles = estimate(cfg, shape, t, tail_steps=tail_steps, start=start,
+                          give_up=None if best is None else best[0])
+        if cycles is not None and (best is None or (cycles, cost) < best[:2]):
+            best = (cycles, cost, t)
+    return None if best is None else best[2]
+
+
+@pytest.mark.parametrize("config", ["default", "tiny"])
+@pytest.mark.parametrize("tail, bias, start", [(4, 1, "bias"), ((2, 2, 2, 1, 1), 4, "bias"),
+                                               ((2, 2, 2, 1, 1), 1, "reset")], ids=str)
+def test_the_planner_picks_what_a_one_by_one_search_picks(config, tail, bias, start):
+    """ResNet's layers (C2-C11 of ResNet-18 at 224 and a 1x1 downsample): the plan of the
+    search over every candidate at once is the one-by-one search's."""
+    from avta.runtime.workloads import resnet18_layers
+    cfg = load_config(config)
+    layers = [(layer["h"], layer["cin"], layer["cout"], layer["k"], layer["pad"],
+               layer["stride"]) for name, layer in resnet18_layers().items() if name != "C1"]
+    for h, cin, cout, k, pad, stride in layers + [(28, 256, 512, 1, 0, 2)]:
+        shape = Conv2dShape(cfg.batch, cin, h, h, cout, k, k, pad, stride)
+        try:
+            planned = plan_conv2d(cfg, shape, bias=bias, tail_steps=tail, start=start)
+        except PlanError:
+            planned = None
+        assert planned == _plan_one_by_one(cfg, shape, bias=bias, tail_steps=tail,
+                                           start=start), shape

@@ -1,4 +1,4 @@
-"""The planner's compiled walk (conv_cycles._walk, numba) against the same walk in plain
+"""The planner's compiled walk (conv_walk.walk, numba) against the same walk in plain
 Python, written with the emitter's rules (conv_cycles.passes_beside, split_parts): equal on
 every tiling the planner considers for layers of ResNet-18, ResNet-50 and MobileNet shapes
 (depthwise too), on five configurations, for every accumulator start, for upstream's tail and a

@@ -75,3 +75,32 @@ def test_resnet_pool_takes_the_gemm_path_and_it_is_faster(config):
 def test_bad_path_is_refused(default_cfg):
     with pytest.raises(ValueError, match="not one of"):
         plan_max_pool(default_cfg, WindowShape(1, 16, 4, 4, 2, 0, 2), path="simd")
+
+
+def _every_fitting_tiling(cfg, shape):
+    """The GEMM path's tilings that fit, in the order of the planner's search."""
+    from avta.runtime.ops.conv_plan import tile_sizes
+    from avta.runtime.ops.pool_gemm import fits_gemm_path
+    for tw in tile_sizes(shape.ow):
+        for th in tile_sizes(shape.oh):
+            t = window_tiling(shape, th, tw, 1, 2)
+            if fits_gemm_path(cfg, shape, t):
+                yield t
+
+
+@pytest.mark.parametrize("config", ["default", "huge", "tiny"])
+@pytest.mark.parametrize("geometry", [(1, 64, 56, 56, 3, 1, 2), (1, 32, 15, 9, 2, 0, 2),
+                                      (2, 16, 12, 12, 3, 1, 1)], ids=str)
+def test_the_pruned_search_finds_the_first_best_tiling(config, geometry):
+    """The GEMM path's plan is the first tiling with the smallest estimate of an exhaustive
+    search, although the search estimates only the tilings whose bound (the compute stage's
+    passes and the last store) does not exceed the best estimate so far."""
+    from avta.runtime.ops.pool_gemm import lower_bound_max_pool_gemm, plan_max_pool_gemm
+    cfg = load_config(config)
+    shape = WindowShape(geometry[0] * cfg.batch, geometry[1] * cfg.block_out // 16, *geometry[2:])
+    tilings = list(_every_fitting_tiling(cfg, shape))
+    assert len(tilings) > 3
+    estimates = [estimate_max_pool_gemm(cfg, shape, t) for t in tilings]
+    for t, cycles in zip(tilings, estimates):
+        assert lower_bound_max_pool_gemm(cfg, shape, t) <= cycles, t
+    assert plan_max_pool_gemm(cfg, shape) == tilings[estimates.index(min(estimates))]
