@@ -26,7 +26,7 @@ from avta.isa.enums import Opcode, Stage
 
 from . import timing
 
-__all__ = ["Schedule", "schedule", "stream_arrays"]
+__all__ = ["Schedule", "row", "schedule", "stream_arrays"]
 
 #: What :func:`_schedule` returns as its status.
 OK, NOT_RUN = 0, 1
@@ -41,27 +41,25 @@ class Schedule:
         self.cycles, self.stall, self.busy = cycles, stall, busy
 
 
-def stream_arrays(statics, insns, meets):
-    """The arrays :func:`_schedule` reads, by instruction index: stage, kind (0 other, 1 GEMM,
-    2 ALU, 3 FINISH), cycles, popped and pushed counters as bit masks, whether it reads DRAM
-    rows (a LOAD of ``x_size`` > 0) and ``meets`` (a GEMM's ACC rows may meet the last ALU's)."""
-    n = len(statics)
-    table = np.empty((7, n), np.int64)
-    kinds = {int(Opcode.GEMM): 1, int(Opcode.ALU): 2, int(Opcode.FINISH): 3}
-    for i, (static, insn) in enumerate(zip(statics, insns)):
-        table[0, i] = static.stage
-        table[1, i] = kinds.get(static.opcode, 0)
-        table[2, i] = static.cycles
-        table[3, i] = _mask(static.pops)
-        table[4, i] = _mask(static.pushes)
-        table[5, i] = static.opcode == Opcode.LOAD and insn.x_size > 0
-        table[6, i] = meets[i]
+def row(stage, opcode, cycles, pops, pushes, reads):
+    """The column of :func:`stream_arrays` of an instruction, but its ``meets``: stage, kind (0
+    other, 1 GEMM, 2 ALU, 3 FINISH), cycles, the counters it pops and pushes as bit masks, and
+    whether it reads DRAM rows (a LOAD of ``x_size`` > 0)."""
+    return (stage, _KINDS.get(opcode, 0), cycles, sum(1 << c for c in pops),
+            sum(1 << c for c in pushes), int(reads))
+
+
+_KINDS = {int(Opcode.GEMM): 1, int(Opcode.ALU): 2, int(Opcode.FINISH): 3}
+
+
+def stream_arrays(statics, meets):
+    """The table :func:`_schedule` reads, a column per instruction: its
+    :attr:`~.statics.Static.row` and ``meets`` (1 when a GEMM's ACC rows may meet the last
+    ALU instruction's, so it cannot run beside it)."""
+    table = np.empty((7, len(statics)), np.int64)
+    table[:6] = np.array([static.row for static in statics], np.int64).reshape(-1, 6).T
+    table[6] = meets
     return table
-
-
-@functools.cache
-def _mask(counters):
-    return sum(1 << c for c in counters)
 
 
 def schedule(table, start, token_max):

@@ -92,11 +92,14 @@ class Fsim:
         self.set_trace(trace, trace_mode)
         self._pads = Scratchpads(cfg)
         self._decoded = {}
-        # By (instruction, its micro-ops' words), both pure functions of them: the ACC row
+        # By (instruction bytes, its micro-ops' words), both pure functions of them: the ACC row
         # bounds of a GEMM or ALU instruction (timing.acc_row_bounds), and in timing-only mode
         # the kernels whose checks passed. Streams repeat the same few kernels many times.
         self._bounds = {}
         self._checked = set()
+        # In timing-only mode, the LOADs and STOREs whose checks passed, by (instruction bytes,
+        # DRAM size and bases): the compiled scheduler's preparation (_Launch._prepare).
+        self._memory_checked = set()
         self._token_max = (1 << cfg.token_bits) - 1
         # While run_activity runs: a list of (index, stage, start, ready, end, kind) per
         # instruction executed (kind: 0 GEMM, 1 ALU, 2 anything else).
@@ -272,7 +275,9 @@ class _Launch:
         """Decode the stream; the error RunResult of its first illegal instruction, or None."""
         blob, first_outside = self.dram.fetch(self.insn_addr, self.insn_count, INSN_BYTES)
         decode = self.sim._decode
-        decoded = [decode(blob[i:i + INSN_BYTES]) for i in range(0, len(blob), INSN_BYTES)]
+        # Each instruction's bytes: what the caches of its facts are keyed by (bytes hash once).
+        self.blobs = [blob[i:i + INSN_BYTES] for i in range(0, len(blob), INSN_BYTES)]
+        decoded = [decode(b) for b in self.blobs]
         self.insns = [insn for insn, _, _ in decoded]
         self.statics = [static for _, _, static in decoded]
         for index, (_, violation, _) in enumerate(decoded):
@@ -344,7 +349,7 @@ class _Launch:
         uop = self.sim._pads.raw("uop")
         saved = uop.copy()
         try:
-            table = compiled.stream_arrays(self.statics, self.insns, self._prepare())
+            table = compiled.stream_arrays(self.statics, self._prepare())
         except MachineError:
             uop[...] = saved
             return None
@@ -368,17 +373,33 @@ class _Launch:
         meets = [1] * len(self.insns)
         alu_bounds, seen_alu = None, False
         pad = scratchpad(self.cfg, "acc")
+        # A LOAD's or STORE's checks in timing-only mode are a function of the instruction and
+        # the DRAM's size and bases (the memory's rows are not read).
+        checked, memory = self.sim._memory_checked, (self.dram.size, tuple(self.dram.bases.values()))
+        blobs = self.blobs
         for index, (static, insn) in enumerate(zip(self.statics, self.insns)):
             opcode = static.opcode
             if opcode <= Opcode.STORE:
-                if insn.x_size:
+                if not insn.x_size:
+                    continue
+                if opcode == Opcode.LOAD and insn.memory_type == MemType.UOP:
                     self._memory(static.stage, index, insn, None)
+                    continue
+                key = blobs[index], memory
+                if key not in checked:
+                    self._memory(static.stage, index, insn, None)
+                    if len(checked) >= _DECODE_CACHE_LIMIT:
+                        checked.clear()
+                    checked.add(key)
             elif opcode != Opcode.FINISH:
-                self._check_once(execute_gemm if opcode == Opcode.GEMM else execute_alu, insn)
+                key = self._kernel(index, insn)
+                self._check_once(execute_gemm if opcode == Opcode.GEMM else execute_alu, insn,
+                                 key)
                 if opcode == Opcode.ALU:
-                    alu_bounds, seen_alu = self._acc_bounds(insn), True
+                    alu_bounds, seen_alu = self._acc_bounds(index, insn, key), True
                 elif seen_alu:
-                    meets[index] = int(timing.banks_meet(self._acc_bounds(insn), alu_bounds, pad))
+                    meets[index] = int(timing.banks_meet(self._acc_bounds(index, insn, key), alu_bounds,
+                                                         pad))
         return meets
 
     def _start_key(self, index):
@@ -445,7 +466,7 @@ class _Launch:
                     run(self.cfg, insn, sim._pads, sim._codec, strict=sim._strict,
                         trace_rows=tracer and tracer.row_writer(stage, index))
                 else:
-                    self._check_once(run, insn)
+                    self._check_once(run, insn, self._kernel(index, insn))
         except MachineError as error:
             return self._error(error.code, index, str(error))
         if static.counter is not None:
@@ -480,19 +501,18 @@ class _Launch:
             return self._result("ok", end=end)
         return None
 
-    def _kernel(self, insn):
-        """A GEMM or ALU instruction with the words of the micro-ops it runs: what its checks
-        and its ACC row bounds are functions of."""
+    def _kernel(self, index, insn):
+        """GEMM or ALU instruction ``index`` (``insn``) as its bytes with the words of the
+        micro-ops it runs: what its checks and its ACC row bounds are functions of."""
         uop = self.sim._pads.uop
         begin, end = insn.uop_bgn, insn.uop_end
         words = uop[begin:end] if end <= uop.shape[0] else \
             uop[np.arange(begin, end) % uop.shape[0]]
-        return insn, words.tobytes()
+        return self.blobs[index], words.tobytes()
 
-    def _check_once(self, run, insn):
+    def _check_once(self, run, insn, key):
         """Timing-only: make ``run``'s checks (``data=False``) of a kernel not checked before
-        (a check that fails raises and is not remembered)."""
-        key = self._kernel(insn)
+        (a check that fails raises and is not remembered); ``key``: its :meth:`_kernel`."""
         if key in self.sim._checked:
             return
         run(self.cfg, insn, self.sim._pads, self.sim._codec, strict=self.sim._strict,
@@ -501,11 +521,12 @@ class _Launch:
             self.sim._checked.clear()
         self.sim._checked.add(key)
 
-    def _acc_bounds(self, insn):
-        """:func:`timing.acc_row_bounds` of a GEMM or ALU instruction (``None``: no steps)."""
+    def _acc_bounds(self, index, insn, key=None):
+        """:func:`timing.acc_row_bounds` of GEMM or ALU instruction ``index`` (``None``: no
+        steps); ``key``: its :meth:`_kernel` when known."""
         if not insn.steps:
             return None
-        key = self._kernel(insn)
+        key = key or self._kernel(index, insn)
         bounds = self.sim._bounds.get(key, False)
         if bounds is False:
             nest = LoopNest(insn, self.sim._pads, self.sim._codec, strict=False)
@@ -525,13 +546,13 @@ class _Launch:
         # A GEMM's rows are bounded only when an ALU may run beside it (micro-ops never change
         # during a GEMM or ALU instruction, so after executing it is as good as before).
         alu_running = alu_free > ready and insn.opcode == Opcode.GEMM and not timing.banks_meet(
-            self._acc_bounds(insn), self.alu_bounds, scratchpad(self.cfg, "acc"))
+            self._acc_bounds(index, insn), self.alu_bounds, scratchpad(self.cfg, "acc"))
         if not alu_running:
             ready = max(ready, alu_free)
         waits_from = min(max(start, alu_free), ready)
         if insn.opcode == Opcode.ALU:
             end = ready + timing.ALU_LATCH + cycles
-            self.alu_free, self.alu_bounds = end, self._acc_bounds(insn)
+            self.alu_free, self.alu_bounds = end, self._acc_bounds(index, insn)
             self.alu_record = self._note_activity(index, stage, waits_from, ready, end,
                                                    ACTIVITY_KIND[insn.opcode])
             return waits_from, ready, end, ready + timing.ALU_DISPATCH

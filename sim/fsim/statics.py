@@ -7,7 +7,7 @@ from typing import NamedTuple
 from avta.isa.enums import MemType, Opcode, Stage
 from avta.isa.memories import memory
 
-from . import timing
+from . import compiled, timing
 from .memops import bytes_moved
 
 __all__ = ["TOKEN_COUNTERS", "ACTIVITY_KIND", "Static", "static_of"]
@@ -38,6 +38,7 @@ class Static(NamedTuple):
     counter: str            # the counter of its bytes or steps (None: none)
     count: int              # what it adds to that counter
     kind: int               # its activity kind (ACTIVITY_KIND)
+    row: tuple              # its column of the compiled scheduler's table (compiled.row)
 
 
 def static_of(cfg, insn):
@@ -55,5 +56,8 @@ def static_of(cfg, insn):
     elif opcode in (Opcode.GEMM, Opcode.ALU):
         counter = "GEMM_STEPS" if opcode == Opcode.GEMM else "ALU_STEPS"
         count = insn.steps
-    return Static(int(stage), int(opcode), pops, pushes, timing.cost(cfg, insn, elem_bytes),
-                  timing.acc_row_writes(insn), counter, count, ACTIVITY_KIND.get(opcode, 2))
+    cycles = timing.cost(cfg, insn, elem_bytes)
+    return Static(int(stage), int(opcode), pops, pushes, cycles, timing.acc_row_writes(insn),
+                  counter, count, ACTIVITY_KIND.get(opcode, 2),
+                  compiled.row(int(stage), int(opcode), cycles, pops, pushes,
+                               opcode == Opcode.LOAD and insn.x_size > 0))
