@@ -105,7 +105,7 @@ def load_network(name, input_size, seed, cfg=None, *, timing_only=False):
             if cfg is not None:
                 check_dram(cfg, graph)
             if timing_only:
-                return timing_graph(name, input_size=size, seed=seed)
+                return timing_graph(name, input_size=size, seed=seed, skeleton=graph)
             return calibrated(graph, seed)
         except GraphError as error:
             raise UserError(f"--input-size {input_size}: {error}") from None

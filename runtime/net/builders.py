@@ -207,17 +207,21 @@ def build(name, input_size=224, seed=0, classes=1000, **options):
     return BUILDERS[name](input_size, seed, classes, **options)
 
 
-def timing_graph(name, input_size=224, seed=0, classes=1000, *, batch=1):
+def timing_graph(name, input_size=224, seed=0, classes=1000, *, batch=1, skeleton=None):
     """``build(name, input_size, seed, classes, batch=batch)`` with every weight zero: what a
     timing-only run needs (the module docstring). Its biases and shifts are those of the real
     network, read from the record the first call wrote (that call builds the real network and
-    returns it); with the cache off (``AVTA_PROGRAM_CACHE=0``) the real network."""
+    returns it); with the cache off (``AVTA_PROGRAM_CACHE=0``) the real network. ``skeleton``:
+    the network built with these arguments and ``calibrate=False, weights=False``, when the
+    caller has it."""
     if name not in BUILDERS:
         raise GraphError(f"no network {name!r}; the networks are {', '.join(BUILDERS)}")
     builder = BUILDERS[name]
     key = network_key(name, input_size, seed, classes, batch)
     if key is not None:
-        skeleton = builder(input_size, seed, classes, batch=batch, calibrate=False, weights=False)
+        if skeleton is None:
+            skeleton = builder(input_size, seed, classes, batch=batch, calibrate=False,
+                               weights=False)
         graph = read_network_values(key, skeleton)
         if graph is not None:
             return graph

@@ -133,13 +133,25 @@ def read_network_values(key, skeleton):
             set(shifts) != {n.name for n in skeleton.nodes if n.requant is not None}:
         return None
     nodes = {}
-    for name, values in biases.items():
-        node = skeleton.node(name)
-        if not isinstance(values, list) or len(values) != node.bias.size or not all(
-                type(v) is int and _INT32[0] <= v <= _INT32[1] for v in values):
-            return None
-        nodes[name] = node.replace(bias=np.array(values, dtype=node.bias.dtype))
-    return _apply(skeleton.replace_nodes(nodes), shifts)
+    for node in skeleton.nodes:
+        changes = {}
+        if node.bias is not None:
+            values = biases[node.name]
+            if not isinstance(values, list) or len(values) != node.bias.size or not all(
+                    type(v) is int and _INT32[0] <= v <= _INT32[1] for v in values):
+                return None
+            changes["bias"] = np.array(values, dtype=node.bias.dtype)
+        if node.requant is not None:
+            shift = shifts[node.name]
+            if isinstance(shift, bool) or not isinstance(shift, int):
+                return None
+            try:
+                changes["requant"] = dataclasses.replace(node.requant, shift=shift)
+            except ValueError:                  # a shift out of range
+                return None
+        if changes:
+            nodes[node.name] = node.replace(**changes)     # one copy of the node each
+    return skeleton.replace_nodes(nodes)
 
 
 def record_network_values(key, graph):

@@ -102,3 +102,13 @@ def test_without_the_cache_the_real_network(monkeypatch, tmp_path):
     monkeypatch.setenv("AVTA_PROGRAM_CACHE", "0")
     assert timing_graph("resnet18", input_size=32) == build("resnet18", input_size=32)
     assert not (tmp_path / "networks").exists()
+
+
+def test_load_network_for_timing_only(cache):
+    from avta.sim.targets import load_network
+    cfg = load_config("tiny")
+    real = load_network("resnet18", 32, 5, cfg)
+    assert load_network("resnet18", 32, 5, cfg, timing_only=True) == real    # records it
+    graph = load_network("resnet18", 32, 5, cfg, timing_only=True)
+    _same_but_weights(graph, real)
+    assert not any(node.weights.any() for node in graph.nodes if node.weights is not None)
