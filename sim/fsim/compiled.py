@@ -8,7 +8,7 @@ timing-only run keeps) and, for each GEMM, whether its ACC rows may meet those o
 instruction before it in the compute stage (:func:`~.timing.banks_meet`). The compute stage runs
 its instructions in program order, so that ALU instruction, and the micro-ops both read, are
 known before scheduling: the machine does that work first in stream order
-(``_Launch._compiled``), then :func:`schedule` runs :func:`_schedule`, the loop of
+(``_Launch._prepare``), then :func:`schedule` runs :func:`_schedule`, the loop of
 ``_Launch.run``, ``_execute`` and ``_compute_times`` over numpy arrays, with the same rules and
 the same arithmetic (tests/sim/fsim/test_fsim_compiled.py holds the two equal on random legal
 programs and every network layer).
