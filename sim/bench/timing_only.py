@@ -2,7 +2,8 @@
 by side in one process, with the cycles of every layer compared.
 
 Each mode runs what ``avta run NETWORK --target fsim [--timing-only]`` runs after its imports:
-the network loaded (built, calibrated), its programs built and run on a fresh fsim device, and
+the network loaded (built, calibrated; timing-only: its weights zero, the biases and shifts read
+back, :func:`avta.runtime.net.builders.timing_graph`), its programs built and run on a fresh fsim device, and
 in the bit-exact mode the output checked against the numpy reference. Before each timed run the
 memory of this process is emptied (plans, programs read back), so each is a fresh command's;
 the disk caches (programs, calibration, :mod:`avta.runtime.build_cache`) are as a first run
@@ -41,7 +42,7 @@ def run_once(cfg, network, input_size=None, seed=0, *, timing_only):
     from .timed import run_seconds
     seconds = {}
     start = time.process_time()
-    graph = load_network(network, input_size, seed, cfg)
+    graph = load_network(network, input_size, seed, cfg, timing_only=timing_only)
     x = random_input(graph, seed=seed)
     seconds["load"] = time.process_time() - start
     device = make_device(cfg, "fsim", dram_bytes(cfg, graph), timing_only=timing_only)
