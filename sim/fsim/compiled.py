@@ -26,7 +26,8 @@ from avta.isa.enums import Opcode, Stage
 
 from . import timing
 
-__all__ = ["Schedule", "row", "schedule", "stream_arrays"]
+__all__ = ["Schedule", "row", "schedule", "stream_arrays", "wanted", "scheduled_in_python",
+           "load", "BREAK_EVEN"]
 
 #: What :func:`_schedule` returns as its status.
 OK, NOT_RUN = 0, 1
@@ -71,6 +72,34 @@ def schedule(table, start, token_max):
         timing.LOAD_LEAD)
     return Schedule(int(cycles), [int(v) for v in stall], [int(v) for v in busy]) \
         if status == OK else None
+
+
+#: Instructions the Python scheduler runs in one process before ``"auto"`` (``Fsim.compiled``)
+#: turns to the compiled loop: about what loading it costs (importing numba and reading the
+#: cached loop, about 0.45 s of CPU, at about 8 µs an instruction in Python). One ``avta run``
+#: of ResNet-18 (about 17,000 instructions) never pays it; a process that schedules more (a
+#: sweep worker, the fuzzer, the bench) pays it once it has spent as much in Python, so it never
+#: spends more than twice what the better of the two would have.
+BREAK_EVEN = 60_000
+
+_python_instructions = 0
+
+
+def scheduled_in_python(count):
+    """Count ``count`` instructions a timing-only run scheduled in Python (:data:`BREAK_EVEN`)."""
+    global _python_instructions
+    _python_instructions += count
+
+
+def wanted():
+    """Whether ``"auto"`` schedules compiled now: the loop is loaded already, or the Python
+    scheduler has run :data:`BREAK_EVEN` instructions in this process."""
+    return _compiled.cache_info().currsize > 0 or _python_instructions >= BREAK_EVEN
+
+
+def load():
+    """Load the compiled loop now (a caller that knows it will run many streams)."""
+    _compiled()
 
 
 @functools.cache

@@ -104,9 +104,10 @@ class Fsim:
         # While run_activity runs: a list of (index, stage, start, ready, end, kind) per
         # instruction executed (kind: 0 GEMM, 1 ALU, 2 anything else).
         self._record = None
-        #: Whether timing-only runs may use the compiled scheduler (:mod:`.compiled`; False
-        #: keeps the Python one, the reference, for comparing them).
-        self.compiled = True
+        #: Whether timing-only runs use the compiled scheduler (:mod:`.compiled`): True, False
+        #: (the Python one, the reference, for comparing them) or ``"auto"``, once loading it
+        #: pays (:data:`.compiled.BREAK_EVEN`).
+        self.compiled = "auto"
 
     @property
     def cfg(self):
@@ -118,8 +119,10 @@ class Fsim:
     def _compiled_ok(self):
         """Whether a run may use the compiled scheduler (:mod:`.compiled`): only the result is
         wanted (no data, trace or activity) and the schedule is in order."""
-        return (not self.data and self._tracer is None and self._record is None
-                and self._schedule == "inorder" and self.compiled)
+        if self.data or self._tracer is not None or self._record is not None \
+                or self._schedule != "inorder" or not self.compiled:
+            return False
+        return self.compiled is True or compiled.wanted()
 
     def set_trace(self, trace, trace_mode="arch"):
         """Send the events of later runs to ``trace`` (a callable; None: stop tracing)."""
@@ -307,6 +310,8 @@ class _Launch:
             result = self._compiled()
             if result is not None:
                 return result
+        elif not self.sim.data:
+            compiled.scheduled_in_python(len(self.statics))
         queues = [collections.deque() for _ in STAGE_NAMES]
         statics = self.statics
         for index, static in enumerate(statics):

@@ -69,3 +69,36 @@ def test_resnet18_layers_schedule_alike():
         runs.append([(layer.name, layer.cycles, layer.counters) for layer in run.layers])
     assert runs[0] == runs[1]
     assert all(counters["STALL_LD"] >= 0 and counters for _, _, counters in runs[1])
+
+
+def test_auto_turns_to_the_compiled_scheduler_once_loading_it_pays(monkeypatch):
+    """``"auto"`` schedules in Python until the process has run BREAK_EVEN timing-only
+    instructions there (one ``avta run`` never pays numba's import), then compiled."""
+    from avta.sim.fsim import compiled
+    from avta.sim.fsim.machine import Fsim
+    monkeypatch.setattr(compiled, "_python_instructions", 0)
+    monkeypatch.setattr(compiled, "_compiled", _unloaded(compiled._compiled))
+    sim = Fsim(load_config("tiny"), timing_only=True)
+    assert sim.compiled == "auto" and not sim._compiled_ok()
+    compiled.scheduled_in_python(compiled.BREAK_EVEN - 1)
+    assert not sim._compiled_ok()
+    compiled.scheduled_in_python(1)
+    assert sim._compiled_ok()
+    sim.compiled = False
+    assert not sim._compiled_ok()
+
+
+def test_auto_counts_what_it_schedules_in_python(monkeypatch):
+    from avta.sim.fsim import compiled
+    monkeypatch.setattr(compiled, "_python_instructions", 0)
+    monkeypatch.setattr(compiled, "_compiled", _unloaded(compiled._compiled))
+    prog = random_program(load_config("tiny"), 3)
+    result, _ = _run(prog, compiled="auto")
+    assert result.status == "ok"
+    assert compiled._python_instructions == prog.insn_count
+
+
+def _unloaded(function):
+    """``function`` (a cached loader) as if never called in this process."""
+    import functools
+    return functools.cache(function.__wrapped__)
