@@ -87,20 +87,25 @@ def check_seed(seed, what="--seed"):
     return seed
 
 
-def load_network(name, input_size, seed, cfg=None):
+def load_network(name, input_size, seed, cfg=None, *, timing_only=False):
     """The :class:`~avta.runtime.net.graph.Graph` named ``name``: a builder or a YAML path.
     With ``cfg``, a network too large for the device's DRAM on it is refused before anything
-    large is made (a builder's calibration runs the whole network)."""
+    large is made (a builder's calibration runs the whole network). ``timing_only``: a
+    builder's network for a run that computes no data, its weights zero
+    (:func:`~avta.runtime.net.builders.timing_graph`: the same programs and cycles)."""
     from avta.runtime.net import BUILDERS, GraphError, build, load
-    from avta.runtime.net.builders import calibrated
+    from avta.runtime.net.builders import calibrated, timing_graph
     from avta.runtime.net.executor import check_dram
     check_seed(seed)
     if name in BUILDERS:
         try:
             size = 224 if input_size is None else input_size
-            graph = build(name, input_size=size, seed=seed, calibrate=False)
+            graph = build(name, input_size=size, seed=seed, calibrate=False,
+                          weights=not timing_only)
             if cfg is not None:
                 check_dram(cfg, graph)
+            if timing_only:
+                return timing_graph(name, input_size=size, seed=seed, skeleton=graph)
             return calibrated(graph, seed)
         except GraphError as error:
             raise UserError(f"--input-size {input_size}: {error}") from None

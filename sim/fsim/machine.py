@@ -14,13 +14,14 @@ micro-ops (the ACC rows an ALU instruction and a GEMM beside it touch, timing.py
 other than the micro-ops and the DRAM are left as they are. The cycles, counters and activity
 are those of the bit-exact run of the same program whatever the data (tests/runtime hold them
 equal on every operator and network test), at a fraction of the time: what design-space
-exploration needs.
+exploration needs. When nothing but the result is wanted (no trace, no activity, in order) the
+stream is scheduled by the compiled loop of :mod:`.compiled` (the same rules, held equal to
+this module's scheduler, which stays the reference).
 """
 
 import collections
 import functools
 import random
-from typing import NamedTuple
 
 import numpy as np
 
@@ -29,37 +30,27 @@ from avta.isa.asm import format_insn
 from avta.isa.encoding import INSN_BYTES, codec
 from avta.isa.enums import ErrorCode, MemType, Opcode, Stage
 from avta.isa.legality import check
-from avta.isa.memories import base_alignment, memory, scratchpad, unaligned_bases
+from avta.isa.memories import base_alignment, scratchpad, unaligned_bases
 from avta.isa.registers import COUNTER_NAMES, STAGE_CODES
 from avta.runtime.backend import RunResult
 
-from . import timing
+from . import compiled, timing
 from .alu import execute_alu
 from .dram import Dram
 from .errors import MachineError
 from .events import STAGE_NAMES, Tracer
 from .gemm import execute_gemm
 from .loops import LoopNest
-from .memops import bytes_moved, execute_load, execute_store
+from .memops import execute_load, execute_store
 from .state import Scratchpads
+from .statics import ACTIVITY_KIND, TOKEN_COUNTERS, static_of
 
 __all__ = ["Fsim", "SCHEDULES", "TOKEN_COUNTERS"]
 
 SCHEDULES = ("inorder", "random")
 
-#: The four dependency-token counters (docs/isa.md §3), by the direction tokens travel.
-TOKEN_COUNTERS = ("L->C", "C->L", "C->S", "S->C")
-_L2C, _C2L, _C2S, _S2C = range(4)
-
-#: (counters popped, counters pushed) per stage for pop_prev, pop_next / push_prev, push_next.
-#: None marks a flag that stage cannot have (decode error 6 rejects it first).
-_POP = {Stage.LOAD: (None, _C2L), Stage.COMPUTE: (_L2C, _S2C), Stage.STORE: (_C2S, None)}
-_PUSH = {Stage.LOAD: (None, _L2C), Stage.COMPUTE: (_C2L, _C2S), Stage.STORE: (_S2C, None)}
 
 _DECODE_CACHE_LIMIT = 1 << 16
-#: What run_activity records as a compute instruction's kind: its index in ("gemm", "alu",
-#: "other").
-_ACTIVITY_KIND = {Opcode.GEMM: 0, Opcode.ALU: 1}
 
 
 class Fsim:
@@ -101,15 +92,22 @@ class Fsim:
         self.set_trace(trace, trace_mode)
         self._pads = Scratchpads(cfg)
         self._decoded = {}
-        # By (instruction, its micro-ops' words), both pure functions of them: the ACC row
+        # By (instruction bytes, its micro-ops' words), both pure functions of them: the ACC row
         # bounds of a GEMM or ALU instruction (timing.acc_row_bounds), and in timing-only mode
         # the kernels whose checks passed. Streams repeat the same few kernels many times.
         self._bounds = {}
         self._checked = set()
+        # In timing-only mode, the LOADs and STOREs whose checks passed, by (instruction bytes,
+        # DRAM size and bases): the compiled scheduler's preparation (_Launch._prepare).
+        self._memory_checked = set()
         self._token_max = (1 << cfg.token_bits) - 1
         # While run_activity runs: a list of (index, stage, start, ready, end, kind) per
         # instruction executed (kind: 0 GEMM, 1 ALU, 2 anything else).
         self._record = None
+        #: Whether timing-only runs use the compiled scheduler (:mod:`.compiled`): True, False
+        #: (the Python one, the reference, for comparing them) or ``"auto"``, once loading it
+        #: pays (:data:`.compiled.BREAK_EVEN`).
+        self.compiled = "auto"
 
     @property
     def cfg(self):
@@ -117,6 +115,14 @@ class Fsim:
 
     #: The ``target`` a trace of this simulator names in its header.
     TRACE_TARGET = "fsim"
+
+    def _compiled_ok(self):
+        """Whether a run may use the compiled scheduler (:mod:`.compiled`): only the result is
+        wanted (no data, trace or activity) and the schedule is in order."""
+        if self.data or self._tracer is not None or self._record is not None \
+                or self._schedule != "inorder" or not self.compiled:
+            return False
+        return self.compiled is True or compiled.wanted()
 
     def set_trace(self, trace, trace_mode="arch"):
         """Send the events of later runs to ``trace`` (a callable; None: stop tracing)."""
@@ -193,7 +199,7 @@ class Fsim:
             max_bins=DEFAULT_MAX_BINS if max_bins is None else max_bins, insn_start=insn_start)
 
     def _decode(self, blob):
-        """``(instruction, Violation or None, _Static or None)`` of 16 instruction bytes;
+        """``(instruction, Violation or None, Static or None)`` of 16 instruction bytes;
         streams repeat the same instructions a lot, so all three are cached by the bytes."""
         decoded = self._decoded.get(blob)
         if decoded is None:
@@ -202,7 +208,7 @@ class Fsim:
             insn = self._codec.decode(blob)
             violation = check(insn, self._cfg)
             decoded = self._decoded[blob] = (
-                insn, violation, None if violation is not None else _static(self._cfg, insn))
+                insn, violation, None if violation is not None else static_of(self._cfg, insn))
         return decoded
 
 
@@ -216,39 +222,6 @@ def _one_blas_thread():
     """A context in which BLAS runs on one thread: fsim's matrix products (GEMM, gemm.py) are
     small, and a second thread only spins, doubling the CPU time (tenfold on a busy machine)."""
     return _blas().limit(limits=1, user_api="blas")
-
-
-class _Static(NamedTuple):
-    """What the machine needs of a legal instruction besides the state: functions of the
-    instruction and the configuration alone, worked out once per distinct instruction."""
-    stage: int
-    opcode: int
-    pops: tuple             # token counters popped (indices into TOKEN_COUNTERS)
-    pushes: tuple           # token counters pushed
-    cycles: int             # timing.cost
-    acc_writes: int         # timing.acc_row_writes
-    counter: str            # the counter of its bytes or steps (None: none)
-    count: int              # what it adds to that counter
-    kind: int               # its activity kind (_ACTIVITY_KIND)
-
-
-def _static(cfg, insn):
-    stage, opcode = insn.stage, insn.opcode
-    pops = tuple(c for flag, c in zip((insn.pop_prev, insn.pop_next), _POP[stage]) if flag)
-    pushes = tuple(c for flag, c in zip((insn.push_prev, insn.push_next), _PUSH[stage])
-                   if flag)
-    elem_bytes = counter = None
-    count = 0
-    if opcode in (Opcode.LOAD, Opcode.STORE):
-        elem_bytes = memory(cfg, MemType.OUT if opcode == Opcode.STORE
-                            else insn.memory_type).elem_bytes
-        counter, count = bytes_moved(cfg, insn)
-    elif opcode in (Opcode.GEMM, Opcode.ALU):
-        counter = "GEMM_STEPS" if opcode == Opcode.GEMM else "ALU_STEPS"
-        count = insn.steps
-    return _Static(int(stage), int(opcode), pops, pushes, timing.cost(cfg, insn, elem_bytes),
-                   timing.acc_row_writes(insn), counter, count,
-                   _ACTIVITY_KIND.get(opcode, 2))
 
 
 class _Launch:
@@ -305,7 +278,9 @@ class _Launch:
         """Decode the stream; the error RunResult of its first illegal instruction, or None."""
         blob, first_outside = self.dram.fetch(self.insn_addr, self.insn_count, INSN_BYTES)
         decode = self.sim._decode
-        decoded = [decode(blob[i:i + INSN_BYTES]) for i in range(0, len(blob), INSN_BYTES)]
+        # Each instruction's bytes: what the caches of its facts are keyed by (bytes hash once).
+        self.blobs = [blob[i:i + INSN_BYTES] for i in range(0, len(blob), INSN_BYTES)]
+        decoded = [decode(b) for b in self.blobs]
         self.insns = [insn for insn, _, _ in decoded]
         self.statics = [static for _, _, static in decoded]
         for index, (_, violation, _) in enumerate(decoded):
@@ -331,6 +306,12 @@ class _Launch:
         failed = self._fetch()
         if failed is not None:
             return failed
+        if self.sim._compiled_ok():
+            result = self._compiled()
+            if result is not None:
+                return result
+        elif not self.sim.data:
+            compiled.scheduled_in_python(len(self.statics))
         queues = [collections.deque() for _ in STAGE_NAMES]
         statics = self.statics
         for index, static in enumerate(statics):
@@ -365,6 +346,66 @@ class _Launch:
             outcome = execute(static, index, insns[index])
             if outcome is not None:
                 return outcome
+
+    def _compiled(self):
+        """The run by the compiled scheduler (:mod:`.compiled`), or None (the micro-ops as
+        they were) when the Python scheduler must run it: an instruction's checks fail, or the
+        stream does not run whole to FINISH."""
+        uop = self.sim._pads.raw("uop")
+        saved = uop.copy()
+        try:
+            table = compiled.stream_arrays(self.statics, self._prepare())
+        except MachineError:
+            uop[...] = saved
+            return None
+        done = compiled.schedule(table, costs.FETCH_LATENCY, self.sim._token_max)
+        if done is None:
+            uop[...] = saved
+            return None
+        counters = self.counters
+        for static in self.statics:
+            if static.counter is not None:
+                counters[static.counter] += static.count
+            counters["ACC_WR"] += static.acc_writes
+        self.stall, self.busy = done.stall, done.busy
+        return self._result("ok", end=done.cycles)
+
+    def _prepare(self):
+        """Timing-only, before the compiled schedule: every instruction's checks and micro-op
+        LOADs in stream order (the compute stage's order, the only one that reads or writes the
+        micro-ops); for each GEMM, whether its ACC rows may meet those of the compute stage's
+        last ALU instruction before it (1 when there is none: it then never runs beside one)."""
+        meets = [1] * len(self.insns)
+        alu_bounds, seen_alu = None, False
+        pad = scratchpad(self.cfg, "acc")
+        # A LOAD's or STORE's checks in timing-only mode are a function of the instruction and
+        # the DRAM's size and bases (the memory's rows are not read).
+        checked, memory = self.sim._memory_checked, (self.dram.size, tuple(self.dram.bases.values()))
+        blobs = self.blobs
+        for index, (static, insn) in enumerate(zip(self.statics, self.insns)):
+            opcode = static.opcode
+            if opcode <= Opcode.STORE:
+                if not insn.x_size:
+                    continue
+                if opcode == Opcode.LOAD and insn.memory_type == MemType.UOP:
+                    self._memory(static.stage, index, insn, None)
+                    continue
+                key = blobs[index], memory
+                if key not in checked:
+                    self._memory(static.stage, index, insn, None)
+                    if len(checked) >= _DECODE_CACHE_LIMIT:
+                        checked.clear()
+                    checked.add(key)
+            elif opcode != Opcode.FINISH:
+                key = self._kernel(index, insn)
+                self._check_once(execute_gemm if opcode == Opcode.GEMM else execute_alu, insn,
+                                 key)
+                if opcode == Opcode.ALU:
+                    alu_bounds, seen_alu = self._acc_bounds(index, insn, key), True
+                elif seen_alu:
+                    meets[index] = int(timing.banks_meet(self._acc_bounds(index, insn, key), alu_bounds,
+                                                         pad))
+        return meets
 
     def _start_key(self, index):
         """``(cycle, index)``: when ready instruction ``index`` could start (its stage free,
@@ -430,7 +471,7 @@ class _Launch:
                     run(self.cfg, insn, sim._pads, sim._codec, strict=sim._strict,
                         trace_rows=tracer and tracer.row_writer(stage, index))
                 else:
-                    self._check_once(run, insn)
+                    self._check_once(run, insn, self._kernel(index, insn))
         except MachineError as error:
             return self._error(error.code, index, str(error))
         if static.counter is not None:
@@ -465,19 +506,18 @@ class _Launch:
             return self._result("ok", end=end)
         return None
 
-    def _kernel(self, insn):
-        """A GEMM or ALU instruction with the words of the micro-ops it runs: what its checks
-        and its ACC row bounds are functions of."""
+    def _kernel(self, index, insn):
+        """GEMM or ALU instruction ``index`` (``insn``) as its bytes with the words of the
+        micro-ops it runs: what its checks and its ACC row bounds are functions of."""
         uop = self.sim._pads.uop
         begin, end = insn.uop_bgn, insn.uop_end
         words = uop[begin:end] if end <= uop.shape[0] else \
             uop[np.arange(begin, end) % uop.shape[0]]
-        return insn, words.tobytes()
+        return self.blobs[index], words.tobytes()
 
-    def _check_once(self, run, insn):
+    def _check_once(self, run, insn, key):
         """Timing-only: make ``run``'s checks (``data=False``) of a kernel not checked before
-        (a check that fails raises and is not remembered)."""
-        key = self._kernel(insn)
+        (a check that fails raises and is not remembered); ``key``: its :meth:`_kernel`."""
         if key in self.sim._checked:
             return
         run(self.cfg, insn, self.sim._pads, self.sim._codec, strict=self.sim._strict,
@@ -486,11 +526,12 @@ class _Launch:
             self.sim._checked.clear()
         self.sim._checked.add(key)
 
-    def _acc_bounds(self, insn):
-        """:func:`timing.acc_row_bounds` of a GEMM or ALU instruction (``None``: no steps)."""
+    def _acc_bounds(self, index, insn, key=None):
+        """:func:`timing.acc_row_bounds` of GEMM or ALU instruction ``index`` (``None``: no
+        steps); ``key``: its :meth:`_kernel` when known."""
         if not insn.steps:
             return None
-        key = self._kernel(insn)
+        key = key or self._kernel(index, insn)
         bounds = self.sim._bounds.get(key, False)
         if bounds is False:
             nest = LoopNest(insn, self.sim._pads, self.sim._codec, strict=False)
@@ -510,20 +551,20 @@ class _Launch:
         # A GEMM's rows are bounded only when an ALU may run beside it (micro-ops never change
         # during a GEMM or ALU instruction, so after executing it is as good as before).
         alu_running = alu_free > ready and insn.opcode == Opcode.GEMM and not timing.banks_meet(
-            self._acc_bounds(insn), self.alu_bounds, scratchpad(self.cfg, "acc"))
+            self._acc_bounds(index, insn), self.alu_bounds, scratchpad(self.cfg, "acc"))
         if not alu_running:
             ready = max(ready, alu_free)
         waits_from = min(max(start, alu_free), ready)
         if insn.opcode == Opcode.ALU:
             end = ready + timing.ALU_LATCH + cycles
-            self.alu_free, self.alu_bounds = end, self._acc_bounds(insn)
+            self.alu_free, self.alu_bounds = end, self._acc_bounds(index, insn)
             self.alu_record = self._note_activity(index, stage, waits_from, ready, end,
-                                                   _ACTIVITY_KIND[insn.opcode])
+                                                   ACTIVITY_KIND[insn.opcode])
             return waits_from, ready, end, ready + timing.ALU_DISPATCH
         done = (self._read(ready, cycles) if insn.opcode == Opcode.LOAD and insn.x_size
                 else ready + cycles)
         self._note_activity(index, stage, waits_from, ready, done,
-                            _ACTIVITY_KIND.get(insn.opcode, 2))
+                            ACTIVITY_KIND.get(insn.opcode, 2))
         if alu_running and self.alu_record is not None:
             # Cycles the ALU runs beside the GEMM count as GEMM (as tsim's activity port).
             alu_index, _, alu_start, alu_ready, alu_end, kind = self.sim._record[self.alu_record]

@@ -122,7 +122,8 @@ def cmd_run(args):
     if args.output and args.timing_only:
         raise UserError("--output: a --timing-only run computes no output to write")
     table, clock = load_table(args.tech), resolve_clock(cfg, args.clock)
-    graph = load_network(args.network, args.input_size, args.seed, cfg)
+    graph = load_network(args.network, args.input_size, args.seed, cfg,
+                         timing_only=args.timing_only)
     if args.output and len(graph.outputs) != 1:
         raise UserError(f"--output takes one array, but {graph.name} has "
                         f"{len(graph.outputs)} outputs ({', '.join(graph.outputs)}); run it "

@@ -56,6 +56,7 @@ class TimedFsimBackend(FsimBackend):
     def __init__(self, cfg, *, schedule="inorder", seed=None, **options):
         super().__init__(cfg, schedule=schedule, seed=seed, **options)
         self.timing = Fsim(cfg, strict=True, schedule=schedule, seed=seed, timing_only=True)
+        self.timing.compiled = True     # the compiled scheduler, held to the bit-exact run
 
     def run(self, insn_addr, insn_count, *, bases=None):
         before = self._dram.copy()
