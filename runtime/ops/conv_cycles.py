@@ -25,8 +25,10 @@ Instruction costs are the RTL's as measured on tsim, the figures fsim's cycle mo
 (:mod:`avta.isa.costs`): a GEMM of N steps takes N + ``gemm_fill(cfg)``, an ALU instruction
 N + ``ALU_FILL``; a LOAD its start and first-beat latency plus, per DRAM row, its bus beats
 (or one cycle per element when elements are narrower than the bus); a STORE its start plus, per
-DRAM row, its beats and the row overhead. Border padding, micro-op loads and fetch are left out:
-the estimate ranks tilings, it does not predict a run to the cycle.
+DRAM row, its beats and the row overhead. The resident ACC rows' LOADs (bias, per-channel rows)
+come first, and the load stage's first LOADs wait behind them on the one read engine. Border
+padding, micro-op loads and fetch are left out: the estimate ranks tilings, it does not predict
+a run to the cycle.
 """
 
 import functools
@@ -123,6 +125,16 @@ class _Costs:
                 self._cache[key] = load_cycles(self.cfg, th_in, tw_in, self._inp_bytes)
         return nci * self._cache[key]
 
+    def resident_load(self):
+        """The compute stage's LOADs of the resident ACC rows (bias, per-channel rows) into each
+        bank the buffers use, before the first GEMM. They share the one read engine with the
+        load stage (hw/axi/vme.py), and come first in the stream, so the load stage's first
+        LOADs wait behind them."""
+        t = self.t
+        if not t.bias_rows:
+            return 0
+        return t.acc_banks * load_cycles(self.cfg, 1, t.bias_rows, self.cfg.acc_elem_bytes)
+
     def weight_load(self, nco, nci):
         if self.shape.depthwise:        # the diagonal blocks of the chunk: one DRAM row
             return load_cycles(self.cfg, 1, nco * self.kk, self._wgt_bytes)
@@ -191,7 +203,8 @@ def lower_bound(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias"):
     elif split == 1:
         tw = halves(tw)[0] if tiles == 1 else tw
         last_tw = halves(last_tw)[1]
-    first_load = costs.input_load(th, tw, nci) + costs.weight_load(nco, nci)
+    first_load = costs.resident_load() + costs.input_load(th, tw, nci) + \
+        costs.weight_load(nco, nci)
     last_store = costs.store(last_th, last_tw, cob - (_ceil(cob, t.tco) - 1) * t.tco)
     # With two threads the tail after the accumulator start may run beside the GEMMs, and a
     # MOV start beside them too: then the compute stage takes at least the longer of its GEMMs
@@ -293,7 +306,7 @@ def _estimates(cfg, shape, t, tail_steps, start, give_up):
             t.wgt_resident, t.reload_weights, t.threads > 1 and t.acc_banks > 1, beside,
             start == "zero", weights, shape.gemm_steps(cfg), costs._fill, ALU_FILL, sizes,
             input_load, weight_load, uops, store, give_up is not None,
-            0 if give_up is None else give_up, axis)))
+            0 if give_up is None else give_up, axis, costs.resident_load())))
     if split < 0:
         results.append(-1)
     return results
@@ -310,14 +323,16 @@ def _compiled_walk():
 
 def _walk(n_b, n_co, n_h, n_w, n_ci, threads, slots, inp_resident, wgt_resident,
           reload_weights, banked, beside, zero_start, weights, gemm_left, fill, alu_fill,
-          sizes, input_load, weight_load, uops, store, stops, give_up, split):
+          sizes, input_load, weight_load, uops, store, stops, give_up, split, resident_load):
     """The walk of :func:`estimate` over every task in the emitter's order (the module
     docstring); -1 once it passes ``give_up`` (only when ``stops``). ``banked``: two threads
     with their accumulator buffers in different ACC banks (the tail's passes run beside the
     next GEMMs); ``beside``: a tile's MOV start runs beside the last part of the tile before
     (:func:`_starts_beside`); ``zero_start``: the start is ``"zero"``; ``weights``: cycles per
     ACC row of each pass after the start (:func:`tail_weights`); ``split``: the axis (0 rows, 1
-    columns) along which the last tile is two (:func:`split_axis`), or −1. Tables are indexed by
+    columns) along which the last tile is two (:func:`split_axis`), or −1; ``resident_load``:
+    the cycles of the resident rows' LOADs the load stage's first LOADs wait behind
+    (:meth:`_Costs.resident_load`). Tables are indexed by
     0 (full) or 1 (border) per axis, and 2 and 3 for the halves of the split axis's border:
     ``sizes[axis, i]`` (th, tw, nco), ``input_load[h, w, co, ci]``, ``weight_load[co, ci]``,
     ``uops[co, ci]`` and ``store[h, w, co]``."""
@@ -325,7 +340,7 @@ def _walk(n_b, n_co, n_h, n_w, n_ci, threads, slots, inp_resident, wgt_resident,
     n_plain = n_b * n_co * n_spatial                # tiles before the last is split
     n_tasks = (n_plain + (1 if split >= 0 else 0)) * n_ci
     n_pass = len(weights)
-    load_free = compute_free = store_free = 0
+    load_free, compute_free, store_free = resident_load, 0, 0
     gemm_done = np.empty(n_tasks, np.int64)         # per task: when it released its input buffer
     store_done = np.empty(n_plain + 1, np.int64)     # per tile: when its store ended
     n_stores = 0
