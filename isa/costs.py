@@ -19,9 +19,10 @@ __all__ = ["FETCH_LATENCY", "INSN_OVERHEAD", "LOAD_LATENCY", "LOAD_ROW_MIN_CYCLE
 
 #: Cycles from launch until the first instruction can start in its stage (fetching it from DRAM
 #: and decoding it; every layer's compute stage idled 9-10 cycles on tsim, default and huge,
-#: before the memory engine's registers on read commands and beats and the queues' head
-#: register, which add a cycle each: docs/architecture.md, timing on an FPGA).
-FETCH_LATENCY = 13
+#: before the memory engine's registers on read commands and beats, the queues' head register
+#: and fetch's dispatch register, which add a cycle each: docs/architecture.md, timing on an
+#: FPGA).
+FETCH_LATENCY = 14
 #: Cycles of every LOAD and STORE besides its rows (decoding it, starting the walk); a LOAD or
 #: STORE of no rows (tokens only) costs just this.
 INSN_OVERHEAD = 2

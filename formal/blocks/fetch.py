@@ -29,8 +29,8 @@ dispatched to the stages' queues (docs/isa.md §3, §3.5).
     dispatch carries index n, none in scan mode or after an error, all INSN_COUNT when fetch
     has checked the stream without error or scan, and a stopped fetch names the next index.
     Proven by k-induction with invariants over fetch's own pointers (``head``, ``d_valid``,
-    ``d_index``, ``stopped``, ``running``: what was taken from the ring less the one in
-    decode is what was dispatched). ``dispatch`` is only bounded: its promise about k's
+    ``d_index``, ``q_valid``, ``q_index``, ``stopped``, ``running``: what was taken from the
+    ring less the ones in decode and in the dispatch register is what was dispatched). ``dispatch`` is only bounded: its promise about k's
     contents would need invariants over the ring's memory, which a harness cannot name.
 """
 
@@ -191,19 +191,24 @@ class FetchHarness(Harness):
         self.promise(m, ~dut.error | scanned | (dut.error_index == dispatched))
         self.promise(m, ~(dut.checked & ~dut.error & ~scanned) | (dispatched == count))
         # Strengthening: what fetch has taken from its ring (head), less the one in decode
-        # (d_valid, with index d_index = head - 1), is what was dispatched, unless scan mode
-        # dropped some; a stopped fetch holds the failing instruction in decode; power-on.
+        # (d_valid, with index d_index = head - 1) and the one in the dispatch register
+        # (q_valid, with index q_index just before), is what was dispatched, unless scan mode
+        # dropped some; a stopped fetch holds the failing instruction in the dispatch
+        # register; power-on.
         head, d_valid, d_index = dut.head, dut.d_valid, dut.d_index
+        q_valid, q_index = dut.q_valid, dut.q_index
         stopped, running = dut.stopped, dut.running
         taken = Signal(INDEX_BITS + 2)
-        m.d.comb += taken.eq(head - d_valid)
+        m.d.comb += taken.eq(head - d_valid - q_valid)
         self.promise(m, scanned | (dispatched == taken))
         self.promise(m, dispatched <= taken)
+        self.promise(m, taken <= head)
         self.promise(m, ~d_valid | ((head != 0) & (d_index == (head - 1)[:INDEX_BITS])))
+        self.promise(m, ~q_valid | (q_index == taken[:INDEX_BITS]))
         self.promise(m, head <= count)
-        self.promise(m, ~stopped | (d_valid & (dut.error_index == d_index)))
-        self.promise(m, ~first | ((dispatched == 0) & (head == 0) & ~d_valid & ~stopped
-                                  & ~running & ~scanned))
+        self.promise(m, ~stopped | (q_valid & (dut.error_index == q_index)))
+        self.promise(m, ~first | ((dispatched == 0) & (head == 0) & ~d_valid & ~q_valid
+                                  & ~stopped & ~running & ~scanned))
         self.promise(m, first | running)
         self.cover(m, dut.checked & ~dut.error & ~scanned & (count == 3))
         self.cover(m, dut.error & ~scanned & (dispatched == 2))

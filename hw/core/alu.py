@@ -9,8 +9,9 @@ s1    the micro-op arrives; indices = micro-op fields + offsets, registered.
 s2    ACC[src] is read (port A), and ACC[dst] too when the operation needs it: on port B
       in the same cycle, or on port A one cycle later (the step then spends two cycles in
       s2, and the steps behind it wait in s1 and s0).
-s3    operands arrive, forwarded, and are registered as the lanes' A and B.
-s4    the registered operands, forwarded, go to :class:`AluLanes`; the result is registered.
+s3    operands arrive, forwarded (from the write landing now, and from the result of the step
+      in s4, which writes next), and are registered as the lanes' A and B.
+s4    the registered operands go to :class:`AluLanes`; the result is registered.
 s5    the result is written to ACC[dst] (the compute stage mirrors it to OUT).
 ====  ===================================================================================
 
@@ -23,7 +24,8 @@ costs every ALU instruction one cycle (:data:`avta.isa.costs.ALU_FILL`).
 Read-after-write at any distance, through dst and src (docs/isa.md §3.4): a read issued in the cycle
 of a write returns the new data (transparent ports); every operand value that was read before a
 write and is still waiting (in s3, in the s4 operand register, or ACC[src] held through the
-second s2 cycle) is replaced by the write data when the indices match. So each step sees all
+second s2 cycle) is replaced by the write data when the indices match, and an operand entering
+the s4 register by the result of the step in s4 (the next write) when its row is that step's. So each step sees all
 earlier steps with no interlock.
 """
 
@@ -171,31 +173,25 @@ class Alu(wiring.Component):
                 m.d.comb += imm_row[b][o].eq(imm)
 
         # -- s4 -----------------------------------------------------------------------------------
-        # While a step's operands wait in s4, the step ahead of it (in s4 now, in s5 then) writes.
-        # Whether that write's row is an operand's is decided here, a cycle early, so that only
-        # one mux stands between the operand register and the lanes.
+        # While a step's operands wait for s4, the step ahead of it (in s4 now, in s5 then) writes
+        # its row. Whether that row is an operand's is decided now, and the step ahead's result
+        # (the lanes' output now, the write data then) is registered in the operand's place: the
+        # lanes' operands are flip-flops, with no forwarding mux (and no select fanning out to
+        # every operand bit) between them and the lanes.
         v4, last4 = Signal(), Signal()
         dst4 = Signal(acc_bits)
-        a4, b4 = Signal(row_layout(cfg, "acc")), Signal(row_layout(cfg, "acc"))
-        a_hit4, b_hit4 = Signal(), Signal()
         src_hit = v4 & (dst4 == src3)
         dst_hit = v4 & (dst4 == dst3)
         if FaultName.ALU_NO_FORWARD in self._faults:
             # Planted bug (avta.hw.core.faults), for testing the verification tools only.
             src_hit = dst_hit = Const(0, 1)
-        m.d.sync += [v4.eq(v3), last4.eq(last3), dst4.eq(dst3),
-                     a4.eq(Mux(insn.use_imm, src_val, dst_val)),
-                     b4.eq(Mux(insn.use_imm, imm_row, src_val)),
-                     a_hit4.eq(Mux(insn.use_imm, src_hit, dst_hit)),
-                     b_hit4.eq(~insn.use_imm & src_hit)]
-
+        a_hit = Mux(insn.use_imm, src_hit, dst_hit)
+        b_hit = ~insn.use_imm & src_hit
         m.submodules.lanes = lanes = self.lanes
-        m.d.comb += [
-            lanes.op.eq(insn.alu_opcode),
-            # The write landing now is wr (s5's result), the step ahead's, when a_hit4/b_hit4.
-            lanes.a.eq(Mux(a_hit4, wr.data, a4)),
-            lanes.b.eq(Mux(b_hit4, wr.data, b4)),
-        ]
+        m.d.comb += lanes.op.eq(insn.alu_opcode)
+        m.d.sync += [v4.eq(v3), last4.eq(last3), dst4.eq(dst3),
+                     lanes.a.eq(Mux(a_hit, lanes.out, Mux(insn.use_imm, src_val, dst_val))),
+                     lanes.b.eq(Mux(b_hit, lanes.out, Mux(insn.use_imm, imm_row, src_val)))]
 
         # -- s5 -----------------------------------------------------------------------------------
         v5, last5 = Signal(), Signal()

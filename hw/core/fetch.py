@@ -5,8 +5,12 @@ Instructions land in a ring buffer (``ring`` slots) through a memory-engine read
 command asks for up to ``burst`` instructions as soon as that many slots are free, so several
 commands are outstanding and they may complete in any order. Each slot has a valid bit, set when
 the slot's last bus chunk is written (beats of one command arrive in order). Dispatch takes
-slots strictly in program order: read the slot, decode it (:class:`InsnDecode`), push it to the
-load, compute or store queue (waiting while that queue is full).
+slots strictly in program order: read the slot (the ring's read register), decode it
+(:class:`InsnDecode`) into the dispatch register, push it from there to the load, compute or
+store queue (waiting while that queue is full). The dispatch register keeps the decode logic out
+of the cycle in which a queue's ``ready`` decides whether the ring is read again (an enable of
+all 128 bits of the read register): a cycle of fetch latency (``FETCH_LATENCY``,
+docs/architecture.md, timing on an FPGA), none of throughput.
 
 Decode errors (codes 1–6, 8) and an instruction fetched from outside DRAM (code 9) stop fetch at
 the first failing instruction in program order and are reported with its index. With ``scan``
@@ -96,6 +100,8 @@ class Fetch(wiring.Component):
         self.head = Signal(INDEX_BITS + 1, name="head")   # instructions taken from the ring
         self.d_valid = Signal(name="d_valid")    # an instruction is in decode ...
         self.d_index = Signal(INDEX_BITS, name="d_index")  # ... with this index
+        self.q_valid = Signal(name="q_valid")    # a decoded instruction is offered to a queue ...
+        self.q_index = Signal(INDEX_BITS, name="q_index")  # ... with this index
 
     def elaborate(self, platform):
         m = Module()
@@ -167,40 +173,54 @@ class Fetch(wiring.Component):
         set_valid = Mux(complete, 1 << writer.wr_addr, 0)
         set_err = Mux((writer.wr_en != 0) & beat.err, 1 << writer.wr_addr, 0)
 
-        # -- dispatch -----------------------------------------------------------------------------
+        # -- decode: the ring's read register (d_*) into the dispatch register (q_*) -------------
         m.submodules.decode = decode = InsnDecode(cfg=cfg, faults=self._faults)
         d_valid, d_index = self.d_valid, self.d_index
         d_err = Signal()
+        m.d.comb += decode.insn.eq(rd.data)
+        q_valid, q_index = self.q_valid, self.q_index
+        q_insn = Signal.like(rd.data)
+        q_stage = Signal(Stage)
+        q_error = Signal(ErrorCode)              # NONE when it may be dispatched
+
+        # -- dispatch from the dispatch register --------------------------------------------------
         head_slot = head[:log_ring]
         entry = Signal(entry_layout(cfg))
-        m.d.comb += [entry.insn.eq(rd.data), entry.index.eq(d_index),
-                     decode.insn.eq(rd.data)]
+        m.d.comb += [entry.insn.eq(q_insn), entry.index.eq(q_index)]
         targets = {Stage.LOAD: self.ld_insn, Stage.COMPUTE: self.cp_insn,
                    Stage.STORE: self.st_insn}
-        bad = d_err | (decode.error != ErrorCode.NONE)
+        bad = q_error != ErrorCode.NONE
         consumed = Signal()
         for stage, port in targets.items():
             m.d.comb += [port.payload.eq(entry),
-                         port.valid.eq(d_valid & ~bad & ~self.scan & ~stopped
-                                       & (decode.stage == stage))]
+                         port.valid.eq(q_valid & ~bad & ~self.scan & ~stopped
+                                       & (q_stage == stage))]
             taken = port.valid & port.ready
             if stage == Stage.STORE and FaultName.FETCH_DUP_STORE in self._faults:
                 # Planted bug (avta.hw.core.faults), for testing the verification tools only.
                 taken = 0
             with m.If(taken):
                 m.d.comb += consumed.eq(1)
-        with m.If(d_valid & ~bad & self.scan & ~stopped):
+        with m.If(q_valid & ~bad & self.scan & ~stopped):
             m.d.comb += consumed.eq(1)
-        with m.If(d_valid & bad & ~stopped):
-            m.d.sync += [stopped.eq(1), self.error_index.eq(d_index),
-                         self.error_code.eq(decode.error)]
-            with m.If(d_err):
-                # Fetched from outside DRAM: its bits mean nothing (docs/isa.md §3.5, error 9).
-                m.d.sync += self.error_code.eq(ErrorCode.DRAM_OUT_OF_RANGE)
+        with m.If(q_valid & bad & ~stopped):
+            m.d.sync += [stopped.eq(1), self.error_index.eq(q_index),
+                         self.error_code.eq(q_error)]
         m.d.comb += self.error.eq(stopped)
 
+        # The dispatch register takes the decoded instruction when it is empty or being taken.
+        advance = d_valid & (~q_valid | consumed)
+        with m.If(advance):
+            m.d.sync += [q_valid.eq(1), q_index.eq(d_index), q_insn.eq(rd.data),
+                         q_stage.eq(decode.stage), q_error.eq(decode.error)]
+            with m.If(d_err):
+                # Fetched from outside DRAM: its bits mean nothing (docs/isa.md §3.5, error 9).
+                m.d.sync += q_error.eq(ErrorCode.DRAM_OUT_OF_RANGE)
+        with m.Elif(consumed):
+            m.d.sync += q_valid.eq(0)
+
         issue = (running & ~stopped & (head < count) & slot_valid.bit_select(head_slot, 1)
-                 & (~d_valid | consumed))
+                 & (~d_valid | advance))
         m.d.comb += [rd.addr.eq(head_slot), rd.en.eq(issue)]
         clear = Mux(issue, 1 << head_slot, 0)
         m.d.sync += [slot_valid.eq((slot_valid | set_valid) & ~clear),
@@ -208,12 +228,12 @@ class Fetch(wiring.Component):
         with m.If(issue):
             m.d.sync += [head.eq(head + 1), d_valid.eq(1), d_index.eq(head),
                          d_err.eq(slot_err.bit_select(head_slot, 1))]
-        with m.Elif(consumed):
+        with m.Elif(advance):
             m.d.sync += d_valid.eq(0)
-        m.d.comb += self.checked.eq(running & (head == count) & ~d_valid)
+        m.d.comb += self.checked.eq(running & (head == count) & ~d_valid & ~q_valid)
 
         with m.If(self.start):
             m.d.sync += [running.eq(1), stopped.eq(0), fetched.eq(0), head.eq(0),
-                         fetch_addr.eq(self.insn_addr), d_valid.eq(0), slot_valid.eq(0),
-                         slot_err.eq(0)]
+                         fetch_addr.eq(self.insn_addr), d_valid.eq(0), q_valid.eq(0),
+                         slot_valid.eq(0), slot_err.eq(0)]
         return m

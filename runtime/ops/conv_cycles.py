@@ -25,8 +25,10 @@ Instruction costs are the RTL's as measured on tsim, the figures fsim's cycle mo
 (:mod:`avta.isa.costs`): a GEMM of N steps takes N + ``gemm_fill(cfg)``, an ALU instruction
 N + ``ALU_FILL``; a LOAD its start and first-beat latency plus, per DRAM row, its bus beats
 (or one cycle per element when elements are narrower than the bus); a STORE its start plus, per
-DRAM row, its beats and the row overhead. Border padding, micro-op loads and fetch are left out:
-the estimate ranks tilings, it does not predict a run to the cycle.
+DRAM row, its beats and the row overhead. The resident ACC rows' LOADs (bias, per-channel rows)
+come first, and the load stage's first LOADs wait behind them on the one read engine. Border
+padding, micro-op loads and fetch are left out: the estimate ranks tilings, it does not predict
+a run to the cycle.
 """
 
 import math
@@ -126,6 +128,11 @@ class _Costs:
                 self._cache[key] = load_cycles(self.cfg, th_in, tw_in, self._inp_bytes)
         return nci * self._cache[key]
 
+    def resident_load(self):
+        """The compute stage's LOADs of the resident ACC rows (bias, per-channel rows) into each
+        bank the buffers use, before the first GEMM (:func:`_resident_loads`)."""
+        return int(_resident_loads(self.cfg, self.t.bias_rows, self.t.acc_banks))
+
     def weight_load(self, nco, nci):
         if self.shape.depthwise:        # the diagonal blocks of the chunk: one DRAM row
             return load_cycles(self.cfg, 1, nco * self.kk, self._wgt_bytes)
@@ -150,6 +157,15 @@ class _Costs:
         if key not in self._cache:
             self._cache[key] = _store_cycles(self.cfg, self.shape, th, tw, nco, self.t.acc_pitch)
         return self._cache[key]
+
+
+def _resident_loads(cfg, bias_rows, acc_banks):
+    """The LOADs of ``bias_rows`` resident ACC rows (bias, per-channel rows) into each of
+    ``acc_banks`` banks, before the first GEMM (numbers, or arrays of candidates). They share
+    the one read engine with the load stage (hw/axi/vme.py), and come first in the stream, so
+    the load stage's first LOADs wait behind them."""
+    return np.asarray(acc_banks) * _each(
+        lambda rows: load_cycles(cfg, 1, rows, cfg.acc_elem_bytes) if rows else 0, bias_rows)
 
 
 def _store_cycles(cfg, shape, th, tw, nco, acc_pitch):
@@ -204,15 +220,15 @@ def lower_bound(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias"):
     """A bound :func:`estimate` never goes below, in constant time: the compute stage's work
     (every GEMM and ALU instruction) after the first task's LOADs, then the last tile's STORE."""
     return int(lower_bounds(cfg, shape, t.th, t.tw, t.tco, t.tci, t.threads, t.acc_banks,
-                            t.wgt_resident, t.inp_resident, tail_steps=tail_steps,
+                            t.wgt_resident, t.inp_resident, t.bias_rows, tail_steps=tail_steps,
                             start=start))
 
 
 def lower_bounds(cfg, shape, th, tw, tco, tci, threads, acc_banks, wgt_resident, inp_resident,
-                 *, tail_steps=TAIL_STEPS, start="bias"):
-    """:func:`lower_bound` of the tilings of these sizes, ACC banks and resident weights and
-    inputs (numbers, or arrays of candidates: the planner bounds every candidate at once,
-    elementwise)."""
+                 bias_rows, *, tail_steps=TAIL_STEPS, start="bias"):
+    """:func:`lower_bound` of the tilings of these sizes, ACC banks, resident weights and
+    inputs and resident ACC rows (numbers, or arrays of candidates: the planner bounds every
+    candidate at once, elementwise)."""
     if start not in STARTS:
         raise ValueError(f"accumulator start {start!r} is not one of {STARTS}")
     weights = tail_weights(tail_steps)
@@ -236,7 +252,8 @@ def lower_bounds(cfg, shape, th, tw, tco, tci, threads, acc_banks, wgt_resident,
     last_th = np.where(split == 0, halves(last_th)[1], last_th)
     tw0 = np.where((split == 1) & (tiles == 1), halves(tw0)[0], tw0)
     last_tw = np.where(split == 1, halves(last_tw)[1], last_tw)
-    first_load = _each(costs.input_load, th0, tw0, nci) + _each(costs.weight_load, nco, nci)
+    first_load = _resident_loads(cfg, bias_rows, acc_banks) + \
+        _each(costs.input_load, th0, tw0, nci) + _each(costs.weight_load, nco, nci)
     last_store = _each(lambda *sizes: _store_cycles(cfg, shape, *sizes), last_th, last_tw,
                        cob - (n_co - 1) * tco, th * tw)
     # With two threads the tail after the accumulator start may run beside the GEMMs, and a
@@ -332,7 +349,8 @@ def _estimates(cfg, shape, t, tail_steps, start, give_up, tables=None):
             t.inp_resident, t.wgt_resident, t.reload_weights, t.threads > 1 and t.acc_banks > 1,
             beside, start == "zero", weights, shape.gemm_steps(cfg), gemm_fill(cfg), ALU_FILL,
             sizes, input_load, weight_load, uops, store, give_up is not None,
-            0 if give_up is None else give_up, axis)))
+            0 if give_up is None else give_up, axis,
+            int(_resident_loads(cfg, t.bias_rows, t.acc_banks)))))
     if split < 0:
         results.append(-1)
     return results

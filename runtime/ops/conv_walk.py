@@ -21,7 +21,7 @@ def compiled_walk():
 
 def walk(n_b, n_co, n_h, n_w, n_ci, threads, slots, inp_resident, wgt_resident,
          reload_weights, banked, beside, zero_start, weights, gemm_left, fill, alu_fill,
-         sizes, input_load, weight_load, uops, store, stops, give_up, split):
+         sizes, input_load, weight_load, uops, store, stops, give_up, split, resident_load):
     """The walk of :func:`.conv_cycles.estimate` over every task in the emitter's order (the
     docstring of :mod:`.conv_cycles`); -1 once it passes ``give_up`` (only when ``stops``).
     ``banked``: two threads with their accumulator buffers in different ACC banks (the tail's
@@ -29,15 +29,17 @@ def walk(n_b, n_co, n_h, n_w, n_ci, threads, slots, inp_resident, wgt_resident,
     of the tile before (:func:`.conv_cycles._starts_beside`); ``zero_start``: the start is
     ``"zero"``; ``weights``: cycles per ACC row of each pass after the start
     (:func:`.conv_cycles.tail_weights`); ``split``: the axis (0 rows, 1 columns) along which
-    the last tile is two (:func:`.conv_cycles.split_axis`), or −1. Tables are indexed by 0
-    (full) or 1 (border) per axis, and 2 and 3 for the halves of the split axis's border:
+    the last tile is two (:func:`.conv_cycles.split_axis`), or −1; ``resident_load``: the
+    cycles of the resident rows' LOADs the load stage's first LOADs wait behind
+    (:func:`.conv_cycles._resident_loads`). Tables are indexed by 0 (full) or 1 (border) per
+    axis, and 2 and 3 for the halves of the split axis's border:
     ``sizes[axis, i]`` (th, tw, nco), ``input_load[h, w, co, ci]``, ``weight_load[co, ci]``,
     ``uops[co, ci]`` and ``store[h, w, co]``."""
     n_spatial = n_h * n_w
     n_plain = n_b * n_co * n_spatial                # tiles before the last is split
     n_tasks = (n_plain + (1 if split >= 0 else 0)) * n_ci
     n_pass = len(weights)
-    load_free = compute_free = store_free = 0
+    load_free, compute_free, store_free = resident_load, 0, 0
     gemm_done = np.empty(n_tasks, np.int64)         # per task: when it released its input buffer
     store_done = np.empty(n_plain + 1, np.int64)     # per tile: when its store ended
     n_stores = 0

@@ -39,9 +39,10 @@ def test_fetch_order_proven_by_induction(tmp_path):
 
 
 def test_duplicated_store_fails_the_order_in_the_base_case(tmp_path):
-    # The proof's depth (10) reaches the duplicate at cycle 6: a counterexample, not "bounded".
+    # The proof's depth (10) reaches the duplicate at cycle 7 (the ring's read register, then
+    # the dispatch register): a counterexample, not "bounded".
     result = _run("fetch", "order", tmp_path, faults={FaultName.FETCH_DUP_STORE})
-    assert result.status == "failed" and result.cycle == 6
+    assert result.status == "failed" and result.cycle == 7
 
 
 #: The bounded checks (block, check, depth, covers): fetch's dispatch; an error stops every stage

@@ -162,3 +162,25 @@ def test_clip_at_int32_corners():
     a, b = (np.array(column, dtype=np.int32) for column in zip(*pairs))
     with np.errstate(over="ignore"):
         assert got == alu_op(AluOp.CLP, a, b).tolist()
+
+
+def _sync_targets(fragment):
+    """Every signal a fragment (and its subfragments) assigns in the ``sync`` domain."""
+    targets = []
+    for stmt in fragment.statements.get("sync", []):
+        targets += list(stmt._lhs_signals())
+    for sub, _, _ in fragment.subfragments:
+        targets += _sync_targets(sub)
+    return targets
+
+
+@pytest.mark.parametrize("ports", [1, 2])
+def test_lanes_operands_are_flip_flops(ports):
+    """The lanes' A and B are registers: the forwarding of the step ahead's result is decided
+    before them, so no mux select fans out to every operand bit between them and the lanes
+    (docs/architecture.md, timing on an FPGA)."""
+    from amaranth.hdl import Fragment
+    alu = Alu(cfg=config("tiny", ports))
+    targets = _sync_targets(Fragment.get(alu, None))
+    for operand in (alu.lanes.a, alu.lanes.b):
+        assert any(t is operand.as_value() for t in targets)

@@ -150,3 +150,51 @@ def test_no_instruction_is_checked_at_once():
     cfg = load_config("tiny")
     got, result, _ = run_fetch(cfg, [])
     assert not result["error"] and not any(got.values())
+
+
+def test_decoded_instruction_waits_in_the_dispatch_register():
+    """The ring's read register, then the dispatch register (the decode between them): an
+    instruction is offered to its queue 3 cycles after its last beat is taken (the ring's write,
+    its read, the decode); once the queue takes them, buffered instructions follow one a
+    cycle."""
+    cfg = load_config("tiny")
+    c = codec(cfg)
+    insns = [GemmInsn(opcode=Opcode.FINISH)] * 4
+    blob = b"".join(c.encode_bytes(i) for i in insns)
+    dram = bytearray(INSN_ADDR + len(blob) + 64)
+    dram[INSN_ADDR:INSN_ADDR + len(blob)] = blob
+    dut = Fetch(cfg=cfg, ring=8, burst=3)
+    model = DramModel(dram, data_bits=cfg.axi_data_bits,
+                      knobs=MemoryKnobs(seed=0, latency=(0, 0), backpressure=0.0))
+    model.add_read_client(dut.mem, "fetch")
+    opened = 40                                  # the queue takes nothing before this cycle
+    cycles = {"taken": []}
+
+    async def bench(ctx):
+        ctx.set(dut.insn_addr, INSN_ADDR)
+        ctx.set(dut.insn_count, len(insns))
+        ctx.set(dut.start, 1)
+        await ctx.tick()
+        ctx.set(dut.start, 0)
+        beats = max(1, 16 // cfg.axi_data_bytes)     # the first instruction's beats
+        for cycle in range(100):
+            ctx.set(dut.cp_insn.ready, cycle >= opened)
+            _, _, beat, offered, ready, checked = await ctx.tick().sample(
+                dut.mem.data.valid & dut.mem.data.ready, dut.cp_insn.valid, dut.cp_insn.ready,
+                dut.checked)
+            if beat:
+                beats -= 1
+                if beats == 0:
+                    cycles.setdefault("beat", cycle)
+            if offered:
+                cycles.setdefault("offered", cycle)
+                if ready:
+                    cycles["taken"].append(cycle)
+            if checked:
+                cycles["checked"] = cycle
+                break
+
+    run_sim(dut, bench, background=[model.run], name="fetch-latency")
+    assert cycles["offered"] - cycles["beat"] == 3
+    assert cycles["taken"] == list(range(opened, opened + len(insns)))
+    assert cycles["checked"] == opened + len(insns)

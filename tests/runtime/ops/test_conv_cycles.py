@@ -25,8 +25,10 @@ def test_one_task_by_hand():
     start = 16 + 6                          # 16 ACC rows, the ALU's pipeline fill
     gemm = 16 * 9 + 4 + 1 + 2               # fill, the index register, the dot product's two
     store = 2 + (16 * 16 // 8 + 6)          # the tile is whole rows: one DRAM row
-    assert estimate(cfg, shape, t) == inp + wgt + gemm + 3 * start + store
-    assert estimate(cfg, shape, t, tail_steps=2) == inp + wgt + gemm + start + store
+    # The bias row (16 int32) in each bank the buffers use, loaded first on the read engine.
+    bias = t.acc_banks * (load + 16 * 4 // 8)
+    assert estimate(cfg, shape, t) == bias + inp + wgt + gemm + 3 * start + store
+    assert estimate(cfg, shape, t, tail_steps=2) == bias + inp + wgt + gemm + start + store
     assert estimate(cfg, shape, t, give_up=100) is None
 
 
@@ -194,13 +196,19 @@ def test_passes_beside_a_gemm(costs, gemm, left, taken):
     assert passes_beside(costs, gemm, left) == taken
 
 
-@pytest.mark.parametrize("shape", [(1, 128, 14, 14, 128, 1, 1, 0, 2),
-                                   (1, 256, 14, 14, 256, 1, 1, 0, 2),
-                                   (1, 64, 28, 28, 64, 3, 3, 1, 1)],
-                         ids=["1x1-8-blocks", "1x1-16-blocks", "3x3"])
-def test_estimate_follows_fsim_with_per_channel_rows(default_cfg, shape):
+@pytest.mark.parametrize("shape, within", [
+    ((1, 128, 14, 14, 128, 1, 1, 0, 1), 0.04),
+    ((1, 256, 14, 14, 256, 1, 1, 0, 1), 0.04),
+    ((1, 64, 28, 28, 64, 3, 3, 1, 1), 0.02),
+    ((1, 128, 14, 14, 128, 1, 1, 0, 2), 0.04),
+    ((1, 256, 14, 14, 256, 1, 1, 0, 2), 0.04)],
+    ids=["1x1-8-blocks", "1x1-16-blocks", "3x3", "1x1-8-blocks-stride-2",
+         "1x1-16-blocks-stride-2"])
+def test_estimate_follows_fsim_with_per_channel_rows(default_cfg, shape, within):
     """Per-channel rows (three two-operand passes a tile) on the plan the planner takes: the
-    estimate within 2 % of fsim's cycles (it leaves out fetch and the micro-op loads)."""
+    estimate within 2 % of fsim's cycles, 4 % on the short 1x1 layers, where the first GEMMs'
+    micro-op LOADs, which the estimate leaves out, wait behind the load stage's first LOADs on
+    the one read engine (measured: 2.1-3.6 %)."""
     from avta.runtime.device import Device
     from avta.runtime.ops.conv2d import bias_bound
     from avta.runtime.ops.conv_tail import plan_layer, plan_options
@@ -220,7 +228,7 @@ def test_estimate_follows_fsim_with_per_channel_rows(default_cfg, shape):
     dev = Device(cfg, FsimBackend(cfg, dram_size=4 << 20, timing_only=True))
     conv2d(dev, x, w, bias, stride=shape.stride, pad=shape.pad, requant=rq, tiling=t)
     cycles = dev.last_result.cycles
-    assert abs(estimate(cfg, shape, t, **options) - cycles) <= 0.02 * cycles
+    assert abs(estimate(cfg, shape, t, **options) - cycles) <= within * cycles
 
 
 #: Requantization tails the planner is asked about: upstream's (a start and three one-cycle
@@ -266,8 +274,8 @@ def test_the_planner_lays_out_every_candidate_at_once_as_one_by_one(config, geom
         tables = walk_tables(cfg, shape, th, tw, tco, tci, layout.acc_pitch, splits)
         for start in ("bias", "reset"):
             bounds = lower_bounds(cfg, shape, th, tw, tco, tci, 2, layout.acc_banks,
-                                  layout.wgt_resident, layout.inp_resident, tail_steps=tail,
-                                  start=start)
+                                  layout.wgt_resident, layout.inp_resident,
+                                  layout.bias_rows, tail_steps=tail, start=start)
             assert bounds.tolist() == [lower_bound(cfg, shape, t, tail_steps=tail, start=start)
                                        for t in expected]
             # Every split candidate, and a sample of the others.

@@ -68,7 +68,8 @@ def _one_walk(cfg, shape, t, tail_steps, start, give_up, split):
     tasks = list(_tasks(cfg, shape, t, split))
     n_ci = shape.input_chunks(cfg, t.tci)
     gemm_left = shape.gemm_steps(cfg)                                    # steps still to run
-    load_free = compute_free = store_free = 0
+    # The load stage's first LOADs wait behind the resident rows' on the one read engine.
+    load_free, compute_free, store_free = costs.resident_load(), 0, 0
     gemm_done = []            # per task: when its GEMM released the input buffer
     store_done = []           # per tile: when its store released the accumulator buffer
     held = [None] * threads   # the weight chunk each input buffer holds (weights per task)
