@@ -161,8 +161,7 @@ def resnet18_like(folder, *, size=64, seed=0, form="QDQ", per_channel=True, cali
     second of each block halved so that the residual sums stay in range), input ``[N, 3, size,
     size]``, quantized on ``calibration`` random images (normal, seeded) with per-channel
     weights by default; ``(path of the quantized model, float32 model)``."""
-    onnx = load_onnx()
-    helper, numpy_helper, tensor = onnx.helper, onnx.numpy_helper, onnx.TensorProto
+    helper = load_onnx().helper
     rng = np.random.default_rng(seed)
     arrays, nodes = {}, []
 
@@ -199,17 +198,8 @@ def resnet18_like(folder, *, size=64, seed=0, form="QDQ", per_channel=True, cali
     arrays["fc.w"] = rng.normal(0, np.sqrt(1.0 / cin), (cin, classes))
     arrays["fc.b"] = rng.normal(0, 0.05, classes)
     nodes.append(helper.make_node("Gemm", ["features", "fc.w", "fc.b"], ["logits"], name="fc"))
-    graph = helper.make_graph(
-        nodes, "resnet18_like",
-        [helper.make_tensor_value_info("x", tensor.FLOAT, ["N", 3, size, size])],
-        [helper.make_tensor_value_info("logits", tensor.FLOAT, ["N", classes])],
-        [numpy_helper.from_array(np.asarray(a, np.float32), n) for n, a in arrays.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    images = rng.normal(0, 1, (calibration, 3, size, size)).astype(np.float32)
-    path = quantize(model, folder, images, name="resnet18_like", form=form,
-                    per_channel=per_channel)
-    return path, model
+    return _quantized_example(folder, "resnet18_like", nodes, arrays, ("x", [3, size, size]),
+                              ("logits", [classes]), rng, calibration, form, per_channel)
 
 
 def mobilenet_block(folder, *, size=14, channels=32, seed=0, form="QDQ", per_channel=True,
@@ -219,8 +209,7 @@ def mobilenet_block(folder, *, size=14, channels=32, seed=0, form="QDQ", per_cha
     (``group`` = channels) + Relu, a depthwise 3×3 of stride 2 + Relu, a 1×1 back to 16, a
     global average pool; quantized on ``calibration`` random images (normal, seeded), with
     per-channel weights by default. ``(path of the quantized model, float32 model)``."""
-    onnx = load_onnx()
-    helper, numpy_helper, tensor = onnx.helper, onnx.numpy_helper, onnx.TensorProto
+    helper = load_onnx().helper
     rng = np.random.default_rng(seed)
     arrays, nodes = {}, []
 
@@ -243,14 +232,23 @@ def mobilenet_block(folder, *, size=14, channels=32, seed=0, form="QDQ", per_cha
     x = conv(x, "dw2", channels, channels, 3, 2, group=channels)
     x = conv(x, "project", channels, 16, 1, 1, relu=False)
     nodes.append(helper.make_node("GlobalAveragePool", [x], ["pool"], name="pool"))
+    return _quantized_example(folder, "mobilenet_block", nodes, arrays, ("x", [16, size, size]),
+                              ("pool", [16, 1, 1]), rng, calibration, form, per_channel)
+
+
+def _quantized_example(folder, name, nodes, arrays, inp, out, rng, calibration, form,
+                       per_channel):
+    """The float32 model of ``nodes`` with initializers ``arrays`` (input and output each a
+    ``(name, shape without the batch)``), quantized on ``calibration`` random images (normal,
+    from ``rng``): ``(path of the quantized model, float32 model)``."""
+    onnx = load_onnx()
+    helper, numpy_helper, tensor = onnx.helper, onnx.numpy_helper, onnx.TensorProto
     graph = helper.make_graph(
-        nodes, "mobilenet_block",
-        [helper.make_tensor_value_info("x", tensor.FLOAT, ["N", 16, size, size])],
-        [helper.make_tensor_value_info("pool", tensor.FLOAT, ["N", 16, 1, 1])],
+        nodes, name,
+        [helper.make_tensor_value_info(inp[0], tensor.FLOAT, ["N", *inp[1]])],
+        [helper.make_tensor_value_info(out[0], tensor.FLOAT, ["N", *out[1]])],
         [numpy_helper.from_array(np.asarray(a, np.float32), n) for n, a in arrays.items()])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
-    images = rng.normal(0, 1, (calibration, 16, size, size)).astype(np.float32)
-    path = quantize(model, folder, images, name="mobilenet_block", form=form,
-                    per_channel=per_channel)
-    return path, model
+    images = rng.normal(0, 1, (calibration, *inp[1])).astype(np.float32)
+    return quantize(model, folder, images, name=name, form=form, per_channel=per_channel), model
