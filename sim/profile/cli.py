@@ -37,7 +37,8 @@ def cmd_profile(args):
     from avta.sim.energy.report import resolve_clock
     from avta.sim.profile.report import energy_section
     table, clock = load_table(args.tech), resolve_clock(cfg, args.clock)
-    graph = load_network(args.network, args.input_size, args.seed, cfg)
+    graph = load_network(args.network, args.input_size, args.seed, cfg,
+                         timing_only=args.timing_only)
     x = random_input(graph, seed=args.seed)
     device = make_device(cfg, args.target, dram_bytes(cfg, graph), activity=True,
                          timing_only=args.timing_only)

@@ -341,3 +341,25 @@ def test_exact_counts_cycles_on_tsim(network, tmp_path):
     assert tsim["estimated"] is False and fsim["estimated"] is True
     assert tsim["key"] != fsim["key"] and tsim["area_mm2"] == fsim["area_mm2"]
     assert tsim["cycles"] > 0 and tsim["ideal_cycles"] == fsim["ideal_cycles"]
+
+
+def test_a_builder_point_loads_no_weights_and_counts_the_bit_exact_cycles(monkeypatch):
+    """A timing-only point of a built-in network loads its timing graph (zero weights, the
+    biases and shifts kept: the same programs), and its cycles are a bit-exact fsim run's."""
+    from avta.runtime.net import random_input
+    from avta.runtime.net.executor import dram_bytes, run_network
+    from avta.sim import targets
+    spec = _spec("resnet18", {"AXI_DATA_BITS": "[64]"}, input_size=32)
+    loaded = []
+    original = targets.load_network
+
+    def spy(*args, **kwargs):
+        loaded.append(kwargs.get("timing_only"))
+        return original(*args, **kwargs)
+    monkeypatch.setattr(targets, "load_network", spy)
+    (point,) = spec.points()
+    row = evaluate(task(spec, point))
+    assert row["status"] == "ok" and loaded == [True]
+    graph = original("resnet18", 32, 0, point.config)
+    device = targets.make_device(point.config, "fsim", dram_bytes(point.config, graph))
+    assert row["cycles"] == run_network(device, graph, random_input(graph, seed=0)).total["cycles"]
