@@ -1,6 +1,6 @@
 """fsim's scheduler compiled: the timing-only run's schedule of a whole stream in one numba call.
 
-:class:`~.machine._Launch` schedules one instruction at a time in Python, which is most of a
+:class:`~.launch.Launch` schedules one instruction at a time in Python, which is most of a
 timing-only run. When nothing but the result is wanted (timing-only, no trace, no activity, the
 in-order schedule), the schedule is a function of a few numbers per instruction once the
 machine's own work on the instructions is done: its checks, the micro-op LOADs (the only data a
@@ -8,8 +8,8 @@ timing-only run keeps) and, for each GEMM, whether its ACC rows may meet those o
 instruction before it in the compute stage (:func:`~.timing.banks_meet`). The compute stage runs
 its instructions in program order, so that ALU instruction, and the micro-ops both read, are
 known before scheduling: the machine does that work first in stream order
-(``_Launch._prepare``), then :func:`schedule` runs :func:`_schedule`, the loop of
-``_Launch.run``, ``_execute`` and ``_compute_times`` over numpy arrays, with the same rules and
+(``Launch._prepare``), then :func:`schedule` runs :func:`_schedule`, the loop of
+``Launch.run``, ``_execute`` and ``_compute_times`` over numpy arrays, with the same rules and
 the same arithmetic (tests/sim/fsim/test_fsim_compiled.py holds the two equal on random legal
 programs and every network layer).
 
@@ -111,7 +111,7 @@ def _compiled():
 
 
 def _schedule(table, start, token_max, alu_dispatch, alu_latch, beside_retire, load_lead):
-    """``(status, cycles, stall[3], busy[3])``: the loop of ``_Launch.run`` with
+    """``(status, cycles, stall[3], busy[3])``: the loop of ``Launch.run`` with
     ``_execute`` and ``_compute_times`` (machine.py; the comments there say why), over arrays."""
     n = table.shape[1]
     stage, kind, cost, pops, pushes, reads, meets = (table[0], table[1], table[2], table[3],

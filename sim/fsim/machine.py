@@ -19,38 +19,24 @@ stream is scheduled by the compiled loop of :mod:`.compiled` (the same rules, he
 this module's scheduler, which stays the reference).
 """
 
-import collections
 import functools
 import random
 
 import numpy as np
 
-from avta.isa import costs
-from avta.isa.asm import format_insn
 from avta.isa.encoding import INSN_BYTES, codec
-from avta.isa.enums import ErrorCode, MemType, Opcode, Stage
 from avta.isa.legality import check
-from avta.isa.memories import base_alignment, scratchpad, unaligned_bases
-from avta.isa.registers import COUNTER_NAMES, STAGE_CODES
-from avta.runtime.backend import RunResult
 
-from . import compiled, timing
-from .alu import execute_alu
+from . import compiled
 from .dram import Dram
-from .errors import MachineError
 from .events import STAGE_NAMES, Tracer
-from .gemm import execute_gemm
-from .loops import LoopNest
-from .memops import execute_load, execute_store
+from .launch import Launch
 from .state import Scratchpads
-from .statics import ACTIVITY_KIND, TOKEN_COUNTERS, static_of
+from .statics import DECODE_CACHE_LIMIT, TOKEN_COUNTERS, static_of
 
 __all__ = ["Fsim", "SCHEDULES", "TOKEN_COUNTERS"]
 
 SCHEDULES = ("inorder", "random")
-
-
-_DECODE_CACHE_LIMIT = 1 << 16
 
 
 class Fsim:
@@ -98,7 +84,7 @@ class Fsim:
         self._bounds = {}
         self._checked = set()
         # In timing-only mode, the LOADs and STOREs whose checks passed, by (instruction bytes,
-        # DRAM size and bases): the compiled scheduler's preparation (_Launch._prepare).
+        # DRAM size and bases): the compiled scheduler's preparation (launch.Launch._prepare).
         self._memory_checked = set()
         self._token_max = (1 << cfg.token_bits) - 1
         # While run_activity runs: a list of (index, stage, start, ready, end, kind) per
@@ -161,9 +147,9 @@ class Fsim:
             raise ValueError(f"insn_addr 0x{insn_addr:x} is not {INSN_BYTES}-byte aligned: "
                              f"instructions start on a {INSN_BYTES}-byte boundary")
         if not self.data:
-            return _Launch(self, memory, insn_addr, insn_count).run()
+            return Launch(self, memory, insn_addr, insn_count).run()
         with _one_blas_thread():
-            return _Launch(self, memory, insn_addr, insn_count).run()
+            return Launch(self, memory, insn_addr, insn_count).run()
 
     def run_activity(self, dram, insn_addr, insn_count, *, bases=None, bin_cycles=1,
                      max_bins=None):
@@ -203,7 +189,7 @@ class Fsim:
         streams repeat the same instructions a lot, so all three are cached by the bytes."""
         decoded = self._decoded.get(blob)
         if decoded is None:
-            if len(self._decoded) >= _DECODE_CACHE_LIMIT:
+            if len(self._decoded) >= DECODE_CACHE_LIMIT:
                 self._decoded.clear()
             insn = self._codec.decode(blob)
             violation = check(insn, self._cfg)
@@ -222,377 +208,3 @@ def _one_blas_thread():
     """A context in which BLAS runs on one thread: fsim's matrix products (GEMM, gemm.py) are
     small, and a second thread only spins, doubling the CPU time (tenfold on a busy machine)."""
     return _blas().limit(limits=1, user_api="blas")
-
-
-class _Launch:
-    """The state of one run: token counters, queues, counters, the cycle estimate."""
-
-    def __init__(self, sim, dram, insn_addr, insn_count):
-        self.sim = sim
-        self.cfg = sim._cfg
-        self.dram = dram
-        self.insn_addr = insn_addr
-        self.insn_count = insn_count
-        self.counters = dict.fromkeys(COUNTER_NAMES, 0)
-        # Each counter is a queue of the estimated cycles at which its tokens were pushed; its
-        # length is the counter's value.
-        self.tokens = [collections.deque() for _ in TOKEN_COUNTERS]
-        # The cycle at which each stage finished its last instruction: none before the first
-        # instruction is fetched.
-        self.stage_free = [costs.FETCH_LATENCY] * 3
-        self.busy = [0, 0, 0]
-        self.busy_until = [0, 0, 0]     # busy cycles are the union of the busy intervals
-        # The compute stage's detached ALU instruction (timing.py): when it completes, the ACC
-        # rows it may touch, and its activity record (a GEMM beside it takes a share).
-        self.alu_free = 0
-        # When the shared read engine has delivered the beats of every LOAD run so far.
-        self.read_free = 0
-        self.alu_bounds = None
-        self.alu_record = None
-        self.stall = [0, 0, 0]
-        self.insns = []
-
-    # -- outcome ----------------------------------------------------------------------------------
-
-    def _result(self, status, *, end=None, code=None, index=None, detail=""):
-        cycles = max(self.stage_free) if end is None else end
-        counters = self.counters
-        for stage, name in enumerate(STAGE_CODES):
-            counters[f"STALL_{name}"] = self.stall[stage]
-            counters[f"IDLE_{name}"] = max(0, cycles - self.busy[stage] - self.stall[stage])
-        return RunResult(status, cycles=cycles, counters=counters,
-                         error_code=None if code is None else int(code), error_insn=index,
-                         estimated=timing.ESTIMATED, detail=detail)
-
-    def _error(self, code, index, message):
-        where = f"instruction {index}"
-        if index < len(self.insns):
-            where += f" ({format_insn(self.insns[index])})"
-        return self._result("error", code=code, index=index,
-                            detail=f"error {int(code)} ({ErrorCode(code).name}) at {where}: "
-                                   f"{message}")
-
-    # -- fetch and decode (docs/isa.md §3.5) -----------------------------------------------------------
-
-    def _fetch(self):
-        """Decode the stream; the error RunResult of its first illegal instruction, or None."""
-        blob, first_outside = self.dram.fetch(self.insn_addr, self.insn_count, INSN_BYTES)
-        decode = self.sim._decode
-        # Each instruction's bytes: what the caches of its facts are keyed by (bytes hash once).
-        self.blobs = [blob[i:i + INSN_BYTES] for i in range(0, len(blob), INSN_BYTES)]
-        decoded = [decode(b) for b in self.blobs]
-        self.insns = [insn for insn, _, _ in decoded]
-        self.statics = [static for _, _, static in decoded]
-        for index, (_, violation, _) in enumerate(decoded):
-            if violation is not None:
-                return self._error(violation.code, index, violation.reason)
-        if first_outside is not None:
-            address = self.insn_addr + first_outside * INSN_BYTES
-            return self._error(ErrorCode.DRAM_OUT_OF_RANGE, first_outside,
-                               f"fetching it reads bytes 0x{address:x}.."
-                               f"0x{address + INSN_BYTES - 1:x}, outside the "
-                               f"{self.dram.size}-byte DRAM")
-        return None
-
-    # -- scheduling -------------------------------------------------------------------------------
-
-    def run(self):
-        unaligned = unaligned_bases(self.cfg, self.dram.bases)
-        if unaligned:
-            # docs/isa.md §3.5: checked at launch, before any instruction.
-            return self._error(ErrorCode.UNALIGNED_BASE, 0, ", ".join(
-                f"{key}_BASE 0x{self.dram.bases[key]:x} is not a multiple of "
-                f"{base_alignment(self.cfg, key)}" for key in unaligned))
-        failed = self._fetch()
-        if failed is not None:
-            return failed
-        if self.sim._compiled_ok():
-            result = self._compiled()
-            if result is not None:
-                return result
-        elif not self.sim.data:
-            compiled.scheduled_in_python(len(self.statics))
-        queues = [collections.deque() for _ in STAGE_NAMES]
-        statics = self.statics
-        for index, static in enumerate(statics):
-            queues[static.stage].append(index)
-        # The counters each instruction pops and pushes, by its index (looked up per step).
-        self.pops = [static.pops for static in statics]
-        # Which instructions read DRAM into a scratchpad (a LOAD of rows).
-        reads = [static.opcode == Opcode.LOAD and insn.x_size > 0
-                 for static, insn in zip(statics, self.insns)]
-        tokens = self.tokens
-        pick_random = self.sim._schedule == "random"
-        rng = self.sim._rng
-        execute, insns = self._execute, self.insns
-        while True:
-            # The runnable stages' next instructions: a queue's head whose pops all have
-            # tokens. In order, the one that comes first in the stream runs.
-            ready = [queue[0] for queue in queues
-                     if queue and all(tokens[c] for c in statics[queue[0]].pops)]
-            if not ready:
-                return self._deadlock(queues)
-            # In order, the one that comes first in the stream runs; but of two LOADs the one
-            # that starts first, as the read engine serves them in the order they reach it
-            # (timing.py).
-            if pick_random:
-                index = rng.choice(ready)
-            else:
-                index = min(ready)
-                if len(ready) > 1 and reads[index]:
-                    index = min((i for i in ready if reads[i]), key=self._start_key)
-            static = statics[index]
-            queues[static.stage].popleft()
-            outcome = execute(static, index, insns[index])
-            if outcome is not None:
-                return outcome
-
-    def _compiled(self):
-        """The run by the compiled scheduler (:mod:`.compiled`), or None (the micro-ops as
-        they were) when the Python scheduler must run it: an instruction's checks fail, or the
-        stream does not run whole to FINISH."""
-        uop = self.sim._pads.raw("uop")
-        saved = uop.copy()
-        try:
-            table = compiled.stream_arrays(self.statics, self._prepare())
-        except MachineError:
-            uop[...] = saved
-            return None
-        done = compiled.schedule(table, costs.FETCH_LATENCY, self.sim._token_max)
-        if done is None:
-            uop[...] = saved
-            return None
-        counters = self.counters
-        for static in self.statics:
-            if static.counter is not None:
-                counters[static.counter] += static.count
-            counters["ACC_WR"] += static.acc_writes
-        self.stall, self.busy = done.stall, done.busy
-        return self._result("ok", end=done.cycles)
-
-    def _prepare(self):
-        """Timing-only, before the compiled schedule: every instruction's checks and micro-op
-        LOADs in stream order (the compute stage's order, the only one that reads or writes the
-        micro-ops); for each GEMM, whether its ACC rows may meet those of the compute stage's
-        last ALU instruction before it (1 when there is none: it then never runs beside one)."""
-        meets = [1] * len(self.insns)
-        alu_bounds, seen_alu = None, False
-        pad = scratchpad(self.cfg, "acc")
-        # A LOAD's or STORE's checks in timing-only mode are a function of the instruction and
-        # the DRAM's size and bases (the memory's rows are not read).
-        checked, memory = self.sim._memory_checked, (self.dram.size, tuple(self.dram.bases.values()))
-        blobs = self.blobs
-        for index, (static, insn) in enumerate(zip(self.statics, self.insns)):
-            opcode = static.opcode
-            if opcode <= Opcode.STORE:
-                if not insn.x_size:
-                    continue
-                if opcode == Opcode.LOAD and insn.memory_type == MemType.UOP:
-                    self._memory(static.stage, index, insn, None)
-                    continue
-                key = blobs[index], memory
-                if key not in checked:
-                    self._memory(static.stage, index, insn, None)
-                    if len(checked) >= _DECODE_CACHE_LIMIT:
-                        checked.clear()
-                    checked.add(key)
-            elif opcode != Opcode.FINISH:
-                key = self._kernel(index, insn)
-                self._check_once(execute_gemm if opcode == Opcode.GEMM else execute_alu, insn,
-                                 key)
-                if opcode == Opcode.ALU:
-                    alu_bounds, seen_alu = self._acc_bounds(index, insn, key), True
-                elif seen_alu:
-                    meets[index] = int(timing.banks_meet(self._acc_bounds(index, insn, key), alu_bounds,
-                                                         pad))
-        return meets
-
-    def _start_key(self, index):
-        """``(cycle, index)``: when ready instruction ``index`` could start (its stage free,
-        the tokens it pops pushed), for running the stages' heads in time order."""
-        static = self.statics[index]
-        start = self.stage_free[static.stage]
-        for c in static.pops:
-            pushed = self.tokens[c][0]
-            if pushed > start:
-                start = pushed
-        return start, index
-
-    def _read(self, ready, cycles):
-        """The end of a LOAD of rows ready at ``ready`` that alone would take ``cycles``: its
-        beats follow those of the LOADs that reached the read engine before it."""
-        begin = max(ready + timing.LOAD_LEAD, self.read_free)
-        self.read_free = end = begin + cycles - timing.LOAD_LEAD
-        return end
-
-    def _empty_pops(self, index):
-        return [c for c in self.pops[index] if not self.tokens[c]]
-
-    def _deadlock(self, queues):
-        waiting = []
-        for stage, queue in enumerate(queues):
-            if not queue:
-                waiting.append(f"{STAGE_NAMES[stage]} stage: no instructions left")
-                continue
-            index = queue[0]
-            insn = self.insns[index]
-            empty = [TOKEN_COUNTERS[c] for c in self._empty_pops(index)]
-            counters = " and ".join(empty) + (" counters" if len(empty) > 1 else " counter")
-            waiting.append(f"{STAGE_NAMES[stage]} stage: instruction {index} "
-                           f"({format_insn(insn)}) waits on the empty {counters}")
-        if not any(queues):
-            head = "deadlock: the stream ended without FINISH (every instruction ran)"
-        else:
-            head = "deadlock: no stage can start its next instruction and FINISH has not run"
-        return self._result("deadlock", detail=f"{head}; " + "; ".join(waiting))
-
-    # -- one instruction --------------------------------------------------------------------------
-
-    def _execute(self, static, index, insn):
-        """Run one instruction from start to completion; a RunResult when the run ends."""
-        sim = self.sim
-        tracer = sim._tracer
-        stage = static.stage
-        tokens = self.tokens
-        start = self.stage_free[stage]
-        ready = start
-        for c in static.pops:
-            pushed = tokens[c].popleft()
-            if pushed > ready:
-                ready = pushed
-        opcode = static.opcode
-        try:
-            if opcode <= Opcode.STORE:                  # LOAD, STORE
-                if insn.x_size:
-                    self._memory(stage, index, insn, tracer)
-            elif opcode != Opcode.FINISH:               # GEMM, ALU
-                run = execute_gemm if opcode == Opcode.GEMM else execute_alu
-                if sim.data:
-                    run(self.cfg, insn, sim._pads, sim._codec, strict=sim._strict,
-                        trace_rows=tracer and tracer.row_writer(stage, index))
-                else:
-                    self._check_once(run, insn, self._kernel(index, insn))
-        except MachineError as error:
-            return self._error(error.code, index, str(error))
-        if static.counter is not None:
-            self.counters[static.counter] += static.count
-
-        cycles = static.cycles
-        if stage == Stage.COMPUTE:
-            start, ready, end, free = self._compute_times(index, insn, start, ready, cycles)
-        else:
-            end = free = (self._read(ready, cycles) if opcode == Opcode.LOAD and insn.x_size
-                          else ready + cycles)
-            if sim._record is not None:
-                self._note_activity(index, stage, start, ready, end, static.kind)
-        self.stall[stage] += ready - start
-        busy_until = self.busy_until[stage]
-        if end > busy_until:        # busy cycles are the union of the busy intervals
-            self.busy[stage] += max(0, end - max(ready, busy_until))
-            self.busy_until[stage] = end
-        self.stage_free[stage] = free
-        self.counters["ACC_WR"] += static.acc_writes
-
-        for c in static.pushes:
-            if len(tokens[c]) >= sim._token_max:
-                return self._error(ErrorCode.TOKEN_OVERFLOW, index,
-                                   f"it pushes the {TOKEN_COUNTERS[c]} counter, which is full "
-                                   f"({sim._token_max} tokens, TOKEN_BITS "
-                                   f"{self.cfg.token_bits})")
-            tokens[c].append(end)
-        if tracer is not None:
-            tracer.retire(stage, index)
-        if opcode == Opcode.FINISH:
-            return self._result("ok", end=end)
-        return None
-
-    def _kernel(self, index, insn):
-        """GEMM or ALU instruction ``index`` (``insn``) as its bytes with the words of the
-        micro-ops it runs: what its checks and its ACC row bounds are functions of."""
-        uop = self.sim._pads.uop
-        begin, end = insn.uop_bgn, insn.uop_end
-        words = uop[begin:end] if end <= uop.shape[0] else \
-            uop[np.arange(begin, end) % uop.shape[0]]
-        return self.blobs[index], words.tobytes()
-
-    def _check_once(self, run, insn, key):
-        """Timing-only: make ``run``'s checks (``data=False``) of a kernel not checked before
-        (a check that fails raises and is not remembered); ``key``: its :meth:`_kernel`."""
-        if key in self.sim._checked:
-            return
-        run(self.cfg, insn, self.sim._pads, self.sim._codec, strict=self.sim._strict,
-            data=False)
-        if len(self.sim._checked) >= _DECODE_CACHE_LIMIT:
-            self.sim._checked.clear()
-        self.sim._checked.add(key)
-
-    def _acc_bounds(self, index, insn, key=None):
-        """:func:`timing.acc_row_bounds` of GEMM or ALU instruction ``index`` (``None``: no
-        steps); ``key``: its :meth:`_kernel` when known."""
-        if not insn.steps:
-            return None
-        key = key or self._kernel(index, insn)
-        bounds = self.sim._bounds.get(key, False)
-        if bounds is False:
-            nest = LoopNest(insn, self.sim._pads, self.sim._codec, strict=False)
-            bounds = timing.acc_row_bounds(insn, nest, self.sim._pads.depth("acc"))
-            if len(self.sim._bounds) >= _DECODE_CACHE_LIMIT:
-                self.sim._bounds.clear()
-            self.sim._bounds[key] = bounds
-        return bounds
-
-    def _compute_times(self, index, insn, start, ready, cycles):
-        """``(waits_from, ready, end, free)`` of a compute instruction that reaches the head at
-        ``start`` and whose tokens are there at ``ready``: when it waits on a token from (the
-        stage is busy while the detached ALU instruction runs, as on tsim), executes, completes
-        (and pushes), and frees the stage (timing.py: a GEMM runs beside the ALU before it)."""
-        stage = Stage.COMPUTE
-        alu_free = self.alu_free
-        # A GEMM's rows are bounded only when an ALU may run beside it (micro-ops never change
-        # during a GEMM or ALU instruction, so after executing it is as good as before).
-        alu_running = alu_free > ready and insn.opcode == Opcode.GEMM and not timing.banks_meet(
-            self._acc_bounds(index, insn), self.alu_bounds, scratchpad(self.cfg, "acc"))
-        if not alu_running:
-            ready = max(ready, alu_free)
-        waits_from = min(max(start, alu_free), ready)
-        if insn.opcode == Opcode.ALU:
-            end = ready + timing.ALU_LATCH + cycles
-            self.alu_free, self.alu_bounds = end, self._acc_bounds(index, insn)
-            self.alu_record = self._note_activity(index, stage, waits_from, ready, end,
-                                                   ACTIVITY_KIND[insn.opcode])
-            return waits_from, ready, end, ready + timing.ALU_DISPATCH
-        done = (self._read(ready, cycles) if insn.opcode == Opcode.LOAD and insn.x_size
-                else ready + cycles)
-        self._note_activity(index, stage, waits_from, ready, done,
-                            ACTIVITY_KIND.get(insn.opcode, 2))
-        if alu_running and self.alu_record is not None:
-            # Cycles the ALU runs beside the GEMM count as GEMM (as tsim's activity port).
-            alu_index, _, alu_start, alu_ready, alu_end, kind = self.sim._record[self.alu_record]
-            self.sim._record[self.alu_record] = (alu_index, stage, alu_start, alu_ready,
-                                                 max(alu_ready, min(alu_end, ready)), kind)
-            if alu_end > done:
-                self._note_activity(alu_index, stage, done, done, alu_end, kind)
-        # Beside the ALU the GEMM retires the cycle after the ALU completes, at the earliest
-        # (hw/core/stage_control.py: ``detached`` clears the cycle after ``detached_done``).
-        end = max(done, alu_free + timing.BESIDE_RETIRE) if alu_running else max(done, alu_free)
-        return waits_from, ready, end, end
-
-    def _note_activity(self, index, stage, start, ready, end, kind):
-        """Append an activity record (when recording); its position."""
-        if self.sim._record is None:
-            return None
-        self.sim._record.append((index, stage, start, ready, end, kind))
-        return len(self.sim._record) - 1
-
-    def _memory(self, stage, index, insn, tracer):
-        """Run a LOAD or STORE of ``x_size`` > 0 (its bytes are counted by the caller)."""
-        pads, strict = self.sim._pads, self.sim._strict
-        if insn.opcode == Opcode.STORE:
-            execute_store(self.cfg, insn, pads, self.dram, strict=strict,
-                          trace_dram=tracer and tracer.dram_writer(stage, index),
-                          data=self.sim.data)
-        else:
-            # The cycle model reads the micro-ops: their LOADs run in every mode.
-            execute_load(self.cfg, insn, pads, self.dram, strict=strict,
-                         trace_rows=tracer and tracer.row_writer(stage, index),
-                         data=self.sim.data or insn.memory_type == MemType.UOP)

@@ -10,7 +10,12 @@ from avta.isa.memories import memory
 from . import compiled, timing
 from .memops import bytes_moved
 
-__all__ = ["TOKEN_COUNTERS", "ACTIVITY_KIND", "Static", "static_of"]
+__all__ = ["TOKEN_COUNTERS", "ACTIVITY_KIND", "Static", "static_of", "DECODE_CACHE_LIMIT"]
+
+#: Entries a per-instruction cache of the machine (decoded instructions, checks, row bounds)
+#: holds before it is emptied: streams repeat a few thousand distinct instructions, and a
+#: random program must not grow them without bound.
+DECODE_CACHE_LIMIT = 1 << 16
 
 #: The four dependency-token counters (docs/isa.md §3), by the direction tokens travel.
 TOKEN_COUNTERS = ("L->C", "C->L", "C->S", "S->C")
