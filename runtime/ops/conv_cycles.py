@@ -342,6 +342,7 @@ def _estimates(cfg, shape, t, tail_steps, start, give_up, tables=None):
             cfg, shape, t.th, t.tw, t.tco, t.tci, t.acc_pitch, _split(cfg, shape, t, tail_steps))]
     n_co, n_h, n_w, n_ci, sizes, input_load, weight_load, uops, store, split = tables
     split = int(split)
+    resident = int(_resident_loads(cfg, t.bias_rows, t.acc_banks))
     results = []
     for axis in (-1, split) if split >= 0 else (-1,):
         results.append(int(compiled_walk()(
@@ -349,8 +350,7 @@ def _estimates(cfg, shape, t, tail_steps, start, give_up, tables=None):
             t.inp_resident, t.wgt_resident, t.reload_weights, t.threads > 1 and t.acc_banks > 1,
             beside, start == "zero", weights, shape.gemm_steps(cfg), gemm_fill(cfg), ALU_FILL,
             sizes, input_load, weight_load, uops, store, give_up is not None,
-            0 if give_up is None else give_up, axis,
-            int(_resident_loads(cfg, t.bias_rows, t.acc_banks)))))
+            0 if give_up is None else give_up, axis, resident)))
     if split < 0:
         results.append(-1)
     return results

@@ -178,33 +178,27 @@ def _schedule(table, start, token_max, alu_dispatch, alu_latch, beside_retire, l
                 if pushed > ready:
                     ready = pushed
         cycles = cost[index]
+        alu_running = False
         if s == _COMPUTE:
             alu_running = alu_free > ready and kind[index] == 1 and meets[index] == 0
             if not alu_running:
                 ready = max(ready, alu_free)
             t0 = min(max(t0, alu_free), ready)
-            if kind[index] == 2:
-                end = ready + alu_latch + cycles
-                alu_free = end
-                free = ready + alu_dispatch
-            else:
-                if reads[index]:
-                    begin = max(ready + load_lead, read_free)
-                    done = read_free = begin + cycles - load_lead
-                else:
-                    done = ready + cycles
-                if alu_running:
-                    end = max(done, alu_free + beside_retire)
-                else:
-                    end = max(done, alu_free)
-                free = end
+        # ``Launch._read``: a LOAD's beats follow those of the LOADs before it on the one read
+        # engine (only LOADs read, so never an ALU instruction).
+        if reads[index]:
+            begin = max(ready + load_lead, read_free)
+            done = read_free = begin + cycles - load_lead
         else:
-            if reads[index]:
-                begin = max(ready + load_lead, read_free)
-                end = read_free = begin + cycles - load_lead
-            else:
-                end = ready + cycles
-            free = end
+            done = ready + cycles
+        if s != _COMPUTE:
+            end = free = done
+        elif kind[index] == 2:
+            end = ready + alu_latch + cycles
+            alu_free = end
+            free = ready + alu_dispatch
+        else:
+            end = free = max(done, alu_free + beside_retire if alu_running else alu_free)
         stall[s] += ready - t0
         if end > busy_until[s]:
             busy[s] += max(0, end - max(ready, busy_until[s]))
