@@ -8,6 +8,7 @@ import pytest
 
 from avta.isa.config import load_config
 from avta.isa.encoding import codec
+from avta.isa.formats import IMM_BITS
 from avta.isa.insn import AluInsn, GemmInsn, MemoryInsn
 from avta.isa.legality import check
 from avta.sim.fsim import Fsim
@@ -69,7 +70,7 @@ def test_a_stream_decodes_as_its_instructions_one_by_one(config, source):
                 want = [getattr(insn, name) for insn in insns if type(insn) is cls]
                 got = stream.column(fmt, name, np.flatnonzero(mine)).tolist()
                 if name == "imm":       # signed: the column holds the field's bits
-                    got = [v - (1 << 16) if v >> 15 else v for v in got]
+                    got = [v - (1 << IMM_BITS) if v >> (IMM_BITS - 1) else v for v in got]
                 assert got == want, (fmt, name)
 
 
