@@ -52,14 +52,17 @@ def row(stage, opcode, cycles, pops, pushes, reads):
 
 _KINDS = {int(Opcode.GEMM): 1, int(Opcode.ALU): 2, int(Opcode.FINISH): 3}
 
+#: Numbers in a :func:`row`.
+ROW_WIDTH = len(row(0, 0, 0, (), (), False))
+
 
 def stream_arrays(distinct, inverse, meets):
     """The table :func:`_schedule` reads, a column per instruction: its
     :attr:`~.statics.Static.row` (``distinct[inverse[i]]``: the statics of a stream's distinct
     instructions, :class:`~.stream.Stream`) and ``meets`` (1 when a GEMM's ACC rows may meet the
     last ALU instruction's, so it cannot run beside it)."""
-    rows = np.array([static.row for static in distinct], np.int64).reshape(len(distinct), -1)
-    table = np.empty((rows.shape[1] + 1, len(inverse)), np.int64)
+    rows = np.array([static.row for static in distinct], np.int64).reshape(-1, ROW_WIDTH)
+    table = np.empty((ROW_WIDTH + 1, len(inverse)), np.int64)
     table[:-1] = rows.T[:, inverse]
     table[-1] = meets
     return table
