@@ -22,7 +22,10 @@ store of tile t       pop C→S … push S→C                            RAW on
 
 The k-th pop of a queue waits for the k-th push, so task j's C→L pop waits for the compute of task
 j − threads, and tile t's S→C pop for the store of tile t − slots: exactly the previous user of
-the same buffer. No counter ever holds more than ``max(threads, slots)`` tokens (rule (b)).
+the same buffer. No counter ever holds more than ``max(threads, slots)`` tokens (rule (b)),
+but for one: the first load task may be loaded in two pieces, each with its L→C token
+(:meth:`Pipeline.end_load_piece`, :mod:`avta.runtime.ops.conv_first`), so that computing starts
+on the first; L→C then holds up to ``threads + 1``.
 """
 
 from avta.isa.enums import Stage
@@ -54,6 +57,7 @@ class Pipeline:
         self._begun = 0          # output tiles begun by the compute stage
         self._tiles = 0          # output tiles ended by the compute stage
         self._stores = 0         # output tiles stored
+        self._pieces = 0         # first pieces loaded whose second token is not yet taken
 
     # -- load stage -----------------------------------------------------------------------------
 
@@ -68,6 +72,15 @@ class Pipeline:
         self._b.dep_push(L, C)
         self._loads += 1
 
+    def end_load_piece(self):
+        """End the first piece of the load task begun (its first LOADs): a token of its own,
+        which :meth:`begin_compute_piece` takes after :meth:`begin_compute` took the first.
+        Only the first task may have one (``threads + 1`` tokens then in flight at most)."""
+        if self._loads or self._pieces:
+            raise RuntimeError("only the first load task may be loaded in pieces")
+        self._b.dep_push(L, C)
+        self._pieces += 1
+
     # -- compute stage --------------------------------------------------------------------------
 
     def compute_buffer(self):
@@ -81,6 +94,15 @@ class Pipeline:
             raise RuntimeError(f"compute of load task {j} before that task was loaded")
         self._b.dep_pop(L, C)
         return j % self.threads
+
+    def begin_compute_piece(self):
+        """Compute on the rest of the first load task, loaded in pieces (:meth:`end_load_piece`):
+        take its second token."""
+        if self._computes or not self._pieces:
+            raise RuntimeError("the rest of a load task in pieces before its first piece was "
+                               "computed, or of a task not loaded in pieces")
+        self._b.dep_pop(L, C)
+        self._pieces -= 1
 
     def end_compute(self):
         self._b.dep_push(C, L)

@@ -37,11 +37,12 @@ import numpy as np
 
 from avta.isa.costs import ALU_FILL, gemm_fill, load_cycles, store_cycles
 
+from .conv_first import first_piece, piece_loads
 from .conv_walk import compiled_walk
 
 __all__ = ["estimate", "lower_bound", "lower_bounds", "walk_tables", "last_splits",
            "TAIL_STEPS", "STARTS", "tail_weights", "passes_beside", "split_parts",
-           "split_axis", "splits_last", "halves"]
+           "split_axis", "splits_last", "halves", "first_split"]
 #: ALU passes over an output tile after its GEMMs, by default: accumulator start (reset GEMM or
 #: bias MOV), SHR, MIN and MAX.
 TAIL_STEPS = 4
@@ -168,6 +169,15 @@ def _resident_loads(cfg, bias_rows, acc_banks):
         lambda rows: load_cycles(cfg, 1, rows, cfg.acc_elem_bytes) if rows else 0, bias_rows)
 
 
+def _first_weight_load(cfg, shape, threads, th, tw, nco, nci):
+    """Cycles of the first task's weight LOAD that its first GEMM waits for: the whole chunk's,
+    or its first piece's (:func:`.conv_first.first_piece`)."""
+    piece = first_piece(cfg, shape, threads, th, tw, nco, nci)
+    if piece:
+        return piece_loads(cfg, shape.kernel_blocks(nco, nci) * shape.kh * shape.kw, piece)[0]
+    return _Costs(cfg, shape, None, TAIL_STEPS).weight_load(nco, nci)
+
+
 def _store_cycles(cfg, shape, th, tw, nco, acc_pitch):
     """The STOREs of a ``th × tw`` tile of ``nco`` output blocks whose buffer has ``acc_pitch``
     rows a block: one DRAM row per block when its rows are whole output rows, one per pixel
@@ -252,8 +262,11 @@ def lower_bounds(cfg, shape, th, tw, tco, tci, threads, acc_banks, wgt_resident,
     last_th = np.where(split == 0, halves(last_th)[1], last_th)
     tw0 = np.where((split == 1) & (tiles == 1), halves(tw0)[0], tw0)
     last_tw = np.where(split == 1, halves(last_tw)[1], last_tw)
+    # The first task's weights, or the first piece of them (conv_first) when it has one.
+    first_weights = _each(lambda *sizes: _first_weight_load(cfg, shape, threads, *sizes),
+                          th0, tw0, nco, nci)
     first_load = _resident_loads(cfg, bias_rows, acc_banks) + \
-        _each(costs.input_load, th0, tw0, nci) + _each(costs.weight_load, nco, nci)
+        _each(costs.input_load, th0, tw0, nci) + first_weights
     last_store = _each(lambda *sizes: _store_cycles(cfg, shape, *sizes), last_th, last_tw,
                        cob - (n_co - 1) * tco, th * tw)
     # With two threads the tail after the accumulator start may run beside the GEMMs, and a
@@ -313,7 +326,7 @@ def estimate(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias", give_up=None
     The planner estimates thousands of tilings per layer, each a walk over thousands of tasks,
     so the walk is compiled (:func:`.conv_walk.walk`, numba): a task's sizes are full or the
     border's on each axis, so every cost is read from a small table (:func:`walk_tables`)."""
-    results = [r for r in _estimates(cfg, shape, t, tail_steps, start, give_up, tables)
+    results = [r for r, _, _ in _estimates(cfg, shape, t, tail_steps, start, give_up, tables)
                if r >= 0]
     return min(results) if results else None
 
@@ -321,8 +334,22 @@ def estimate(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias", give_up=None
 def splits_last(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias"):
     """The axis along which the emitter splits the last tile (:func:`split_axis`), where the
     estimate says that is faster, else −1."""
-    whole, split = _estimates(cfg, shape, t, tail_steps, start, None)
-    return -1 if split < 0 or split >= whole else _split(cfg, shape, t, tail_steps)
+    return _choice(cfg, shape, t, tail_steps, start)[0]
+
+
+def first_split(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias"):
+    """Weight blocks of the first piece the emitter loads the first task in
+    (:func:`.conv_first.first_piece`), where the estimate says that is faster, else 0."""
+    return _choice(cfg, shape, t, tail_steps, start)[1]
+
+
+def _choice(cfg, shape, t, tail_steps, start):
+    """``(axis, piece)`` of the fastest walk: the last tile split along ``axis`` (−1: whole),
+    the first task in pieces (``piece``, 0: one); the first of equals in the order whole before
+    split, one piece before two."""
+    _, axis, piece = min(r for r in _estimates(cfg, shape, t, tail_steps, start, None)
+                         if r[0] >= 0)
+    return axis, piece
 
 
 def _split(cfg, shape, t, tail_steps):
@@ -333,8 +360,10 @@ def _split(cfg, shape, t, tail_steps):
 
 
 def _estimates(cfg, shape, t, tail_steps, start, give_up, tables=None):
-    """The walk's results without and with the last tile split (−1: passed ``give_up``, or
-    not split); ``tables``: ``t``'s row of :func:`walk_tables`, else made here."""
+    """``(cycles, axis, piece)`` of the walks with the last tile whole and split along
+    ``axis`` (where it may be, :func:`split_axis`), each with the first task in one piece and,
+    where it may be (:func:`.conv_first.first_piece`), in two (cycles −1: passed
+    ``give_up``); ``tables``: ``t``'s row of :func:`walk_tables`, else made here."""
     beside = _starts_beside(t, start)
     weights = np.array(tail_weights(tail_steps), dtype=np.int64)
     if tables is None:
@@ -345,14 +374,25 @@ def _estimates(cfg, shape, t, tail_steps, start, give_up, tables=None):
     resident = int(_resident_loads(cfg, t.bias_rows, t.acc_banks))
     results = []
     for axis in (-1, split) if split >= 0 else (-1,):
-        results.append(int(compiled_walk()(
-            shape.n // cfg.batch, int(n_co), int(n_h), int(n_w), int(n_ci), t.threads, t.slots,
-            t.inp_resident, t.wgt_resident, t.reload_weights, t.threads > 1 and t.acc_banks > 1,
-            beside, start == "zero", weights, shape.gemm_steps(cfg), gemm_fill(cfg), ALU_FILL,
-            sizes, input_load, weight_load, uops, store, give_up is not None,
-            0 if give_up is None else give_up, axis, resident)))
-    if split < 0:
-        results.append(-1)
+        # The first task's sizes: the first tile's (the border's where an axis has one tile;
+        # its first half when it is the only tile and split).
+        one = (shape.n // cfg.batch) * n_co * n_h * n_w == 1 and axis >= 0
+        a = 2 if one and axis == 0 else (1 if n_h == 1 else 0)
+        b = 2 if one and axis == 1 else (1 if n_w == 1 else 0)
+        nco = int(sizes[2, 1 if n_co == 1 else 0])
+        nci = nco if shape.depthwise else min(t.tci, shape.cin // cfg.block_in)
+        piece = first_piece(cfg, shape, t.threads, int(sizes[0, a]), int(sizes[1, b]), nco,
+                            nci)
+        blocks = shape.kernel_blocks(nco, nci) * shape.kh * shape.kw
+        for p in (0, piece) if piece else (0,):
+            piece_load, rest_load = piece_loads(cfg, blocks, p)
+            results.append((int(compiled_walk()(
+                shape.n // cfg.batch, int(n_co), int(n_h), int(n_w), int(n_ci), t.threads,
+                t.slots, t.inp_resident, t.wgt_resident, t.reload_weights,
+                t.threads > 1 and t.acc_banks > 1, beside, start == "zero", weights,
+                shape.gemm_steps(cfg), gemm_fill(cfg), ALU_FILL, sizes, input_load, weight_load,
+                uops, store, give_up is not None, 0 if give_up is None else give_up, axis,
+                resident, p, piece_load, rest_load)), axis, p))
     return results
 
 

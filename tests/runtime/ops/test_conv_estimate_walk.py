@@ -11,6 +11,7 @@ from avta.isa.costs import ALU_FILL, gemm_fill
 from avta.runtime.ops.conv_cycles import (STARTS, _Costs, _starts_beside, estimate, halves,
                                           lower_bound, passes_beside, split_axis, split_parts,
                                           tail_weights)
+from avta.runtime.ops.conv_first import first_piece, piece_loads
 from avta.runtime.ops.conv_plan import Conv2dShape, _fitting, slot_counts
 
 
@@ -49,18 +50,25 @@ def _tasks(cfg, shape, t, split=-1):
 def _plain_walk(cfg, shape, t, *, tail_steps, start, give_up):
     """The compiled walk in plain Python, with the emitter's own rules for which passes run
     beside a GEMM (passes_beside) and how the GEMM is split around them (split_parts): the
-    better of the last tile whole and split where it may be (split_axis)."""
+    best of the last tile whole and split where it may be (split_axis), each with the first
+    task in one piece and in two where it may be (first_piece)."""
     n_h, n_w = _ceil(shape.oh, t.th), _ceil(shape.ow, t.tw)
     axis = split_axis(t, shape.oh - (n_h - 1) * t.th, shape.ow - (n_w - 1) * t.tw,
                       len(tail_weights(tail_steps)))
-    results = [r for r in (_one_walk(cfg, shape, t, tail_steps, start, give_up, split)
-                           for split in ((-1, axis) if axis >= 0 else (-1,)))
-               if r is not None]
+    results = []
+    for split in (-1, axis) if axis >= 0 else (-1,):
+        _, _, th, tw, nco, _, _, nci, _, _ = next(_tasks(cfg, shape, t, split))
+        piece = first_piece(cfg, shape, t.threads, th, tw, nco, nci)
+        for p in (0, piece) if piece else (0,):
+            r = _one_walk(cfg, shape, t, tail_steps, start, give_up, split, p)
+            if r is not None:
+                results.append(r)
     return min(results) if results else None
 
 
-def _one_walk(cfg, shape, t, tail_steps, start, give_up, split):
-    """One walk, the last tile split along ``split`` (or whole, −1)."""
+def _one_walk(cfg, shape, t, tail_steps, start, give_up, split, piece):
+    """One walk, the last tile split along ``split`` (or whole, −1), the first task's first
+    ``piece`` weight blocks loaded and computed first (0: the task in one piece)."""
     costs = _Costs(cfg, shape, t, tail_steps)
     weights = tail_weights(tail_steps)
     threads = t.threads
@@ -99,13 +107,22 @@ def _one_walk(cfg, shape, t, tail_steps, start, give_up, split):
             held[v] = chunk
             cycles += costs.weight_load(nco, nci)
         load_free = load_start + cycles
+        if j == 0 and piece:        # the first piece and the window, then the other blocks
+            first, rest = piece_loads(cfg, costs.uops(nco, nci), piece)
+            piece_ready = load_free - costs.weight_load(nco, nci) + first
+            load_free = piece_ready + rest
         # Compute stage.
         if first and (tile == 0 or not beside):
             begin = compute_free if tile < t.slots else max(compute_free,
                                                             store_done[tile - t.slots])
             compute_free = begin + costs.alu_pass(th, tw, nco)
+        n_uops = costs.uops(nco, nci)
+        if j == 0 and piece:
+            compute_free = max(compute_free, piece_ready) + th * tw * piece + fill
+            gemm_left -= th * tw * piece
+            n_uops -= piece
         begin = max(compute_free, load_free)
-        gemm, n_uops = costs.gemm(th, tw, nco, nci), costs.uops(nco, nci)
+        gemm = th * tw * n_uops + fill
         ahead = tasks[j + 1] if beside and last and j + 1 < len(tasks) else None
         left = pending[0] if pending else []
         taken = passes_beside(left, gemm, n_ci - cit) if pending else 0
