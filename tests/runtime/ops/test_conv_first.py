@@ -62,3 +62,25 @@ def test_the_first_task_loads_in_two_pieces_bit_exact_and_sooner(rng, int8, devi
     assert cycles < one
     assert one - two > 300                       # most of six 64-beat blocks
     assert lower_bound(cfg, C2, t) <= two
+
+
+@pytest.mark.parametrize("config", ["default", "tight"])
+def test_two_pieces_on_tsim_and_with_two_bit_counters(config, rng, int8, device):
+    """One task of default's by-hand layer (test_conv_cycles), in two pieces: bit-exact on fsim
+    and, mirrored, on tsim (the device fixture compares DRAM, counters and traces); on tight,
+    whose 2-bit counters hold three tokens, the extra L→C token still fits."""
+    cfg = load_config(config)
+    shape = Conv2dShape(1, cfg.block_in, 4, 4, cfg.block_out, 3, 3, 1, 1)
+    t = tiling_for(cfg, shape, 4, 4, 1, 1, 2, bias=True)
+    piece = first_split(cfg, shape, t, start="bias")
+    assert piece > 0
+    rq = Requant(8, (0, 127))
+    prog = build_conv2d(cfg, shape, Conv2dBuffers(0, 0, 0, 0), requant=rq, tiling=t,
+                        bias_bound=1 << 10)
+    assert [i.x_size for i in prog.insns if i.opcode == Opcode.LOAD
+            and i.memory_type == MemType.WGT and i.x_size] == [piece, 9 - piece]
+    x = int8((1, shape.cin, 4, 4))
+    w = int8((shape.cout, shape.cin, 3, 3))
+    bias = rng.integers(-1 << 10, 1 << 10, shape.cout)
+    out = conv2d(device(cfg), x, w, bias, pad=1, requant=rq, tiling=t)
+    np.testing.assert_array_equal(out, conv2d_ref(x, w, bias, pad=1, requant=rq))
