@@ -29,7 +29,7 @@ from ..packing import pack_nchw, pack_oihw, pad_channels
 from ..pipeline import Pipeline
 from ..stream import StreamBuilder
 from ..uop_kernel import ITER_BITS, Loop, UopKernel
-from .conv_cycles import first_split, halves, passes_beside, split_parts, splits_last
+from .conv_cycles import halves, passes_beside, split_parts, splits_last, task_pieces
 from .conv_plan import Conv2dShape
 from .conv_tail import (AluRecorder, accumulator_start, pass_cycles, plan_layer, plan_options,
                         row_blocks, tail_steps, tail_weights)
@@ -108,9 +108,11 @@ class _Conv2dEmitter:
         #: The requantization of the last tile ended, waiting to run beside the next GEMMs:
         #: ``(tile, [(kernel, op, imm), ...])`` (see :meth:`emit`).
         self.tail = None
-        #: Weight blocks of the first task's first piece (conv_first.first_piece), for its
-        #: LOADs and its GEMM; 0 once used, or when the first task is one piece.
-        self.load_piece = self.gemm_piece = 0
+        #: Weight blocks of the first piece of the task loaded next (conv_first.first_piece),
+        #: 0 for one piece; and of each task the load stage loaded in two, by index, for its
+        #: GEMM.
+        self.load_piece = 0
+        self.split_tasks = {}
 
     # -- geometry of one task -------------------------------------------------------------------
 
@@ -150,10 +152,12 @@ class _Conv2dEmitter:
         else:
             load_wgt = self.t.reload_weights or self.wgt_held[v] != (co0, ci0)
             self.wgt_held[v] = (co0, ci0)
-        # The first task in two pieces (conv_first): the first weight blocks and the input
-        # window, a token, then the other blocks.
+        # The first or the last task in two pieces (conv_first), when it loads its weights:
+        # the first weight blocks and the input window, a token, then the other blocks.
         blocks = self._chunk_rows(nco, nci)
-        piece, self.load_piece = self.load_piece, 0
+        piece = self.load_piece if load_wgt else 0
+        if piece:
+            self.split_tasks[self.pipe.loads_begun - 1] = piece
         if load_wgt:
             self._load_weights(v, chunk, co0, ci0, nco, nci, 0, piece or blocks)
         self._load_input(tile, cit, v, ci0, nci)
@@ -307,9 +311,9 @@ class _Conv2dEmitter:
         # (split_parts). The kernels are made resident first: a micro-op LOAD after an ALU pass
         # would wait for it.
         n = len(uops)
-        # The first task's first piece (conv_first) runs before everything else of the task,
-        # on its own token.
-        piece, self.gemm_piece = self.gemm_piece, 0
+        # A task's first piece (conv_first) runs before everything else of the task, on its
+        # own token.
+        piece = self.split_tasks.pop(self.pipe.computes_begun, 0)
         if piece:
             self.pipe.begin_compute()
             self.b.gemm(kernel, part=(0, piece))
@@ -444,9 +448,9 @@ class _Conv2dEmitter:
         tasks = [(tile, cit) for tile in self._tiles() for cit in range(self.n_cit)]
         options = plan_options(self.cfg, self.shape, self.requant, self.bufs.bias is not None,
                                self.bias_bound)
-        self.load_piece = self.gemm_piece = first_split(
-            self.cfg, self.shape, self.t, tail_steps=options["tail_steps"],
-            start=options["start"])
+        first, last = task_pieces(self.cfg, self.shape, self.t,
+                                  tail_steps=options["tail_steps"], start=options["start"])
+        pieces = {len(tasks) - 1: last, 0: first}
         n_cit = self.n_cit
         loaded = 0
         va = early = None
@@ -454,6 +458,7 @@ class _Conv2dEmitter:
             # Up to threads - 1 tasks ahead load while this one computes (their buffers were
             # released by computes already emitted, so their C→L pops have tokens to take).
             while loaded < min(len(tasks), j + self.t.threads):
+                self.load_piece = pieces.get(loaded, 0)
                 self.emit_load(*tasks[loaded])
                 loaded += 1
             if cit == 0:

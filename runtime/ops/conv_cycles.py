@@ -42,7 +42,7 @@ from .conv_walk import compiled_walk
 
 __all__ = ["estimate", "lower_bound", "lower_bounds", "walk_tables", "last_splits",
            "TAIL_STEPS", "STARTS", "tail_weights", "passes_beside", "split_parts",
-           "split_axis", "splits_last", "halves", "first_split"]
+           "split_axis", "splits_last", "halves", "task_pieces"]
 #: ALU passes over an output tile after its GEMMs, by default: accumulator start (reset GEMM or
 #: bias MOV), SHR, MIN and MAX.
 TAIL_STEPS = 4
@@ -326,7 +326,7 @@ def estimate(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias", give_up=None
     The planner estimates thousands of tilings per layer, each a walk over thousands of tasks,
     so the walk is compiled (:func:`.conv_walk.walk`, numba): a task's sizes are full or the
     border's on each axis, so every cost is read from a small table (:func:`walk_tables`)."""
-    results = [r for r, _, _ in _estimates(cfg, shape, t, tail_steps, start, give_up, tables)
+    results = [r for r, *_ in _estimates(cfg, shape, t, tail_steps, start, give_up, tables)
                if r >= 0]
     return min(results) if results else None
 
@@ -337,19 +337,20 @@ def splits_last(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias"):
     return _choice(cfg, shape, t, tail_steps, start)[0]
 
 
-def first_split(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias"):
-    """Weight blocks of the first piece the emitter loads the first task in
-    (:func:`.conv_first.first_piece`), where the estimate says that is faster, else 0."""
-    return _choice(cfg, shape, t, tail_steps, start)[1]
+def task_pieces(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias"):
+    """``(first, last)``: weight blocks of the first piece the emitter loads the first and the
+    last task in (:func:`.conv_first.first_piece`; the last only when it loads its weights),
+    where the estimate says that is faster, else 0."""
+    return _choice(cfg, shape, t, tail_steps, start)[1:]
 
 
 def _choice(cfg, shape, t, tail_steps, start):
-    """``(axis, piece)`` of the fastest walk: the last tile split along ``axis`` (−1: whole),
-    the first task in pieces (``piece``, 0: one); the first of equals in the order whole before
-    split, one piece before two."""
-    _, axis, piece = min(r for r in _estimates(cfg, shape, t, tail_steps, start, None)
-                         if r[0] >= 0)
-    return axis, piece
+    """``(axis, first, last)`` of the fastest walk: the last tile split along ``axis`` (−1:
+    whole), the first and the last task in pieces (0: one); the first of equals in the order
+    whole before split, one piece before two."""
+    _, axis, first, last = min(r for r in _estimates(cfg, shape, t, tail_steps, start, None)
+                               if r[0] >= 0)
+    return axis, first, last
 
 
 def _split(cfg, shape, t, tail_steps):
@@ -360,10 +361,12 @@ def _split(cfg, shape, t, tail_steps):
 
 
 def _estimates(cfg, shape, t, tail_steps, start, give_up, tables=None):
-    """``(cycles, axis, piece)`` of the walks with the last tile whole and split along
-    ``axis`` (where it may be, :func:`split_axis`), each with the first task in one piece and,
-    where it may be (:func:`.conv_first.first_piece`), in two (cycles −1: passed
-    ``give_up``); ``tables``: ``t``'s row of :func:`walk_tables`, else made here."""
+    """``(cycles, axis, first, last)`` of the walks with the last tile whole and split along
+    ``axis`` (where it may be, :func:`split_axis`), each with the first and the last task in
+    one piece and, where they may be (:func:`.conv_first.first_piece`; the last only after
+    ``threads`` tasks, so that one task's extra token is in flight at a time), in two (cycles
+    −1: passed ``give_up``); ``tables``: ``t``'s row of :func:`walk_tables`, else made
+    here."""
     beside = _starts_beside(t, start)
     weights = np.array(tail_weights(tail_steps), dtype=np.int64)
     if tables is None:
@@ -372,28 +375,52 @@ def _estimates(cfg, shape, t, tail_steps, start, give_up, tables=None):
     n_co, n_h, n_w, n_ci, sizes, input_load, weight_load, uops, store, split = tables
     split = int(split)
     resident = int(_resident_loads(cfg, t.bias_rows, t.acc_banks))
+    cib = shape.cin // cfg.block_in
+    tiles = (shape.n // cfg.batch) * n_co * n_h * n_w
     results = []
     for axis in (-1, split) if split >= 0 else (-1,):
         # The first task's sizes: the first tile's (the border's where an axis has one tile;
-        # its first half when it is the only tile and split).
-        one = (shape.n // cfg.batch) * n_co * n_h * n_w == 1 and axis >= 0
+        # its first half when it is the only tile and split); the last task's: the last
+        # tile's (its second half when split), its last input chunk.
+        one = tiles == 1 and axis >= 0
         a = 2 if one and axis == 0 else (1 if n_h == 1 else 0)
         b = 2 if one and axis == 1 else (1 if n_w == 1 else 0)
         nco = int(sizes[2, 1 if n_co == 1 else 0])
-        nci = nco if shape.depthwise else min(t.tci, shape.cin // cfg.block_in)
-        piece = first_piece(cfg, shape, t.threads, int(sizes[0, a]), int(sizes[1, b]), nco,
-                            nci)
-        blocks = shape.kernel_blocks(nco, nci) * shape.kh * shape.kw
-        for p in (0, piece) if piece else (0,):
-            piece_load, rest_load = piece_loads(cfg, blocks, p)
-            results.append((int(compiled_walk()(
-                shape.n // cfg.batch, int(n_co), int(n_h), int(n_w), int(n_ci), t.threads,
-                t.slots, t.inp_resident, t.wgt_resident, t.reload_weights,
-                t.threads > 1 and t.acc_banks > 1, beside, start == "zero", weights,
-                shape.gemm_steps(cfg), gemm_fill(cfg), ALU_FILL, sizes, input_load, weight_load,
-                uops, store, give_up is not None, 0 if give_up is None else give_up, axis,
-                resident, p, piece_load, rest_load)), axis, p))
+        nci = nco if shape.depthwise else min(t.tci, cib)
+        first = _pieces(cfg, shape, t.threads, int(sizes[0, a]), int(sizes[1, b]), nco, nci)
+        last = (0, 0, 0)
+        if (tiles + (axis >= 0)) * n_ci > t.threads:
+            nco = int(sizes[2, 1])
+            nci = nco if shape.depthwise else cib - (int(n_ci) - 1) * t.tci
+            last = _pieces(cfg, shape, t.threads, int(sizes[0, 3 if axis == 0 else 1]),
+                           int(sizes[1, 3 if axis == 1 else 1]), nco, nci)
+        # Pieces first: they are usually the fastest, and a walk gives up once it passes the
+        # fastest so far (when giving up at all: the caller wants the least only).
+        for p1 in (first[0], 0) if first[0] else (0,):
+            for p2 in (last[0], 0) if last[0] else (0,):
+                one_piece = (p1 and first[1:]) or (0, 0)
+                last_piece = (p2 and last[1:]) or (0, 0)
+                results.append((int(compiled_walk()(
+                    shape.n // cfg.batch, int(n_co), int(n_h), int(n_w), int(n_ci), t.threads,
+                    t.slots, t.inp_resident, t.wgt_resident, t.reload_weights,
+                    t.threads > 1 and t.acc_banks > 1, beside, start == "zero", weights,
+                    shape.gemm_steps(cfg), gemm_fill(cfg), ALU_FILL, sizes, input_load,
+                    weight_load, uops, store, give_up is not None,
+                    0 if give_up is None else give_up, axis, resident, p1, *one_piece, p2,
+                    *last_piece)), axis, p1, p2))
+                if give_up is not None and results[-1][0] >= 0:
+                    give_up = min(give_up, results[-1][0])
     return results
+
+
+def _pieces(cfg, shape, threads, th, tw, nco, nci):
+    """``(piece, its LOAD's cycles, the rest's)`` of a task of these sizes
+    (:func:`.conv_first.first_piece`; ``(0, 0, 0)`` when it stays whole)."""
+    piece = first_piece(cfg, shape, threads, th, tw, nco, nci)
+    if not piece:
+        return 0, 0, 0
+    return (piece, *piece_loads(cfg, shape.kernel_blocks(nco, nci) * shape.kh * shape.kw,
+                                piece))
 
 
 def walk_tables(cfg, shape, th, tw, tco, tci, acc_pitch, split):

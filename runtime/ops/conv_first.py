@@ -15,6 +15,8 @@ sends a token, and loads the other blocks and sends another; the compute stage r
 :mod:`.conv_walk`) ask it, so the planner counts what the program does.
 """
 
+import functools
+
 from avta.isa.costs import gemm_fill, load_cycles
 
 __all__ = ["first_piece", "piece_loads"]
@@ -34,6 +36,12 @@ def piece_loads(cfg, blocks, piece):
             load_cycles(cfg, 1, blocks - piece, cfg.wgt_elem_bytes))
 
 
+#: Tasks' pieces remembered: the planner asks for those of every candidate tiling's first and
+#: last task, which take few distinct sizes.
+PIECES_KEPT = 4096
+
+
+@functools.lru_cache(maxsize=PIECES_KEPT)
 def first_piece(cfg, shape, threads, th, tw, nco, nci):
     """Weight blocks (= GEMM micro-ops) of the first task's first piece: a task of ``nco``
     output and ``nci`` input blocks over ``th × tw`` pixels, with ``threads`` threads; 0 when

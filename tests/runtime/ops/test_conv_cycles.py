@@ -31,7 +31,8 @@ def test_one_task_by_hand():
     # The bias row (16 int32) in each bank the buffers use, loaded first on the read engine.
     bias = t.acc_banks * (load + 16 * 4 // 8)
     one = bias + inp + wgt + gemm
-    assert [c for c, _, piece in _estimates(cfg, shape, t, 4, "bias", None) if not piece] == \
+    assert [c for c, _, piece, _ in _estimates(cfg, shape, t, 4, "bias", None)
+            if not piece] == \
         [one + 3 * start + store]
     assert first_piece(cfg, shape, 2, 4, 4, 1, 1) == 6
     first, rest = load + 6 * 256 // 8, load + 3 * 256 // 8
