@@ -31,6 +31,7 @@ padding, micro-op loads and fetch are left out: the estimate ranks tilings, it d
 a run to the cycle.
 """
 
+import functools
 import math
 
 import numpy as np
@@ -344,10 +345,12 @@ def task_pieces(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias"):
     return _choice(cfg, shape, t, tail_steps, start)[1:]
 
 
+@functools.lru_cache(maxsize=256)
 def _choice(cfg, shape, t, tail_steps, start):
     """``(axis, first, last)`` of the fastest walk: the last tile split along ``axis`` (−1:
     whole), the first and the last task in pieces (0: one); the first of equals in the order
-    whole before split, one piece before two."""
+    whole before split, one piece before two. Remembered: the emitter asks for the axis and the
+    pieces apart, and the walks are the same (the arguments are immutable)."""
     _, axis, first, last = min(r for r in _estimates(cfg, shape, t, tail_steps, start, None)
                                if r[0] >= 0)
     return axis, first, last
