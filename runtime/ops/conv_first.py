@@ -1,4 +1,5 @@
-"""The first task of a conv2d, loaded in two pieces so that computing starts sooner.
+"""The first and the last task of a conv2d, loaded in two pieces so that computing starts
+sooner.
 
 Nothing runs on the compute stage before the first task's weights and input window are in, and
 a 3×3 chunk of one output block is nine weight blocks: 576 bus cycles on ``huge`` (a 4 KiB block
@@ -8,7 +9,11 @@ kernel's micro-ops come in the same order (:mod:`.conv2d`: input blocks, kernel 
 columns, output blocks innermost), so the first ``e`` weight blocks are exactly what the first
 ``e`` micro-ops read. The load stage then loads those ``e`` blocks and the input window and
 sends a token, and loads the other blocks and sends another; the compute stage runs the first
-``e`` micro-ops on the first token and the rest on the second, while the rest loads.
+``e`` micro-ops on the first token and the rest on the second, while the rest loads. The last
+task of a layer whose bus binds (its LOADs run back to back, the compute stage waits for each)
+gains the same way: its GEMM starts on the first blocks instead of after the last LOAD. One
+task at a time is in pieces (:class:`avta.runtime.pipeline.Pipeline`), and the estimate says
+which of the first and the last pay (:func:`.conv_cycles.task_pieces`).
 
 :func:`first_piece` chooses ``e`` by the same instruction costs as the planner's estimate
 (:mod:`avta.isa.costs`), and both the emitter and the estimate (:mod:`.conv_cycles`,
@@ -43,15 +48,16 @@ PIECES_KEPT = 4096
 
 @functools.lru_cache(maxsize=PIECES_KEPT)
 def first_piece(cfg, shape, threads, th, tw, nco, nci):
-    """Weight blocks (= GEMM micro-ops) of the first task's first piece: a task of ``nco``
-    output and ``nci`` input blocks over ``th × tw`` pixels, with ``threads`` threads; 0 when
-    the task loads in one piece.
+    """Weight blocks (= GEMM micro-ops) of a task's first piece: a task of ``nco`` output and
+    ``nci`` input blocks over ``th × tw`` pixels, with ``threads`` threads; 0 when the task
+    loads in one piece.
 
     The task is split when it has one output block (its weights one DRAM row, read in micro-op
     order), at least two weight blocks, and a counter holds the extra token (``threads + 1``
     load tasks' tokens in flight), at the ``e`` whose first task ends soonest by the estimate's
-    costs: the first piece's GEMM starts after ``e`` blocks and runs beside the other blocks'
-    LOAD; the rest starts when both are done. Not split when no ``e`` beats one piece."""
+    costs, from the task's LOADs on: the first piece's GEMM starts after ``e`` blocks and runs
+    beside the other blocks' LOAD; the rest starts when both are done. Not split when no ``e``
+    beats one piece (whether the split pays in the layer is the walk's to say)."""
     blocks = shape.kernel_blocks(nco, nci) * shape.kh * shape.kw
     if shape.depthwise or nco != 1 or blocks < 2 or _token_limit(cfg) < threads + 1:
         return 0
