@@ -7,7 +7,8 @@ from avta.isa.config import load_config
 from avta.isa.costs import INSN_OVERHEAD, LOAD_LATENCY
 from avta.isa.enums import MemType, Opcode
 from avta.runtime.ops.conv2d import Conv2dBuffers, build_conv2d, conv2d
-from avta.runtime.ops.conv_cycles import estimate, lower_bound
+from avta.runtime.ops.conv_cycles import _estimates, estimate, lower_bound
+from avta.runtime.ops.conv_first import first_piece
 from avta.runtime.ops.conv_plan import Conv2dShape, PlanError, _fitting, plan_conv2d, tiling_for
 from avta.runtime.ops.reference import conv2d_ref
 from avta.runtime.ops.requant import Requant
@@ -15,7 +16,9 @@ from avta.runtime.ops.requant import Requant
 
 def test_one_task_by_hand():
     """default (8-byte bus; INP/OUT rows 16 B, WGT rows 256 B), 4x4x16 → 4x4x16, 3x3 pad 1,
-    one tile: LOADs, accumulator start, GEMM, three ALU passes, one STORE, in a row."""
+    one tile: LOADs, accumulator start, GEMM, three ALU passes, one STORE, in a row; the first
+    task in two pieces (conv_first): six weight blocks and the window, then the other three
+    while the first six micro-ops run."""
     cfg = load_config("default")
     shape = Conv2dShape(1, 16, 4, 4, 16, 3, 3, 1, 1)
     t = tiling_for(cfg, shape, 4, 4, 1, 1, 2, bias=True)
@@ -27,8 +30,17 @@ def test_one_task_by_hand():
     store = 2 + (16 * 16 // 8 + 6)          # the tile is whole rows: one DRAM row
     # The bias row (16 int32) in each bank the buffers use, loaded first on the read engine.
     bias = t.acc_banks * (load + 16 * 4 // 8)
-    assert estimate(cfg, shape, t) == bias + inp + wgt + gemm + 3 * start + store
-    assert estimate(cfg, shape, t, tail_steps=2) == bias + inp + wgt + gemm + start + store
+    one = bias + inp + wgt + gemm
+    assert [c for c, _, piece, _ in _estimates(cfg, shape, t, 4, "bias", None)
+            if not piece] == \
+        [one + 3 * start + store]
+    assert first_piece(cfg, shape, 2, 4, 4, 1, 1) == 6
+    first, rest = load + 6 * 256 // 8, load + 3 * 256 // 8
+    part = 4 + 1 + 2                        # a GEMM's fill, as above
+    two = max(bias + inp + first + 16 * 6 + part, bias + inp + first + rest) + 16 * 3 + part
+    assert two < one
+    assert estimate(cfg, shape, t) == two + 3 * start + store
+    assert estimate(cfg, shape, t, tail_steps=2) == two + start + store
     assert estimate(cfg, shape, t, give_up=100) is None
 
 
