@@ -5,13 +5,15 @@ options :func:`~.conv_plan.plan_conv2d` and :func:`~.conv_cycles.estimate` take 
 (:func:`plan_options`). The emitter (:mod:`.conv2d`) and the depthwise and residual operators
 share them."""
 
-from avta.isa.costs import ALU_FILL, two_operand_step
+from avta.isa.costs import ALU_FILL, alu_cycles, two_operand_step
 from avta.isa.enums import AluOp
 
+from ..stream import alu_insn
 from .conv_plan import plan_conv2d
 from .requant import CHANNEL_ROW_BLOCKS
 
-__all__ = ["AluRecorder", "pass_cycles", "tail_weights", "tail_steps", "accumulator_start",
+__all__ = ["AluRecorder", "pass_cycles", "kernel_cycles", "tail_weights", "tail_steps",
+           "accumulator_start",
            "plan_layer", "plan_options", "row_blocks"]
 
 
@@ -32,16 +34,26 @@ def pass_cycles(cfg, op, imm, rows):
     return rows * step + ALU_FILL
 
 
+def kernel_cycles(cfg, kernel, op, imm):
+    """Cycles of ALU ``op`` (``imm`` None: two operands) running ``kernel``, as the stream
+    emits it (:func:`avta.isa.costs.alu_cycles`: a two-operand step that reuses the src row of
+    the step before takes one cycle)."""
+    return alu_cycles(cfg, alu_insn(kernel, op, imm=imm))
+
+
 def tail_weights(cfg, requant, bias_added):
     """The requantization tail's ALU passes over each output row after the accumulator start,
-    for the planner's estimate: a tuple of each instruction's cycles per row (a two-operand one
-    twice on one ACC read port, docs/architecture.md, compute stage); empty for a host
-    requantization."""
+    for the planner's estimate: a tuple of each instruction's cycles per row. Every pass is one
+    cycle a row: an immediate one reads only ACC[src], and a two-operand one (the bias ADD, a
+    per-channel SCL, ADD or SHR) reads the same bias or channel row for every pixel of an
+    output block, so it reads that row again only at each block's first step
+    (:func:`kernel_cycles`; docs/architecture.md, compute stage). The estimate leaves that
+    cycle a block out; empty for a host requantization."""
     if requant.on_host:
         return ()
     passes = AluRecorder()
     requant.emit(passes, None, object() if bias_added else None, lambda k: None)
-    return tuple(pass_cycles(cfg, op, imm, 1) - ALU_FILL for _, op, imm in passes.insns)
+    return (1,) * len(passes.insns)
 
 
 def tail_steps(cfg, requant, bias_added):
