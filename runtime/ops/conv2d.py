@@ -31,8 +31,8 @@ from ..stream import StreamBuilder
 from ..uop_kernel import ITER_BITS, Loop, UopKernel
 from .conv_cycles import halves, passes_beside, split_parts, splits_last, task_pieces
 from .conv_plan import Conv2dShape
-from .conv_tail import (AluRecorder, accumulator_start, pass_cycles, plan_layer, plan_options,
-                        row_blocks, tail_steps, tail_weights)
+from .conv_tail import (AluRecorder, accumulator_start, kernel_cycles, pass_cycles, plan_layer,
+                        plan_options, row_blocks, tail_steps, tail_weights)
 from .requant import Requant
 
 __all__ = ["Conv2dBuffers", "accumulator_start", "bias_bound", "build_conv2d", "conv2d",
@@ -351,13 +351,10 @@ class _Conv2dEmitter:
         return begun
 
     def _pass_cycles(self):
-        """Cycles of each pending requantization pass (:func:`pass_cycles`)."""
+        """Cycles of each pending requantization pass (:func:`kernel_cycles`)."""
         if not self.tail:
             return []
-        tile, passes = self.tail
-        _, nco = self._co_range(tile)
-        rows = tile.th * tile.tw * nco
-        return [pass_cycles(self.cfg, op, imm, rows) for _, op, imm in passes]
+        return [kernel_cycles(self.cfg, kernel, op, imm) for kernel, op, imm in self.tail[1]]
 
     def end_tile(self, tile, va):
         """Requantize ``tile``: its passes wait in :attr:`tail` for the next tile's GEMMs."""

@@ -5,7 +5,7 @@ import pytest
 
 from avta.isa.config import load_config
 from avta.isa.costs import INSN_OVERHEAD, LOAD_LATENCY
-from avta.isa.enums import MemType, Opcode
+from avta.isa.enums import AluOp, MemType, Opcode
 from avta.runtime.ops.conv2d import Conv2dBuffers, build_conv2d, conv2d
 from avta.runtime.ops.conv_cycles import _estimates, estimate, lower_bound
 from avta.runtime.ops.conv_first import first_piece
@@ -127,12 +127,13 @@ def test_resident_inputs_load_once(default_cfg, rng, int8, device):
 
 def test_tail_steps_follow_the_requantization():
     """The planner's ALU passes per output row: the accumulator start plus the tail's
-    instructions, a two-operand ADD twice on one ACC read port."""
+    instructions, a two-operand ADD once too: it reads one bias row for every pixel of an output
+    block, which the ALU reuses (costs.alu_cycles)."""
     from avta.runtime.ops.conv2d import tail_steps
     cfg = load_config("default")
     relu = Requant(8, (0, 127))
     assert tail_steps(cfg, relu, bias_added=False) == 4           # MOV, SHR, MIN, MAX
-    assert tail_steps(cfg, relu, bias_added=True) == 6            # reset, SHR, ADD x2, MIN, MAX
+    assert tail_steps(cfg, relu, bias_added=True) == 5            # reset, SHR, ADD, MIN, MAX
     assert tail_steps(cfg.replace(acc_read_ports=2), relu, bias_added=True) == 5
     assert tail_steps(cfg, Requant(8, (-127, 127), use_clp=True), bias_added=False) == 3
     assert tail_steps(cfg, Requant(), bias_added=False) == 1
@@ -236,7 +237,7 @@ def test_estimate_follows_fsim_with_per_channel_rows(default_cfg, shape, within)
     t = plan_layer(cfg, shape, requant=rq, has_bias=True, bias_bound=bias_bound(bias))
     options = plan_options(cfg, shape, rq, True, bias_bound(bias))
     del options["bias"]
-    assert options["tail_steps"] == (2, 2, 2, 1, 1)
+    assert options["tail_steps"] == (1, 1, 1, 1, 1)
     dev = Device(cfg, FsimBackend(cfg, dram_size=4 << 20, timing_only=True))
     conv2d(dev, x, w, bias, stride=shape.stride, pad=shape.pad, requant=rq, tiling=t)
     cycles = dev.last_result.cycles
@@ -354,3 +355,20 @@ def test_the_planner_picks_what_a_one_by_one_search_picks(config, tail, bias, st
             planned = None
         assert planned == _plan_one_by_one(cfg, shape, bias=bias, tail_steps=tail,
                                            start=start), shape
+
+
+def test_a_channel_row_pass_reads_its_row_once_a_block():
+    """A tile's pass over its per-channel (or bias) row: one micro-op, output blocks outer and
+    pixels inner, the src row still for a block's pixels, so each step but a block's first
+    takes one cycle on one ACC read port (costs.alu_cycles); the emitter splits its GEMMs by
+    these cycles."""
+    from avta.isa.costs import ALU_FILL
+    from avta.runtime.ops.conv_tail import kernel_cycles
+    from avta.runtime.uop_kernel import Loop, UopKernel
+    cfg = load_config("default")
+    blocks, pixels, pitch = 3, 10, 16
+    rows = UopKernel([(0, 200)], (Loop(blocks, pitch, 1), Loop(pixels, 1, 0)))
+    assert kernel_cycles(cfg, rows, AluOp.ADD, None) == blocks * (pixels + 1) + ALU_FILL
+    assert kernel_cycles(cfg, rows, AluOp.ADD, 3) == blocks * pixels + ALU_FILL
+    same = UopKernel([(0, 0)], (Loop(blocks, pitch, pitch), Loop(pixels, 1, 1)))
+    assert kernel_cycles(cfg, same, AluOp.MAX, None) == 2 * blocks * pixels + ALU_FILL
