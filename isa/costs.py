@@ -14,7 +14,8 @@ sharing it, the planner's estimates do not.
 
 __all__ = ["FETCH_LATENCY", "INSN_OVERHEAD", "LOAD_LATENCY", "LOAD_ROW_MIN_CYCLES",
            "STORE_ROW_OVERHEAD",
-           "COMPUTE_FILL", "INDEX_REGISTER", "ALU_FILL", "gemm_fill", "two_operand_step",
+           "COMPUTE_FILL", "INDEX_REGISTER", "ROW_REGISTER",
+           "ALU_FILL", "gemm_fill", "two_operand_step",
            "row_cycles", "load_cycles", "store_cycles", "compute_cycles"]
 
 #: Cycles from launch until the first instruction can start in its stage (fetching it from DRAM
@@ -45,6 +46,10 @@ COMPUTE_FILL = 4
 #: hw/core/alu.py; docs/architecture.md, timing on an FPGA): one cycle of every GEMM and ALU
 #: instruction.
 INDEX_REGISTER = 1
+#: The register on the GEMM's INP and WGT rows between the block RAMs and the multipliers
+#: (hw/core/gemm.py; docs/architecture.md, timing on an FPGA): one cycle of every GEMM
+#: instruction.
+ROW_REGISTER = 1
 #: Cycles of an ALU instruction besides its micro-op steps: :data:`COMPUTE_FILL`,
 #: :data:`INDEX_REGISTER` and one for the register between its ACC read and its lanes
 #: (hw/core/alu.py).
@@ -53,9 +58,9 @@ ALU_FILL = COMPUTE_FILL + INDEX_REGISTER + 1
 
 def gemm_fill(cfg):
     """Cycles of a GEMM instruction besides its micro-op steps: :data:`COMPUTE_FILL`,
-    :data:`INDEX_REGISTER` and one per pipeline register of its dot product
-    (``cfg.gemm_stages``, hw/core/gemm.py)."""
-    return COMPUTE_FILL + INDEX_REGISTER + cfg.gemm_stages
+    :data:`INDEX_REGISTER`, :data:`ROW_REGISTER` and one per pipeline register of its dot
+    product (``cfg.gemm_stages``, hw/core/gemm.py)."""
+    return COMPUTE_FILL + INDEX_REGISTER + ROW_REGISTER + cfg.gemm_stages
 
 
 def two_operand_step(cfg):
