@@ -312,8 +312,8 @@ def checks(cfg, faults=frozenset()):
     # Without the GEMM's dot-product pipeline and index register the covers are reached at
     # steps 9 and 12 (overlap) and 8 and 11 (fresh) on every configuration (the control is the
     # same), so they look 13 and 12 deep at least; each of the GEMM's registers beyond that
-    # (its dot product's, its index register: costs.gemm_fill) delays a GEMM's writes a cycle,
-    # and fresh's second cover runs two GEMMs one after the other.
+    # (its dot product's, its index and row registers: costs.gemm_fill) delays a GEMM's writes
+    # a cycle, and fresh's second cover runs two GEMMs one after the other.
     small, s = _small(cfg), costs.gemm_fill(cfg) - costs.COMPUTE_FILL
     return [
         Check("compute", "overlap", "an ALU instruction then a GEMM leave the same ACC/OUT "
