@@ -16,9 +16,9 @@ from avta.isa.enums import AluOp
 
 __all__ = ["FETCH_LATENCY", "INSN_OVERHEAD", "LOAD_LATENCY", "LOAD_ROW_MIN_CYCLES",
            "STORE_ROW_OVERHEAD",
-           "COMPUTE_FILL", "INDEX_REGISTER", "ALU_FILL", "gemm_fill", "two_operand_step",
-           "reused_src_steps", "alu_cycles", "row_cycles", "load_cycles", "store_cycles",
-           "compute_cycles"]
+           "COMPUTE_FILL", "INDEX_REGISTER", "ROW_REGISTER", "ALU_FILL", "gemm_fill",
+           "two_operand_step", "reused_src_steps", "alu_cycles", "row_cycles", "load_cycles",
+           "store_cycles", "compute_cycles"]
 
 #: Cycles from launch until the first instruction can start in its stage (fetching it from DRAM
 #: and decoding it; every layer's compute stage idled 9-10 cycles on tsim, default and huge,
@@ -48,6 +48,10 @@ COMPUTE_FILL = 4
 #: hw/core/alu.py; docs/architecture.md, timing on an FPGA): one cycle of every GEMM and ALU
 #: instruction.
 INDEX_REGISTER = 1
+#: The register on the GEMM's INP and WGT rows between the block RAMs and the multipliers
+#: (hw/core/gemm.py; docs/architecture.md, timing on an FPGA): one cycle of every GEMM
+#: instruction.
+ROW_REGISTER = 1
 #: Cycles of an ALU instruction besides its micro-op steps: :data:`COMPUTE_FILL`,
 #: :data:`INDEX_REGISTER` and one for the register between its ACC read and its lanes
 #: (hw/core/alu.py).
@@ -56,9 +60,9 @@ ALU_FILL = COMPUTE_FILL + INDEX_REGISTER + 1
 
 def gemm_fill(cfg):
     """Cycles of a GEMM instruction besides its micro-op steps: :data:`COMPUTE_FILL`,
-    :data:`INDEX_REGISTER` and one per pipeline register of its dot product
-    (``cfg.gemm_stages``, hw/core/gemm.py)."""
-    return COMPUTE_FILL + INDEX_REGISTER + cfg.gemm_stages
+    :data:`INDEX_REGISTER`, :data:`ROW_REGISTER` and one per pipeline register of its dot
+    product (``cfg.gemm_stages``, hw/core/gemm.py)."""
+    return COMPUTE_FILL + INDEX_REGISTER + ROW_REGISTER + cfg.gemm_stages
 
 
 def two_operand_step(cfg):

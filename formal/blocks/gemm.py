@@ -43,6 +43,7 @@ from amaranth.lib import data
 
 from avta.hw.core.gemm import Gemm, dot_pipeline, tree_sum
 from avta.hw.core.sram import geometry, row_layout
+from avta.isa import costs
 from avta.isa.layout import layouts
 
 from ..harness import Check, Harness
@@ -67,9 +68,11 @@ def rtl_dot(cfg, inp, wgt, b, o):
 def _pipe_depth(cfg):
     """``pipe``'s depth: 11 (about 6 steps before the tracked one) for up to 64 products per
     row; 8 above (default's 256 products: step 7 alone took over 3 minutes before the index
-    register); plus the dot product's pipeline registers. The first write comes at cycle
-    5 + ``cfg.gemm_stages``, so depth 8 + stages still checks three steps, back to back."""
-    return (11 if cfg.batch * cfg.block_out * cfg.block_in <= 64 else 8) + cfg.gemm_stages
+    register); plus the row register and the dot product's pipeline registers. The first
+    write comes at cycle 6 + ``cfg.gemm_stages``, so depth 9 + stages still checks three
+    steps, back to back."""
+    return ((11 if cfg.batch * cfg.block_out * cfg.block_in <= 64 else 8) + costs.ROW_REGISTER
+            + cfg.gemm_stages)
 
 
 def _lanes(cfg):
@@ -146,33 +149,34 @@ class GemmPipeHarness(Harness):
             m.d.comb += dut.acc_rd.data.eq(returned)
 
         # The tracked step: the k-th step issued (k picked by the solver); it is in stage s_j
-        # when t[j], and writes in s(4+S); its s2 ACC index names row a. Stages after s2 never
+        # when t[j], and writes in s(5+S); its s2 ACC index names row a. Stages after s2 never
         # stall (hold is 0 here), so t[j] follows t[j - 1] one cycle later.
         k = self.constant(m, "k", STEP_BITS)
         issued = Signal(STEP_BITS + 1)
         with m.If(dut.step & ~issued[-1]):
             m.d.sync += issued.eq(issued + 1)
         stages = cfg.gemm_stages
-        t = [None] + [Signal(name=f"t{j}") for j in range(1, 5 + stages)]
+        t = [None] + [Signal(name=f"t{j}") for j in range(1, 6 + stages)]
         m.d.sync += [t[1].eq(dut.step & (issued == k))]
-        m.d.sync += [t[j].eq(t[j - 1]) for j in range(2, 5 + stages)]
+        m.d.sync += [t[j].eq(t[j - 1]) for j in range(2, 6 + stages)]
         self.assume(m, ~t[2] | (dut.acc_index == a))
 
-        # The rows arrive in s3; the harness's copy of the pipeline has their dot products in
-        # s(3+S).
-        inp = data.View(row_layout(cfg, "inp"), dut.inp_rd.data)
-        wgt = data.View(row_layout(cfg, "wgt"), dut.wgt_rd.data)
+        # The rows arrive in s3 and are registered (the GEMM's row register); the harness's
+        # copy of the pipeline has their dot products in s(4+S).
+        inp = Signal(row_layout(cfg, "inp"))
+        wgt = Signal(row_layout(cfg, "wgt"))
+        m.d.sync += [inp.eq(dut.inp_rd.data), wgt.eq(dut.wgt_rd.data)]
         dots = Signal(acc_row)
         for b, o in _lanes(cfg):
             dot = dot_pipeline(m, _products(cfg, inp, wgt, b, o), stages, name=f"ref{b}_{o}")
-            with m.If(t[3 + stages]):
+            with m.If(t[4 + stages]):
                 m.d.sync += dots[b][o].eq(dot)
         want = Signal(acc_row)
         now = data.View(acc_row, acc_now)
         with m.If(~gemm.reset):
             for b, o in _lanes(cfg):
                 m.d.comb += want[b][o].eq(now[b][o] + dots[b][o])
-        t_write = t[4 + stages]
+        t_write = t[5 + stages]
         self.promise(m, ~t_write | (wr.en.all() & (wr.addr == a)
                                     & (wr.data == want.as_value())))
 

@@ -24,7 +24,7 @@ scratchpads map onto their banks and copies (a UOP copy for the ALU's micro-op r
 for its second operand when ``ACC_READ_PORTS`` is 2; ACC and OUT banks for the two writers).
 """
 
-from amaranth.hdl import Cat, Module, Signal, unsigned
+from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 
@@ -228,10 +228,10 @@ class Compute(wiring.Component):
         first micro-op, arrives).
 
         Each range's span, ``(iter_out − 1)·factor_out + (iter_in − 1)·factor_in``, is formed
-        from ``insn`` and registered with the latched copy, so that only ``first + span`` and
-        its comparison stand behind the micro-op block RAM's read (the span's multipliers
-        after it were the core's longest path on an ECP5: docs/architecture.md, timing on an
-        FPGA)."""
+        from ``insn`` and registered with the latched copy, so that only ``first + span`` (into
+        ``hi``) and ``first < depth − span`` stand behind the micro-op block RAM's read (the
+        span's multipliers after it were the core's longest path on an ECP5, then the sum and
+        its comparison one behind the other: docs/architecture.md, timing on an FPGA)."""
         depth = geometry(self._cfg, "acc").depth
         with m.If(starting):
             m.d.sync += known.eq(0)
@@ -249,8 +249,13 @@ class Compute(wiring.Component):
             for op, (lo, hi) in ranges.items():
                 first = getattr(uop, f"{op}_idx")
                 span = spans[op]
-                last = Signal(unsigned(len(first) + len(span) + 1), name=f"{op}_last")
-                m.d.comb += last.eq(first + span)
-                ok &= last < depth
-                m.d.sync += [lo.eq(first), hi.eq(last)]
+                # first + span < depth, asked as first < depth − span: the room is formed from
+                # the registered span while the micro-op is read, so one short comparison, not
+                # an adder as wide as the span and a comparison behind it, follows the block
+                # RAM (that chain bound `fpga` on an ECP5: docs/architecture.md).
+                fits = Signal(name=f"{op}_fits")
+                room = Signal(range(depth + 1), name=f"{op}_room")
+                m.d.comb += [fits.eq(span < depth), room.eq(depth - span)]
+                ok &= fits & (first < room)
+                m.d.sync += [lo.eq(first), hi.eq(first + span)]
             m.d.sync += bounded.eq(ok & (alu_insn.iter_out != 0) & (alu_insn.iter_in != 0))

@@ -9,18 +9,25 @@ it stalls only on ``hold`` (the compute stage's hazard check against a detached 
 s0            :class:`LoopGen` offers the step; the micro-op buffer is read.
 s1            the micro-op arrives; indices = micro-op fields + loop offsets, registered.
 s2            the hazard check sees the registered ACC index; INP and WGT are read.
-s3 … s(3+S)   rows arrive in s3; the ``BATCH × BLOCK_OUT × BLOCK_IN`` products and the adder
-              trees, in S + 1 parts (:func:`dot_pipeline`): with S > 0 the products alone in
-              s3, then about ``LOG_BLOCK_IN / S`` adder levels per stage.
-s(2+S)        ACC is read (in s2 when S = 0).
-s(3+S)        the dot products complete (the last adder levels); ACC is forwarded.
-s(4+S)        ``ACC[dst] += dot`` (or 0 with ``reset``) is written (the compute stage mirrors it
+s3            the rows arrive and are registered (the row register).
+s4 … s(4+S)   the ``BATCH × BLOCK_OUT × BLOCK_IN`` products and the adder trees, in S + 1
+              parts (:func:`dot_pipeline`): with S > 0 the products alone in s4, then about
+              ``LOG_BLOCK_IN / S`` adder levels per stage.
+s(3+S)        ACC is read.
+s(4+S)        the dot products complete (the last adder levels); ACC is forwarded.
+s(5+S)        ``ACC[dst] += dot`` (or 0 with ``reset``) is written (the compute stage mirrors it
               to OUT).
 ============  ==============================================================================
 
-For example BLOCK_IN 16, S = 2: s3 products | s4 levels 1-2, ACC read | s5 levels 3-4, ACC
-forwarded | s6 write. A GEMM instruction costs S cycles more than with S = 0
+For example BLOCK_IN 16, S = 2: s3 rows | s4 products | s5 levels 1-2, ACC read | s6 levels
+3-4, ACC forwarded | s7 write. A GEMM instruction costs S cycles more than with S = 0
 (:func:`avta.isa.costs.gemm_fill`).
+
+The row register (s3) keeps the INP and WGT block RAMs' clock-to-out (5.6 ns on an ECP5) and
+the route from a wide row of block RAMs (the ``fpga`` configuration's WGT row is 32 of them side
+by side) out of the cycle of the multipliers: on an ECP5 that was the path that bound ``fpga``
+and, once fetch's and the ALU's paths were cut, ``tiny`` (docs/architecture.md, timing on an
+FPGA). It costs every GEMM instruction one cycle (:data:`avta.isa.costs.ROW_REGISTER`).
 
 The index register (s1 to s2) keeps the micro-op block RAM's clock-to-out and the index adders
 out of the hazard check and of the stall that fans out from it to the loop nest, the micro-op
@@ -198,32 +205,31 @@ class Gemm(wiring.Component):
             self.inp_rd.en.eq(v2), self.wgt_rd.en.eq(v2),
         ]
 
-        # -- s3 .. s(4+S): valid, last and the ACC row travel with the step ---------------------
+        # -- s3 .. s(5+S): valid, last and the ACC row travel with the step ---------------------
         stages = cfg.gemm_stages
-        last_stage = 4 + stages
+        last_stage = 5 + stages
         valid, last, acc_idx = {2: v2}, {2: last2}, {2: acc_idx2}
         for k in range(3, last_stage + 1):
             valid[k], last[k] = Signal(name=f"v{k}"), Signal(name=f"last{k}")
             acc_idx[k] = Signal.like(acc_idx2, name=f"acc_idx{k}")
             m.d.sync += [valid[k].eq(valid[k - 1] & ~stall if k == 3 else valid[k - 1]),
                          last[k].eq(last[k - 1]), acc_idx[k].eq(acc_idx[k - 1])]
-        # ACC is read two stages before the write, as without the pipeline (the module).
-        # A held step does not read ACC (with S = 0 it reads in s2): the detached ALU may be
-        # using the bank's port (hw/core/banks.py); it reads in the cycle it leaves s2.
+        # ACC is read two stages before the write, as without the pipeline (the module), in s3
+        # or later: a held step (in s2) never reads it.
         read = last_stage - 2
-        m.d.comb += [self.acc_rd.addr.eq(acc_idx[read]),
-                     self.acc_rd.en.eq(valid[read] & ~stall if read == 2 else valid[read])]
+        m.d.comb += [self.acc_rd.addr.eq(acc_idx[read]), self.acc_rd.en.eq(valid[read])]
 
-        # -- s(3+S): ACC forwarding ---------------------------------------------------------------
+        # -- s(4+S): ACC forwarding ---------------------------------------------------------------
         acc_now = Signal(row_layout(cfg, "acc"))
         with m.If(self.acc_wr.en.any() & (self.acc_wr.addr == acc_idx[last_stage - 1])):
             m.d.comb += acc_now.eq(self.acc_wr.data)
         with m.Else():
             m.d.comb += acc_now.eq(self.acc_rd.data)
 
-        # -- s3 .. s(4+S): dot products; s(4+S): accumulate and write -----------------------------
-        inp = data.View(row_layout(cfg, "inp"), self.inp_rd.data)
-        wgt = data.View(row_layout(cfg, "wgt"), self.wgt_rd.data)
+        # -- s3: the row register; s4 .. s(4+S): dot products; s(5+S): accumulate and write -------
+        inp = Signal(row_layout(cfg, "inp"))
+        wgt = Signal(row_layout(cfg, "wgt"))
+        m.d.sync += [inp.eq(self.inp_rd.data), wgt.eq(self.wgt_rd.data)]
         acc_w = Signal(row_layout(cfg, "acc"))
         dot_w = Signal(row_layout(cfg, "acc"))
         m.d.sync += acc_w.eq(acc_now)

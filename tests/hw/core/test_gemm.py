@@ -85,6 +85,17 @@ def test_cycles_are_the_cost_model(run_gemms, stages):
     assert run_gemms(cfg, uops, [insn]) == [24 + costs.gemm_fill(cfg)]
 
 
+def test_tiny_gemm_is_n_plus_7(run_gemms):
+    """On ``tiny`` (one dot-product register) a GEMM of N steps takes N + 7 cycles: the cycle it
+    starts and the drain (COMPUTE_FILL, 4), the index register, the row register between the
+    INP/WGT block RAMs and the multipliers, and the dot product's register."""
+    cfg = load_config("tiny")
+    uops = [Uop(i, i, i) for i in range(4)]
+    insn = _gemm(uop_bgn=0, uop_end=4, iter_out=2, iter_in=3, dst_factor_in=4)
+    assert cfg.gemm_stages == 1
+    assert run_gemms(cfg, uops, [insn]) == [24 + 7]
+
+
 def test_reset_and_degenerate(run_gemms):
     cfg = load_config("rect")
     uops = [Uop(1, 2, 3), Uop(4, 5, 6)]
@@ -115,7 +126,8 @@ def test_derived_stages(log_block_in, stages, cuts):
     cfg = _tiny_block_in(log_block_in)
     assert cfg.gemm_stages == stages
     assert pipe_cuts(tree_levels(cfg.block_in), cfg.gemm_stages) == cuts
-    assert costs.gemm_fill(cfg) == costs.COMPUTE_FILL + costs.INDEX_REGISTER + stages
+    assert costs.gemm_fill(cfg) == (costs.COMPUTE_FILL + costs.INDEX_REGISTER
+                                    + costs.ROW_REGISTER + stages)
     assert "GEMM_PIPE_STAGES" not in cfg.to_dict()
 
 

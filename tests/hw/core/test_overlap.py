@@ -21,6 +21,7 @@ from .test_core import ACC, FINISH, INP, OUT, UOPS, WGT, compare, load, store
 ROWS = 64          # ACC rows loaded and stored at the start of each bank
 STEPS = 24         # rows each instruction walks
 BANK = scratchpad(load_config("tiny"), "acc").bank_rows     # the first row of ACC's bank 1
+DEPTH = scratchpad(load_config("tiny"), "acc").depth
 
 
 def _program(cfg, alu_uops, gemm_dst, *, alu_op=AluOp.SHR, use_imm=1):
@@ -55,6 +56,11 @@ CASES = {
     "gemm-writes-alu-src": ([(40, 0)], 8, False),
     "alu-reads-gemm-rows": ([(0, 30)], 34, False),
     "several-uops": ([(0, 0), (12, 12)], 32, False),
+    # The bound's edge (compute.py asks first + span < depth): the ALU's last row is ACC's
+    # last, so its rows are bounded to bank 1; one row further they wrap into bank 0 (row 0),
+    # so they are not bounded and the GEMM waits.
+    "alu-ends-at-last-row": ([(DEPTH - STEPS, DEPTH - STEPS)], 8, True),
+    "alu-wraps-past-last-row": ([(DEPTH - STEPS + 1, DEPTH - STEPS + 1)], 8, False),
 }
 
 

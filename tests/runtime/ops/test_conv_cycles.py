@@ -26,7 +26,7 @@ def test_one_task_by_hand():
     inp = load + 6 * (6 * 16 // 8)          # 6 rows of a 6-pixel window, 12 beats each
     wgt = load + 9 * 256 // 8               # one row of 9 kernel blocks
     start = 16 + 6                          # 16 ACC rows, the ALU's pipeline fill
-    gemm = 16 * 9 + 4 + 1 + 2               # fill, the index register, the dot product's two
+    gemm = 16 * 9 + 4 + 1 + 1 + 2   # fill, the index and row registers, the dot product's two
     store = 2 + (16 * 16 // 8 + 6)          # the tile is whole rows: one DRAM row
     # The bias row (16 int32) in each bank the buffers use, loaded first on the read engine.
     bias = t.acc_banks * (load + 16 * 4 // 8)
