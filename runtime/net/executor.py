@@ -67,6 +67,8 @@ __all__ = ["LayerReport", "NetworkRun", "run_network", "dram_bytes", "check_dram
 class LayerReport:
     """One node's run. ``on`` is ``"device"`` or ``"host"`` (with ``why``); ``bound`` the stage
     that was busy longest (``load``, ``compute``, ``store``); counts of a host layer are 0.
+    ``fused``: the residual add run inside this convolution (:mod:`.fusion`; the row is then
+    named ``conv+add``), or empty.
     ``counters`` holds the run's performance counters and ``mix`` its program's
     :meth:`~avta.runtime.program.Program.step_mix`: the event counts an energy estimate needs."""
     name: str
@@ -85,6 +87,7 @@ class LayerReport:
     why: str = ""
     counters: dict = field(default_factory=dict)
     mix: dict = field(default_factory=dict)
+    fused: str = ""
 
 
 @dataclass
@@ -250,7 +253,7 @@ class _Executor:
         if node.name in self.fused:
             conv = graph.node(self.fused[node.name])
             report = LayerReport(f"{conv.name}+{node.name.rsplit('.', 1)[-1]}", "conv2d+add",
-                                 tuple(shape), graph.macs(conv))
+                                 tuple(shape), graph.macs(conv), fused=node.name)
         try:
             program = self._program(node)
         except (PlanError, ValueError) as error:

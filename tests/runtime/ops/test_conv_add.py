@@ -163,5 +163,6 @@ def test_the_executor_fuses_and_stays_bit_exact(config, rng):
     run = run_network(fsim_device(cfg, dram_size=16 << 20), graph, x)
     names = [layer.name for layer in run.layers]
     assert names == ["b1.conv1", "b1.conv2+add", "b2.conv1", "b2.down", "b2.conv2+add"]
+    assert [layer.fused for layer in run.layers if layer.fused] == ["b1.add", "b2.add"]
     np.testing.assert_array_equal(run.outputs["b2.add"],
                                   run_reference(graph, x)["b2.add"])
