@@ -243,10 +243,16 @@ def _where(condition, a, b):
     return a if condition else b
 
 
-def slot_counts(cfg, threads):
+def slot_counts(cfg, threads, shortcut=False):
     """The accumulator buffer counts a tiling of ``threads`` threads may have: one per thread,
-    and with two threads four (two per ACC bank) where the token counters hold four tokens."""
+    and with two threads four (two per ACC bank) where the token counters hold four tokens.
+    A layer with a fused residual add (``shortcut``) keeps one per thread: with four its
+    shortcut LOADs ran up to 9 % slower on tsim than fsim and the planner's estimate say
+    (ResNet-18's layer1 on ``huge``: 40,139 cycles on tsim, 36,584 on fsim; with two buffers
+    38,408 and 38,293), which is not traced yet."""
     counts = [threads]
+    if shortcut:
+        return counts
     if threads > 1 and scratchpad(cfg, "acc").banks > 1 and (1 << cfg.token_bits) - 1 >= \
             2 * threads:
         counts.append(2 * threads)
@@ -287,7 +293,7 @@ def _layout(cfg, shape, th, tw, tco, tci, threads, bias, slots, shortcut=False):
     buffer_rows = (1 + int(shortcut)) * tco * acc_pitch
     acc_rows = bias_rows + slots * buffer_rows
     banks, bank_rows = _acc_banks(cfg, slots, bias_rows, buffer_rows)
-    counts = slot_counts(cfg, threads)
+    counts = slot_counts(cfg, threads, shortcut)
     other_slots = slots != threads
     allowed = np.isin(slots, counts) if many else slots in counts
     uop_share = cfg.uop_depth // (2 * threads + 1)
@@ -309,7 +315,8 @@ def _layout(cfg, shape, th, tw, tco, tci, threads, bias, slots, shortcut=False):
         (other_slots & (~allowed if many else not allowed),
          lambda: f"{slots} accumulator buffers with {threads} thread(s): a tiling has one "
                  f"per thread, or four with two threads where ACC has two banks and the "
-                 f"{cfg.token_bits}-bit token counters hold four tokens"),
+                 f"{cfg.token_bits}-bit token counters hold four tokens"
+                 f"{' (a layer with a fused add: one per thread)' if shortcut else ''}"),
         (other_slots & allowed & (banks == 1),
          lambda: f"{slots} accumulator buffers of {tco} x {th}x{tw} pixels and {bias_rows} "
                  f"bias rows do not fit two ACC banks: more buffers in one bank gain nothing"),
@@ -401,7 +408,7 @@ def _cost(cfg, shape, th, tw, tco, tci, threads, wgt_resident, inp_resident):
 def _fitting(cfg, shape, threads, bias, shortcut=False):
     """Every tiling of ``shape`` that fits ``cfg``, in the order of the planner's search."""
     cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
-    for slots in slot_counts(cfg, threads):
+    for slots in slot_counts(cfg, threads, shortcut):
         for tci in tile_sizes(cib):
             for tco in [tci] if shape.depthwise else tile_sizes(cob):
                 for tw in tile_sizes(shape.ow):
@@ -417,7 +424,7 @@ def _fitting_arrays(cfg, shape, threads, bias, shortcut=False):
     its order and their :class:`_Layout` (one value per tiling in each field)."""
     cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
     grids = []
-    for slots in slot_counts(cfg, threads):
+    for slots in slot_counts(cfg, threads, shortcut):
         for tci in tile_sizes(cib):
             tcos = [tci] if shape.depthwise else tile_sizes(cob)
             tco, tw, th = np.meshgrid(tcos, tile_sizes(shape.ow), tile_sizes(shape.oh),

@@ -209,7 +209,7 @@ def test_compiled_walk_equals_the_plain_walk(config, shape, threads, tail):
         pytest.skip("a residual add is fused into a plain convolution")
     tilings = list(_fitting(cfg, shape, threads, False, shortcut=fused))
     assert all(t.shortcut == fused for t in tilings)
-    assert {t.slots for t in tilings} == set(slot_counts(cfg, threads))
+    assert {t.slots for t in tilings} == set(slot_counts(cfg, threads, fused))
     for start in STARTS:
         def plain(t, give_up=None):
             return _plain_walk(cfg, shape, t, tail_steps=tail, start=start, give_up=give_up)
