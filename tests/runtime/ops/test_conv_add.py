@@ -14,7 +14,8 @@ from avta.runtime.net.graph import GraphBuilder
 from avta.runtime.net.reference import run_reference
 from avta.runtime.ops.conv_add import conv2d_add, plan_fused_add
 from avta.runtime.ops.conv_plan import Conv2dShape, PlanError
-from avta.runtime.ops.conv_residual import drops_lower_clip, why_not
+from avta.runtime.ops.conv_residual import FusedAdd, drops_lower_clip, why_not
+from avta.runtime.ops.conv_tail import plan_layer
 from avta.runtime.ops.reference import add_ref, conv2d_ref
 from avta.runtime.ops.requant import Requant
 from avta.sim.fsim.backend import fsim_device
@@ -83,7 +84,8 @@ def test_fused_add_on_both_configurations(config, rng, geometry):
 @pytest.mark.parametrize("config", ["default", "huge"])
 def test_resnet18_layers_fuse_and_the_estimate_follows_fsim(config):
     """ResNet-18's 3x3 layers with their adds (calibrated shifts): the cycle model fuses
-    each, and its estimate is within 3 % of a timing-only fsim run of the fused layer."""
+    each, with one accumulator buffer per thread, and its estimate is within 3 % of a
+    timing-only fsim run of the fused layer."""
     cfg = load_config(config)
     rq, arq = Requant(10, LINEAR), Requant(1, RELU)
     for c, h in ((64, 56), (128, 28), (256, 14), (512, 7)):
@@ -91,6 +93,9 @@ def test_resnet18_layers_fuse_and_the_estimate_follows_fsim(config):
         plan = plan_fused_add(cfg, shape, requant=rq, add_requant=arq, has_bias=True,
                               bias_bound=8)
         assert plan.fused and plan.fused_cycles < plan.apart_cycles, (c, plan)
+        tiling = plan_layer(cfg, shape, requant=rq, has_bias=True, bias_bound=8,
+                            fused=FusedAdd(arq))
+        assert tiling.shortcut and tiling.slots == tiling.threads     # conv_plan.slot_counts
         zeros = np.zeros((1, c, h, h), np.int8)
         dev = fsim_device(cfg, dram_size=64 << 20, timing_only=True)
         conv2d_add(dev, zeros, np.zeros((c, c, 3, 3), np.int8), np.full(c, 8, np.int32),
