@@ -12,10 +12,13 @@ stage's long weight bursts; fsim's timing (:mod:`avta.sim.fsim.timing`) models t
 sharing it, the planner's estimates do not.
 """
 
+from avta.isa.enums import AluOp
+
 __all__ = ["FETCH_LATENCY", "INSN_OVERHEAD", "LOAD_LATENCY", "LOAD_ROW_MIN_CYCLES",
            "STORE_ROW_OVERHEAD",
            "COMPUTE_FILL", "INDEX_REGISTER", "ALU_FILL", "gemm_fill", "two_operand_step",
-           "row_cycles", "load_cycles", "store_cycles", "compute_cycles"]
+           "reused_src_steps", "alu_cycles", "row_cycles", "load_cycles", "store_cycles",
+           "compute_cycles"]
 
 #: Cycles from launch until the first instruction can start in its stage (fetching it from DRAM
 #: and decoding it; every layer's compute stage idled 9-10 cycles on tsim, default and huge,
@@ -62,6 +65,34 @@ def two_operand_step(cfg):
     """Cycles an ALU step reading two ACC operands takes: 2 through one ACC read port (the
     operands one after another), 1 with two (``ACC_READ_PORTS``)."""
     return 1 if cfg.acc_read_ports > 1 else 2
+
+
+def reused_src_steps(cfg, insn):
+    """Steps of ALU instruction ``insn`` that reuse the src row of the step before them
+    (docs/isa.md §3.4, timing): with one micro-op, a step whose src offset
+    ``i_o·src_factor_out + i_i·src_factor_in`` (modulo the ACC depth, as the loop's adders wrap)
+    equals the step before's. Inside an inner loop that is ``src_factor_in`` ≡ 0; from the last
+    step of an outer iteration to the first of the next, ``src_factor_out`` ≡
+    ``(iter_in − 1)·src_factor_in``. With more micro-ops no step reuses: the rule is the loop's,
+    so a cost stays a function of the instruction alone."""
+    if insn.uop_end - insn.uop_bgn != 1 or insn.iter_out == 0 or insn.iter_in == 0:
+        return 0
+    depth = cfg.acc_depth
+    inner = insn.iter_out * (insn.iter_in - 1) if insn.src_factor_in % depth == 0 else 0
+    crossing = (insn.src_factor_out - (insn.iter_in - 1) * insn.src_factor_in) % depth == 0
+    return inner + (insn.iter_out - 1 if crossing else 0)
+
+
+def alu_cycles(cfg, insn):
+    """Cycles of ALU instruction ``insn`` (its steps and :data:`ALU_FILL`): one a step with an
+    immediate or for MOV (which reads only ACC[src]); with two operands
+    :func:`two_operand_step` a step, but one for a step that reuses the src row of the step
+    before (:func:`reused_src_steps`): the unit keeps that row and reads only ACC[dst]
+    (hw/core/alu.py)."""
+    steps = insn.steps
+    if insn.use_imm or insn.alu_opcode == AluOp.MOV or two_operand_step(cfg) == 1:
+        return compute_cycles(steps, fill=ALU_FILL)
+    return compute_cycles(steps, fill=ALU_FILL + steps - reused_src_steps(cfg, insn))
 
 
 def _ceil_div(a, b):

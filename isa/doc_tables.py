@@ -234,7 +234,8 @@ _KEY_MEANINGS = {
     "LOG_WGT_FACTOR_RESTRICT": "bits removed from the GEMM `wgt_factor_*` fields (W)",
     "LOG_ACC_FACTOR_RESTRICT": "bits removed from the `dst_factor_*` fields and the ALU "
                                "`src_factor_*` fields (A)",
-    "ACC_READ_PORTS": "ACC read ports: 1, a two-operand ALU step takes 2 cycles; 2, it takes 1",
+    "ACC_READ_PORTS": ("ACC read ports: 1, a two-operand ALU step takes 2 cycles (1 when it "
+                       "reuses the src row of the step before, §3.4); 2, it takes 1"),
     "TOKEN_BITS": "width of each dependency-token counter",
     "ALU_SCALE": "1 or 2: the ALU has ALU opcode 7, SCL, with a multiplier per lane of W = 16 "
                  "bits (1: 32×16) or W = 24 bits (2: 32×24) (§3.4); 0: opcode 7 is error 2, as "

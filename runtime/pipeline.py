@@ -22,7 +22,10 @@ store of tile t       pop C→S … push S→C                            RAW on
 
 The k-th pop of a queue waits for the k-th push, so task j's C→L pop waits for the compute of task
 j − threads, and tile t's S→C pop for the store of tile t − slots: exactly the previous user of
-the same buffer. No counter ever holds more than ``max(threads, slots)`` tokens (rule (b)).
+the same buffer. No counter ever holds more than ``max(threads, slots)`` tokens (rule (b)),
+but for one: a load task may be loaded in two pieces, each with its L→C token
+(:meth:`Pipeline.end_load_piece`, :mod:`avta.runtime.ops.conv_first`), so that computing starts
+on the first; one task at a time, so L→C holds up to ``threads + 1``.
 """
 
 from avta.isa.enums import Stage
@@ -54,6 +57,8 @@ class Pipeline:
         self._begun = 0          # output tiles begun by the compute stage
         self._tiles = 0          # output tiles ended by the compute stage
         self._stores = 0         # output tiles stored
+        self._piece = None       # the load task in pieces whose second token is not taken
+        self._loading = 0        # 1 between begin_load and end_load
 
     # -- load stage -----------------------------------------------------------------------------
 
@@ -62,11 +67,34 @@ class Pipeline:
         j = self._loads
         if j >= self.threads:
             self._b.dep_pop(C, L)
+        self._loading = 1
         return j % self.threads
 
     def end_load(self):
         self._b.dep_push(L, C)
         self._loads += 1
+        self._loading = 0
+
+    @property
+    def loads_begun(self):
+        """Load tasks begun (the index of the next, or, within one, that one's plus one)."""
+        return self._loads + self._loading
+
+    @property
+    def computes_begun(self):
+        """The index of the load task the compute stage computes on next (or is computing)."""
+        return self._computes
+
+    def end_load_piece(self):
+        """End the first piece of the load task begun (its first LOADs): a token of its own,
+        which :meth:`begin_compute_piece` takes after :meth:`begin_compute` took the first.
+        One task at a time may have one (``threads + 1`` tokens in flight at most): a task
+        loads in pieces only once the compute stage took the last piece's token."""
+        if self._piece is not None:
+            raise RuntimeError(f"load task {self._loads} in pieces while task {self._piece}'s "
+                               f"second token is not taken")
+        self._b.dep_push(L, C)
+        self._piece = self._loads
 
     # -- compute stage --------------------------------------------------------------------------
 
@@ -81,6 +109,15 @@ class Pipeline:
             raise RuntimeError(f"compute of load task {j} before that task was loaded")
         self._b.dep_pop(L, C)
         return j % self.threads
+
+    def begin_compute_piece(self):
+        """Compute on the rest of a load task loaded in pieces (:meth:`end_load_piece`), after
+        :meth:`begin_compute`: take its second token."""
+        if self._piece != self._computes:
+            raise RuntimeError(f"the rest of load task {self._computes}, which was not loaded "
+                               f"in pieces")
+        self._b.dep_pop(L, C)
+        self._piece = None
 
     def end_compute(self):
         self._b.dep_push(C, L)

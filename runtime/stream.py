@@ -29,7 +29,7 @@ from .program import Program
 from .tokens import TokenError, TokenLedger, pop_flag, push_flag, token_queue
 from .uop_kernel import KernelError, UopCache, UopKernel
 
-__all__ = ["StreamBuilder", "StreamError", "noop_insn"]
+__all__ = ["StreamBuilder", "StreamError", "noop_insn", "alu_insn"]
 
 L, C, S = Stage.LOAD, Stage.COMPUTE, Stage.STORE
 
@@ -45,6 +45,19 @@ def noop_insn(stage):
     if stage == C:
         return MemoryInsn(opcode=Opcode.LOAD, memory_type=MemType.UOP)
     return MemoryInsn(opcode=Opcode.STORE, memory_type=MemType.UOP)
+
+
+def alu_insn(kernel, op, *, imm=None, uop_bgn=0, uop_end=None):
+    """The ALU instruction running ``kernel`` (a :class:`UopKernel`) from micro-op rows
+    ``uop_bgn`` to ``uop_end`` (default: one per micro-op): ``op`` of ACC[src] and ``imm`` when
+    given, else of ACC[dst] and ACC[src] (docs/isa.md §3.4). An ALU kernel's single loop is the
+    inner one, as upstream's."""
+    outer, inner = kernel.padded_loops(single_inner=True)
+    return AluInsn(
+        uop_bgn=uop_bgn, uop_end=uop_bgn + len(kernel.uops) if uop_end is None else uop_end, iter_out=outer.extent,
+        iter_in=inner.extent, dst_factor_out=outer.dst_factor, dst_factor_in=inner.dst_factor,
+        src_factor_out=outer.src_factor, src_factor_in=inner.src_factor, alu_opcode=AluOp(op),
+        use_imm=int(imm is not None), imm=0 if imm is None else int(imm))
 
 
 class StreamBuilder:
@@ -271,13 +284,8 @@ class StreamBuilder:
         self._check_index("ALU", "src (ACC)", src, self._cfg.acc_depth, wrap)
         if any(u.wgt_idx for u in kernel.uops) or any(lp.wgt_factor for lp in kernel.loops):
             raise StreamError("an ALU kernel has no weights: wgt indices and factors must be 0")
-        outer, inner = kernel.padded_loops(single_inner=True)
         begin, end = self._place(kernel)
-        return self._emit(AluInsn(
-            uop_bgn=begin, uop_end=end, iter_out=outer.extent, iter_in=inner.extent,
-            dst_factor_out=outer.dst_factor, dst_factor_in=inner.dst_factor,
-            src_factor_out=outer.src_factor, src_factor_in=inner.src_factor, alu_opcode=op,
-            use_imm=int(imm is not None), imm=0 if imm is None else int(imm)))
+        return self._emit(alu_insn(kernel, op, imm=imm, uop_bgn=begin, uop_end=end))
 
     def _check_index(self, what, name, value, depth, wrap=False):
         if value >= depth and not wrap:

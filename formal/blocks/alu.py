@@ -205,10 +205,21 @@ class AluPipeHarness(Harness):
         started = self.started(m)
         m.d.comb += [dut.start.eq(~started), dut.abort.eq(0), dut.insn.eq(insn)]
 
-        # The micro-op buffer: every read returns free data, held until the next read.
+        # The micro-op buffer: every read returns free data, held until the next read; but a
+        # read of the row the read before it read returns that row again (nothing writes the
+        # buffer while the unit runs): the unit relies on it where one micro-op's steps reuse
+        # their src row (hw/core/alu.py).
         uop_free = self.input("uop_data", len(dut.uop_rd.data))
         uop_read, uop_held = Signal(), Signal(len(dut.uop_rd.data))
+        read_addr, last_addr = Signal.like(dut.uop_rd.addr), Signal.like(dut.uop_rd.addr)
+        read_before = Signal()
         m.d.sync += uop_read.eq(dut.uop_rd.en)
+        with m.If(dut.uop_rd.en):
+            m.d.sync += [read_addr.eq(dut.uop_rd.addr), last_addr.eq(read_addr)]
+        with m.If(uop_read):
+            m.d.sync += read_before.eq(1)
+        self.assume(m, ~(uop_read & read_before & (read_addr == last_addr))
+                    | (uop_free == uop_held))
         m.d.comb += dut.uop_rd.data.eq(Mux(uop_read, uop_free, uop_held))
         m.d.sync += uop_held.eq(dut.uop_rd.data)
 
@@ -275,6 +286,14 @@ class AluPipeHarness(Harness):
         self.cover(m, kth & wrote.any() & alu.use_imm & (alu.alu_opcode == AluOp.ADD))
         self.cover(m, kth & wrote.any() & ~alu.use_imm & (alu.alu_opcode == AluOp.MAX) & ~same)
         self.cover(m, dut.done & kth & (k != 0))
+        # ... and a step that reuses the held src row (one micro-op, src still in the inner
+        # loop, not the first step) after an earlier step wrote that row.
+        src_written = Signal()
+        with m.If(writing & (wr.addr == rows["src"])):
+            m.d.sync += src_written.eq(1)
+        self.cover(m, kth & (k != 0) & (k < alu.iter_in) & (alu.uop_end == alu.uop_bgn + 1)
+                   & (alu.src_factor_in == 0) & ~alu.use_imm & (alu.alu_opcode == AluOp.ADD)
+                   & src_written)
 
 
 def checks(cfg, faults=frozenset()):

@@ -8,7 +8,8 @@ s0    :class:`LoopGen` offers the step; the micro-op buffer is read.
 s1    the micro-op arrives; indices = micro-op fields + offsets, registered.
 s2    ACC[src] is read (port A), and ACC[dst] too when the operation needs it: on port B
       in the same cycle, or on port A one cycle later (the step then spends two cycles in
-      s2, and the steps behind it wait in s1 and s0).
+      s2, and the steps behind it wait in s1 and s0) unless the step reuses the src row of
+      the step before (below): then only ACC[dst] is read, in one cycle.
 s3    operands arrive, forwarded (from the write landing now, and from the result of the step
       in s4, which writes next), and are registered as the lanes' A and B.
 s4    the registered operands go to :class:`AluLanes`; the result is registered.
@@ -20,6 +21,16 @@ unit's forwarding out of the path through the lanes (on an ECP5 that path was th
 longest); the index register between s1 and s2 keeps the micro-op block RAM's clock-to-out and
 the index adders out of the ACC read address and the banks' forwarding match behind it. Each
 costs every ALU instruction one cycle (:data:`avta.isa.costs.ALU_FILL`).
+
+A reused src row (docs/isa.md §3.4, timing; one ACC read port only): with one micro-op
+(``uop_end = uop_bgn + 1``), a two-operand step whose loop src offset equals the step before's
+reads the same ACC[src] row, which the unit still holds (``src_hold``, kept current by every
+write to its row); such a step reads only ACC[dst]. Whether a step reuses is decided as it
+enters s1, by comparing the offset the loop offers with the one it offered last (both
+registers), and travels with the step (``reuse1``, ``reuse2``): the issue path (``advance``)
+gains one AND input from a register, no comparator. The rule is the loop's, not the rows': two
+micro-ops that name one src row still read it at each step, so the cost model
+(:func:`avta.isa.costs.alu_cycles`) needs nothing but the instruction.
 
 Read-after-write at any distance, through dst and src (docs/isa.md §3.4): a read issued in the cycle
 of a write returns the new data (transparent ports); every operand value that was read before a
@@ -117,7 +128,10 @@ class Alu(wiring.Component):
         # the steps behind it wait in s1 and s0 (the micro-op port holds its data without en).
         v1, last1, v2, last2, phase = Signal(), Signal(), Signal(), Signal(), Signal()
         dst_off1, src_off1 = Signal(acc_bits), Signal(acc_bits)
-        s2_leaves = v2 & (~serial | phase)
+        # reuse1/reuse2: the step in s1/s2 reuses the src row of the step before (held in
+        # src_hold), so it reads only ACC[dst]; never with two ports, where nothing waits.
+        reuse1, reuse2 = Signal(), Signal()
+        s2_leaves = v2 & (~serial | reuse2 | phase)
         advance = ~v2 | s2_leaves
         m.d.comb += [loop.advance.eq(advance), self.step.eq(loop.valid & advance),
                      self.uop_rd.addr.eq(loop.uop), self.uop_rd.en.eq(loop.valid & advance)]
@@ -128,10 +142,13 @@ class Alu(wiring.Component):
                          src_off1.eq(loop.src)]
             # -- s2: the registered indices ---------------------------------------------------
             m.d.sync += [v2.eq(v1), last2.eq(last1), dst2.eq(uop.dst_idx + dst_off1),
-                         src2.eq(uop.src_idx + src_off1), phase.eq(0)]
+                         src2.eq(uop.src_idx + src_off1), reuse2.eq(reuse1), phase.eq(0)]
         with m.Else():
             m.d.sync += phase.eq(1)
-        m.d.comb += [self.acc_rd.addr.eq(Mux(phase, dst2, src2)), self.acc_rd.en.eq(v2)]
+        if not two_ports:
+            self._reuse_decision(m, loop, advance, reuse1, serial)
+        m.d.comb += [self.acc_rd.addr.eq(Mux(phase | reuse2, dst2, src2)),
+                     self.acc_rd.en.eq(v2)]
         if two_ports:
             m.d.comb += [self.acc_rd_b.addr.eq(dst2), self.acc_rd_b.en.eq(v2)]
 
@@ -144,10 +161,15 @@ class Alu(wiring.Component):
                 return value
             return Mux(wr.en.any() & (wr.addr == index), wr.data, value)
 
-        # ACC[src], read in the first of two s2 cycles, waits here for ACC[dst].
+        # ACC[src], read in the first of two s2 cycles, waits here for ACC[dst]; and stays, for
+        # the steps that reuse its row, taking every write to that row (hold_row) meanwhile.
         src_hold = Signal(row_layout(cfg, "acc"))
+        hold_row = Signal(acc_bits)
         with m.If(v2 & serial & phase):
-            m.d.sync += src_hold.eq(forward(self.acc_rd.data, src2))
+            m.d.sync += [src_hold.eq(forward(self.acc_rd.data, src2)), hold_row.eq(src2)]
+        if FaultName.ALU_NO_FORWARD not in self._faults and not two_ports:
+            with m.Elif(wr.en.any() & (wr.addr == hold_row)):
+                m.d.sync += src_hold.eq(wr.data)
 
         # -- s3 -----------------------------------------------------------------------------------
         v3, last3, held3 = Signal(), Signal(), Signal()
@@ -206,3 +228,18 @@ class Alu(wiring.Component):
                             retired=v5 & last5, done=self.done, abort=self.abort,
                             in_flight=loop.valid | v1 | v2 | v3 | v4 | v5)
         return m
+
+    def _reuse_decision(self, m, loop, advance, reuse1, serial):
+        """``reuse1``, registered as a step enters s1: a two-operand step (``serial``: it would
+        read ACC[src] and ACC[dst] one after the other), one micro-op, and the loop's src offset
+        equal to the last step's (``last_src``; none yet after ``start``)."""
+        insn = self.insn
+        last_src = Signal.like(loop.src)
+        last_valid = Signal()
+        with m.If(self.start):
+            m.d.sync += last_valid.eq(0)
+        with m.Elif(loop.valid & advance):
+            m.d.sync += [last_src.eq(loop.src), last_valid.eq(1)]
+        with m.If(advance):
+            m.d.sync += reuse1.eq(serial & loop.valid & last_valid & (loop.src == last_src)
+                                  & (insn.uop_end == insn.uop_bgn + 1))

@@ -33,11 +33,11 @@ from ..packing import pack_nchw, pack_oihw, pad_channels
 from ..pipeline import Pipeline
 from ..stream import StreamBuilder
 from ..uop_kernel import ITER_BITS, Loop, UopKernel
-from .conv_cycles import halves, passes_beside, split_parts, splits_last
+from .conv_cycles import halves, passes_beside, split_parts, splits_last, task_pieces
 from .conv_plan import Conv2dShape
 from .conv_residual import emit_fused_tail
-from .conv_tail import (AluRecorder, accumulator_start, pass_cycles, plan_layer, plan_options,
-                        row_blocks, tail_steps, tail_weights)
+from .conv_tail import (AluRecorder, accumulator_start, kernel_cycles, pass_cycles, plan_layer,
+                        plan_options, row_blocks, tail_steps, tail_weights)
 from .requant import Requant
 
 __all__ = ["Conv2dBuffers", "accumulator_start", "bias_bound", "build_conv2d", "conv2d",
@@ -120,6 +120,11 @@ class _Conv2dEmitter:
         self.tail = None
         self.options = plan_options(self.cfg, shape, requant, bufs.bias is not None, bias_bound,
                                     fused)
+        #: Weight blocks of the first piece of the task loaded next (conv_first.first_piece),
+        #: 0 for one piece; and of each task the load stage loaded in two, by index, for its
+        #: GEMM.
+        self.load_piece = 0
+        self.split_tasks = {}
 
     # -- geometry of one task -------------------------------------------------------------------
 
@@ -152,7 +157,6 @@ class _Conv2dEmitter:
         v = self.pipe.begin_load()
         ci0, nci = self._ci_range(tile, cit)
         co0, nco = self._co_range(tile)
-        sh, b = self.shape, self.b
         chunk = (tile.cot, cit)
         if self.t.wgt_resident:
             load_wgt = chunk not in self.resident_loaded
@@ -160,16 +164,45 @@ class _Conv2dEmitter:
         else:
             load_wgt = self.t.reload_weights or self.wgt_held[v] != (co0, ci0)
             self.wgt_held[v] = (co0, ci0)
-        if load_wgt and sh.depthwise:
+        # The first or the last task in two pieces (conv_first), when it loads its weights:
+        # the first weight blocks and the input window, a token, then the other blocks.
+        blocks = self._chunk_rows(nco, nci)
+        piece = self.load_piece if load_wgt else 0
+        if piece:
+            self.split_tasks[self.pipe.loads_begun - 1] = piece
+        if load_wgt:
+            self._load_weights(v, chunk, co0, ci0, nco, nci, 0, piece or blocks)
+        self._load_input(tile, cit, v, ci0, nci)
+        if piece:
+            self.pipe.end_load_piece()
+            self._load_weights(v, chunk, co0, ci0, nco, nci, piece, blocks)
+        self.pipe.end_load()
+
+    def _load_weights(self, v, chunk, co0, ci0, nco, nci, lo, hi):
+        """LOAD the task's weight chunk, or (one output block: one DRAM row) its blocks
+        ``[lo, hi)``."""
+        b = self.b
+        if self.shape.depthwise:
             # Rows [co][kh][kw] (pack_diagonal): the chunk's diagonal blocks are contiguous.
             rows = self._chunk_rows(nco, nci)
             b.load(MemType.WGT, sram=self._wgt_base(v, *chunk),
                    dram=self.bufs.wgt + co0 * self.kk, y_size=1, x_size=rows, x_stride=rows)
-        elif load_wgt:
+        elif (lo, hi) != (0, self._chunk_rows(nco, nci)):
+            if nco != 1:
+                raise ValueError(f"weight blocks [{lo}, {hi}) of a chunk of {nco} output "
+                                 f"blocks: only one output block's chunk is one DRAM row")
+            b.load(MemType.WGT, sram=self._wgt_base(v, *chunk) + lo,
+                   dram=self.bufs.wgt + (co0 * self.cib + ci0) * self.kk + lo, y_size=1,
+                   x_size=hi - lo, x_stride=self.cib * self.kk)
+        else:
             # Rows [co][ci][kh][kw]: one DRAM row per output block, its input blocks contiguous.
             b.load(MemType.WGT, sram=self._wgt_base(v, *chunk),
                    dram=self.bufs.wgt + (co0 * self.cib + ci0) * self.kk, y_size=nco,
                    x_size=nci * self.kk, x_stride=self.cib * self.kk)
+
+    def _load_input(self, tile, cit, v, ci0, nci):
+        """LOAD the task's input window, unless its buffer or resident slot holds it."""
+        sh, b = self.shape, self.b
         if self.t.inp_resident:
             slot = self._inp_slot(tile, cit)
             load_inp = slot not in self.inp_loaded
@@ -200,7 +233,6 @@ class _Conv2dEmitter:
                        dram=self.bufs.inp + (plane + ih0 + y0) * sh.w + iw0 + x0,
                        y_size=th_in - y0 - y1, x_size=tw_in - x0 - x1, x_stride=sh.w,
                        y_pad=(y0, y1), x_pad=(x0, x1), pad_value=self.pad_value)
-        self.pipe.end_load()
 
     def _inp_slot(self, tile, cit):
         """The resident INP slot of the tile's input window, input chunk ``cit``."""
@@ -294,10 +326,17 @@ class _Conv2dEmitter:
         # (split_parts). The kernels are made resident first: a micro-op LOAD after an ALU pass
         # would wait for it.
         n = len(uops)
+        # A task's first piece (conv_first) runs before everything else of the task, on its
+        # own token.
+        piece = self.split_tasks.pop(self.pipe.computes_begun, 0)
+        if piece:
+            self.pipe.begin_compute()
+            self.b.gemm(kernel, part=(0, piece))
         costs = self._pass_cycles()
-        taken = passes_beside(costs, tile.th * tile.tw * n + gemm_fill(self.cfg),
+        rest = n - piece
+        taken = passes_beside(costs, tile.th * tile.tw * rest + gemm_fill(self.cfg),
                               self.n_cit - cit)
-        side = min(taken, n - 1 if ahead is not None else n)
+        side = min(taken, rest - 1 if ahead is not None else rest)
         beside = [alu_kernel for alu_kernel, _, _ in self.tail[1][:side]] if self.tail else []
         costs = costs[:side]
         if ahead is not None:
@@ -308,7 +347,8 @@ class _Conv2dEmitter:
             self.b.preload(kernel)
             for alu_kernel in beside:
                 self.b.preload(alu_kernel)
-        parts = split_parts(n, costs) if costs else [(0, n)]
+        parts = [(piece + lo, piece + hi)
+                 for lo, hi in (split_parts(rest, costs) if costs else [(0, rest)])]
         begun = None
         for k, part in enumerate(parts):
             if ahead is not None and k == len(parts) - 1:
@@ -317,19 +357,19 @@ class _Conv2dEmitter:
             elif k < side:
                 self._tail_pass()
             if k == 0:
-                self.pipe.begin_compute()
-            self.b.gemm(kernel, part=None if len(parts) == 1 else part)
+                if piece:
+                    self.pipe.begin_compute_piece()
+                else:
+                    self.pipe.begin_compute()
+            self.b.gemm(kernel, part=None if parts == [(0, n)] else part)
         self.pipe.end_compute()
         return begun
 
     def _pass_cycles(self):
-        """Cycles of each pending requantization pass (:func:`pass_cycles`)."""
+        """Cycles of each pending requantization pass (:func:`kernel_cycles`)."""
         if not self.tail:
             return []
-        tile, passes = self.tail
-        _, nco = self._co_range(tile)
-        rows = tile.th * tile.tw * nco
-        return [pass_cycles(self.cfg, op, imm, rows) for _, op, imm in passes]
+        return [kernel_cycles(self.cfg, kernel, op, imm) for kernel, op, imm in self.tail[1]]
 
     def end_tile(self, tile, va):
         """Requantize ``tile``: its passes wait in :attr:`tail` for the next tile's GEMMs."""
@@ -443,6 +483,11 @@ class _Conv2dEmitter:
                     rows = UopKernel([(base, base)], [Loop(self.cob, 1, 1)])
                     self.b.alu(rows, AluOp.SHR, imm=-self.requant.bias_shift)    # bias << shift
         tasks = [(tile, cit) for tile in self._tiles() for cit in range(self.n_cit)]
+        options = plan_options(self.cfg, self.shape, self.requant, self.bufs.bias is not None,
+                               self.bias_bound)
+        first, last = task_pieces(self.cfg, self.shape, self.t,
+                                  tail_steps=options["tail_steps"], start=options["start"])
+        pieces = {len(tasks) - 1: last, 0: first}
         n_cit = self.n_cit
         loaded = 0
         va = early = None
@@ -450,6 +495,7 @@ class _Conv2dEmitter:
             # Up to threads - 1 tasks ahead load while this one computes (their buffers were
             # released by computes already emitted, so their C→L pops have tokens to take).
             while loaded < min(len(tasks), j + self.t.threads):
+                self.load_piece = pieces.get(loaded, 0)
                 self.emit_load(*tasks[loaded])
                 loaded += 1
             if cit == 0:

@@ -34,17 +34,19 @@ padding, micro-op loads and fetch are left out: the estimate ranks tilings, it d
 a run to the cycle.
 """
 
+import functools
 import math
 
 import numpy as np
 
 from avta.isa.costs import ALU_FILL, gemm_fill, load_cycles, store_cycles
 
+from .conv_first import first_piece, piece_loads
 from .conv_walk import compiled_walk
 
 __all__ = ["estimate", "lower_bound", "lower_bounds", "walk_tables", "last_splits",
            "TAIL_STEPS", "STARTS", "tail_weights", "passes_beside", "split_parts",
-           "split_axis", "splits_last", "halves", "shortcut_load_cycles"]
+           "split_axis", "splits_last", "halves", "task_pieces", "shortcut_load_cycles"]
 #: ALU passes over an output tile after its GEMMs, by default: accumulator start (reset GEMM or
 #: bias MOV), SHR, MIN and MAX.
 TAIL_STEPS = 4
@@ -188,6 +190,15 @@ def _resident_loads(cfg, bias_rows, acc_banks):
         lambda rows: load_cycles(cfg, 1, rows, cfg.acc_elem_bytes) if rows else 0, bias_rows)
 
 
+def _first_weight_load(cfg, shape, threads, th, tw, nco, nci):
+    """Cycles of the first task's weight LOAD that its first GEMM waits for: the whole chunk's,
+    or its first piece's (:func:`.conv_first.first_piece`)."""
+    piece = first_piece(cfg, shape, threads, th, tw, nco, nci)
+    if piece:
+        return piece_loads(cfg, shape.kernel_blocks(nco, nci) * shape.kh * shape.kw, piece)[0]
+    return _Costs(cfg, shape, None, TAIL_STEPS).weight_load(nco, nci)
+
+
 def _store_cycles(cfg, shape, th, tw, nco, acc_pitch):
     """The STOREs of a ``th × tw`` tile of ``nco`` output blocks whose buffer has ``acc_pitch``
     rows a block: one DRAM row per block when its rows are whole output rows, one per pixel
@@ -272,8 +283,11 @@ def lower_bounds(cfg, shape, th, tw, tco, tci, threads, acc_banks, wgt_resident,
     last_th = np.where(split == 0, halves(last_th)[1], last_th)
     tw0 = np.where((split == 1) & (tiles == 1), halves(tw0)[0], tw0)
     last_tw = np.where(split == 1, halves(last_tw)[1], last_tw)
+    # The first task's weights, or the first piece of them (conv_first) when it has one.
+    first_weights = _each(lambda *sizes: _first_weight_load(cfg, shape, threads, *sizes),
+                          th0, tw0, nco, nci)
     first_load = _resident_loads(cfg, bias_rows, acc_banks) + \
-        _each(costs.input_load, th0, tw0, nci) + _each(costs.weight_load, nco, nci)
+        _each(costs.input_load, th0, tw0, nci) + first_weights
     last_store = _each(lambda *sizes: _store_cycles(cfg, shape, *sizes), last_th, last_tw,
                        cob - (n_co - 1) * tco, th * tw)
     # With two threads the tail after the accumulator start may run beside the GEMMs, and a
@@ -333,7 +347,7 @@ def estimate(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias", give_up=None
     The planner estimates thousands of tilings per layer, each a walk over thousands of tasks,
     so the walk is compiled (:func:`.conv_walk.walk`, numba): a task's sizes are full or the
     border's on each axis, so every cost is read from a small table (:func:`walk_tables`)."""
-    results = [r for r in _estimates(cfg, shape, t, tail_steps, start, give_up, tables)
+    results = [r for r, *_ in _estimates(cfg, shape, t, tail_steps, start, give_up, tables)
                if r >= 0]
     return min(results) if results else None
 
@@ -341,8 +355,25 @@ def estimate(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias", give_up=None
 def splits_last(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias"):
     """The axis along which the emitter splits the last tile (:func:`split_axis`), where the
     estimate says that is faster, else −1."""
-    whole, split = _estimates(cfg, shape, t, tail_steps, start, None)
-    return -1 if split < 0 or split >= whole else _split(cfg, shape, t, tail_steps)
+    return _choice(cfg, shape, t, tail_steps, start)[0]
+
+
+def task_pieces(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias"):
+    """``(first, last)``: weight blocks of the first piece the emitter loads the first and the
+    last task in (:func:`.conv_first.first_piece`; the last only when it loads its weights),
+    where the estimate says that is faster, else 0."""
+    return _choice(cfg, shape, t, tail_steps, start)[1:]
+
+
+@functools.lru_cache(maxsize=256)
+def _choice(cfg, shape, t, tail_steps, start):
+    """``(axis, first, last)`` of the fastest walk: the last tile split along ``axis`` (−1:
+    whole), the first and the last task in pieces (0: one); the first of equals in the order
+    whole before split, one piece before two. Remembered: the emitter asks for the axis and the
+    pieces apart, and the walks are the same (the arguments are immutable)."""
+    _, axis, first, last = min(r for r in _estimates(cfg, shape, t, tail_steps, start, None)
+                               if r[0] >= 0)
+    return axis, first, last
 
 
 def _split(cfg, shape, t, tail_steps):
@@ -353,8 +384,12 @@ def _split(cfg, shape, t, tail_steps):
 
 
 def _estimates(cfg, shape, t, tail_steps, start, give_up, tables=None):
-    """The walk's results without and with the last tile split (−1: passed ``give_up``, or
-    not split); ``tables``: ``t``'s row of :func:`walk_tables`, else made here."""
+    """``(cycles, axis, first, last)`` of the walks with the last tile whole and split along
+    ``axis`` (where it may be, :func:`split_axis`), each with the first and the last task in
+    one piece and, where they may be (:func:`.conv_first.first_piece`; the last only after
+    ``threads`` tasks, so that one task's extra token is in flight at a time), in two (cycles
+    −1: passed ``give_up``); ``tables``: ``t``'s row of :func:`walk_tables`, else made
+    here."""
     beside = _starts_beside(t, start)
     weights = np.array(tail_weights(tail_steps), dtype=np.int64)
     if tables is None:
@@ -364,17 +399,52 @@ def _estimates(cfg, shape, t, tail_steps, start, give_up, tables=None):
     n_co, n_h, n_w, n_ci, sizes, input_load, weight_load, uops, store, split, shortcut = tables
     split = int(split)
     resident = int(_resident_loads(cfg, t.bias_rows, t.acc_banks))
+    cib = shape.cin // cfg.block_in
+    tiles = (shape.n // cfg.batch) * n_co * n_h * n_w
     results = []
     for axis in (-1, split) if split >= 0 else (-1,):
-        results.append(int(compiled_walk()(
-            shape.n // cfg.batch, int(n_co), int(n_h), int(n_w), int(n_ci), t.threads, t.slots,
-            t.inp_resident, t.wgt_resident, t.reload_weights, t.threads > 1 and t.acc_banks > 1,
-            beside, start == "zero", weights, shape.gemm_steps(cfg), gemm_fill(cfg), ALU_FILL,
-            sizes, input_load, weight_load, uops, store, give_up is not None,
-            0 if give_up is None else give_up, axis, resident, shortcut)))
-    if split < 0:
-        results.append(-1)
+        # The first task's sizes: the first tile's (the border's where an axis has one tile;
+        # its first half when it is the only tile and split); the last task's: the last
+        # tile's (its second half when split), its last input chunk.
+        one = tiles == 1 and axis >= 0
+        a = 2 if one and axis == 0 else (1 if n_h == 1 else 0)
+        b = 2 if one and axis == 1 else (1 if n_w == 1 else 0)
+        nco = int(sizes[2, 1 if n_co == 1 else 0])
+        nci = nco if shape.depthwise else min(t.tci, cib)
+        first = _pieces(cfg, shape, t.threads, int(sizes[0, a]), int(sizes[1, b]), nco, nci)
+        last = (0, 0, 0)
+        if (tiles + (axis >= 0)) * n_ci > t.threads:
+            nco = int(sizes[2, 1])
+            nci = nco if shape.depthwise else cib - (int(n_ci) - 1) * t.tci
+            last = _pieces(cfg, shape, t.threads, int(sizes[0, 3 if axis == 0 else 1]),
+                           int(sizes[1, 3 if axis == 1 else 1]), nco, nci)
+        # Pieces first: they are usually the fastest, and a walk gives up once it passes the
+        # fastest so far (when giving up at all: the caller wants the least only).
+        for p1 in (first[0], 0) if first[0] else (0,):
+            for p2 in (last[0], 0) if last[0] else (0,):
+                one_piece = (p1 and first[1:]) or (0, 0)
+                last_piece = (p2 and last[1:]) or (0, 0)
+                results.append((int(compiled_walk()(
+                    shape.n // cfg.batch, int(n_co), int(n_h), int(n_w), int(n_ci), t.threads,
+                    t.slots, t.inp_resident, t.wgt_resident, t.reload_weights,
+                    t.threads > 1 and t.acc_banks > 1, beside, start == "zero", weights,
+                    shape.gemm_steps(cfg), gemm_fill(cfg), ALU_FILL, sizes, input_load,
+                    weight_load, uops, store, give_up is not None,
+                    0 if give_up is None else give_up, axis, resident, p1, *one_piece, p2,
+                    *last_piece, shortcut)), axis, p1, p2))
+                if give_up is not None and results[-1][0] >= 0:
+                    give_up = min(give_up, results[-1][0])
     return results
+
+
+def _pieces(cfg, shape, threads, th, tw, nco, nci):
+    """``(piece, its LOAD's cycles, the rest's)`` of a task of these sizes
+    (:func:`.conv_first.first_piece`; ``(0, 0, 0)`` when it stays whole)."""
+    piece = first_piece(cfg, shape, threads, th, tw, nco, nci)
+    if not piece:
+        return 0, 0, 0
+    return (piece, *piece_loads(cfg, shape.kernel_blocks(nco, nci) * shape.kh * shape.kw,
+                                piece))
 
 
 def walk_tables(cfg, shape, th, tw, tco, tci, acc_pitch, split, *, shortcut=False):

@@ -5,14 +5,16 @@ options :func:`~.conv_plan.plan_conv2d` and :func:`~.conv_cycles.estimate` take 
 (:func:`plan_options`). The emitter (:mod:`.conv2d`) and the depthwise and residual operators
 share them."""
 
-from avta.isa.costs import ALU_FILL, two_operand_step
+from avta.isa.costs import ALU_FILL, alu_cycles, two_operand_step
 from avta.isa.enums import AluOp
 
+from ..stream import alu_insn
 from .conv_plan import plan_conv2d
 from .conv_residual import drops_lower_clip, emit_fused_tail
 from .requant import CHANNEL_ROW_BLOCKS
 
-__all__ = ["AluRecorder", "pass_cycles", "tail_weights", "tail_steps", "accumulator_start",
+__all__ = ["AluRecorder", "pass_cycles", "kernel_cycles", "tail_weights", "tail_steps",
+           "accumulator_start",
            "plan_layer", "plan_options", "row_blocks"]
 
 
@@ -33,23 +35,35 @@ def pass_cycles(cfg, op, imm, rows):
     return rows * step + ALU_FILL
 
 
-def tail_weights(cfg, requant, bias_added):
+def kernel_cycles(cfg, kernel, op, imm):
+    """Cycles of ALU ``op`` (``imm`` None: two operands) running ``kernel``, as the stream
+    emits it (:func:`avta.isa.costs.alu_cycles`: a two-operand step that reuses the src row of
+    the step before takes one cycle)."""
+    return alu_cycles(cfg, alu_insn(kernel, op, imm=imm))
+
+
+def tail_weights(cfg, requant, bias_added, *, held_rows=True):
     """The requantization tail's ALU passes over each output row after the accumulator start,
-    for the planner's estimate: a tuple of each instruction's cycles per row (a two-operand one
-    twice on one ACC read port, docs/architecture.md, compute stage); empty for a host
-    requantization."""
+    for the planner's estimate: a tuple of each instruction's cycles per row; empty for a host
+    requantization. With ``held_rows`` (conv2d's tail) every pass is one cycle a row: an
+    immediate one reads only ACC[src], and a two-operand one (the bias ADD, a per-channel SCL,
+    ADD or SHR) reads the same bias or channel row for every pixel of an output block, so it
+    reads that row again only at each block's first step (:func:`kernel_cycles`;
+    docs/architecture.md, compute stage), a cycle a block the estimate leaves out. Without
+    (a kernel of a micro-op per channel block, as depthwise's) a two-operand pass reads both
+    operands at every step: :func:`~avta.isa.costs.two_operand_step` cycles a row."""
     if requant.on_host:
         return ()
     passes = AluRecorder()
     requant.emit(passes, None, object() if bias_added else None, lambda k: None)
-    return tuple(pass_cycles(cfg, op, imm, 1) - ALU_FILL for _, op, imm in passes.insns)
+    return tuple(pass_cycles(cfg, op, 0 if held_rows else imm, 1) - ALU_FILL
+                 for _, op, imm in passes.insns)
 
 
-def tail_steps(cfg, requant, bias_added):
+def tail_steps(cfg, requant, bias_added, *, held_rows=True):
     """ALU passes over each output row: the accumulator start, then every instruction of the
-    requantization tail (:func:`tail_weights`, a two-operand one counted twice on one ACC read
-    port)."""
-    return 1 + sum(tail_weights(cfg, requant, bias_added))
+    requantization tail (:func:`tail_weights`)."""
+    return 1 + sum(tail_weights(cfg, requant, bias_added, held_rows=held_rows))
 
 
 def accumulator_start(has_bias, bias_added):

@@ -22,6 +22,7 @@ def compiled_walk():
 def walk(n_b, n_co, n_h, n_w, n_ci, threads, slots, inp_resident, wgt_resident,
          reload_weights, banked, beside, zero_start, weights, gemm_left, fill, alu_fill,
          sizes, input_load, weight_load, uops, store, stops, give_up, split, resident_load,
+         piece, piece_load, rest_load, last_piece, last_piece_load, last_rest_load,
          shortcut_load):
     """The walk of :func:`.conv_cycles.estimate` over every task in the emitter's order (the
     docstring of :mod:`.conv_cycles`); -1 once it passes ``give_up`` (only when ``stops``).
@@ -32,7 +33,10 @@ def walk(n_b, n_co, n_h, n_w, n_ci, threads, slots, inp_resident, wgt_resident,
     (:func:`.conv_cycles.tail_weights`); ``split``: the axis (0 rows, 1 columns) along which
     the last tile is two (:func:`.conv_cycles.split_axis`), or −1; ``resident_load``: the
     cycles of the resident rows' LOADs the load stage's first LOADs wait behind
-    (:func:`.conv_cycles._resident_loads`). Tables are indexed by 0 (full) or 1 (border) per
+    (:func:`.conv_cycles._resident_loads`). ``piece``: the first task's first piece, in weight
+    blocks (:func:`.conv_first.first_piece`; 0: one piece), whose LOAD takes ``piece_load``
+    cycles and the other blocks' ``rest_load``; ``last_piece``, ``last_piece_load`` and
+    ``last_rest_load`` the same of the last task, when it loads its weights. Tables are indexed by 0 (full) or 1 (border) per
     axis, and 2 and 3 for the halves of the split axis's border:
     ``sizes[axis, i]`` (th, tw, nco), ``input_load[h, w, co, ci]``, ``weight_load[co, ci]``,
     ``uops[co, ci]``, ``store[h, w, co]`` and ``shortcut_load[h, w, co]``: the compute
@@ -43,6 +47,7 @@ def walk(n_b, n_co, n_h, n_w, n_ci, threads, slots, inp_resident, wgt_resident,
     n_tasks = (n_plain + (1 if split >= 0 else 0)) * n_ci
     n_pass = len(weights)
     load_free, compute_free, store_free = resident_load, 0, 0
+    piece_ready = p_load = r_load = 0               # when a task's first piece is loaded
     gemm_done = np.empty(n_tasks, np.int64)         # per task: when it released its input buffer
     store_done = np.empty(n_plain + 1, np.int64)     # per tile: when its store ended
     n_stores = 0
@@ -83,6 +88,7 @@ def walk(n_b, n_co, n_h, n_w, n_ci, threads, slots, inp_resident, wgt_resident,
                             load_start = load_free if j < threads else max(load_free,
                                                                            gemm_done[j - threads])
                             cycles = 0
+                            loaded = False
                             window = spatial * n_ci + cit
                             if not inp_resident or not windows[window]:
                                 windows[window] = True
@@ -92,17 +98,33 @@ def walk(n_b, n_co, n_h, n_w, n_ci, threads, slots, inp_resident, wgt_resident,
                                 if not resident[chunk]:
                                     resident[chunk] = True
                                     cycles += weight_load[c, d]
+                                    loaded = True
                             elif reload_weights or held[v] != chunk:
                                 held[v] = chunk
                                 cycles += weight_load[c, d]
+                                loaded = True
                             load_free = load_start + cycles
+                            p = 0
+                            if loaded and j == 0 and piece > 0:
+                                p, p_load, r_load = piece, piece_load, rest_load
+                            elif loaded and j == n_tasks - 1 and last_piece > 0:
+                                p, p_load, r_load = last_piece, last_piece_load, last_rest_load
+                            if p > 0:
+                                # The first piece and the window, then the other blocks.
+                                piece_ready = load_free - weight_load[c, d] + p_load
+                                load_free = piece_ready + r_load
                             # Compute stage.
                             if cit == 0 and (tile == 0 or not beside):
                                 begin = compute_free if tile < slots else max(
                                     compute_free, store_done[tile - slots])
                                 compute_free = begin + th * tw * nco + alu_fill
-                            begin = max(compute_free, load_free)
                             n_uops = uops[c, d]
+                            if p > 0:
+                                compute_free = max(compute_free, piece_ready) + \
+                                    th * tw * p + fill
+                                gemm_left -= th * tw * p
+                                n_uops -= p
+                            begin = max(compute_free, load_free)
                             steps = th * tw * n_uops
                             gemm = steps + fill
                             ahead = beside and last and j + 1 < n_tasks

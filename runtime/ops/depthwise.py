@@ -189,7 +189,9 @@ def estimate_alu(cfg, shape, t, requant=Requant(), has_bias=False, pad_value=0):
     as loaded rows), so it errs a little high at the borders."""
     k, s, kk = shape.k, shape.stride, shape.k * shape.k
     two = two_operand_step(cfg)                       # a step reading two ACC operands
-    tail = tail_steps(cfg, requant, has_bias) - 1     # the requantization's passes (bias ADD)
+    # the requantization's passes (bias ADD): a micro-op per channel block, so a two-operand
+    # pass reads its row at every step
+    tail = tail_steps(cfg, requant, has_bias, held_rows=False) - 1
     blocks = row_blocks(requant) if has_bias else 0
     cb = shape.c // cfg.block_out
     total = last_store = 0

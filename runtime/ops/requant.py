@@ -29,7 +29,8 @@ dense) the same three steps read ACC rows instead of immediates: SCL by a row of
 ADD a row of offsets, SHR by a row of shifts (:meth:`Requant.channel_rows`), rows that stay
 resident beside the bias rows for the whole layer (:data:`CHANNEL_ROW_BLOCKS`). Where every
 channel has the same shift, SHR (and, for a rounding half alone, the offset) takes immediates
-instead: one ACC read a step instead of two. Those rows can
+instead: one ACC read a step instead of two at each output block's first pixel (the ALU reuses a
+row over the block's other pixels, docs/isa.md §3.4). Those rows can
 hold 24-bit multipliers (``multiplier_bits`` 24, ``m / 2^23``) for a configuration with
 ``ALU_SCALE: 2``, precise enough to carry a float32 scale (docs/onnx.md); Q15 rows run there
 too, shifted left by 8 as they are packed.
@@ -247,7 +248,8 @@ class Requant:
         — a per-tensor scale in rows, or per-channel scales in one binade — SHR takes an
         immediate instead, and so does the offset when it is the same for every channel and
         two immediates carry it (a rounding half alone: ADD 2^(s−1), SHR s). The values are the
-        same: only the operands move, so one step in place of two ACC reads a row."""
+        same: only the operands move, so no ACC read of a row at each output block's first
+        pixel (the ALU reuses the row over the block's other pixels, docs/isa.md §3.4)."""
         shifts, offsets = set(self.shifts), set(self.offsets)
         if len(shifts) > 1:
             return [(channel(1), AluOp.ADD, None), (channel(2), AluOp.SHR, None)]

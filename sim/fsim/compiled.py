@@ -8,7 +8,7 @@ timing-only run keeps) and, for each GEMM, whether its ACC rows may meet those o
 instruction before it in the compute stage (:func:`~.timing.banks_meet`). The compute stage runs
 its instructions in program order, so that ALU instruction, and the micro-ops both read, are
 known before scheduling: the machine does that work first in stream order
-(``Launch._prepare``), then :func:`schedule` runs :func:`_schedule`, the loop of
+(:mod:`.prepare`), then :func:`schedule` runs :func:`_schedule`, the loop of
 ``Launch.run``, ``_execute`` and ``_compute_times`` over numpy arrays, with the same rules and
 the same arithmetic (tests/sim/fsim/test_fsim_compiled.py holds the two equal on random legal
 programs and every network layer).
@@ -52,14 +52,19 @@ def row(stage, opcode, cycles, pops, pushes, reads):
 
 _KINDS = {int(Opcode.GEMM): 1, int(Opcode.ALU): 2, int(Opcode.FINISH): 3}
 
+#: Numbers in a :func:`row`.
+ROW_WIDTH = len(row(0, 0, 0, (), (), False))
 
-def stream_arrays(statics, meets):
+
+def stream_arrays(distinct, inverse, meets):
     """The table :func:`_schedule` reads, a column per instruction: its
-    :attr:`~.statics.Static.row` and ``meets`` (1 when a GEMM's ACC rows may meet the last
-    ALU instruction's, so it cannot run beside it)."""
-    table = np.empty((7, len(statics)), np.int64)
-    table[:6] = np.array([static.row for static in statics], np.int64).reshape(-1, 6).T
-    table[6] = meets
+    :attr:`~.statics.Static.row` (``distinct[inverse[i]]``: the statics of a stream's distinct
+    instructions, :class:`~.stream.Stream`) and ``meets`` (1 when a GEMM's ACC rows may meet the
+    last ALU instruction's, so it cannot run beside it)."""
+    rows = np.array([static.row for static in distinct], np.int64).reshape(-1, ROW_WIDTH)
+    table = np.empty((ROW_WIDTH + 1, len(inverse)), np.int64)
+    table[:-1] = rows.T[:, inverse]
+    table[-1] = meets
     return table
 
 

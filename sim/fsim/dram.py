@@ -71,15 +71,22 @@ class Dram:
         name the first bad element."""
         if not (y_size and x_size):
             return
-        base = self.bases[base_name]
-        last = first + (y_size - 1) * x_stride + x_size - 1
-        if base + last * elem_bytes + elem_bytes <= min(self.size, _ADDR_MOD):
-            return                  # no wrap, and the highest byte is inside
+        if self.window_inside(self.bases[base_name], first, y_size, x_size, x_stride,
+                              elem_bytes):
+            return
         step = max(1, _SCAN_ELEMENTS // x_size)
         x = np.arange(x_size, dtype=np.int64)[None, :]
         for y0 in range(0, y_size, step):
             y = np.arange(y0, min(y_size, y0 + step), dtype=np.int64)[:, None]
             self.addresses(base_name, (first + y * x_stride + x).reshape(-1), elem_bytes, what)
+
+    def window_inside(self, base, first, y_size, x_size, x_stride, elem_bytes):
+        """Whether a window of ``y_size`` > 0 rows of ``x_size`` > 0 elements (as
+        :meth:`check_window`'s) lies inside DRAM without wrapping around 2^32: its highest byte
+        is inside (integers, or int64 arrays of many windows). When not, the window may still
+        be inside, wrapped; :meth:`check_window` then scans it."""
+        last = first + (y_size - 1) * x_stride + x_size - 1
+        return base + last * elem_bytes + elem_bytes <= min(self.size, _ADDR_MOD)
 
     def read(self, addr, elem_bytes):
         """The ``(n, elem_bytes)`` bytes of the elements at byte addresses ``addr``."""

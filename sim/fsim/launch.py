@@ -22,7 +22,9 @@ from .events import STAGE_NAMES
 from .gemm import execute_gemm
 from .loops import LoopNest
 from .memops import execute_load, execute_store
+from .prepare import prepare
 from .statics import ACTIVITY_KIND, DECODE_CACHE_LIMIT, TOKEN_COUNTERS
+from .stream import Stream
 
 __all__ = ["Launch"]
 
@@ -53,7 +55,12 @@ class Launch:
         self.alu_bounds = None
         self.alu_record = None
         self.stall = [0, 0, 0]
-        self.insns = []
+        self.stream = None
+
+    @property
+    def insns(self):
+        """The stream's instructions decoded, in order (none before it is fetched)."""
+        return [] if self.stream is None else self.stream.insns
 
     # -- outcome ----------------------------------------------------------------------------------
 
@@ -69,8 +76,8 @@ class Launch:
 
     def _error(self, code, index, message):
         where = f"instruction {index}"
-        if index < len(self.insns):
-            where += f" ({format_insn(self.insns[index])})"
+        if self.stream is not None and index < len(self.stream):
+            where += f" ({format_insn(self.stream.insn(index))})"
         return self._result("error", code=code, index=index,
                             detail=f"error {int(code)} ({ErrorCode(code).name}) at {where}: "
                                    f"{message}")
@@ -80,15 +87,12 @@ class Launch:
     def _fetch(self):
         """Decode the stream; the error RunResult of its first illegal instruction, or None."""
         blob, first_outside = self.dram.fetch(self.insn_addr, self.insn_count, INSN_BYTES)
-        decode = self.sim._decode
-        # Each instruction's bytes: what the caches of its facts are keyed by (bytes hash once).
-        self.blobs = [blob[i:i + INSN_BYTES] for i in range(0, len(blob), INSN_BYTES)]
-        decoded = [decode(b) for b in self.blobs]
-        self.insns = [insn for insn, _, _ in decoded]
-        self.statics = [static for _, _, static in decoded]
-        for index, (_, violation, _) in enumerate(decoded):
-            if violation is not None:
-                return self._error(violation.code, index, violation.reason)
+        self.stream = Stream(self.sim, blob)
+        self.statics = self.stream.statics
+        illegal = self.stream.first_violation()
+        if illegal is not None:
+            index, violation = illegal
+            return self._error(violation.code, index, violation.reason)
         if first_outside is not None:
             address = self.insn_addr + first_outside * INSN_BYTES
             return self._error(ErrorCode.DRAM_OUT_OF_RANGE, first_outside,
@@ -154,61 +158,42 @@ class Launch:
         """The run by the compiled scheduler (:mod:`.compiled`), or None (the micro-ops as
         they were) when the Python scheduler must run it: an instruction's checks fail, or the
         stream does not run whole to FINISH."""
-        uop = self.sim._pads.raw("uop")
-        saved = uop.copy()
+        pads = self.sim._pads
+        saved = pads.raw("uop").copy()
         try:
-            table = compiled.stream_arrays(self.statics, self._prepare())
+            table = compiled.stream_arrays(self.stream.distinct, self.stream.inverse,
+                                           prepare(self))
         except MachineError:
-            uop[...] = saved
+            pads.write_rows("uop", slice(None), saved)
             return None
         done = compiled.schedule(table, costs.FETCH_LATENCY, self.sim._token_max)
         if done is None:
-            uop[...] = saved
+            pads.write_rows("uop", slice(None), saved)
             return None
         counters = self.counters
-        for static in self.statics:
+        repeats = np.bincount(self.stream.inverse, minlength=len(self.stream.distinct))
+        for static, times in zip(self.stream.distinct, repeats.tolist()):
             if static.counter is not None:
-                counters[static.counter] += static.count
-            counters["ACC_WR"] += static.acc_writes
+                counters[static.counter] += static.count * times
+            counters["ACC_WR"] += static.acc_writes * times
         self.stall, self.busy = done.stall, done.busy
         return self._result("ok", end=done.cycles)
 
-    def _prepare(self):
-        """Timing-only, before the compiled schedule: every instruction's checks and micro-op
-        LOADs in stream order (the compute stage's order, the only one that reads or writes the
-        micro-ops); for each GEMM, whether its ACC rows may meet those of the compute stage's
-        last ALU instruction before it (1 when there is none: it then never runs beside one)."""
-        meets = [1] * len(self.insns)
-        alu_bounds, seen_alu = None, False
-        pad = scratchpad(self.cfg, "acc")
-        # A LOAD's or STORE's checks in timing-only mode are a function of the instruction and
-        # the DRAM's size and bases (the memory's rows are not read).
-        checked, memory = self.sim._memory_checked, (self.dram.size, tuple(self.dram.bases.values()))
-        blobs = self.blobs
-        for index, (static, insn) in enumerate(zip(self.statics, self.insns)):
-            opcode = static.opcode
-            if opcode <= Opcode.STORE:
-                if not insn.x_size:
-                    continue
-                if opcode == Opcode.LOAD and insn.memory_type == MemType.UOP:
-                    self._memory(static.stage, index, insn, None)
-                    continue
-                key = blobs[index], memory
-                if key not in checked:
-                    self._memory(static.stage, index, insn, None)
-                    if len(checked) >= DECODE_CACHE_LIMIT:
-                        checked.clear()
-                    checked.add(key)
-            elif opcode != Opcode.FINISH:
-                key = self._kernel(index, insn)
-                self._check_once(execute_gemm if opcode == Opcode.GEMM else execute_alu, insn,
-                                 key)
-                if opcode == Opcode.ALU:
-                    alu_bounds, seen_alu = self._acc_bounds(index, insn, key), True
-                elif seen_alu:
-                    meets[index] = int(timing.banks_meet(self._acc_bounds(index, insn, key), alu_bounds,
-                                                         pad))
-        return meets
+    def _check_move(self, index):
+        """Timing-only: the checks of LOAD or STORE ``index`` (not of micro-ops), once per
+        instruction word and DRAM (size and bases): a function of them, as the memory's rows are
+        not read (:mod:`.prepare`)."""
+        key = self.stream.word_bytes(index), self.dram.size, tuple(self.dram.bases.values())
+        checked = self.sim._memory_checked
+        if key not in checked:
+            self._memory(self.statics[index].stage, index, self.stream.insn(index), None)
+            if len(checked) >= DECODE_CACHE_LIMIT:
+                checked.clear()
+            checked.add(key)
+
+    def _run_uop_load(self, index):
+        """Timing-only: execute micro-op LOAD ``index`` (the cycle model reads the micro-ops)."""
+        self._memory(self.statics[index].stage, index, self.stream.insn(index), None)
 
     def _start_key(self, index):
         """``(cycle, index)``: when ready instruction ``index`` could start (its stage free,
@@ -316,7 +301,7 @@ class Launch:
         begin, end = insn.uop_bgn, insn.uop_end
         words = uop[begin:end] if end <= uop.shape[0] else \
             uop[np.arange(begin, end) % uop.shape[0]]
-        return self.blobs[index], words.tobytes()
+        return self.stream.word_bytes(index), words.tobytes()
 
     def _check_once(self, run, insn, key):
         """Timing-only: make ``run``'s checks (``data=False``) of a kernel not checked before

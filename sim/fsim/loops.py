@@ -42,10 +42,13 @@ class LoopNest:
         self.steps = insn.iter_out * insn.iter_in * self._count
         if self.steps == 0:
             return
-        uop_rows = wrap_or_raise(np.arange(insn.uop_bgn, insn.uop_end, dtype=np.int64),
-                                 pads.depth("uop"), strict, "micro-op")
-        # Decode only the kernel's micro-ops, then broadcast them over the loop nest.
-        self._uops = codec.decode_uop_array(pads.uop[uop_rows])
+        depth = pads.depth("uop")
+        uop_rows = slice(insn.uop_bgn, insn.uop_end) if insn.uop_end <= depth else \
+            wrap_or_raise(np.arange(insn.uop_bgn, insn.uop_end, dtype=np.int64), depth, strict,
+                          "micro-op")
+        # The kernel's micro-ops (the memory is decoded once between writes), broadcast over
+        # the loop nest.
+        self._uops = tuple(field[uop_rows] for field in pads.uop_fields(codec))
 
     def segments(self, limit=None):
         """``(start, stop)`` ranges of steps, in execution order, each at most ``limit`` long

@@ -25,14 +25,14 @@ import random
 import numpy as np
 
 from avta.isa.encoding import INSN_BYTES, codec
-from avta.isa.legality import check
 
 from . import compiled
 from .dram import Dram
 from .events import STAGE_NAMES, Tracer
 from .launch import Launch
 from .state import Scratchpads
-from .statics import DECODE_CACHE_LIMIT, TOKEN_COUNTERS, static_of
+from .statics import TOKEN_COUNTERS
+from .stream import cache_put, fact_of
 
 __all__ = ["Fsim", "SCHEDULES", "TOKEN_COUNTERS"]
 
@@ -77,6 +77,9 @@ class Fsim:
         self._tracer = None
         self.set_trace(trace, trace_mode)
         self._pads = Scratchpads(cfg)
+        # Decode's facts, by bytes (sim/fsim/stream.py): each distinct key's (Violation,
+        # Static), and each distinct word's instruction when one is asked for.
+        self._facts = {}
         self._decoded = {}
         # By (instruction bytes, its micro-ops' words), both pure functions of them: the ACC row
         # bounds of a GEMM or ALU instruction (timing.acc_row_bounds), and in timing-only mode
@@ -84,7 +87,7 @@ class Fsim:
         self._bounds = {}
         self._checked = set()
         # In timing-only mode, the LOADs and STOREs whose checks passed, by (instruction bytes,
-        # DRAM size and bases): the compiled scheduler's preparation (launch.Launch._prepare).
+        # DRAM size and bases): the compiled scheduler's preparation (sim/fsim/prepare.py).
         self._memory_checked = set()
         self._token_max = (1 << cfg.token_bits) - 1
         # While run_activity runs: a list of (index, stage, start, ready, end, kind) per
@@ -184,18 +187,18 @@ class Fsim:
             result.cycles, intervals, bin_cycles=bin_cycles,
             max_bins=DEFAULT_MAX_BINS if max_bins is None else max_bins, insn_start=insn_start)
 
-    def _decode(self, blob):
-        """``(instruction, Violation or None, Static or None)`` of 16 instruction bytes;
-        streams repeat the same instructions a lot, so all three are cached by the bytes."""
-        decoded = self._decoded.get(blob)
-        if decoded is None:
-            if len(self._decoded) >= DECODE_CACHE_LIMIT:
-                self._decoded.clear()
-            insn = self._codec.decode(blob)
-            violation = check(insn, self._cfg)
-            decoded = self._decoded[blob] = (
-                insn, violation, None if violation is not None else static_of(self._cfg, insn))
-        return decoded
+    def _fact(self, key):
+        """:func:`~.stream.fact_of` key ``key`` (an instruction's bytes less a LOAD's or
+        STORE's addresses, :class:`~.stream.Stream`); cached."""
+        fact = self._facts.get(key)
+        return fact if fact is not None else \
+            cache_put(self._facts, key, fact_of(self._cfg, self._codec, key))
+
+    def _instruction(self, word):
+        """The instruction of 16 bytes ``word``, decoded; cached (streams repeat a lot)."""
+        insn = self._decoded.get(word)
+        return insn if insn is not None else \
+            cache_put(self._decoded, word, self._codec.decode(word))
 
 
 @functools.cache

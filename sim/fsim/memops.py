@@ -12,15 +12,26 @@ from avta.isa.memories import memory
 
 from .errors import MachineError
 
-__all__ = ["execute_load", "execute_store", "bytes_moved", "SEGMENT_ROWS"]
+__all__ = ["execute_load", "execute_store", "bytes_moved", "load_rows", "rows_fit", "SEGMENT_ROWS"]
 
 #: Rows (or elements) a LOAD or STORE computes at once: memory stays bounded whatever its sizes.
 SEGMENT_ROWS = 1 << 16
 
 
+def load_rows(x_size, y_size, x_pad_0, x_pad_1, y_pad_0, y_pad_1):
+    """Scratchpad rows a LOAD writes, its padded window (integers, or arrays of many LOADs)."""
+    return (x_pad_0 + x_size + x_pad_1) * (y_pad_0 + y_size + y_pad_1)
+
+
+def rows_fit(base, count, depth):
+    """Whether rows ``base … base+count-1`` lie inside a ``depth``-row scratchpad (integers, or
+    arrays of many instructions)."""
+    return base + count <= depth
+
+
 def _check_rows(base, count, depth, strict, what):
     """Error 10 (strict mode) when rows ``base … base+count-1`` run past the scratchpad."""
-    if strict and count and base + count > depth:
+    if strict and count and not rows_fit(base, count, depth):
         raise MachineError(ErrorCode.SRAM_OUT_OF_RANGE,
                            f"{what} rows {base}..{base + count - 1} run past the end of the "
                            f"{depth}-row scratchpad")
@@ -38,7 +49,8 @@ def execute_load(cfg, insn, pads, dram, *, strict, trace_rows=None, data=True):
     pad = target.scratchpad
     what = f"LOAD {target.name}"
     width = insn.x_pad_0 + insn.x_size + insn.x_pad_1
-    count = width * (insn.y_pad_0 + insn.y_size + insn.y_pad_1)
+    count = load_rows(insn.x_size, insn.y_size, insn.x_pad_0, insn.x_pad_1, insn.y_pad_0,
+                      insn.y_pad_1)
     dram.check_window(target.base, insn.dram_base, insn.y_size, insn.x_size, insn.x_stride,
                       target.elem_bytes, what)
     _check_rows(insn.sram_base, count, pad.depth, strict, what)

@@ -28,6 +28,7 @@ class Scratchpads:
         self.uop, self.inp, self.wgt, self.acc, self.out = (
             pad.row.view(self._raw[name]) for name, pad in self._pads.items())
         self._as_float = {}
+        self._uop_fields = None
 
     def as_float(self, name):
         """INP (b, k) or WGT transposed to (k, o), as float32, for exact BLAS products (GEMM).
@@ -46,8 +47,18 @@ class Scratchpads:
             self._as_float[name] = cached
         return cached
 
+    def uop_fields(self, codec):
+        """Every micro-op's fields decoded (``codec.decode_uop_array`` of the whole UOP
+        scratchpad): ``(dst, src, wgt)`` int64 arrays. Cached until the next write to it (only
+        LOADs write micro-ops, and many GEMM and ALU instructions run between them)."""
+        if self._uop_fields is None:
+            self._uop_fields = codec.decode_uop_array(self.uop)
+        return self._uop_fields
+
     def raw(self, name):
-        """The ``(depth, row_bytes)`` uint8 array of scratchpad ``name`` (writable)."""
+        """The ``(depth, row_bytes)`` uint8 array of scratchpad ``name``. Write it only to fill
+        fresh scratchpads: :meth:`write_rows` keeps the caches (:meth:`as_float`,
+        :meth:`uop_fields`) true, a write through this array does not."""
         return self._raw[name]
 
     def depth(self, name):
@@ -71,6 +82,8 @@ class Scratchpads:
         also writes OUT (docs/isa.md §3, OUT mirrors ACC). ``rows`` must not repeat."""
         self._raw[name][rows] = data
         self._as_float.pop(name, None)
+        if name == "uop":
+            self._uop_fields = None
         if name == "acc":
             self.out[rows] = self.acc[rows].astype(np.int8, casting="unsafe")
 

@@ -11,8 +11,9 @@ runtime's planner uses the same figures):
 - a LOAD or STORE of no rows (tokens only): the fixed overhead;
 - GEMM: one micro-op step per cycle (II = 1) plus the pipeline fill;
 - ALU: II = 1 with an immediate or for MOV (which reads only ACC[src]); with two operands II = 2
-  when ``ACC_READ_PORTS`` is 1 and 1 when it is 2 (docs/architecture.md, compute stage); plus
-  the pipeline fill;
+  when ``ACC_READ_PORTS`` is 1 and 1 when it is 2 (docs/architecture.md, compute stage), but 1
+  for a step that reuses the src row of the step before (one micro-op whose src offset does
+  not move, :func:`~avta.isa.costs.alu_cycles`); plus the pipeline fill;
 - FINISH, and a GEMM or ALU of no steps: one cycle.
 
 The compute stage runs a GEMM beside the ALU instruction before it (hw/core/compute.py): an ALU
@@ -37,7 +38,7 @@ instruction counts), ACC_WR one cycle per ACC row written.
 """
 
 from avta.isa import costs
-from avta.isa.enums import AluOp, Opcode
+from avta.isa.enums import Opcode
 from avta.isa.memories import scratchpad_of
 from avta.isa.registers import CYCLE_COUNTERS
 
@@ -73,9 +74,7 @@ def cost(cfg, insn, elem_bytes=None):
         return 1
     if insn.opcode == Opcode.GEMM:
         return costs.compute_cycles(insn.steps, fill=costs.gemm_fill(cfg))
-    two_operands = not insn.use_imm and insn.alu_opcode != AluOp.MOV
-    return costs.compute_cycles(insn.steps, fill=costs.ALU_FILL,
-                                step_cycles=costs.two_operand_step(cfg) if two_operands else 1)
+    return costs.alu_cycles(cfg, insn)
 
 
 def acc_row_writes(insn):

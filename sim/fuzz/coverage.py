@@ -13,6 +13,7 @@ import numpy as np
 
 from avta.isa.config import INSN_QUEUE_DEPTH
 from avta.isa.encoding import INSN_BYTES, codec
+from avta.isa.costs import reused_src_steps
 from avta.isa.enums import AluOp, MemType, Opcode, PadValue, Stage
 from avta.isa.insn import AluInsn, GemmInsn, MemoryInsn
 from avta.isa.legality import alu_ops
@@ -36,7 +37,7 @@ def isa_features(cfg=None):
     names = ["LOAD UOP", "STORE", "STORE multi-row", "STORE stride>x", "STORE last row",
              "GEMM", "GEMM reset", "GEMM factors", "GEMM multi-uop", "GEMM dst repeats",
              "ALU imm negative", "ALU imm wide", "ALU SHR imm negative", "ALU SHR imm positive",
-             "ALU src after dst", "LOAD readback", "NOP LOAD", "NOP COMPUTE", "NOP STORE",
+             "ALU src after dst", "ALU src reused", "LOAD readback", "NOP LOAD", "NOP COMPUTE", "NOP STORE",
              "FINISH", "overlap L->C", "overlap C->S", "INP last row", "WGT last row",
              "ACC last row"]
     for mem in ("INP", "WGT", "ACC", "ACC_8BIT"):
@@ -224,6 +225,9 @@ def _compute_features(cfg, insn, resident, found):
             found["ALU imm wide"] += 1
         if insn.use_imm and op == "SHR" and insn.imm:
             found[f"ALU SHR imm {'negative' if insn.imm < 0 else 'positive'}"] += 1
+        if not insn.use_imm and op != "MOV" and reused_src_steps(cfg, insn):
+            # Steps that read only ACC[dst], the src row held from the step before.
+            found["ALU src reused"] += 1
     else:
         found["GEMM reset" if insn.reset else "GEMM"] += 1
         if (insn.iter_out > 1 and (insn.dst_factor_out or insn.src_factor_out

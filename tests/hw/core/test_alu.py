@@ -184,3 +184,74 @@ def test_lanes_operands_are_flip_flops(ports):
     targets = _sync_targets(Fragment.get(alu, None))
     for operand in (alu.lanes.a, alu.lanes.b):
         assert any(t is operand.as_value() for t in targets)
+
+
+# A single micro-op whose src row stays put: (iter_out, iter_in, src factors (out, in), dst
+# factors (out, in), the steps that reuse the src row of the step before, docs/isa.md §3.4).
+REUSE_CASES = {
+    # A per-channel row per output block (runtime/ops/conv2d.py): held over the block's pixels.
+    "row_per_block": (3, 5, (1, 0), (8, 1), 3 * 4),
+    "one_row": (2, 4, (0, 0), (4, 1), 2 * 4 - 1),
+    # src moves in the inner loop, but each outer iteration starts where the last one ended.
+    "outer_lands_on_inner": (3, 3, (4, 2), (8, 1), 2),
+    "moves_every_step": (2, 3, (1, 1), (4, 1), 0),
+}
+
+
+@pytest.mark.parametrize("case", list(REUSE_CASES))
+def test_reused_src_row_takes_one_cycle(run_alus, case):
+    """A two-operand step whose src row is the step before's (one micro-op, the src offset
+    unchanged) reads only ACC[dst] through the one ACC read port: one cycle, not two, as
+    ``costs.alu_cycles`` says."""
+    cfg = config("tiny", 1)
+    iter_out, iter_in, (sfo, sfi), (dfo, dfi), reused = REUSE_CASES[case]
+    insn = AluInsn(alu_opcode=AluOp.ADD, uop_bgn=0, uop_end=1, iter_out=iter_out,
+                   iter_in=iter_in, src_factor_out=sfo, src_factor_in=sfi,
+                   dst_factor_out=dfo, dst_factor_in=dfi)
+    steps = iter_out * iter_in
+    assert run_alus(cfg, [Uop(0, 40, 0)], [insn]) == [2 * steps - reused + costs.ALU_FILL]
+    assert costs.reused_src_steps(cfg, insn) == reused
+    assert costs.alu_cycles(cfg, insn) == 2 * steps - reused + costs.ALU_FILL
+
+
+def test_src_reuse_needs_one_micro_op(run_alus):
+    """Two micro-ops reading one src row still read it at every step: the rule is the loop's,
+    so that the cost is a function of the instruction alone."""
+    cfg = config("tiny", 1)
+    insn = AluInsn(alu_opcode=AluOp.MAX, uop_bgn=0, uop_end=2, iter_out=1, iter_in=3,
+                   dst_factor_in=2)
+    assert run_alus(cfg, [Uop(0, 40, 0), Uop(1, 40, 0)], [insn]) == [12 + costs.ALU_FILL]
+    assert costs.alu_cycles(cfg, insn) == 12 + costs.ALU_FILL
+
+
+@pytest.mark.parametrize("ports", [1, 2])
+@pytest.mark.parametrize("seed", range(6))
+def test_held_src_row_sees_every_write(run_alus, ports, seed):
+    """Random one-micro-op instructions on a few rows, so that steps write the src row they
+    hold (at every distance): data as fsim, cycles as ``costs.alu_cycles``."""
+    cfg = config("tiny", ports, scale=1)
+    rng = random.Random(seed)
+    ops = [op for op in AluOp if op != AluOp.MOV]
+    uops = [Uop(rng.randrange(5), rng.randrange(5), 0) for _ in range(8)]
+    insns = []
+    for u in range(8):
+        insns.append(AluInsn(
+            alu_opcode=rng.choice(ops), uop_bgn=u, uop_end=u + 1,
+            iter_out=rng.randrange(1, 4), iter_in=rng.randrange(1, 6),
+            src_factor_out=rng.randrange(3), src_factor_in=rng.choice([0, 0, 1]),
+            dst_factor_out=rng.randrange(3), dst_factor_in=rng.randrange(3)))
+    cycles = run_alus(cfg, uops, insns, seed=seed)
+    assert cycles == [costs.alu_cycles(cfg, insn) for insn in insns]
+
+
+@pytest.mark.parametrize("ports", [1, 2])
+def test_one_operand_steps_with_a_fixed_src_row(run_alus, ports):
+    """MOV and immediate steps over one src row (a bias MOV of runtime/ops/conv2d.py) read
+    ACC[src] at every step, one cycle each: only a two-operand step reuses a held row."""
+    cfg = config("tiny", ports)
+    loops = dict(uop_bgn=0, uop_end=1, iter_out=3, iter_in=4, src_factor_out=1,
+                 dst_factor_out=8, dst_factor_in=1)
+    insns = [AluInsn(alu_opcode=AluOp.MOV, **loops),
+             AluInsn(alu_opcode=AluOp.ADD, use_imm=1, imm=5, **loops),
+             AluInsn(alu_opcode=AluOp.SHR, use_imm=1, imm=1, **loops)]
+    assert run_alus(cfg, [Uop(0, 40, 0)], insns) == [12 + costs.ALU_FILL] * 3

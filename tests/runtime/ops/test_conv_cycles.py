@@ -5,9 +5,10 @@ import pytest
 
 from avta.isa.config import load_config
 from avta.isa.costs import INSN_OVERHEAD, LOAD_LATENCY
-from avta.isa.enums import MemType, Opcode
+from avta.isa.enums import AluOp, MemType, Opcode
 from avta.runtime.ops.conv2d import Conv2dBuffers, build_conv2d, conv2d
-from avta.runtime.ops.conv_cycles import estimate, lower_bound
+from avta.runtime.ops.conv_cycles import _estimates, estimate, lower_bound
+from avta.runtime.ops.conv_first import first_piece
 from avta.runtime.ops.conv_plan import Conv2dShape, PlanError, _fitting, plan_conv2d, tiling_for
 from avta.runtime.ops.reference import conv2d_ref
 from avta.runtime.ops.requant import Requant
@@ -15,7 +16,9 @@ from avta.runtime.ops.requant import Requant
 
 def test_one_task_by_hand():
     """default (8-byte bus; INP/OUT rows 16 B, WGT rows 256 B), 4x4x16 → 4x4x16, 3x3 pad 1,
-    one tile: LOADs, accumulator start, GEMM, three ALU passes, one STORE, in a row."""
+    one tile: LOADs, accumulator start, GEMM, three ALU passes, one STORE, in a row; the first
+    task in two pieces (conv_first): six weight blocks and the window, then the other three
+    while the first six micro-ops run."""
     cfg = load_config("default")
     shape = Conv2dShape(1, 16, 4, 4, 16, 3, 3, 1, 1)
     t = tiling_for(cfg, shape, 4, 4, 1, 1, 2, bias=True)
@@ -27,8 +30,17 @@ def test_one_task_by_hand():
     store = 2 + (16 * 16 // 8 + 6)          # the tile is whole rows: one DRAM row
     # The bias row (16 int32) in each bank the buffers use, loaded first on the read engine.
     bias = t.acc_banks * (load + 16 * 4 // 8)
-    assert estimate(cfg, shape, t) == bias + inp + wgt + gemm + 3 * start + store
-    assert estimate(cfg, shape, t, tail_steps=2) == bias + inp + wgt + gemm + start + store
+    one = bias + inp + wgt + gemm
+    assert [c for c, _, piece, _ in _estimates(cfg, shape, t, 4, "bias", None)
+            if not piece] == \
+        [one + 3 * start + store]
+    assert first_piece(cfg, shape, 2, 4, 4, 1, 1) == 6
+    first, rest = load + 6 * 256 // 8, load + 3 * 256 // 8
+    part = 4 + 1 + 2                        # a GEMM's fill, as above
+    two = max(bias + inp + first + 16 * 6 + part, bias + inp + first + rest) + 16 * 3 + part
+    assert two < one
+    assert estimate(cfg, shape, t) == two + 3 * start + store
+    assert estimate(cfg, shape, t, tail_steps=2) == two + start + store
     assert estimate(cfg, shape, t, give_up=100) is None
 
 
@@ -115,12 +127,13 @@ def test_resident_inputs_load_once(default_cfg, rng, int8, device):
 
 def test_tail_steps_follow_the_requantization():
     """The planner's ALU passes per output row: the accumulator start plus the tail's
-    instructions, a two-operand ADD twice on one ACC read port."""
+    instructions, a two-operand ADD once too: it reads one bias row for every pixel of an output
+    block, which the ALU reuses (costs.alu_cycles)."""
     from avta.runtime.ops.conv2d import tail_steps
     cfg = load_config("default")
     relu = Requant(8, (0, 127))
     assert tail_steps(cfg, relu, bias_added=False) == 4           # MOV, SHR, MIN, MAX
-    assert tail_steps(cfg, relu, bias_added=True) == 6            # reset, SHR, ADD x2, MIN, MAX
+    assert tail_steps(cfg, relu, bias_added=True) == 5            # reset, SHR, ADD, MIN, MAX
     assert tail_steps(cfg.replace(acc_read_ports=2), relu, bias_added=True) == 5
     assert tail_steps(cfg, Requant(8, (-127, 127), use_clp=True), bias_added=False) == 3
     assert tail_steps(cfg, Requant(), bias_added=False) == 1
@@ -224,7 +237,7 @@ def test_estimate_follows_fsim_with_per_channel_rows(default_cfg, shape, within)
     t = plan_layer(cfg, shape, requant=rq, has_bias=True, bias_bound=bias_bound(bias))
     options = plan_options(cfg, shape, rq, True, bias_bound(bias))
     del options["bias"]
-    assert options["tail_steps"] == (2, 2, 2, 1, 1)
+    assert options["tail_steps"] == (1, 1, 1, 1, 1)
     dev = Device(cfg, FsimBackend(cfg, dram_size=4 << 20, timing_only=True))
     conv2d(dev, x, w, bias, stride=shape.stride, pad=shape.pad, requant=rq, tiling=t)
     cycles = dev.last_result.cycles
@@ -342,3 +355,20 @@ def test_the_planner_picks_what_a_one_by_one_search_picks(config, tail, bias, st
             planned = None
         assert planned == _plan_one_by_one(cfg, shape, bias=bias, tail_steps=tail,
                                            start=start), shape
+
+
+def test_a_channel_row_pass_reads_its_row_once_a_block():
+    """A tile's pass over its per-channel (or bias) row: one micro-op, output blocks outer and
+    pixels inner, the src row still for a block's pixels, so each step but a block's first
+    takes one cycle on one ACC read port (costs.alu_cycles); the emitter splits its GEMMs by
+    these cycles."""
+    from avta.isa.costs import ALU_FILL
+    from avta.runtime.ops.conv_tail import kernel_cycles
+    from avta.runtime.uop_kernel import Loop, UopKernel
+    cfg = load_config("default")
+    blocks, pixels, pitch = 3, 10, 16
+    rows = UopKernel([(0, 200)], (Loop(blocks, pitch, 1), Loop(pixels, 1, 0)))
+    assert kernel_cycles(cfg, rows, AluOp.ADD, None) == blocks * (pixels + 1) + ALU_FILL
+    assert kernel_cycles(cfg, rows, AluOp.ADD, 3) == blocks * pixels + ALU_FILL
+    same = UopKernel([(0, 0)], (Loop(blocks, pitch, pitch), Loop(pixels, 1, 1)))
+    assert kernel_cycles(cfg, same, AluOp.MAX, None) == 2 * blocks * pixels + ALU_FILL

@@ -11,6 +11,7 @@ from avta.isa.costs import ALU_FILL, gemm_fill
 from avta.runtime.ops.conv_cycles import (STARTS, _Costs, _starts_beside, estimate, halves,
                                           lower_bound, passes_beside, split_axis, split_parts,
                                           tail_weights)
+from avta.runtime.ops.conv_first import first_piece, piece_loads
 from avta.runtime.ops.conv_plan import Conv2dShape, _fitting, slot_counts
 
 
@@ -49,18 +50,30 @@ def _tasks(cfg, shape, t, split=-1):
 def _plain_walk(cfg, shape, t, *, tail_steps, start, give_up):
     """The compiled walk in plain Python, with the emitter's own rules for which passes run
     beside a GEMM (passes_beside) and how the GEMM is split around them (split_parts): the
-    better of the last tile whole and split where it may be (split_axis)."""
+    best of the last tile whole and split where it may be (split_axis), each with the first
+    and the last task in one piece and in two where they may be (first_piece; the last after
+    ``threads`` tasks)."""
     n_h, n_w = _ceil(shape.oh, t.th), _ceil(shape.ow, t.tw)
     axis = split_axis(t, shape.oh - (n_h - 1) * t.th, shape.ow - (n_w - 1) * t.tw,
                       len(tail_weights(tail_steps)))
-    results = [r for r in (_one_walk(cfg, shape, t, tail_steps, start, give_up, split)
-                           for split in ((-1, axis) if axis >= 0 else (-1,)))
-               if r is not None]
+    results = []
+    for split in (-1, axis) if axis >= 0 else (-1,):
+        tasks = list(_tasks(cfg, shape, t, split))
+        first, last = (first_piece(cfg, shape, t.threads, *tasks[k][2:5], tasks[k][7])
+                       for k in (0, -1))
+        last = last if len(tasks) > t.threads else 0
+        for p1 in {0, first}:
+            for p2 in {0, last}:
+                r = _one_walk(cfg, shape, t, tail_steps, start, give_up, split, p1, p2)
+                if r is not None:
+                    results.append(r)
     return min(results) if results else None
 
 
-def _one_walk(cfg, shape, t, tail_steps, start, give_up, split):
-    """One walk, the last tile split along ``split`` (or whole, −1)."""
+def _one_walk(cfg, shape, t, tail_steps, start, give_up, split, first_piece, last_piece):
+    """One walk, the last tile split along ``split`` (or whole, −1), the first task's first
+    ``first_piece`` weight blocks loaded and computed first (0: the task in one piece), and the
+    last task's first ``last_piece`` when it loads its weights."""
     costs = _Costs(cfg, shape, t, tail_steps)
     weights = tail_weights(tail_steps)
     threads = t.threads
@@ -86,7 +99,7 @@ def _one_walk(cfg, shape, t, tail_steps, start, give_up, split):
     for j, (tile, spatial, th, tw, nco, cot, cit, nci, first, last) in enumerate(tasks):
         # Load stage.
         load_start = load_free if j < threads else max(load_free, gemm_done[j - threads])
-        cycles = 0
+        cycles, loaded = 0, False
         if not t.inp_resident or (spatial, cit) not in windows:
             windows.add((spatial, cit))
             cycles += costs.input_load(th, tw, nci)
@@ -95,17 +108,30 @@ def _one_walk(cfg, shape, t, tail_steps, start, give_up, split):
             if chunk not in resident:
                 resident.add(chunk)
                 cycles += costs.weight_load(nco, nci)
+                loaded = True
         elif t.reload_weights or held[v] != chunk:
             held[v] = chunk
             cycles += costs.weight_load(nco, nci)
+            loaded = True
         load_free = load_start + cycles
+        piece = first_piece if j == 0 else last_piece if j == len(tasks) - 1 else 0
+        piece = piece if loaded else 0
+        if piece:                   # the first piece and the window, then the other blocks
+            piece_load, rest_load = piece_loads(cfg, costs.uops(nco, nci), piece)
+            piece_ready = load_free - costs.weight_load(nco, nci) + piece_load
+            load_free = piece_ready + rest_load
         # Compute stage.
         if first and (tile == 0 or not beside):
             begin = compute_free if tile < t.slots else max(compute_free,
                                                             store_done[tile - t.slots])
             compute_free = begin + costs.alu_pass(th, tw, nco)
+        n_uops = costs.uops(nco, nci)
+        if piece:
+            compute_free = max(compute_free, piece_ready) + th * tw * piece + fill
+            gemm_left -= th * tw * piece
+            n_uops -= piece
         begin = max(compute_free, load_free)
-        gemm, n_uops = costs.gemm(th, tw, nco, nci), costs.uops(nco, nci)
+        gemm = th * tw * n_uops + fill
         ahead = tasks[j + 1] if beside and last and j + 1 < len(tasks) else None
         left = pending[0] if pending else []
         taken = passes_beside(left, gemm, n_ci - cit) if pending else 0

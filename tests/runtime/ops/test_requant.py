@@ -288,7 +288,8 @@ def test_per_channel_rows_with_one_shift_shift_by_an_immediate(tiny_cfg, device,
     """Q23 multipliers of one shift (a per-tensor scale as the 24-bit import writes it, or
     per-channel scales in one binade): the same values, but SHR by an immediate, and the offset
     too when it is a rounding half alone (ADD and SHR immediates); an offset with a zero point
-    stays a row (its immediates would take three passes, the row two cycles a step)."""
+    stays a row (its immediates would take three passes, the row one, a cycle a step but two at
+    each output block's first)."""
     cfg = tiny_cfg.replace(alu_scale=2)
     rng = np.random.default_rng(7)
     x, w = int8((1, 4, 5, 6)), int8((8, 4, 3, 3))

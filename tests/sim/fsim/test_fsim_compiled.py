@@ -102,3 +102,19 @@ def _unloaded(function):
     """``function`` (a cached loader) as if never called in this process."""
     import functools
     return functools.cache(function.__wrapped__)
+
+
+@pytest.mark.parametrize("count", [0, 1])
+def test_a_stream_of_no_or_one_instruction_ends_alike(count):
+    """No instruction at all (nothing to gather a table from), or a lone FINISH."""
+    from avta.isa.encoding import codec, finish
+    cfg = load_config("tiny")
+    results = []
+    for compiled in (False, True):
+        sim = Fsim(cfg, timing_only=True)
+        sim.compiled = compiled
+        dram = np.zeros(8192, np.uint8)
+        dram[:16] = np.frombuffer(codec(cfg).encode_bytes(finish()), np.uint8)
+        result = sim.run(dram, 0, count)
+        results.append([getattr(result, f) for f in FIELDS])
+    assert results[0] == results[1]

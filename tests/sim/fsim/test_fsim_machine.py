@@ -122,7 +122,11 @@ CYCLE_CASES = [
     ([gemm(iters=(3, 4))], 12 + costs.gemm_fill(load_config("tiny")) + 1),
     # An ALU instruction starts a cycle late (its copy is latched, timing.py).
     ([alu(AluOp.ADD, iters=(2, 5), imm=1)], 10 + costs.ALU_FILL + timing.ALU_LATCH + 1),
-    ([alu(AluOp.ADD, iters=(2, 5))], 20 + costs.ALU_FILL + timing.ALU_LATCH + 1),
+    ([alu(AluOp.ADD, iters=(2, 5), src=(5, 1))], 20 + costs.ALU_FILL + timing.ALU_LATCH + 1),
+    # A step that reuses the src row of the step before (one micro-op, src offset unchanged)
+    # reads only ACC[dst]: one cycle (costs.alu_cycles); each output block's first step two.
+    ([alu(AluOp.ADD, iters=(2, 5), dst=(5, 1), src=(1, 0))],
+     12 + costs.ALU_FILL + timing.ALU_LATCH + 1),
     # MOV reads only ACC[src].
     ([alu(AluOp.MOV, iters=(2, 5))], 10 + costs.ALU_FILL + timing.ALU_LATCH + 1),
     ([gemm(iters=(0, 4))], 1 + 1),
