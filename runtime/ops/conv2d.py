@@ -35,7 +35,7 @@ from ..stream import StreamBuilder
 from ..uop_kernel import ITER_BITS, Loop, UopKernel
 from .conv_cycles import halves, passes_beside, split_parts, splits_last, task_pieces
 from .conv_plan import Conv2dShape
-from .conv_residual import emit_fused_tail
+from .conv_residual import emit_fused_tail, load_shortcut
 from .conv_tail import (AluRecorder, accumulator_start, kernel_cycles, pass_cycles, plan_layer,
                         plan_options, row_blocks, tail_steps, tail_weights)
 from .requant import Requant
@@ -385,30 +385,15 @@ class _Conv2dEmitter:
         if self.fused is None:
             self.requant.emit(passes, same, bias, channel)
         else:
-            self._load_shortcut(tile, va)
+            co0, nco = self._co_range(tile)
+            load_shortcut(self.b, self.shape, self.t, tile, va, self.bufs.shortcut,
+                          self.cob, co0, nco)
             emit_fused_tail(passes, self.requant, self.fused, same, bias, channel,
                             self._tile_rows(tile, va, bias=False, shortcut=True),
                             drop_lower=self.options["drop_lower"])
         self.tail = (tile, passes.insns)
         if not passes.insns:
             self._store_tail()
-
-    def _load_shortcut(self, tile, va):
-        """LOAD (ACC_8BIT, compute stage) the tile's shortcut rows after its accumulators,
-        in their layout: one LOAD when the tile's rows are whole output rows, one per block
-        otherwise (conv_cycles.shortcut_load_cycles counts the same)."""
-        sh, t = self.shape, self.t
-        co0, nco = self._co_range(tile)
-        base = t.shortcut_base(va)
-        first = ((tile.nb * self.cob + co0) * sh.oh + tile.oh0) * sh.ow + tile.ow0
-        if tile.tw == sh.ow and tile.th * tile.tw == t.acc_pitch:
-            self.b.load(MemType.ACC_8BIT, sram=base, dram=self.bufs.shortcut + first,
-                        y_size=nco, x_size=tile.th * sh.ow, x_stride=sh.oh * sh.ow)
-            return
-        for co in range(nco):
-            self.b.load(MemType.ACC_8BIT, sram=base + co * t.acc_pitch,
-                        dram=self.bufs.shortcut + first + co * sh.oh * sh.ow,
-                        y_size=tile.th, x_size=tile.tw, x_stride=sh.ow)
 
     def _tail_pass(self):
         """Emit the next pass of the pending requantization, and after its last, store."""

@@ -27,11 +27,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from avta.isa.enums import AluOp
+from avta.isa.enums import AluOp, MemType
 
 from .requant import Requant
 
-__all__ = ["FusedAdd", "why_not", "drops_lower_clip", "emit_fused_tail"]
+__all__ = ["FusedAdd", "why_not", "drops_lower_clip", "emit_fused_tail", "load_shortcut"]
 
 #: A value below every conv output the lower clip may be dropped for (see the docstring).
 _FAR_BELOW = -(1 << 30)
@@ -94,3 +94,21 @@ def emit_fused_tail(builder, conv_requant, fused, same, bias, channel, shortcut,
             builder.alu(same, AluOp.MAX, imm=lo)
     builder.alu(shortcut, AluOp.ADD)
     fused.requant.emit(builder, same)
+
+
+def load_shortcut(builder, shape, t, tile, va, dram, cob, co0, nco):
+    """LOAD (ACC_8BIT, compute stage) the shortcut rows of ``tile`` (output blocks ``co0`` on,
+    ``nco`` of them; ``cob`` in all) from ``dram`` into accumulator buffer ``va``'s shortcut
+    rows (:meth:`Conv2dTiling.shortcut_base`), in the accumulators' layout: one LOAD when the
+    tile's rows are whole output rows, one per block otherwise
+    (:func:`~.conv_cycles.shortcut_load_cycles` counts the same)."""
+    base = t.shortcut_base(va)
+    first = ((tile.nb * cob + co0) * shape.oh + tile.oh0) * shape.ow + tile.ow0
+    if tile.tw == shape.ow and tile.th * tile.tw == t.acc_pitch:
+        builder.load(MemType.ACC_8BIT, sram=base, dram=dram + first, y_size=nco,
+                     x_size=tile.th * shape.ow, x_stride=shape.oh * shape.ow)
+        return
+    for co in range(nco):
+        builder.load(MemType.ACC_8BIT, sram=base + co * t.acc_pitch,
+                     dram=dram + first + co * shape.oh * shape.ow, y_size=tile.th,
+                     x_size=tile.tw, x_stride=shape.ow)
