@@ -24,7 +24,10 @@ Shapes the accelerator needs that a real network does not have are made on the w
   of 3 padded to 16 for each of the 49 kernel positions, a fifth of the MACs on ``default``; the
   sums are the same products, so the result is the same bit for bit;
 
-and the outputs are cut back. A node the accelerator cannot run (a kernel too large for the
+and the outputs are cut back. A residual add that the cycle model says is faster fused into the
+convolution that makes one of its operands (:mod:`.fusion`) runs as that convolution's program,
+where the add stands; its row in the report is the convolution's, named ``conv+add``.
+A node the accelerator cannot run (a kernel too large for the
 scratchpads, a pad beyond the LOAD's pad fields) runs on the host with the numpy reference, and
 its row in the report says why. Each layer's row also has its cycles, MAC-bound cycles and
 utilization, DRAM bytes, instructions, micro-ops and the stage that bound it.
@@ -40,6 +43,7 @@ from avta.isa.enums import MemType
 from avta.isa.registers import LOADED_COUNTERS, busy_cycles
 
 from ..ops.conv2d import Conv2dBuffers, bias_bound, build_conv2d, pack_bias
+from ..ops.conv_residual import FusedAdd
 from ..ops.conv_plan import Conv2dShape, PlanError
 from ..ops.depthwise import (build_depthwise_conv2d, build_depthwise_gemm,
                              pack_depthwise_weights, plan_depthwise)
@@ -50,6 +54,7 @@ from ..ops.pool import (GlobalPoolShape, build_avg_pool2d, build_global_avg_pool
                         build_max_pool2d)
 from ..ops.window import WindowShape
 from ..packing import pack_diagonal, pack_nchw, pack_oihw
+from .fusion import fused_adds
 from .graph import GraphError
 from .reference import run_node
 
@@ -62,6 +67,8 @@ __all__ = ["LayerReport", "NetworkRun", "run_network", "dram_bytes", "check_dram
 class LayerReport:
     """One node's run. ``on`` is ``"device"`` or ``"host"`` (with ``why``); ``bound`` the stage
     that was busy longest (``load``, ``compute``, ``store``); counts of a host layer are 0.
+    ``fused``: the residual add run inside this convolution (:mod:`.fusion`; the row is then
+    named ``conv+add``), or empty.
     ``counters`` holds the run's performance counters and ``mix`` its program's
     :meth:`~avta.runtime.program.Program.step_mix`: the event counts an energy estimate needs."""
     name: str
@@ -80,6 +87,7 @@ class LayerReport:
     why: str = ""
     counters: dict = field(default_factory=dict)
     mix: dict = field(default_factory=dict)
+    fused: str = ""
 
 
 @dataclass
@@ -197,6 +205,7 @@ class _Executor:
         self.weights = {}           # node name -> (weights buffer, bias buffer or None)
         self.host_inputs = {}       # network input name -> the int8 array
         self.scratch = []           # buffers of the node being run (an im2col input)
+        self.fused = {}             # add node name -> the conv2d fused into it (.fusion)
 
     # -- the run -----------------------------------------------------------------------------
 
@@ -206,18 +215,25 @@ class _Executor:
         for name, value in inputs.items():
             self.host_inputs[name] = np.asarray(value, np.int8)
             self.buffers[name] = self._upload_tensor(value)
-        last_use = {}
-        for i, node in enumerate(graph.topological()):
-            for t in node.inputs:
-                last_use[t] = i
-        run = NetworkRun(graph.name, cfg.name, {})
         nodes = graph.topological()
+        # add name -> the conv2d fused into it; the conv runs where the add stands, so its
+        # inputs live until then
+        self.fused = fused_adds(cfg, graph, self._conv_shape, host_inputs=self.host_inputs)
+        deferred = {conv: add for add, conv in self.fused.items()}
+        at = {node.name: i for i, node in enumerate(nodes)}
+        last_use = {}
+        for i, node in enumerate(nodes):
+            when = at[deferred[node.name]] if node.name in deferred else i
+            for t in node.inputs:
+                last_use[t] = max(last_use.get(t, 0), when)
+        run = NetworkRun(graph.name, cfg.name, {})
         try:
             for i, node in enumerate(nodes):
                 self.progress(i, len(nodes), node)
-                run.layers.append(self._run_node(node, run))
+                if node.name not in deferred:
+                    run.layers.append(self._run_node(node, run))
                 for t in dict.fromkeys(node.inputs):       # an add may read one tensor twice
-                    if last_use[t] == i and t not in graph.outputs:
+                    if last_use[t] == i and t not in graph.outputs and t in self.buffers:
                         self.device.free(self.buffers.pop(t))
             for name in graph.outputs:
                 run.outputs[name] = self._read_tensor(name)
@@ -234,6 +250,10 @@ class _Executor:
         graph = self.graph
         shape = graph.shapes[node.output]
         report = LayerReport(node.name, node.op, tuple(shape), graph.macs(node))
+        if node.name in self.fused:
+            conv = graph.node(self.fused[node.name])
+            report = LayerReport(f"{conv.name}+{node.name.rsplit('.', 1)[-1]}", "conv2d+add",
+                                 tuple(shape), graph.macs(conv), fused=node.name)
         try:
             program = self._program(node)
         except (PlanError, ValueError) as error:
@@ -266,6 +286,8 @@ class _Executor:
     def _program(self, node):
         """The node's program on the device (its output buffer allocated), or PlanError /
         ValueError when the accelerator cannot run it."""
+        if node.name in self.fused:
+            return self._build_conv2d(self.graph.node(self.fused[node.name]), add=node)
         build = getattr(self, f"_build_{node.op}")
         return build(node)
 
@@ -295,7 +317,17 @@ class _Executor:
         return (node.inputs[0] in self.host_inputs and kk > 1 and self.layout.square
                 and _round_up(c * kk, self.layout.block) < _round_up(c, self.layout.block) * kk)
 
-    def _build_conv2d(self, node, *, kernel=None):
+    def _conv_shape(self, node):
+        """The :class:`Conv2dShape` conv2d ``node`` runs as (on its input, not its patches)."""
+        n, c, h, w = self.layout.padded(self.graph.input_shapes(node)[0])
+        o, _, kh, kw = node.weights.shape
+        return Conv2dShape(n, c, h, w, _round_up(o, self.layout.block), kh, kw,
+                           node.attrs.get("pad", 0), node.attrs.get("stride", 1),
+                           node.attrs.get("pad_value", 0))
+
+    def _build_conv2d(self, node, *, kernel=None, add=None):
+        """conv2d ``node`` (``kernel``: a dense layer's weights as a kernel); with ``add``, the
+        residual add fused into it (:mod:`.fusion`), writing the add's output."""
         cfg, layout = self.cfg, self.layout
         weights = node.weights if kernel is None else kernel
         attrs = {"pad": node.attrs.get("pad", 0), "stride": node.attrs.get("stride", 1),
@@ -332,10 +364,16 @@ class _Executor:
                 bias = self.device.upload(pack_bias(cfg, b, node.requant), mem=MemType.ACC)
             self.weights[node.name] = (wgt, bias)
         wgt, bias = self.weights[node.name]
-        bufs = Conv2dBuffers(inp, wgt.elem(cfg, MemType.WGT), self._out(node),
-                             None if bias is None else bias.elem(cfg, MemType.ACC))
+        fused = shortcut = None
+        if add is not None:
+            fused = FusedAdd(add.requant)
+            other, = [t for t in add.inputs if t != node.output]
+            shortcut = self._elem(other, MemType.ACC_8BIT)
+        bufs = Conv2dBuffers(inp, wgt.elem(cfg, MemType.WGT),
+                             self._out(node if add is None else add),
+                             None if bias is None else bias.elem(cfg, MemType.ACC), shortcut)
         return build_conv2d(cfg, shape, bufs, requant=node.requant,
-                            bias_bound=bias_bound(node.bias))
+                            bias_bound=bias_bound(node.bias), fused=fused)
 
     def _build_dense(self, node):
         """A fully connected layer is the conv2d whose kernel covers the whole input map."""

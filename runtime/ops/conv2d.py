@@ -15,6 +15,10 @@ bias rows are shifted left once per layer and each tile's accumulators start as 
 Without a bias they start as an ALU MOV of the immediate 0 (once an earlier tile has written the
 buffer's rows: the MOV reads them). Either MOV of the next tile runs beside the last GEMM part
 of this one, which a reset GEMM could not.
+
+With a residual add fused into the layer (``fused``, :mod:`avta.runtime.ops.conv_residual`)
+each tile's shortcut rows are LOADed (ACC_8BIT, compute stage) after its last GEMM, and its
+tail goes on to ADD them and requantize as the add does.
 """
 
 from dataclasses import dataclass, replace
@@ -31,6 +35,7 @@ from ..stream import StreamBuilder
 from ..uop_kernel import ITER_BITS, Loop, UopKernel
 from .conv_cycles import halves, passes_beside, split_parts, splits_last, task_pieces
 from .conv_plan import Conv2dShape
+from .conv_residual import emit_fused_tail, load_shortcut
 from .conv_tail import (AluRecorder, accumulator_start, kernel_cycles, pass_cycles, plan_layer,
                         plan_options, row_blocks, tail_steps, tail_weights)
 from .requant import Requant
@@ -46,11 +51,14 @@ _PAD_VALUES = {0: PadValue.ZERO, -128: PadValue.MIN}
 
 @dataclass(frozen=True)
 class Conv2dBuffers:
-    """DRAM element addresses (``dram_base`` units of each memory type) of the operands."""
+    """DRAM element addresses (``dram_base`` units of each memory type) of the operands;
+    ``shortcut``: a fused residual add's other operand (ACC_8BIT elements, the output's
+    layout)."""
     inp: int
     wgt: int
     out: int
     bias: int = None
+    shortcut: int = None
 
 
 @dataclass(frozen=True)
@@ -76,7 +84,7 @@ def _tiles(cfg, shape, t):
 class _Conv2dEmitter:
     """Emits one conv2d onto a :class:`StreamBuilder`."""
 
-    def __init__(self, builder, shape, tiling, bufs, requant, bias_bound=None):
+    def __init__(self, builder, shape, tiling, bufs, requant, bias_bound=None, fused=None):
         self.b = builder
         self.cfg = builder.cfg
         self.shape = shape
@@ -84,6 +92,8 @@ class _Conv2dEmitter:
         self.bufs = bufs
         self.requant = requant
         self.bias_bound = bias_bound
+        #: The residual add fused into the layer (:mod:`.conv_residual`), or None.
+        self.fused = fused
         self.cob = shape.cout // self.cfg.block_out
         self.cib = shape.cin // self.cfg.block_in
         self.kk = shape.kh * shape.kw
@@ -108,6 +118,8 @@ class _Conv2dEmitter:
         #: The requantization of the last tile ended, waiting to run beside the next GEMMs:
         #: ``(tile, [(kernel, op, imm), ...])`` (see :meth:`emit`).
         self.tail = None
+        self.options = plan_options(self.cfg, shape, requant, bufs.bias is not None, bias_bound,
+                                    fused)
         #: Weight blocks of the first piece of the task loaded next (conv_first.first_piece),
         #: 0 for one piece; and of each task the load stage loaded in two, by index, for its
         #: GEMM.
@@ -240,25 +252,28 @@ class _Conv2dEmitter:
     def _tile_loops(self, tile, src_row=0, src_col=0):
         return (Loop(tile.th, tile.tw, src_row), Loop(tile.tw, 1, src_col))
 
-    def _tile_rows(self, tile, va, *, bias, block=0):
+    def _tile_rows(self, tile, va, *, bias, block=0, shortcut=False):
         """An ALU kernel over every ACC row of ``tile``: src = dst, or (``bias``) src = the
         row's bias row, or its row of resident row block ``block`` (1.., a per-channel
-        requantization's rows after the bias). One micro-op, output blocks outer and pixels
-        inner, when the loop extents allow: the compute stage bounds such an instruction's rows
-        and runs the next GEMM beside it (docs/architecture.md, compute stage)."""
+        requantization's rows after the bias), or (``shortcut``) its shortcut row. One
+        micro-op, output blocks outer and pixels inner, when the loop extents allow: the compute
+        stage bounds such an instruction's rows and runs the next GEMM beside it
+        (docs/architecture.md, compute stage)."""
         co0, nco = self._co_range(tile)
         acc, pitch, pixels = self.t.acc_base(va), self.t.acc_pitch, tile.th * tile.tw
         # the bias copy in the buffer's own ACC bank, or the row block after it
         bias0 = self.t.bias_base(va) + block * self.cob
+        # the shortcut rows lie as the accumulators do, after them
+        src = self.t.shortcut_base(va) if shortcut else acc
         if max(nco, pixels) < 1 << ITER_BITS:
             if bias:
                 return UopKernel([(acc, bias0 + co0)], (Loop(nco, pitch, 1), Loop(pixels, 1, 0)))
-            return UopKernel([(acc, acc)], (Loop(nco, pitch, pitch), Loop(pixels, 1, 1)))
+            return UopKernel([(acc, src)], (Loop(nco, pitch, pitch), Loop(pixels, 1, 1)))
         rows = [acc + co * pitch for co in range(nco)]
         if bias:
             return UopKernel([(r, bias0 + co0 + co) for co, r in enumerate(rows)],
                              self._tile_loops(tile))
-        return UopKernel([(r, r) for r in rows], self._tile_loops(tile, tile.tw, 1))
+        return UopKernel([(r, r - acc + src) for r in rows], self._tile_loops(tile, tile.tw, 1))
 
     def begin_tile(self, tile):
         if self.pipe.threads == 1:
@@ -363,8 +378,19 @@ class _Conv2dEmitter:
         if self.bufs.bias is not None and not self.bias_start:
             bias = self._tile_rows(tile, va, bias=True)
         passes = AluRecorder()
-        self.requant.emit(passes, self._tile_rows(tile, va, bias=False), bias,
-                          lambda k: self._tile_rows(tile, va, bias=True, block=1 + k))
+        same = self._tile_rows(tile, va, bias=False)
+
+        def channel(k):
+            return self._tile_rows(tile, va, bias=True, block=1 + k)
+        if self.fused is None:
+            self.requant.emit(passes, same, bias, channel)
+        else:
+            co0, nco = self._co_range(tile)
+            load_shortcut(self.b, self.shape, self.t, tile, va, self.bufs.shortcut,
+                          self.cob, co0, nco)
+            emit_fused_tail(passes, self.requant, self.fused, same, bias, channel,
+                            self._tile_rows(tile, va, bias=False, shortcut=True),
+                            drop_lower=self.options["drop_lower"])
         self.tail = (tile, passes.insns)
         if not passes.insns:
             self._store_tail()
@@ -415,8 +441,7 @@ class _Conv2dEmitter:
         first half's passes beside the second half's GEMMs pay for a tile more
         (conv_cycles.splits_last)."""
         tiles = list(_tiles(self.cfg, self.shape, self.t))
-        options = plan_options(self.cfg, self.shape, self.requant, self.bufs.bias is not None,
-                               self.bias_bound)
+        options = self.options
         axis = splits_last(self.cfg, self.shape, self.t, tail_steps=options["tail_steps"],
                            start=options["start"])
         if axis < 0:
@@ -472,35 +497,44 @@ class _Conv2dEmitter:
 
 
 def build_conv2d(cfg, shape, bufs, *, requant=Requant(), threads=2, tiling=None,
-                 bias_bound=None):
+                 bias_bound=None, fused=None):
     """The :class:`~avta.runtime.program.Program` of one conv2d layer. ``bias_bound``, the
     largest magnitude of the bias values, lets the accumulators start at the shifted bias when
     that is exact (:meth:`Requant.bias_starts_acc`); ``None`` adds the bias after the shift.
-    Built once across processes (:mod:`avta.runtime.build_cache`): the program of the same
-    layer at other DRAM addresses is read back and placed at ``bufs``."""
+    ``fused``: a residual add fused into the layer (:class:`~.conv_residual.FusedAdd`; its
+    other operand at ``bufs.shortcut``). Built once across processes
+    (:mod:`avta.runtime.build_cache`): the program of the same layer at other DRAM addresses
+    is read back and placed at ``bufs``."""
     args = {"shape": shape, "requant": requant, "threads": threads, "tiling": tiling,
-            "bias_bound": bias_bound}
+            "bias_bound": bias_bound, "fused": fused}
     return cached_program(
         "conv2d", lambda: _build_conv2d(cfg, shape, bufs, requant=requant, threads=threads,
-                                        tiling=tiling, bias_bound=bias_bound),
+                                        tiling=tiling, bias_bound=bias_bound, fused=fused),
         cfg, args, _OPERANDS, vars(bufs))
 
 
 #: Which operand of :class:`Conv2dBuffers` each memory type's LOADs (OUT: STOREs) address.
-_OPERANDS = {MemType.INP: "inp", MemType.WGT: "wgt", MemType.ACC: "bias", MemType.OUT: "out"}
+_OPERANDS = {MemType.INP: "inp", MemType.WGT: "wgt", MemType.ACC: "bias", MemType.OUT: "out",
+             MemType.ACC_8BIT: "shortcut"}
 
 
-def _build_conv2d(cfg, shape, bufs, *, requant, threads, tiling, bias_bound):
+def _build_conv2d(cfg, shape, bufs, *, requant, threads, tiling, bias_bound, fused):
     if shape.pad_value not in _PAD_VALUES:
         raise ValueError(f"conv2d pads with {sorted(_PAD_VALUES)}, not {shape.pad_value}")
     if requant.per_channel and bufs.bias is None:
         raise ValueError("a per-channel requantization needs the bias rows, with its channel "
                          "rows after them (pack_bias(cfg, bias, requant))")
+    if (fused is None) != (bufs.shortcut is None):
+        raise ValueError("a fused residual add needs its shortcut operand (Conv2dBuffers."
+                         "shortcut), and a shortcut its add (fused)")
     if tiling is None:
         tiling = plan_layer(cfg, shape, requant=requant, has_bias=bufs.bias is not None,
-                            bias_bound=bias_bound, threads=threads)
+                            bias_bound=bias_bound, threads=threads, fused=fused)
+    if tiling.shortcut != (fused is not None):
+        raise ValueError(f"the tiling {'has' if tiling.shortcut else 'lacks'} shortcut rows, "
+                         f"the layer {'lacks' if fused is None else 'has'} a fused add")
     builder = StreamBuilder(cfg)
-    _Conv2dEmitter(builder, shape, tiling, bufs, requant, bias_bound).emit()
+    _Conv2dEmitter(builder, shape, tiling, bufs, requant, bias_bound, fused).emit()
     return builder.finish()
 
 

@@ -19,7 +19,10 @@ them and schedules the three stages the way the token protocol of
   tile before, once the store that frees its buffer is done: the compute stage runs a GEMM
   beside an ALU instruction (docs/architecture.md, compute stage), so a pass and its part take
   the longer of the two; passes no part takes run alone;
-- the store of tile ``t`` starts when the store stage is free and its last pass is done.
+- the store of tile ``t`` starts when the store stage is free and its last pass is done;
+- with a residual add fused into the layer (``t.shortcut``, :mod:`.conv_residual`) the compute
+  stage LOADs each tile's shortcut rows (ACC_8BIT) after the tile's last GEMM, before its
+  passes: nothing runs beside a LOAD.
 
 Instruction costs are the RTL's as measured on tsim, the figures fsim's cycle model uses too
 (:mod:`avta.isa.costs`): a GEMM of N steps takes N + ``gemm_fill(cfg)``, an ALU instruction
@@ -43,7 +46,7 @@ from .conv_walk import compiled_walk
 
 __all__ = ["estimate", "lower_bound", "lower_bounds", "walk_tables", "last_splits",
            "TAIL_STEPS", "STARTS", "tail_weights", "passes_beside", "split_parts",
-           "split_axis", "splits_last", "halves", "task_pieces"]
+           "split_axis", "splits_last", "halves", "task_pieces", "shortcut_load_cycles"]
 #: ALU passes over an output tile after its GEMMs, by default: accumulator start (reset GEMM or
 #: bias MOV), SHR, MIN and MAX.
 TAIL_STEPS = 4
@@ -154,11 +157,28 @@ class _Costs:
     def alu_pass(self, th, tw, nco):
         return th * tw * nco + ALU_FILL
 
+    def shortcut_load(self, th, tw, nco):
+        """A fused residual add's LOADs of the tile's shortcut rows (0 without one)."""
+        if not self.t.shortcut:
+            return 0
+        return shortcut_load_cycles(self.cfg, self.shape, th, tw, nco, self.t.acc_pitch)
+
     def store(self, th, tw, nco):
         key = ("store", th, tw, nco)
         if key not in self._cache:
             self._cache[key] = _store_cycles(self.cfg, self.shape, th, tw, nco, self.t.acc_pitch)
         return self._cache[key]
+
+
+def shortcut_load_cycles(cfg, shape, th, tw, nco, acc_pitch):
+    """The compute stage's LOADs (ACC_8BIT) of the shortcut rows of a ``th × tw`` tile of
+    ``nco`` output blocks (a fused residual add, :mod:`.conv_residual`), as the emitter
+    issues them: one LOAD for the tile when its rows are whole output rows, one per block
+    otherwise."""
+    elem = cfg.acc8_elem_bytes
+    if tw == shape.ow and th * tw == acc_pitch:
+        return load_cycles(cfg, nco, th * shape.ow, elem)
+    return nco * load_cycles(cfg, th, tw, elem)
 
 
 def _resident_loads(cfg, bias_rows, acc_banks):
@@ -374,8 +394,9 @@ def _estimates(cfg, shape, t, tail_steps, start, give_up, tables=None):
     weights = np.array(tail_weights(tail_steps), dtype=np.int64)
     if tables is None:
         tables = [column[0] for column in walk_tables(
-            cfg, shape, t.th, t.tw, t.tco, t.tci, t.acc_pitch, _split(cfg, shape, t, tail_steps))]
-    n_co, n_h, n_w, n_ci, sizes, input_load, weight_load, uops, store, split = tables
+            cfg, shape, t.th, t.tw, t.tco, t.tci, t.acc_pitch, _split(cfg, shape, t, tail_steps),
+            shortcut=t.shortcut)]
+    n_co, n_h, n_w, n_ci, sizes, input_load, weight_load, uops, store, split, shortcut = tables
     split = int(split)
     resident = int(_resident_loads(cfg, t.bias_rows, t.acc_banks))
     cib = shape.cin // cfg.block_in
@@ -410,7 +431,7 @@ def _estimates(cfg, shape, t, tail_steps, start, give_up, tables=None):
                     shape.gemm_steps(cfg), gemm_fill(cfg), ALU_FILL, sizes, input_load,
                     weight_load, uops, store, give_up is not None,
                     0 if give_up is None else give_up, axis, resident, p1, *one_piece, p2,
-                    *last_piece)), axis, p1, p2))
+                    *last_piece, shortcut)), axis, p1, p2))
                 if give_up is not None and results[-1][0] >= 0:
                     give_up = min(give_up, results[-1][0])
     return results
@@ -426,16 +447,17 @@ def _pieces(cfg, shape, threads, th, tw, nco, nci):
                                 piece))
 
 
-def walk_tables(cfg, shape, th, tw, tco, tci, acc_pitch, split):
+def walk_tables(cfg, shape, th, tw, tco, tci, acc_pitch, split, *, shortcut=False):
     """The tables :func:`_walk` reads, of tilings of these sizes, ACC rows a block and last
     tiles split along ``split`` (:func:`split_axis`; numbers, or 1-D arrays: the planner makes
     those of many candidates at once): ``(n_co, n_h, n_w, n_ci, sizes, input_load,
-    weight_load, uops, store, split)``, each with one row per tiling — its tiles and chunks on
-    each axis, and the costs of a task or tile by its sizes (:class:`_Costs`), each full (index
-    0) or the border's (1) on each axis, and 2 and 3 the halves of the border along the split
-    axis (the border again on the other): ``sizes[axis, i]`` (th, tw, nco),
-    ``input_load[h, w, co, ci]``, ``weight_load[co, ci]``, ``uops[co, ci]`` and
-    ``store[h, w, co]``."""
+    weight_load, uops, store, split, shortcut_load)``, each with one row per tiling — its
+    tiles and chunks on each axis, and the costs of a task or tile by its sizes
+    (:class:`_Costs`), each full (index 0) or the border's (1) on each axis, and 2 and 3 the
+    halves of the border along the split axis (the border again on the other):
+    ``sizes[axis, i]`` (th, tw, nco), ``input_load[h, w, co, ci]``, ``weight_load[co, ci]``,
+    ``uops[co, ci]``, ``store[h, w, co]`` and ``shortcut_load[h, w, co]`` (a fused residual
+    add's LOADs, :func:`shortcut_load_cycles`; zeros without ``shortcut``)."""
     th, tw, tco, tci, acc_pitch, split = (np.asarray(v, dtype=np.int64).reshape(-1)
                                           for v in (th, tw, tco, tci, acc_pitch, split))
     costs = _Costs(cfg, shape, None, TAIL_STEPS)
@@ -463,5 +485,11 @@ def walk_tables(cfg, shape, th, tw, tco, tci, acc_pitch, split):
     uops = _each(costs.uops, nco_of, nci_of)
     store = _each(lambda *sizes: _store_cycles(cfg, shape, *sizes), ths[:, :, None, None],
                   tws[:, None, :, None], ncos[:, None, None, :], acc_pitch[:, None, None, None])
+    shortcut_load = np.zeros_like(store)
+    if shortcut:
+        shortcut_load = _each(lambda *sizes: shortcut_load_cycles(cfg, shape, *sizes),
+                              ths[:, :, None, None], tws[:, None, :, None],
+                              ncos[:, None, None, :], acc_pitch[:, None, None, None])
     sizes = np.stack([ths, tws, np.concatenate([ncos, ncos], axis=1)], axis=1)
-    return n_co, n_h, n_w, n_ci, sizes, input_load, weight_load, uops, store, split
+    return (n_co, n_h, n_w, n_ci, sizes, input_load, weight_load, uops, store, split,
+            shortcut_load)

@@ -25,7 +25,9 @@ Scratchpad regions (rows):
   accumulator buffers (``slots``), two per bank, where the token counters hold four tokens:
   tile ``t + 2`` then starts without waiting for the store of tile ``t``, which can begin only
   after tile ``t``'s last requantization pass — the wait that binds a layer whose passes
-  outlast its GEMMs (a 1×1 convolution with one input block).
+  outlast its GEMMs (a 1×1 convolution with one input block). A layer with a residual add
+  fused into it (:mod:`avta.runtime.ops.conv_residual`) has each buffer's shortcut rows,
+  as many as its accumulators, right after them.
 """
 
 import functools
@@ -172,6 +174,7 @@ class Conv2dTiling:
     acc_banks: int = 1          # ACC banks the buffers alternate between
     acc_bank_rows: int = 0      # rows of one of them
     slots: int = 0              # accumulator buffers (0: one per thread)
+    shortcut: bool = False      # each buffer is followed by its tile's shortcut rows
 
     def __post_init__(self):
         if not self.slots:
@@ -185,7 +188,14 @@ class Conv2dTiling:
         """First ACC row of accumulator buffer ``v`` (0 ≤ v < ``slots``): in bank ``v mod
         acc_banks``, after its bias rows."""
         slot = v // self.acc_banks
-        return self.bias_base(v) + self.bias_rows + slot * self.tco * self.acc_pitch
+        return self.bias_base(v) + self.bias_rows + \
+            slot * (1 + self.shortcut) * self.tco * self.acc_pitch
+
+    def shortcut_base(self, v):
+        """First ACC row of buffer ``v``'s shortcut rows (a residual add fused into the
+        layer, :mod:`avta.runtime.ops.conv_residual`): laid out as its accumulators, right
+        after them."""
+        return self.acc_base(v) + self.tco * self.acc_pitch
 
     def bias_base(self, v):
         """First ACC row of the bias copy that buffer ``v``'s ALU instructions read."""
@@ -233,10 +243,16 @@ def _where(condition, a, b):
     return a if condition else b
 
 
-def slot_counts(cfg, threads):
+def slot_counts(cfg, threads, shortcut=False):
     """The accumulator buffer counts a tiling of ``threads`` threads may have: one per thread,
-    and with two threads four (two per ACC bank) where the token counters hold four tokens."""
+    and with two threads four (two per ACC bank) where the token counters hold four tokens.
+    A layer with a fused residual add (``shortcut``) keeps one per thread: with four its
+    shortcut LOADs ran up to 9 % slower on tsim than fsim and the planner's estimate say
+    (ResNet-18's layer1 on ``huge``: 40,139 cycles on tsim, 36,584 on fsim; with two buffers
+    38,408 and 38,293), which is not traced yet."""
     counts = [threads]
+    if shortcut:
+        return counts
     if threads > 1 and scratchpad(cfg, "acc").banks > 1 and (1 << cfg.token_bits) - 1 >= \
             2 * threads:
         counts.append(2 * threads)
@@ -257,9 +273,10 @@ class _Layout(NamedTuple):
     limits: list
 
 
-def _layout(cfg, shape, th, tw, tco, tci, threads, bias, slots):
+def _layout(cfg, shape, th, tw, tco, tci, threads, bias, slots, shortcut=False):
     """The :class:`_Layout` of tilings of these tile sizes (numbers, or equal-length arrays:
-    the planner lays out every candidate at once, elementwise)."""
+    the planner lays out every candidate at once, elementwise). With ``shortcut`` each
+    accumulator buffer has as many shortcut rows after it (a fused residual add)."""
     sizes = (th, tw, tco, tci, slots)
     many = any(isinstance(v, np.ndarray) for v in sizes)
     if many:
@@ -273,9 +290,10 @@ def _layout(cfg, shape, th, tw, tco, tci, threads, bias, slots):
     resident_rows = _resident_rows(cfg, shape, tco, tci)
     resident = resident_rows <= cfg.wgt_depth
     wgt_rows = _where(resident, resident_rows, threads * chunk_rows)
-    acc_rows = bias_rows + slots * tco * acc_pitch
-    banks, bank_rows = _acc_banks(cfg, slots, bias_rows, tco * acc_pitch)
-    counts = slot_counts(cfg, threads)
+    buffer_rows = (1 + int(shortcut)) * tco * acc_pitch
+    acc_rows = bias_rows + slots * buffer_rows
+    banks, bank_rows = _acc_banks(cfg, slots, bias_rows, buffer_rows)
+    counts = slot_counts(cfg, threads, shortcut)
     other_slots = slots != threads
     allowed = np.isin(slots, counts) if many else slots in counts
     uop_share = cfg.uop_depth // (2 * threads + 1)
@@ -292,11 +310,13 @@ def _layout(cfg, shape, th, tw, tco, tci, threads, bias, slots):
                  f"{wgt_rows} WGT rows, the WGT scratchpad has {cfg.wgt_depth}"),
         (acc_rows > cfg.acc_depth,
          lambda: f"{bias_rows} bias rows and {slots} x {tco} output tile(s) of {th}x{tw} "
-                 f"pixels need {acc_rows} ACC rows, the ACC scratchpad has {cfg.acc_depth}"),
+                 f"pixels{' with their shortcut rows' if shortcut else ''} need {acc_rows} "
+                 f"ACC rows, the ACC scratchpad has {cfg.acc_depth}"),
         (other_slots & (~allowed if many else not allowed),
          lambda: f"{slots} accumulator buffers with {threads} thread(s): a tiling has one "
                  f"per thread, or four with two threads where ACC has two banks and the "
-                 f"{cfg.token_bits}-bit token counters hold four tokens"),
+                 f"{cfg.token_bits}-bit token counters hold four tokens"
+                 f"{' (a layer with a fused add: one per thread)' if shortcut else ''}"),
         (other_slots & allowed & (banks == 1),
          lambda: f"{slots} accumulator buffers of {tco} x {th}x{tw} pixels and {bias_rows} "
                  f"bias rows do not fit two ACC banks: more buffers in one bank gain nothing"),
@@ -317,32 +337,33 @@ def _layout(cfg, shape, th, tw, tco, tci, threads, bias, slots):
                    limits)
 
 
-def _misfits(cfg, shape, th, tw, tco, tci, threads, bias, slots=None):
+def _misfits(cfg, shape, th, tw, tco, tci, threads, bias, slots=None, shortcut=False):
     """The sentences of :func:`misfits`."""
     slots = threads if slots is None else slots
-    for broken, why in _layout(cfg, shape, th, tw, tco, tci, threads, bias, slots).limits:
+    for broken, why in _layout(cfg, shape, th, tw, tco, tci, threads, bias, slots,
+                               shortcut).limits:
         if broken:
             yield why()
 
 
-def misfits(cfg, shape, th, tw, tco, tci, threads, *, bias, slots=None):
+def misfits(cfg, shape, th, tw, tco, tci, threads, *, bias, slots=None, shortcut=False):
     """Why the tiling of these tile sizes does not fit ``cfg``: one sentence per limit it
     breaks (an empty list when it fits)."""
-    return list(_misfits(cfg, shape, th, tw, tco, tci, threads, bias, slots))
+    return list(_misfits(cfg, shape, th, tw, tco, tci, threads, bias, slots, shortcut))
 
 
-def tiling_for(cfg, shape, th, tw, tco, tci, threads, *, bias, slots=None):
+def tiling_for(cfg, shape, th, tw, tco, tci, threads, *, bias, slots=None, shortcut=False):
     """The :class:`Conv2dTiling` of these tile sizes with ``slots`` accumulator buffers
     (default: one per thread), or ``None`` if it does not fit ``cfg`` (:func:`misfits` says
     why)."""
     slots = threads if slots is None else slots
-    layout = _layout(cfg, shape, th, tw, tco, tci, threads, bias, slots)
+    layout = _layout(cfg, shape, th, tw, tco, tci, threads, bias, slots, shortcut)
     if any(broken for broken, _ in layout.limits):
         return None
-    return _tiling(layout, None, th, tw, tco, tci, threads, slots)
+    return _tiling(layout, None, th, tw, tco, tci, threads, slots, shortcut)
 
 
-def _tiling(layout, k, th, tw, tco, tci, threads, slots):
+def _tiling(layout, k, th, tw, tco, tci, threads, slots, shortcut=False):
     """The :class:`Conv2dTiling` of a :class:`_Layout` (``k``: the candidate's index in its
     arrays; ``None``: a layout of numbers)."""
     def at(value):
@@ -352,7 +373,7 @@ def _tiling(layout, k, th, tw, tco, tci, threads, slots):
                         at(layout.acc_pitch), at(layout.bias_rows),
                         inp_resident=bool(at(layout.inp_resident)),
                         acc_banks=at(layout.acc_banks), acc_bank_rows=at(layout.acc_bank_rows),
-                        slots=int(slots))
+                        slots=int(slots), shortcut=bool(shortcut))
 
 
 #: Cost of one instruction in the tiling score, in bytes moved: fetching and starting an
@@ -384,26 +405,26 @@ def _cost(cfg, shape, th, tw, tco, tci, threads, wgt_resident, inp_resident):
             + insns * INSN_COST_BYTES)
 
 
-def _fitting(cfg, shape, threads, bias):
+def _fitting(cfg, shape, threads, bias, shortcut=False):
     """Every tiling of ``shape`` that fits ``cfg``, in the order of the planner's search."""
     cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
-    for slots in slot_counts(cfg, threads):
+    for slots in slot_counts(cfg, threads, shortcut):
         for tci in tile_sizes(cib):
             for tco in [tci] if shape.depthwise else tile_sizes(cob):
                 for tw in tile_sizes(shape.ow):
                     for th in tile_sizes(shape.oh):
                         t = tiling_for(cfg, shape, th, tw, tco, tci, threads, bias=bias,
-                                       slots=slots)
+                                       slots=slots, shortcut=shortcut)
                         if t is not None:
                             yield t
 
 
-def _fitting_arrays(cfg, shape, threads, bias):
+def _fitting_arrays(cfg, shape, threads, bias, shortcut=False):
     """What :func:`_fitting` lists, at once: ``(th, tw, tco, tci, slots, layout)``, arrays in
     its order and their :class:`_Layout` (one value per tiling in each field)."""
     cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
     grids = []
-    for slots in slot_counts(cfg, threads):
+    for slots in slot_counts(cfg, threads, shortcut):
         for tci in tile_sizes(cib):
             tcos = [tci] if shape.depthwise else tile_sizes(cob)
             tco, tw, th = np.meshgrid(tcos, tile_sizes(shape.ow), tile_sizes(shape.oh),
@@ -411,7 +432,7 @@ def _fitting_arrays(cfg, shape, threads, bias):
             grids.append(np.stack([th.ravel(), tw.ravel(), tco.ravel(),
                                    np.full(th.size, tci), np.full(th.size, slots)]))
     th, tw, tco, tci, slots = np.concatenate(grids, axis=1)
-    layout = _layout(cfg, shape, th, tw, tco, tci, threads, bias, slots)
+    layout = _layout(cfg, shape, th, tw, tco, tci, threads, bias, slots, shortcut)
     fit = ~np.logical_or.reduce([np.broadcast_to(broken, th.shape)
                                  for broken, _ in layout.limits])
     fields = [np.broadcast_to(value, th.shape)[fit] for value in layout[:-1]]
@@ -419,7 +440,7 @@ def _fitting_arrays(cfg, shape, threads, bias):
 
 
 def plan_conv2d(cfg, shape, *, threads=2, bias=False, pad_limit=MAX_PAD, tail_steps=TAIL_STEPS,
-                start="bias"):
+                start="bias", shortcut=False):
     """The fastest :class:`Conv2dTiling` of ``shape`` on ``cfg`` by the planner's cycle
     estimate (:func:`avta.runtime.ops.conv_cycles.estimate`; ``tail_steps`` the ALU passes per
     output tile, :func:`~avta.runtime.ops.conv_cycles.tail_weights`; ``start``: how the
@@ -427,7 +448,9 @@ def plan_conv2d(cfg, shape, *, threads=2, bias=False, pad_limit=MAX_PAD, tail_st
     fewer bytes moved breaking ties; raises :class:`PlanError` when none fits.
     ``bias`` is how many blocks of COUT/BLOCK_OUT rows stay resident in ACC: False (0), True
     (1: the bias) or :data:`~avta.runtime.ops.requant.CHANNEL_ROW_BLOCKS` (the bias and a
-    per-channel requantization's rows).
+    per-channel requantization's rows). ``shortcut``: a residual add is fused into the layer
+    (:mod:`avta.runtime.ops.conv_residual`): each accumulator buffer has its shortcut rows
+    after it, which the compute stage LOADs once per tile.
 
     Tilings are estimated in the order of a bound their estimate cannot beat
     (:func:`~avta.runtime.ops.conv_cycles.lower_bound`): the search ends at the first bound
@@ -437,7 +460,7 @@ def plan_conv2d(cfg, shape, *, threads=2, bias=False, pad_limit=MAX_PAD, tail_st
     all immutable), so it is made once per process and remembered: a network's repeated layers
     and a second run on the same device plan nothing again (a :class:`PlanError` is not kept)."""
     shape.check(cfg, pad_limit)
-    return _plan(cfg, shape, threads, bias, pad_limit, tail_steps, start)
+    return _plan(cfg, shape, threads, bias, pad_limit, tail_steps, start, bool(shortcut))
 
 
 #: Candidates whose walk tables the planner makes at once (in the order it estimates them: the
@@ -449,10 +472,10 @@ PLANS_KEPT = 1024
 
 
 @functools.lru_cache(maxsize=PLANS_KEPT)
-def _plan(cfg, shape, threads, bias, pad_limit, tail_steps, start):
+def _plan(cfg, shape, threads, bias, pad_limit, tail_steps, start, shortcut):
     # Every candidate's bound and score at once (numpy); a tiling is made only for those
     # estimated, in the order (bound, score, the search's order).
-    th, tw, tco, tci, slots, layout = _fitting_arrays(cfg, shape, threads, bias)
+    th, tw, tco, tci, slots, layout = _fitting_arrays(cfg, shape, threads, bias, shortcut)
     bounds = lower_bounds(cfg, shape, th, tw, tco, tci, threads, layout.acc_banks,
                           layout.wgt_resident, layout.inp_resident, layout.bias_rows,
                           tail_steps=tail_steps, start=start)
@@ -465,12 +488,13 @@ def _plan(cfg, shape, threads, bias, pad_limit, tail_steps, start):
     for chunk in range(0, order.size, _TABLES_AT_ONCE):
         ks = order[chunk:chunk + _TABLES_AT_ONCE]
         tables = walk_tables(cfg, shape, th[ks], tw[ks], tco[ks], tci[ks],
-                             np.broadcast_to(layout.acc_pitch, th.shape)[ks], splits[ks])
+                             np.broadcast_to(layout.acc_pitch, th.shape)[ks], splits[ks],
+                             shortcut=shortcut)
         for row, k in enumerate(ks.tolist()):
             bound, cost = int(bounds[k]), int(scores[k])
             if best is not None and bound > best[0]:
                 break
-            t = _tiling(layout, k, th[k], tw[k], tco[k], tci[k], threads, slots[k])
+            t = _tiling(layout, k, th[k], tw[k], tco[k], tci[k], threads, slots[k], shortcut)
             cycles = estimate(cfg, shape, t, tail_steps=tail_steps, start=start,
                               give_up=None if best is None else best[0],
                               tables=[column[row] for column in tables])
@@ -480,9 +504,9 @@ def _plan(cfg, shape, threads, bias, pad_limit, tail_steps, start):
             continue
         break
     if best is None:
-        why = "; ".join(misfits(cfg, shape, 1, 1, 1, 1, threads, bias=bias))
+        why = "; ".join(misfits(cfg, shape, 1, 1, 1, 1, threads, bias=bias, shortcut=shortcut))
         hint = ""
-        if threads > 1 and not misfits(cfg, shape, 1, 1, 1, 1, 1, bias=bias):
+        if threads > 1 and not misfits(cfg, shape, 1, 1, 1, 1, 1, bias=bias, shortcut=shortcut):
             hint = " (with threads=1 it would fit)"
         raise PlanError(f"no tiling of {shape} fits configuration {cfg.name!r} with {threads} "
                         f"thread(s): even a 1x1 tile of one channel block is too large — {why}"

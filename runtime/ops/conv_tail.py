@@ -10,6 +10,7 @@ from avta.isa.enums import AluOp
 
 from ..stream import alu_insn
 from .conv_plan import plan_conv2d
+from .conv_residual import drops_lower_clip, emit_fused_tail
 from .requant import CHANNEL_ROW_BLOCKS
 
 __all__ = ["AluRecorder", "pass_cycles", "kernel_cycles", "tail_weights", "tail_steps",
@@ -71,22 +72,35 @@ def accumulator_start(has_bias, bias_added):
     return "reset" if bias_added else ("bias" if has_bias else "zero")
 
 
-def plan_layer(cfg, shape, *, requant, has_bias, bias_bound=None, threads=2):
+def plan_layer(cfg, shape, *, requant, has_bias, bias_bound=None, threads=2, fused=None):
     """The tiling :func:`build_conv2d` plans for a layer with this requantization (and a bias
-    when ``has_bias``, of magnitude at most ``bias_bound``)."""
-    return plan_conv2d(cfg, shape, threads=threads,
-                       **plan_options(cfg, shape, requant, has_bias, bias_bound))
+    when ``has_bias``, of magnitude at most ``bias_bound``; a residual add fused into it when
+    ``fused``, a :class:`~.conv_residual.FusedAdd`)."""
+    options = plan_options(cfg, shape, requant, has_bias, bias_bound, fused)
+    return plan_conv2d(cfg, shape, threads=threads, shortcut=fused is not None,
+                       **{k: v for k, v in options.items() if k != "drop_lower"})
 
 
-def plan_options(cfg, shape, requant, has_bias, bias_bound=None):
+def plan_options(cfg, shape, requant, has_bias, bias_bound=None, fused=None):
     """What the planner needs of a layer's requantization: its resident row blocks
     (``bias``), its tail's passes (``tail_steps``) and how its accumulators start
     (``start``), as keywords of :func:`~.conv_plan.plan_conv2d` and
-    :func:`~.conv_cycles.estimate`."""
+    :func:`~.conv_cycles.estimate`; with a residual add ``fused`` into the layer
+    (:mod:`.conv_residual`) the tail is the fused one, and ``drop_lower`` says whether it
+    leaves out the convolution's lower clip."""
     bias_added = has_bias and not requant.bias_starts_acc(bias_bound, shape.products)
-    return {"bias": row_blocks(requant) if has_bias else 0,
-            "tail_steps": tail_weights(cfg, requant, bias_added),
-            "start": accumulator_start(has_bias, bias_added)}
+    options = {"bias": row_blocks(requant) if has_bias else 0,
+               "tail_steps": tail_weights(cfg, requant, bias_added),
+               "start": accumulator_start(has_bias, bias_added)}
+    if fused is not None:
+        drop = drops_lower_clip(requant, fused.requant, not bias_added)
+        passes = AluRecorder()
+        emit_fused_tail(passes, requant, fused, None, object() if bias_added else None,
+                        lambda k: None, None, drop_lower=drop)
+        options["tail_steps"] = tuple(pass_cycles(cfg, op, imm, 1) - ALU_FILL
+                                      for _, op, imm in passes.insns)
+        options["drop_lower"] = drop
+    return options
 
 
 def row_blocks(requant):

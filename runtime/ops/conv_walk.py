@@ -22,7 +22,8 @@ def compiled_walk():
 def walk(n_b, n_co, n_h, n_w, n_ci, threads, slots, inp_resident, wgt_resident,
          reload_weights, banked, beside, zero_start, weights, gemm_left, fill, alu_fill,
          sizes, input_load, weight_load, uops, store, stops, give_up, split, resident_load,
-         piece, piece_load, rest_load, last_piece, last_piece_load, last_rest_load):
+         piece, piece_load, rest_load, last_piece, last_piece_load, last_rest_load,
+         shortcut_load):
     """The walk of :func:`.conv_cycles.estimate` over every task in the emitter's order (the
     docstring of :mod:`.conv_cycles`); -1 once it passes ``give_up`` (only when ``stops``).
     ``banked``: two threads with their accumulator buffers in different ACC banks (the tail's
@@ -38,7 +39,9 @@ def walk(n_b, n_co, n_h, n_w, n_ci, threads, slots, inp_resident, wgt_resident,
     ``last_rest_load`` the same of the last task, when it loads its weights. Tables are indexed by 0 (full) or 1 (border) per
     axis, and 2 and 3 for the halves of the split axis's border:
     ``sizes[axis, i]`` (th, tw, nco), ``input_load[h, w, co, ci]``, ``weight_load[co, ci]``,
-    ``uops[co, ci]`` and ``store[h, w, co]``."""
+    ``uops[co, ci]``, ``store[h, w, co]`` and ``shortcut_load[h, w, co]``: the compute
+    stage's LOADs of a fused residual add's shortcut rows after a tile's last GEMM (zeros
+    without one)."""
     n_spatial = n_h * n_w
     n_plain = n_b * n_co * n_spatial                # tiles before the last is split
     n_tasks = (n_plain + (1 if split >= 0 else 0)) * n_ci
@@ -238,6 +241,7 @@ def walk(n_b, n_co, n_h, n_w, n_ci, threads, slots, inp_resident, wgt_resident,
                                     store_free = max(store_free, compute_free) + p_store
                                     store_done[n_stores] = store_free
                                     n_stores += 1
+                                compute_free += shortcut_load[a, b, c]
                                 pending = True
                                 p_next, p_store = 0, store[a, b, c]
                                 for k in range(n_pass):

@@ -115,6 +115,9 @@ def profile_network(device, graph, x, *, target="", progress=None):
     activities = {}
     for name, act in collected:
         activities.setdefault(name, []).append(act)
+    for layer in net.layers:        # a fused add's program ran at the add, in the conv's row
+        if layer.fused and layer.fused in activities:
+            activities[layer.name] = activities.pop(layer.fused)
     ordered = []
     for layer in net.layers:
         for i, act in enumerate(activities.get(layer.name, ())):

@@ -175,6 +175,7 @@ def _one_walk(cfg, shape, t, tail_steps, start, give_up, split, first_piece, las
             if pending:             # passes of the previous tile no GEMM took run alone
                 compute_free += sum(pending[0])
                 finish_tail(compute_free)
+            compute_free += costs.shortcut_load(th, tw, nco)    # a fused add's LOADs
             rows = th * tw * nco
             pending = [[rows * w + ALU_FILL for w in weights], costs.store(th, tw, nco)]
             # No passes (no requantization) or no buffer in another ACC bank: stored now.
@@ -211,12 +212,13 @@ def _name(shape):
             + ("-dw" if shape.depthwise else ""))
 
 
-#: Upstream's tail (bias MOV, SHR, MIN, MAX) and a per-channel one on one ACC read port (SCL,
-#: ADD and SHR reading rows, MIN, MAX).
-TAILS = [4, (2, 2, 2, 1, 1)]
+#: Upstream's tail (bias MOV, SHR, MIN, MAX), a per-channel one on one ACC read port (SCL,
+#: ADD and SHR reading rows, MIN, MAX), and one with a residual add fused (SHR, MIN, ADD of
+#: the shortcut rows, SHR, MIN, MAX; the tiling then holds the shortcut rows).
+TAILS = [4, (2, 2, 2, 1, 1), (1, 1, 2, 1, 1, 1)]
 
 
-@pytest.mark.parametrize("tail", TAILS, ids=["upstream", "per-channel"])
+@pytest.mark.parametrize("tail", TAILS, ids=["upstream", "per-channel", "fused-add"])
 @pytest.mark.parametrize("threads", [2, 1])
 @pytest.mark.parametrize("config", CONFIGS)
 @pytest.mark.parametrize("shape", SHAPES, ids=_name)
@@ -228,8 +230,12 @@ def test_compiled_walk_equals_the_plain_walk(config, shape, threads, tail):
     cfg = load_config(config)
     if shape.n % cfg.batch or shape.cin % cfg.block_in or shape.cout % cfg.block_out:
         pytest.skip("the shape does not map onto the configuration's blocks")
-    tilings = list(_fitting(cfg, shape, threads, False))
-    assert {t.slots for t in tilings} == set(slot_counts(cfg, threads))
+    fused = tail == TAILS[2]
+    if fused and shape.depthwise:
+        pytest.skip("a residual add is fused into a plain convolution")
+    tilings = list(_fitting(cfg, shape, threads, False, shortcut=fused))
+    assert all(t.shortcut == fused for t in tilings)
+    assert {t.slots for t in tilings} == set(slot_counts(cfg, threads, fused))
     for start in STARTS:
         def plain(t, give_up=None):
             return _plain_walk(cfg, shape, t, tail_steps=tail, start=start, give_up=give_up)
