@@ -36,7 +36,7 @@ def test_one_task_by_hand():
         [one + 3 * start + store]
     assert first_piece(cfg, shape, 2, 4, 4, 1, 1) == 6
     first, rest = load + 6 * 256 // 8, load + 3 * 256 // 8
-    part = 4 + 1 + 2                        # a GEMM's fill, as above
+    part = 4 + 1 + 1 + 2                    # a GEMM's fill, as above
     two = max(bias + inp + first + 16 * 6 + part, bias + inp + first + rest) + 16 * 3 + part
     assert two < one
     assert estimate(cfg, shape, t) == two + 3 * start + store
