@@ -103,6 +103,12 @@ CASES = {
     "load-then-gemm": lambda cfg: [_acc_load(cfg, 0), _gemm(4)],
     "load-then-gemm-into-one-row": lambda cfg: [_acc_load(cfg, 0), _gemm(4, 4, dst_factor=0)],
     "load-then-alu-into-one-row": lambda cfg: [_acc_load(cfg, 0), _alu(3, ROWS - 1, 0)],
+    # Rows A, B, A, B, ...: each step reads the row the step two ahead of it writes in that
+    # cycle, which only the banks' forwarding returns.
+    "load-then-gemm-on-two-rows": lambda cfg: [
+        _acc_load(cfg, 0), _gemm(4, 2).replace(iter_out=3, dst_factor_in=1, dst_factor_out=0)],
+    "load-then-alu-on-two-rows": lambda cfg: [
+        _acc_load(cfg, 0), _alu(3, 2).replace(iter_out=3, src_factor_out=0, dst_factor_out=0)],
     "load-8bit-then-alu": lambda cfg: [load(cfg, MemType.ACC_8BIT, ACC, 0, ROWS), _alu(0)],
     "pad-row-then-alu": lambda cfg: [_acc_load(cfg, 0, pad=True), _alu(1, op=AluOp.MAX)],
     "pad-row-then-gemm": lambda cfg: [_acc_load(cfg, 0, pad=True), _gemm(5)],
