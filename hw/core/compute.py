@@ -28,9 +28,10 @@ OUT banks for the two writers).
 and the ALU's writes in the cycle they land, not the loader's, so that the loader's beat and pad
 logic stays out of the banks' forwarding match (it bound the core on an FPGA:
 docs/architecture.md). No read meets a LOAD's write in its cycle: a LOAD starts only when no unit
-runs (the stage control waits for a detached ALU; a GEMM's last write precedes its ``done``) and
-its ``done`` follows its last write by a cycle at least (the loader's DONE state), so the next
-instruction's first ACC read comes two cycles or more after it.
+runs (the stage control waits for a detached ALU; a GEMM's last write precedes its ``done``), its
+writes reach ACC a cycle after its row writer and pad walker make them (a register), so in the
+cycle of its ``done`` at the latest (the loader's DONE state follows its last write), and the next
+instruction starts a cycle after that and reads ACC later still.
 """
 
 from amaranth.hdl import Cat, Module, Signal
@@ -213,9 +214,15 @@ class Compute(wiring.Component):
         connect(m, flipped(self.wgt_rd), gemm.wgt_rd)
 
         # ACC: the GEMM's writes and a LOAD ACC's on ports of their own (the loader's are not
-        # forwarded, module docstring).
+        # forwarded, module docstring). The loader's write is registered on its way to the banks:
+        # its row writer's lane arithmetic (from the beat's skip) and the banks' write choice
+        # were one cycle's path into the block RAMs (docs/architecture.md, timing on an FPGA).
+        # It lands a cycle later, in the cycle of the loader's `done` at the latest, still
+        # before any read of the next instruction.
         connect(m, flipped(self.acc_wr), gemm.acc_wr)
-        connect(m, flipped(self.load_acc_wr), loader.acc_wr)
+        load_acc = self.load_acc_wr
+        m.d.sync += [load_acc.addr.eq(loader.acc_wr.addr), load_acc.data.eq(loader.acc_wr.data),
+                     load_acc.en.eq(loader.acc_wr.en)]
         m.d.comb += self.acc_write.eq(self.acc_wr.en.any() | self.load_acc_wr.en.any()
                                       | self.alu_acc_wr.en.any())
 
