@@ -14,9 +14,12 @@ onto its memories:
 * **copies**: a reader assigned to copy ``c`` reads memories of its own that every write also
   writes, so two readers that may read in the same cycle (the GEMM's and the ALU's micro-op
   reads; the ALU's second ACC operand) get a port each;
-* **forwarding** (``forward=True``, for ACC): a read in the cycle of a write to the same row
-  returns the written data, through registers beside the memory (the written row and, per read
-  port, which write enables hit), not through the memory.
+* **forwarding** (``forward``, for ACC: the writers named there): a read in the cycle of such a
+  writer's write to the same row returns the written data, through registers beside the memory
+  (the written row and, per read port, which write enables hit), not through the memory. A
+  writer left out is one whose writes no read meets in their cycle (ACC's loader: a LOAD never
+  runs beside a reader of ACC), so its address and enables stay out of the match, the path
+  that bound the core on an FPGA (docs/architecture.md, timing on an FPGA).
 
 A logical read port's ``data`` is valid in the cycle after a read with ``en``; it holds while
 ``en`` is low only when the port has its memories to itself (every scratchpad but ACC, whose
@@ -50,8 +53,9 @@ class BankedScratchpad(wiring.Component):
         The logical write ports, in priority order for a conflict (the first wins).
     readers : dict
         Reader name → the copy it reads (0, 1, ...); readers of one copy share its bank ports.
-    forward : bool
-        Reads see the writes of the same cycle (see the module docstring).
+    forward : tuple of str
+        The writers whose writes reads see in the same cycle (see the module docstring); reads
+        in the cycle of another writer's write to their row return the row before it.
 
     Attributes
     ----------
@@ -62,13 +66,16 @@ class BankedScratchpad(wiring.Component):
         Two writers, or two readers of one copy, on one bank this cycle.
     """
 
-    def __init__(self, cfg, name, *, writers, readers, forward=False):
+    def __init__(self, cfg, name, *, writers, readers, forward=()):
         self._cfg, self._name = cfg, name
         self._geo = geo = geometry(cfg, name)
         pad = scratchpad(cfg, name)
         self.banks, self.bank_rows = pad.banks, pad.bank_rows
         self._local_bits = pad.bank_row_bits
         self.copies = 1 + max(readers.values())
+        forward = tuple(forward)
+        if not set(forward) <= set(writers):
+            raise ValueError(f"forwarded writers {forward!r} are not among {writers!r}")
         self._writers, self._readers, self._forward = tuple(writers), dict(readers), forward
         members = {f"wr_{w}": Out(write_signature(geo)) for w in self._writers}
         members |= {f"rd_{r}": Out(read_signature(geo)) for r in self._readers}
@@ -101,6 +108,9 @@ class BankedScratchpad(wiring.Component):
                        for c in range(self.copies)}
             addr, data = Signal(len(port_wr[0].addr)), Signal(geo.row_bits)
             en = Signal(geo.en_bits, name=f"bank{b}_wr_en")
+            # The forwarded writers' write alone (the match below sees no other writer).
+            fwd_addr = Signal.like(addr, name=f"bank{b}_fwd_addr")
+            fwd_en = Signal(geo.en_bits, name=f"bank{b}_fwd_en")
             chosen = []
             for w in reversed(self._writers):
                 port = getattr(self, f"wr_{w}")
@@ -109,13 +119,17 @@ class BankedScratchpad(wiring.Component):
                 m.d.comb += sel.eq(port.en.any() & (bank == b))
                 with m.If(sel):
                     m.d.comb += [addr.eq(local), data.eq(port.data), en.eq(port.en)]
+                    if w in self._forward:
+                        m.d.comb += [fwd_addr.eq(local), fwd_en.eq(port.en)]
                 chosen.append(sel)
             conflicts.append(_two_or_more(chosen))
             for port in port_wr.values():
                 m.d.comb += [port.addr.eq(addr), port.data.eq(data), port.en.eq(en)]
             written = Signal(geo.row_bits, name=f"bank{b}_written")
             if self._forward:
-                with m.If(en.any()):
+                # `data` is a forwarded writer's whenever one writes: without a conflict it is
+                # the only writer of the bank this cycle.
+                with m.If(fwd_en.any()):
                     m.d.sync += written.eq(data)
 
             # -- each copy's one read: its reader this cycle -------------------------------------
@@ -136,7 +150,8 @@ class BankedScratchpad(wiring.Component):
                 if self._forward:
                     hit = Signal(geo.en_bits, name=f"bank{b}_copy{c}_hit")
                     with m.If(mem_rd.en):
-                        m.d.sync += hit.eq(en & (addr == mem_rd.addr).replicate(geo.en_bits))
+                        m.d.sync += hit.eq(fwd_en
+                                           & (fwd_addr == mem_rd.addr).replicate(geo.en_bits))
                     out = Cat(Mux(hit[i], written.word_select(i, chunk),
                                   mem_rd.data.word_select(i, chunk))
                               for i in range(geo.en_bits))

@@ -18,10 +18,20 @@ one write and one read port each, hw/core/banks.py), or any step while the range
 until the ALU completes. So the GEMM runs at full speed in the other bank (a virtual thread's
 next tile while the previous one is requantized) and waits otherwise.
 
-Ports per unit: the GEMM and the loads share ``uop_rd``/``acc_rd``/``acc_wr``/``out_wr`` (a load
-runs only when no unit does); the ALU has its own (``alu_*``): logical ports, which the
-scratchpads map onto their banks and copies (a UOP copy for the ALU's micro-op reads, an ACC copy
-for its second operand when ``ACC_READ_PORTS`` is 2; ACC and OUT banks for the two writers).
+Ports per unit: the GEMM and the loads share ``uop_rd``/``out_wr`` (a load runs only when no
+unit does); the GEMM writes ACC on ``acc_wr``, the loads on ``load_acc_wr``; the ALU has its own
+(``alu_*``): logical ports, which the scratchpads map onto their banks and copies (a UOP copy for
+the ALU's micro-op reads, an ACC copy for its second operand when ``ACC_READ_PORTS`` is 2; ACC and
+OUT banks for the two writers).
+
+**A LOAD's ACC writes are not forwarded** (hw/core/banks.py): ACC's read ports return the GEMM's
+and the ALU's writes in the cycle they land, not the loader's, so that the loader's beat and pad
+logic stays out of the banks' forwarding match (it bound the core on an FPGA:
+docs/architecture.md). No read meets a LOAD's write in its cycle: a LOAD starts only when no unit
+runs (the stage control waits for a detached ALU; a GEMM's last write precedes its ``done``), its
+writes reach ACC a cycle after its row writer and pad walker make them (a register), so in the
+cycle of its ``done`` at the latest (the loader's DONE state follows its last write), and the next
+instruction starts a cycle after that and reads ACC later still.
 """
 
 from amaranth.hdl import Cat, Module, Signal
@@ -46,7 +56,7 @@ def connect_scratchpads(m, unit, cfg, wr, rd):
     """Connect in ``m`` the scratchpad ports of ``unit`` (a :class:`Compute`, or a unit with its
     signature) to the ports of :func:`~.sram.scratchpad_ports` (``wr``, ``rd``): the core's
     wiring, which the compute stage's formal check (formal/blocks/compute.py) uses too."""
-    for port in ("uop_wr", "acc_wr", "out_wr", "alu_acc_wr", "alu_out_wr"):
+    for port in ("uop_wr", "acc_wr", "load_acc_wr", "out_wr", "alu_acc_wr", "alu_out_wr"):
         connect(m, getattr(unit, port), wr[port[:-3]])
     for port in ("uop_rd", "inp_rd", "wgt_rd", "acc_rd", "alu_uop_rd", "alu_acc_rd"):
         connect(m, getattr(unit, port), rd[port[:-3]])
@@ -81,7 +91,9 @@ class Compute(wiring.Component):
     mem : Out(ReadClientSignature)
         The loads' memory-engine read client.
     uop_wr, uop_rd, inp_rd, wgt_rd, acc_rd, acc_wr, out_wr
-        Scratchpad ports of the loads and the GEMM.
+        Scratchpad ports of the loads and the GEMM (``acc_wr`` the GEMM's).
+    load_acc_wr
+        The loads' ACC writes (LOAD ACC, ACC_8BIT), which ACC's reads do not forward.
     alu_uop_rd, alu_acc_rd, alu_acc_rd_b (ACC_READ_PORTS = 2), alu_acc_wr, alu_out_wr
         The ALU's. Every ACC read port returns the writes of the same cycle to its row (the
         scratchpad forwards them, hw/core/banks.py).
@@ -106,6 +118,7 @@ class Compute(wiring.Component):
             "uop_wr": In(write_signature(geo["uop"])), "uop_rd": In(read_signature(geo["uop"])),
             "inp_rd": In(read_signature(geo["inp"])), "wgt_rd": In(read_signature(geo["wgt"])),
             "acc_rd": In(read_signature(geo["acc"])), "acc_wr": In(write_signature(geo["acc"])),
+            "load_acc_wr": In(write_signature(geo["acc"])),
             "out_wr": In(write_signature(geo["out"])),
             "alu_uop_rd": In(read_signature(geo["uop"])),
             "alu_acc_rd": In(read_signature(geo["acc"])),
@@ -200,17 +213,25 @@ class Compute(wiring.Component):
         connect(m, flipped(self.inp_rd), gemm.inp_rd)
         connect(m, flipped(self.wgt_rd), gemm.wgt_rd)
 
-        # ACC write port A: the GEMM, or a LOAD ACC (they never run at once).
-        acc = self.acc_wr
-        with m.If(gemm.acc_wr.en.any()):
-            m.d.comb += [acc.addr.eq(gemm.acc_wr.addr), acc.data.eq(gemm.acc_wr.data),
-                         acc.en.eq(gemm.acc_wr.en)]
-        with m.Else():
-            m.d.comb += [acc.addr.eq(loader.acc_wr.addr), acc.data.eq(loader.acc_wr.data),
-                         acc.en.eq(loader.acc_wr.en)]
-        m.d.comb += self.acc_write.eq(acc.en.any() | self.alu_acc_wr.en.any())
+        # ACC: the GEMM's writes and a LOAD ACC's on ports of their own (the loader's are not
+        # forwarded, module docstring). The loader's write is registered on its way to the banks:
+        # its row writer's lane arithmetic (from the beat's skip) and the banks' write choice
+        # were one cycle's path into the block RAMs (docs/architecture.md, timing on an FPGA).
+        # It lands a cycle later, in the cycle of the loader's `done` at the latest, still
+        # before any read of the next instruction.
+        connect(m, flipped(self.acc_wr), gemm.acc_wr)
+        load_acc = self.load_acc_wr
+        m.d.sync += [load_acc.addr.eq(loader.acc_wr.addr), load_acc.data.eq(loader.acc_wr.data),
+                     load_acc.en.eq(loader.acc_wr.en)]
+        m.d.comb += self.acc_write.eq(self.acc_wr.en.any() | self.load_acc_wr.en.any()
+                                      | self.alu_acc_wr.en.any())
 
-        # OUT mirrors ACC: the low byte of each 32-bit lane, under the same enables.
+        # OUT mirrors ACC: the low byte of each 32-bit lane, under the same enables; OUT has no
+        # forwarding, so the GEMM and a LOAD ACC (never at once) share its port A.
+        acc = write_signature(geometry(cfg, "acc")).create(path=("acc_port_a",))
+        for port in (self.load_acc_wr, self.acc_wr):     # the GEMM's wins (the last If)
+            with m.If(port.en.any()):
+                m.d.comb += [acc.addr.eq(port.addr), acc.data.eq(port.data), acc.en.eq(port.en)]
         lanes = geometry(cfg, "acc").row_bits // cfg.acc_width
         for acc_port, out_port in ((acc, self.out_wr), (self.alu_acc_wr, self.alu_out_wr)):
             m.d.comb += [

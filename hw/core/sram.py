@@ -71,15 +71,16 @@ def scratchpad_ports(m, cfg):
     """The scratchpads of :class:`~avta.hw.core.core.Core`, added to ``m`` as submodules
     ``<name>_mem`` (:class:`~.banks.BankedScratchpad`), and the ports its units use:
     ``(scratchpads, write_ports, read_ports)``, dicts by name (``alu_acc``, ``alu_out``,
-    ``alu_uop``, ``alu_acc_b`` for the ALU's own, hw/core/compute.py). The compute stage's formal
+    ``alu_uop``, ``alu_acc_b`` for the ALU's own, ``load_acc`` for the compute stage's loader,
+    hw/core/compute.py). The compute stage's formal
     check (formal/blocks/compute.py) builds its scratchpads here too, so it sees the very ports
     and forwarding of the core.
 
     Every memory has one write and one read port (hw/core/banks.py). The ALU runs beside the
     GEMM on ports of its own: ACC and OUT are banked (the GEMM and the ALU write different
     banks), UOP has a copy for the ALU's micro-op reads, and ACC a copy per bank for the ALU's
-    second operand when ``ACC_READ_PORTS`` is 2. ACC reads see the writes of the same cycle (the
-    GEMM and the ALU forward through them)."""
+    second operand when ``ACC_READ_PORTS`` is 2. ACC reads see the GEMM's and the ALU's writes
+    of the same cycle (they forward through them); the loader's they need not see."""
     from .banks import BankedScratchpad
     acc_readers = {"acc": 0, "alu_acc": 0}
     if cfg.acc_read_ports == 2:
@@ -88,7 +89,10 @@ def scratchpad_ports(m, cfg):
         "uop": dict(writers=("uop",), readers={"uop": 0, "alu_uop": 1}),
         "inp": dict(writers=("inp",), readers={"inp": 0}),
         "wgt": dict(writers=("wgt",), readers={"wgt": 0}),
-        "acc": dict(writers=("acc", "alu_acc"), readers=acc_readers, forward=True),
+        # The compute stage's loader writes ACC on a port of its own, last in priority and not
+        # forwarded: a LOAD never runs beside a reader of ACC (hw/core/compute.py).
+        "acc": dict(writers=("acc", "alu_acc", "load_acc"), readers=acc_readers,
+                    forward=("acc", "alu_acc")),
         "out": dict(writers=("out", "alu_out"), readers={"out": 0}),
     }
     pads, wr, rd = {}, {}, {}

@@ -10,8 +10,9 @@ extra logic and no extra ports. They are plain taps of signals the core has anyw
   the head's, or the detached ALU instruction's, hw/core/compute.py), and the stage's ``state``
   (:class:`StageState`);
 * per scratchpad a stage writes (``uop``, ``inp``, ``wgt``, ``acc``): the write port's enables,
-  row address and data, exactly as the memory sees them. A row wider than the bus arrives in
-  pieces under per-piece enables; the harness re-assembles whole rows;
+  row address and data, exactly as the memory sees them (``acc``: the GEMM's port or a LOAD
+  ACC's, one at a time). A row wider than the bus arrives in pieces under per-piece enables;
+  the harness re-assembles whole rows;
 * the detached ALU instruction's ACC write port (``alu_acc_*``, whole rows) and its index
   (``alu_insn``): its rows belong to it, not to the head instruction.
 
@@ -93,8 +94,16 @@ def drive_trace(m, trace, stages, write_ports):
                  trace.alu_acc_data.eq(write_ports["alu_acc"].data)]
     for name in TRACED_MEMORIES:
         port = write_ports[name]
+        en, addr, data = port.en, port.addr, port.data
+        if name == "acc":
+            # The GEMM and a LOAD ACC write ACC on ports of their own (the loader's is not
+            # forwarded, hw/core/compute.py), never in one cycle: the stage's writes are both.
+            load = write_ports["load_acc"]
+            gemm = port.en.any()
+            en, addr, data = (Mux(gemm, port.en, load.en), Mux(gemm, port.addr, load.addr),
+                              Mux(gemm, port.data, load.data))
         m.d.comb += [
-            getattr(trace, f"{name}_en").eq(port.en),
-            getattr(trace, f"{name}_addr").eq(port.addr),
-            getattr(trace, f"{name}_data").eq(port.data),
+            getattr(trace, f"{name}_en").eq(en),
+            getattr(trace, f"{name}_addr").eq(addr),
+            getattr(trace, f"{name}_data").eq(data),
         ]

@@ -49,12 +49,14 @@ def image(cfg, insns, uops=(), seed=0, size=SIZE):
     return dram
 
 
-def compare(cfg, insns, uops=(), *, seed=0, **knobs):
-    """Run on fsim and on the core; the same status, error, exact counters and DRAM image."""
+def compare(cfg, insns, uops=(), *, seed=0, core_args=None, watch=None, **knobs):
+    """Run on fsim and on the core; the same status, error, exact counters and DRAM image.
+    ``core_args`` and ``watch`` go to :func:`run_core` (the core's units; a testbench beside)."""
     dram = image(cfg, insns, uops, seed)
     ref = np.frombuffer(bytes(dram), dtype=np.uint8).copy()
     want = Fsim(cfg).run(ref, INSN, len(insns))
-    got = run_core(cfg, dram, INSN, len(insns), knobs=MemoryKnobs(seed=seed, **knobs))
+    got = run_core(cfg, dram, INSN, len(insns), knobs=MemoryKnobs(seed=seed, **knobs),
+                   core_args=core_args, watch=watch)
     differences = run_differences(want, got, ref, np.frombuffer(bytes(dram), dtype=np.uint8),
                                   ("fsim", "core"))
     assert not differences, differences
