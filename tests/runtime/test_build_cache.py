@@ -29,7 +29,7 @@ def cache(tmp_path, monkeypatch):
 
 def _fresh(cfg, bufs, **options):
     return _build_conv2d(cfg, SHAPE, bufs, requant=options.get("requant", REQUANT), threads=2,
-                         tiling=None, bias_bound=options.get("bias_bound", 5))
+                         tiling=None, bias_bound=options.get("bias_bound", 5), fused=None)
 
 
 def _same(a, b, uop_elem=4096):
