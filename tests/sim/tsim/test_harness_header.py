@@ -135,7 +135,8 @@ def test_trace_port_encodes_states_as_the_enum(tiny_cfg):
     ports = {name: SimpleNamespace(en=Signal(len(getattr(trace, f"{prefix}_en"))),
                                    addr=Signal(len(getattr(trace, f"{prefix}_addr"))),
                                    data=Signal(len(getattr(trace, f"{prefix}_data"))))
-             for name, prefix in [(n, n) for n in TRACED_MEMORIES] + [("alu_acc", "alu_acc")]}
+             for name, prefix in [(n, n) for n in TRACED_MEMORIES] + [("alu_acc", "alu_acc"),
+                                                                       ("load_acc", "acc")]}
     m = Module()
     drive_trace(m, trace, stages, ports)
     cases = [((1, 0, 0), StageState.BUSY), ((1, 1, 1), StageState.BUSY),
