@@ -257,6 +257,12 @@ class _Executor:
         try:
             program = self._program(node)
         except (PlanError, ValueError) as error:
+            if node.name in self.fused:
+                # The fused program cannot be built (its estimate chose it, the build found it
+                # does not fit): the convolution runs alone, then the add, as if never fused.
+                conv = graph.node(self.fused.pop(node.name))
+                run.layers.append(self._run_node(conv, run))
+                return self._run_node(node, run)
             self._on_host(node)
             report.on, report.why = "host", str(error)
             return report

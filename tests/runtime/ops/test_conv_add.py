@@ -171,3 +171,26 @@ def test_the_executor_fuses_and_stays_bit_exact(config, rng):
     assert [layer.fused for layer in run.layers if layer.fused] == ["b1.add", "b2.add"]
     np.testing.assert_array_equal(run.outputs["b2.add"],
                                   run_reference(graph, x)["b2.add"])
+
+
+def test_a_fused_program_that_cannot_be_built_runs_unfused(rng, monkeypatch):
+    """The cycle model may choose a fusion whose program then does not build (an instruction
+    field of a restricted configuration too narrow for it): the convolution runs alone and then
+    the add, bit for bit the reference, instead of the add reading a tensor never made."""
+    from avta.runtime.net import executor
+    from avta.runtime.ops.conv_plan import PlanError
+    cfg = load_config("default")
+    graph = _block(cfg.block_out, 8, rng)
+    x = rng.integers(-128, 128, (1, cfg.block_out, 8, 8), dtype=np.int8)
+    build = executor._Executor._build_conv2d
+
+    def refuse_fused(self, node, *, kernel=None, add=None):
+        if add is not None:
+            raise PlanError("a field too narrow for the fused program")
+        return build(self, node, kernel=kernel, add=add)
+    monkeypatch.setattr(executor._Executor, "_build_conv2d", refuse_fused)
+    run = run_network(fsim_device(cfg, dram_size=16 << 20), graph, x)
+    assert [layer.name for layer in run.layers] == \
+        ["b1.conv1", "b1.conv2", "b1.add", "b2.conv1", "b2.down", "b2.conv2", "b2.add"]
+    assert all(layer.on != "host" for layer in run.layers)
+    np.testing.assert_array_equal(run.outputs["b2.add"], run_reference(graph, x)["b2.add"])
