@@ -48,13 +48,7 @@ def test_the_first_task_loads_in_two_pieces_bit_exact_and_sooner(rng, int8, devi
            and i.x_size]
     assert [(i.y_size, i.x_size, i.sram_base) for i in wgt[:2]] == [(1, 3, 0), (1, 6, 3)]
 
-    x = int8((1, 64, 28, 28))
-    w = int8((64, 64, 3, 3))
-    bias = rng.integers(-1 << 10, 1 << 10, 64)
-    dev = device(cfg)
-    out = conv2d(dev, x, w, bias, pad=1, requant=rq, tiling=t)
-    np.testing.assert_array_equal(out, conv2d_ref(x, w, bias, pad=1, requant=rq))
-    cycles = dev.last_result.cycles
+    cycles = _cycles_bit_exact(cfg, device, int8, rng, 64, 28, rq, t)
     walks = {(axis, p): c for c, axis, p, last in _estimates(cfg, C2, t, 4, "bias", None)
              if not last}
     two, one = walks[(-1, piece)], walks[(-1, 0)]
@@ -105,13 +99,18 @@ def test_the_last_task_of_a_bus_bound_layer_loads_in_two_pieces(rng, int8, devic
            and i.memory_type == MemType.WGT and i.x_size]
     assert wgt == [9] * 15 + [last, 9 - last]           # 4 x 4 tasks, the last in two
 
-    x = int8((1, 256, 7, 7))
-    w = int8((256, 256, 3, 3))
-    bias = rng.integers(-1 << 10, 1 << 10, 256)
-    dev = device(cfg)
-    out = conv2d(dev, x, w, bias, pad=1, requant=rq, tiling=t)
-    np.testing.assert_array_equal(out, conv2d_ref(x, w, bias, pad=1, requant=rq))
-    cycles = dev.last_result.cycles
+    cycles = _cycles_bit_exact(cfg, device, int8, rng, 256, 7, rq, t)
     walks = {(p1, p2): c for c, _, p1, p2 in _estimates(cfg, shape, t, 4, "bias", None)}
     assert abs(cycles - walks[(0, last)]) <= 0.01 * cycles
     assert cycles < walks[(0, 0)]
+
+
+def _cycles_bit_exact(cfg, device, int8, rng, c, h, rq, t):
+    """A c-channel h x h 3x3 convolution (pad 1, bias) with tiling ``t`` on ``device``: its
+    output bit for bit the reference's, and its cycles."""
+    x, w = int8((1, c, h, h)), int8((c, c, 3, 3))
+    bias = rng.integers(-1 << 10, 1 << 10, c)
+    dev = device(cfg)
+    out = conv2d(dev, x, w, bias, pad=1, requant=rq, tiling=t)
+    np.testing.assert_array_equal(out, conv2d_ref(x, w, bias, pad=1, requant=rq))
+    return dev.last_result.cycles
