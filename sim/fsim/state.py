@@ -33,19 +33,24 @@ class Scratchpads:
     def as_float(self, name):
         """INP (b, k) or WGT transposed to (k, o), as float32, for exact BLAS products (GEMM).
 
-        Cached until the next write to that scratchpad: only LOADs write INP and WGT, and a
-        convolution runs many GEMMs between them.
+        Made once and kept true by :meth:`write_rows`, which converts only the rows a LOAD
+        writes: a convolution's GEMMs read these between hundreds of LOADs of a few rows each,
+        and converting the whole scratchpad after each (a WGT scratchpad is 2^18 lanes at
+        ``default``) was most of a layer's run.
         """
         cached = self._as_float.get(name)
         if cached is None:
-            if name == "inp":
-                cached = self.inp.astype(np.float32)
-            elif name == "wgt":
-                cached = np.ascontiguousarray(self.wgt.transpose(0, 2, 1), dtype=np.float32)
-            else:
+            if name not in ("inp", "wgt"):
                 raise KeyError(f"only inp and wgt have a float32 copy, not {name!r}")
+            cached = self._float_rows(name, slice(None))
             self._as_float[name] = cached
         return cached
+
+    def _float_rows(self, name, rows):
+        """Rows ``rows`` of INP as float32, or of WGT transposed to (k, o)."""
+        if name == "inp":
+            return self.inp[rows].astype(np.float32)
+        return np.ascontiguousarray(self.wgt[rows].transpose(0, 2, 1), dtype=np.float32)
 
     def uop_fields(self, codec):
         """Every micro-op's fields decoded (``codec.decode_uop_array`` of the whole UOP
@@ -81,7 +86,8 @@ class Scratchpads:
         """Rows ``rows`` of scratchpad ``name`` = ``data`` ((n, row_bytes) uint8); an ACC write
         also writes OUT (docs/isa.md §3, OUT mirrors ACC). ``rows`` must not repeat."""
         self._raw[name][rows] = data
-        self._as_float.pop(name, None)
+        if name in self._as_float:
+            self._as_float[name][rows] = self._float_rows(name, rows)
         if name == "uop":
             self._uop_fields = None
         if name == "acc":

@@ -1,0 +1,28 @@
+"""The scratchpads' float32 copies that GEMM multiplies (sim/fsim/state.py): kept true across
+LOADs by updating the rows written, not rebuilt from the whole scratchpad after each LOAD (a
+layer's GEMMs read them between hundreds of small LOADs)."""
+
+import numpy as np
+import pytest
+
+from avta.sim.fsim.state import Scratchpads
+
+
+def _fresh(pads, name):
+    if name == "inp":
+        return pads.inp.astype(np.float32)
+    return pads.wgt.transpose(0, 2, 1).astype(np.float32)
+
+
+@pytest.mark.parametrize("name", ["inp", "wgt"])
+@pytest.mark.parametrize("rows", [np.array([0, 5, 3]), slice(2, 6), slice(None)])
+def test_float_copy_follows_row_writes(default_cfg, name, rows):
+    pads = Scratchpads(default_cfg)
+    rng = np.random.default_rng(1)
+    raw = pads.raw(name)
+    pads.write_rows(name, slice(None), rng.integers(0, 256, raw.shape, dtype=np.uint8))
+    cached = pads.as_float(name)
+    count = len(range(*rows.indices(raw.shape[0]))) if isinstance(rows, slice) else rows.size
+    pads.write_rows(name, rows, rng.integers(0, 256, (count, raw.shape[1]), dtype=np.uint8))
+    assert pads.as_float(name) is cached               # updated in place, not rebuilt
+    np.testing.assert_array_equal(cached, _fresh(pads, name))
