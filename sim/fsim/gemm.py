@@ -101,20 +101,28 @@ _MATRIX_ELEMENTS = 1 << 18
 _FLOAT32_TERMS = 1 << 10
 
 
+#: A kernel whose micro-ops pair R src rows with D dst rows runs as a matrix product while
+#: R·D is at most this many times its micro-ops: the pairs it lacks cost products by zero
+#: weights (a 3x3 convolution's kernel at a tile's edge pairs 3 src rows with 4 dst rows in 9
+#: micro-ops), and a sparser one is cheaper step by step.
+_PAIRS_PER_UOP = 2
+
+
 def _product_form(insn, nest):
-    """``(src rows, dst rows, weight table)`` when every micro-op pairs one of R distinct src
-    rows with one of D distinct dst rows, each pair once, and the weights do not move with the
-    loops (``table[r, d]`` the pair's weight row); None otherwise."""
+    """``(src rows, dst rows, weight table)`` when the micro-ops pair R distinct src rows with
+    D distinct dst rows, each pair at most once and R·D at most :data:`_PAIRS_PER_UOP` times
+    the micro-ops, and the weights do not move with the loops (``table[r, d]`` the pair's
+    weight row, −1 for a pair no micro-op has); None otherwise."""
     if insn.wgt_factor_out or insn.wgt_factor_in:
         return None
     dst, src, wgt = nest.uop_field(0), nest.uop_field(1), nest.uop_field(2)
     src_rows, r = np.unique(src, return_inverse=True)
     dst_rows, d = np.unique(dst, return_inverse=True)
-    if src_rows.size * dst_rows.size != src.size:
+    if src_rows.size * dst_rows.size > _PAIRS_PER_UOP * src.size:
         return None
     table = np.full((src_rows.size, dst_rows.size), -1, dtype=np.int64)
     table[r, d] = wgt
-    if (table < 0).any():                  # a pair twice, so another pair never
+    if np.count_nonzero(table >= 0) != src.size:      # a pair twice
         return None
     return src_rows, dst_rows, table
 
@@ -132,7 +140,9 @@ def _as_matrix_product(insn, pads, nest):
     batch, block_in = inp.shape[1:]
     block_out = wgt_t.shape[2]
     dtype = np.float32 if r * block_in <= _FLOAT32_TERMS else np.float64
-    weights = wgt_t[table].transpose(0, 2, 1, 3).reshape(r * block_in, d * block_out)
+    blocks = wgt_t[table]                                   # (R, D, block_in, block_out)
+    blocks[table < 0] = 0                   # a pair no micro-op has adds nothing
+    weights = blocks.transpose(0, 2, 1, 3).reshape(r * block_in, d * block_out)
     weights = weights.astype(dtype, copy=False)
     positions = insn.iter_out * insn.iter_in
     per_block = max(1, _MATRIX_ELEMENTS // (max(r * block_in, d * block_out) * batch))
