@@ -110,16 +110,44 @@ def execute_alu(cfg, insn, pads, codec, *, strict, trace_rows=None, data=True):
     nest.check_index(1, insn.src_factor_out, insn.src_factor_in, depth, strict, "ALU src")
     if not data:
         return
+    scale_bits = cfg.scale_bits or _IMM_SCALE_BITS
+    if nest.steps <= MEMO_STEPS and trace_rows is None:
+        # The kernel's chunks are a function of its micro-ops and loop fields: made once
+        # between micro-op LOADs, as a requantization tail runs one kernel per tile.
+        key = ("alu chunks", insn.uop_bgn, insn.uop_end, insn.iter_out, insn.iter_in,
+               insn.dst_factor_out, insn.dst_factor_in, insn.src_factor_out, insn.src_factor_in)
+        chunks = pads.memo(key, ("uop",), lambda: _chunks(insn, nest, 0, nest.steps, depth))
+        _run_chunks(insn, pads, chunks, None, scale_bits)
+        return
     # Segment by segment in step order: a segment sees every write of the ones before it.
     for first, last in nest.segments():
-        dst = nest.index(0, insn.dst_factor_out, insn.dst_factor_in, first, last) % depth
-        src = nest.index(1, insn.src_factor_out, insn.src_factor_in, first, last) % depth
-        _run_segment(insn, pads, dst, src, trace_rows, cfg.scale_bits or _IMM_SCALE_BITS)
+        _run_chunks(insn, pads, _chunks(insn, nest, first, last, depth), trace_rows, scale_bits)
 
 
-def _run_segment(insn, pads, dst, src, trace_rows, scale_bits):
-    for start, end in hazard_free_chunks(dst, src):
-        d, s = dst[start:end], src[start:end]
+#: ALU kernels of at most this many steps keep their chunks (:meth:`Scratchpads.memo`).
+MEMO_STEPS = 1 << 16
+
+
+def _chunks(insn, nest, first, last, depth):
+    """``[(dst rows, src rows), …]`` of steps ``first`` to ``last``: the hazard-free chunks in
+    order, each side a slice where its rows are one ascending range (a tile's rows usually are)
+    and an index array otherwise."""
+    dst = nest.index(0, insn.dst_factor_out, insn.dst_factor_in, first, last) % depth
+    src = nest.index(1, insn.src_factor_out, insn.src_factor_in, first, last) % depth
+    return [(_as_range(dst[start:end]), _as_range(src[start:end]))
+            for start, end in hazard_free_chunks(dst, src)]
+
+
+def _as_range(rows):
+    """``rows`` as a slice when they are consecutive ascending rows, else as they are."""
+    if rows.size and int(rows[-1]) - int(rows[0]) + 1 == rows.size \
+            and (rows.size == 1 or bool((np.diff(rows) == 1).all())):
+        return slice(int(rows[0]), int(rows[-1]) + 1)
+    return rows
+
+
+def _run_chunks(insn, pads, chunks, trace_rows, scale_bits):
+    for d, s in chunks:
         operand = pads.acc[s]
         if insn.use_imm:
             # docs/isa.md §3.4: with an immediate the result is f(ACC[src], sext(imm)).
@@ -132,4 +160,5 @@ def _run_segment(insn, pads, dst, src, trace_rows, scale_bits):
             result = alu_op(insn.alu_opcode, pads.acc[d], operand, scale_bits=scale_bits)
         pads.write_acc(d, result)
         if trace_rows is not None:
-            trace_rows("acc", d, result.view(np.uint8).reshape(d.size, -1))
+            rows = np.arange(d.start, d.stop) if isinstance(d, slice) else d
+            trace_rows("acc", rows, result.view(np.uint8).reshape(rows.size, -1))

@@ -127,23 +127,38 @@ def _product_form(insn, nest):
     return src_rows, dst_rows, table
 
 
+def _weights(pads, table, dtype):
+    """The weight matrix of a kernel's pairs ``table``: (R·block_in, D·block_out)."""
+    wgt_t = pads.as_float("wgt")
+    r, d = table.shape
+    blocks = wgt_t[table]                                   # (R, D, block_in, block_out)
+    blocks[table < 0] = 0                   # a pair no micro-op has adds nothing
+    weights = blocks.transpose(0, 2, 1, 3).reshape(r * wgt_t.shape[1], d * wgt_t.shape[2])
+    return weights.astype(dtype, copy=False)
+
+
 def _as_matrix_product(insn, pads, nest):
     """Run a GEMM of :func:`_product_form` as matrix products, P loop positions at a time;
-    False (nothing done) when it has not that form. Indices were checked by the caller."""
-    form = _product_form(insn, nest)
+    False (nothing done) when it has not that form. Indices were checked by the caller.
+
+    The form is a function of the kernel's micro-ops, and its weight matrix of those and the
+    weights: both are made once between the LOADs that change them (:meth:`Scratchpads.memo`),
+    as a convolution runs one kernel over many tiles."""
+    if insn.wgt_factor_out or insn.wgt_factor_in:
+        return False
+    kernel = (insn.uop_bgn, insn.uop_end)
+    form = pads.memo(("gemm form", *kernel), ("uop",), lambda: _product_form(insn, nest))
     if form is None:
         return False
     src_rows, dst_rows, table = form
-    inp, wgt_t = pads.as_float("inp"), pads.as_float("wgt")
+    inp = pads.as_float("inp")
     acc_depth, inp_depth = pads.depth("acc"), pads.depth("inp")
     r, d = table.shape
     batch, block_in = inp.shape[1:]
-    block_out = wgt_t.shape[2]
+    block_out = pads.acc.shape[2]
     dtype = np.float32 if r * block_in <= _FLOAT32_TERMS else np.float64
-    blocks = wgt_t[table]                                   # (R, D, block_in, block_out)
-    blocks[table < 0] = 0                   # a pair no micro-op has adds nothing
-    weights = blocks.transpose(0, 2, 1, 3).reshape(r * block_in, d * block_out)
-    weights = weights.astype(dtype, copy=False)
+    weights = pads.memo(("gemm weights", *kernel), ("uop", "wgt"),
+                        lambda: _weights(pads, table, dtype))
     positions = insn.iter_out * insn.iter_in
     per_block = max(1, _MATRIX_ELEMENTS // (max(r * block_in, d * block_out) * batch))
     for first in range(0, positions, per_block):
@@ -166,9 +181,11 @@ def _add_rows(pads, rows, sums):
     order = np.argsort(rows, kind="stable")
     sorted_rows = rows[order]
     starts = np.flatnonzero(np.r_[True, sorted_rows[1:] != sorted_rows[:-1]])
-    if starts.size == rows.size:
-        unique, total = rows, sums
-    else:
-        unique, total = sorted_rows[starts], np.add.reduceat(sums[order], starts, axis=0)
+    unique = sorted_rows[starts]
+    total = sums[order] if starts.size == rows.size else \
+        np.add.reduceat(sums[order], starts, axis=0)
+    if unique[-1] - unique[0] + 1 == unique.size:
+        # A tile's accumulators are one range of rows: slices, not gathers and scatters.
+        unique = slice(int(unique[0]), int(unique[-1]) + 1)
     # int32 addition wraps, as the accumulator does (docs/isa.md §3.3).
     pads.write_acc(unique, (pads.acc[unique] + total).astype(np.int32))

@@ -14,6 +14,8 @@ __all__ = ["Scratchpads", "MEMORIES"]
 
 #: Scratchpad names, as :meth:`Scratchpads.view` and the trace events spell them.
 MEMORIES = SCRATCHPADS
+#: Values :meth:`Scratchpads.memo` keeps at most (a program has a few dozen kernels).
+MEMO_LIMIT = 1024
 
 
 class Scratchpads:
@@ -29,6 +31,8 @@ class Scratchpads:
             pad.row.view(self._raw[name]) for name, pad in self._pads.items())
         self._as_float = {}
         self._uop_fields = None
+        self._memos = {}
+        self._memo_keys = {name: set() for name in self._pads}
 
     def as_float(self, name):
         """INP (b, k) or WGT transposed to (k, o), as float32, for exact BLAS products (GEMM).
@@ -60,6 +64,31 @@ class Scratchpads:
             self._uop_fields = codec.decode_uop_array(self.uop)
         return self._uop_fields
 
+    def memo(self, key, depends, compute):
+        """``compute()``, made once and kept under ``key`` until a write to one of the
+        scratchpads named in ``depends``: what an instruction derives from the micro-ops (GEMM's
+        matrix form, an ALU kernel's rows) or the weights, which many instructions between two
+        LOADs share. At most :data:`MEMO_LIMIT` are kept (all dropped when it is reached)."""
+        if key in self._memos:
+            return self._memos[key]
+        value = compute()
+        if len(self._memos) >= MEMO_LIMIT:
+            self._memos.clear()
+            for keys in self._memo_keys.values():
+                keys.clear()
+        self._memos[key] = value
+        for name in depends:
+            self._memo_keys[name].add(key)
+        return value
+
+    def _forget(self, name):
+        """Drop the memos that depend on scratchpad ``name`` (it was written)."""
+        keys = self._memo_keys[name]
+        if keys:
+            for key in keys:
+                self._memos.pop(key, None)
+            keys.clear()
+
     def raw(self, name):
         """The ``(depth, row_bytes)`` uint8 array of scratchpad ``name``. Write it only to fill
         fresh scratchpads: :meth:`write_rows` keeps the caches (:meth:`as_float`,
@@ -86,6 +115,7 @@ class Scratchpads:
         """Rows ``rows`` of scratchpad ``name`` = ``data`` ((n, row_bytes) uint8); an ACC write
         also writes OUT (docs/isa.md §3, OUT mirrors ACC). ``rows`` must not repeat."""
         self._raw[name][rows] = data
+        self._forget(name)
         if name in self._as_float:
             self._as_float[name][rows] = self._float_rows(name, rows)
         if name == "uop":
@@ -100,5 +130,6 @@ class Scratchpads:
         is deterministic.
         """
         self.acc[rows] = values
+        self._forget("acc")
         # OUT keeps the low 8 bits of each lane: a little-endian int32's first byte.
         self.out[rows] = values.astype(np.int8, casting="unsafe")

@@ -26,3 +26,25 @@ def test_float_copy_follows_row_writes(default_cfg, name, rows):
     pads.write_rows(name, rows, rng.integers(0, 256, (count, raw.shape[1]), dtype=np.uint8))
     assert pads.as_float(name) is cached               # updated in place, not rebuilt
     np.testing.assert_array_equal(cached, _fresh(pads, name))
+
+
+def test_memo_lasts_until_a_write_to_what_it_depends_on(default_cfg):
+    """What GEMM derives from the micro-ops and weights (its matrix form, its weight matrix) is
+    computed once between the LOADs that change them."""
+    pads = Scratchpads(default_cfg)
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return len(calls)
+
+    assert pads.memo(("form", 0, 9), ("uop",), compute) == 1
+    assert pads.memo(("form", 0, 9), ("uop",), compute) == 1
+    assert pads.memo(("weights", 0, 9), ("uop", "wgt"), compute) == 2
+    pads.write_rows("inp", slice(0, 1), np.zeros((1, pads.raw("inp").shape[1]), np.uint8))
+    assert pads.memo(("weights", 0, 9), ("uop", "wgt"), compute) == 2      # INP: no matter
+    pads.write_rows("wgt", slice(0, 1), np.zeros((1, pads.raw("wgt").shape[1]), np.uint8))
+    assert pads.memo(("form", 0, 9), ("uop",), compute) == 1
+    assert pads.memo(("weights", 0, 9), ("uop", "wgt"), compute) == 3
+    pads.write_rows("uop", slice(0, 1), np.zeros((1, pads.raw("uop").shape[1]), np.uint8))
+    assert pads.memo(("form", 0, 9), ("uop",), compute) == 4
