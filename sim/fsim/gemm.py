@@ -169,21 +169,35 @@ def _as_matrix_product(insn, pads, nest):
         rows_in = (src_at[:, None] + src_rows) % inp_depth                          # (P, R)
         inputs = inp[rows_in].transpose(0, 2, 1, 3).reshape(-1, r * block_in)
         sums = (inputs.astype(dtype, copy=False) @ weights).astype(np.int64)
-        # (P·B, D·BO) -> one (B, BO) block per ACC row, P-major then D.
-        sums = sums.reshape(-1, batch, d, block_out).transpose(0, 2, 1, 3)
-        rows = ((dst_at[:, None] + dst_rows) % acc_depth).reshape(-1)
-        _add_rows(pads, rows, sums.reshape(-1, batch, block_out))
+        # (P·B, D·BO) -> one (B, BO) block per ACC row, P-major then D; or D-major when that
+        # puts the rows in ascending order (a tile's output blocks lie one after another, each
+        # the tile's pixels), which _add_rows takes without sorting.
+        sums = sums.reshape(-1, batch, d, block_out)
+        rows = (dst_at[:, None] + dst_rows) % acc_depth                            # (P, D)
+        if d > 1 and not _ascending(rows.reshape(-1)) and _ascending(rows.T.reshape(-1)):
+            rows, sums = rows.T, sums.transpose(2, 0, 1, 3)
+        else:
+            sums = sums.transpose(0, 2, 1, 3)
+        _add_rows(pads, rows.reshape(-1), sums.reshape(-1, batch, block_out))
     return True
+
+
+def _ascending(rows):
+    """Whether ``rows`` rise strictly (so none repeats)."""
+    return rows.size == 1 or bool((rows[1:] > rows[:-1]).all())
 
 
 def _add_rows(pads, rows, sums):
     """ACC[rows] += sums (int64, wrapped to int32), rows that repeat summed first."""
-    order = np.argsort(rows, kind="stable")
-    sorted_rows = rows[order]
-    starts = np.flatnonzero(np.r_[True, sorted_rows[1:] != sorted_rows[:-1]])
-    unique = sorted_rows[starts]
-    total = sums[order] if starts.size == rows.size else \
-        np.add.reduceat(sums[order], starts, axis=0)
+    if _ascending(rows):
+        unique, total = rows, sums            # no row repeats: as they are
+    else:
+        order = np.argsort(rows, kind="stable")
+        sorted_rows = rows[order]
+        starts = np.flatnonzero(np.concatenate(([True], sorted_rows[1:] != sorted_rows[:-1])))
+        unique = sorted_rows[starts]
+        total = sums[order] if starts.size == rows.size else \
+            np.add.reduceat(sums[order], starts, axis=0)
     if unique[-1] - unique[0] + 1 == unique.size:
         # A tile's accumulators are one range of rows: slices, not gathers and scatters.
         unique = slice(int(unique[0]), int(unique[-1]) + 1)

@@ -56,9 +56,9 @@ def execute_load(cfg, insn, pads, dram, *, strict, trace_rows=None, data=True):
     _check_rows(insn.sram_base, count, pad.depth, strict, what)
     if not data:
         return
-    pad_row = np.frombuffer(target.pad_row(insn.pad_value), dtype=np.uint8)
-    if trace_rows is None and _load_window(insn, target, pad, pads, dram, count, pad_row):
+    if trace_rows is None and _load_window(insn, target, pad, pads, dram, count):
         return
+    pad_row = np.frombuffer(target.pad_row(insn.pad_value), dtype=np.uint8)
     for start in range(max(0, count - pad.depth), count, SEGMENT_ROWS):
         cell = np.arange(start, min(count, start + SEGMENT_ROWS), dtype=np.int64)
         r, c = np.divmod(cell, width)
@@ -78,28 +78,30 @@ def execute_load(cfg, insn, pads, dram, *, strict, trace_rows=None, data=True):
             trace_rows(pad.name, rows, block)
 
 
-def _load_window(insn, target, pad, pads, dram, count, pad_row):
+def _load_window(insn, target, pad, pads, dram, count):
     """The common LOAD at once, as one strided copy of its DRAM window: rows that do not wrap
     the scratchpad, a window that does not wrap 2^32 (both checked by the caller first), and
     elements that are scratchpad rows as they are (not ACC_8BIT). False, having done nothing,
     for any other LOAD."""
     base = dram.bases[target.base]
     if (target.element != pad.row or insn.sram_base + count > pad.depth or count > SEGMENT_ROWS
-            or not dram.window_inside(base, insn.dram_base, insn.y_size, insn.x_size,
+            or not dram.data.flags.c_contiguous or not dram.window_inside(base, insn.dram_base, insn.y_size, insn.x_size,
                                       insn.x_stride, target.elem_bytes)):
         return False
     size = target.elem_bytes
-    window = np.lib.stride_tricks.as_strided(
-        dram.data[base + insn.dram_base * size:], shape=(insn.y_size, insn.x_size, size),
-        strides=(insn.x_stride * size, size, 1), writeable=False)
+    # A view of the window's bytes in place (inside DRAM: checked above).
+    window = np.ndarray((insn.y_size, insn.x_size, size), np.uint8, dram.data,
+                        base + insn.dram_base * size, (insn.x_stride * size, size, 1))
+    rows = slice(insn.sram_base, insn.sram_base + count)
+    if count == insn.x_size * insn.y_size:          # no padding
+        pads.write_rows(pad.name, rows, window.reshape(count, size))
+        return True
     block = np.empty((insn.y_pad_0 + insn.y_size + insn.y_pad_1,
                       insn.x_pad_0 + insn.x_size + insn.x_pad_1, pad.row_bytes), np.uint8)
-    if count != insn.x_size * insn.y_size:
-        block[...] = pad_row
+    block[...] = np.frombuffer(target.pad_row(insn.pad_value), dtype=np.uint8)
     block[insn.y_pad_0:insn.y_pad_0 + insn.y_size,
           insn.x_pad_0:insn.x_pad_0 + insn.x_size] = window
-    pads.write_rows(pad.name, slice(insn.sram_base, insn.sram_base + count),
-                    block.reshape(count, pad.row_bytes))
+    pads.write_rows(pad.name, rows, block.reshape(count, pad.row_bytes))
     return True
 
 

@@ -46,6 +46,8 @@ CASES = [
     ("3 src x 2 dst", _kernel((0, 3, 5), (0, 7)), (3, 4), (12, 3), (16, 4), (0, 0), "random"),
     ("dst rows overlap across the loops", _kernel((0, 1), (0, 1, 2)), (4, 5), (1, 1), (2, 1),
      (0, 0), "random"),
+    ("output blocks one after another (rows ascend D-major)", _kernel((0, 3), (0, 20)),
+     (3, 4), (4, 1), (8, 2), (0, 0), "random"),
     ("every position into one row", _kernel((2, 4), (5,)), (6, 5), (0, 0), (3, 1), (0, 0),
      "random"),
     ("indices wrap past the scratchpads", _kernel((30, 60), (40, 63)), (3, 3), "half",
