@@ -13,7 +13,7 @@ from avta.isa.enums import AluOp
 
 from .loops import LoopNest
 
-__all__ = ["alu_op", "execute_alu", "hazard_free_chunks", "last_writer_before"]
+__all__ = ["alu_op", "alu_imm", "execute_alu", "hazard_free_chunks", "last_writer_before"]
 
 _ACC_LANE_BITS = 32             # docs/isa.md §1: LOG_ACC_WIDTH is 5 (int32)
 _SHIFT_BITS = 6                 # SHR uses B[5:0] as a signed amount (docs/isa.md §3.4)
@@ -55,6 +55,22 @@ def alu_op(op, a, b, *, scale_bits=16):
         product = a.astype(np.int64) * _sext(b.astype(np.int64), scale_bits)
         return (product >> (scale_bits - 1)).astype(np.int32)
     raise ValueError(f"ALU opcode {op} is undefined")
+
+
+def alu_imm(op, a, imm, *, scale_bits=16):
+    """:func:`alu_op` with B every lane ``imm`` (an integer): MIN, MAX, ADD and SHR by the
+    scalar, without a row of it (a requantization tail's every instruction); the others
+    through :func:`alu_op`."""
+    if op in (AluOp.MIN, AluOp.MAX, AluOp.ADD):
+        b = np.int32(np.int64(imm).astype(np.int32))        # B = imm as an int32 lane
+        return np.minimum(a, b) if op == AluOp.MIN else \
+            np.maximum(a, b) if op == AluOp.MAX else a + b
+    if op == AluOp.SHR:
+        s = int(_sext(np.int64(imm), _SHIFT_BITS))
+        if s >= 0:
+            return a >> np.int32(min(s, _ACC_LANE_BITS - 1))
+        return (a.astype(np.int64) << np.int64(-s)).astype(np.int32)
+    return alu_op(op, a, np.full_like(a, imm), scale_bits=scale_bits)
 
 
 def last_writer_before(rows, dst):
@@ -154,8 +170,7 @@ def _run_chunks(insn, pads, chunks, trace_rows, scale_bits):
             # SCL's immediate is the multiplier's top 16 bits (sext(imm) · 2^(W−16)).
             imm = insn.imm << (scale_bits - _IMM_SCALE_BITS) if insn.alu_opcode == AluOp.SCL \
                 else insn.imm
-            result = alu_op(insn.alu_opcode, operand, np.full_like(operand, imm),
-                            scale_bits=scale_bits)
+            result = alu_imm(insn.alu_opcode, operand, imm, scale_bits=scale_bits)
         else:
             result = alu_op(insn.alu_opcode, pads.acc[d], operand, scale_bits=scale_bits)
         pads.write_acc(d, result)

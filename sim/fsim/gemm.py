@@ -174,11 +174,12 @@ def _as_matrix_product(insn, pads, nest):
         # the tile's pixels), which _add_rows takes without sorting.
         sums = sums.reshape(-1, batch, d, block_out)
         rows = (dst_at[:, None] + dst_rows) % acc_depth                            # (P, D)
-        if d > 1 and not _ascending(rows.reshape(-1)) and _ascending(rows.T.reshape(-1)):
-            rows, sums = rows.T, sums.transpose(2, 0, 1, 3)
+        ascending = _ascending(rows.reshape(-1))
+        if d > 1 and not ascending and _ascending(rows.T.reshape(-1)):
+            ascending, rows, sums = True, rows.T, sums.transpose(2, 0, 1, 3)
         else:
             sums = sums.transpose(0, 2, 1, 3)
-        _add_rows(pads, rows.reshape(-1), sums.reshape(-1, batch, block_out))
+        _add_rows(pads, rows.reshape(-1), sums.reshape(-1, batch, block_out), ascending)
     return True
 
 
@@ -187,9 +188,10 @@ def _ascending(rows):
     return rows.size == 1 or bool((rows[1:] > rows[:-1]).all())
 
 
-def _add_rows(pads, rows, sums):
-    """ACC[rows] += sums (int64, wrapped to int32), rows that repeat summed first."""
-    if _ascending(rows):
+def _add_rows(pads, rows, sums, ascending=None):
+    """ACC[rows] += sums (int64, wrapped to int32), rows that repeat summed first;
+    ``ascending``: whether ``rows`` rise strictly, when the caller knows."""
+    if ascending if ascending is not None else _ascending(rows):
         unique, total = rows, sums            # no row repeats: as they are
     else:
         order = np.argsort(rows, kind="stable")

@@ -18,6 +18,11 @@ __all__ = ["execute_load", "execute_store", "bytes_moved", "load_rows", "rows_fi
 SEGMENT_ROWS = 1 << 16
 
 
+#: "LOAD INP", … by memory type, for error messages (an enum's name is slow to ask, and fsim
+#: runs hundreds of LOADs a layer).
+_LOAD_NAMES = {}
+
+
 def load_rows(x_size, y_size, x_pad_0, x_pad_1, y_pad_0, y_pad_1):
     """Scratchpad rows a LOAD writes, its padded window (integers, or arrays of many LOADs)."""
     return (x_pad_0 + x_size + x_pad_1) * (y_pad_0 + y_size + y_pad_1)
@@ -47,7 +52,8 @@ def execute_load(cfg, insn, pads, dram, *, strict, trace_rows=None, data=True):
     those are computed."""
     target = memory(cfg, insn.memory_type)
     pad = target.scratchpad
-    what = f"LOAD {target.name}"
+    what = _LOAD_NAMES.get(target.type) or _LOAD_NAMES.setdefault(target.type,
+                                                                f"LOAD {target.name}")
     width = insn.x_pad_0 + insn.x_size + insn.x_pad_1
     count = load_rows(insn.x_size, insn.y_size, insn.x_pad_0, insn.x_pad_1, insn.y_pad_0,
                       insn.y_pad_1)
