@@ -28,9 +28,12 @@ def execute_gemm(cfg, insn, pads, codec, *, strict, trace_rows=None, data=True):
         fields += [(1, insn.src_factor_out, insn.src_factor_in, "inp", "GEMM INP"),
                    (2, insn.wgt_factor_out, insn.wgt_factor_in, "wgt", "GEMM WGT")]
     # Every index is checked before anything changes, then the steps run segment by segment in
-    # their order (sums of products: the segments add up to the whole, wrapping alike).
-    for field, f_out, f_in, pad, what in fields:
-        nest.check_index(field, f_out, f_in, pads.depth(pad), strict, what)
+    # their order (sums of products: the segments add up to the whole, wrapping alike). The
+    # checks are a function of the micro-ops and the fields: once between micro-op LOADs (a
+    # check that fails raises, and is not remembered).
+    if strict:
+        pads.memo(("gemm checked", *_loop_fields(insn), insn.wgt_factor_out, insn.wgt_factor_in,
+                   insn.reset), ("uop",), lambda: _check(nest, fields, pads))
     if not data:
         return
     if not insn.reset and trace_rows is None and _as_matrix_product(insn, pads, nest):
@@ -42,6 +45,18 @@ def execute_gemm(cfg, insn, pads, codec, *, strict, trace_rows=None, data=True):
             _reset(pads, acc_idx, trace_rows)
         else:
             _accumulate(pads, acc_idx, *operands, trace_rows)
+
+
+def _check(nest, fields, pads):
+    for field, f_out, f_in, pad, what in fields:
+        nest.check_index(field, f_out, f_in, pads.depth(pad), True, what)
+    return True
+
+
+def _loop_fields(insn):
+    """The fields that place a GEMM's steps (not the weights'): its kernel and loops."""
+    return (insn.uop_bgn, insn.uop_end, insn.iter_out, insn.iter_in, insn.dst_factor_out,
+            insn.dst_factor_in, insn.src_factor_out, insn.src_factor_in)
 
 
 def _reset(pads, acc_idx, trace_rows):
@@ -161,26 +176,45 @@ def _as_matrix_product(insn, pads, nest):
                         lambda: _weights(pads, table, dtype))
     positions = insn.iter_out * insn.iter_in
     per_block = max(1, _MATRIX_ELEMENTS // (max(r * block_in, d * block_out) * batch))
-    for first in range(0, positions, per_block):
-        i_o, i_i = np.divmod(np.arange(first, min(positions, first + per_block),
-                                       dtype=np.int64), insn.iter_in)
-        src_at = i_o * insn.src_factor_out + i_i * insn.src_factor_in
-        dst_at = i_o * insn.dst_factor_out + i_i * insn.dst_factor_in
-        rows_in = (src_at[:, None] + src_rows) % inp_depth                          # (P, R)
+
+    def blocks():
+        return [_block(insn, form, first, min(positions, first + per_block), inp_depth,
+                       acc_depth) for first in range(0, positions, per_block)]
+
+    # Where the blocks read and write is a function of the kernel and its loops: kept between
+    # micro-op LOADs when small (a convolution runs one kernel over every tile alike).
+    plan = pads.memo(("gemm plan", *_loop_fields(insn)), ("uop",), blocks) \
+        if positions * (r + d) <= _PLAN_ELEMENTS else blocks()
+    for rows_in, rows, d_major, ascending in plan:
         inputs = inp[rows_in].transpose(0, 2, 1, 3).reshape(-1, r * block_in)
         sums = (inputs.astype(dtype, copy=False) @ weights).astype(np.int64)
-        # (P·B, D·BO) -> one (B, BO) block per ACC row, P-major then D; or D-major when that
-        # puts the rows in ascending order (a tile's output blocks lie one after another, each
-        # the tile's pixels), which _add_rows takes without sorting.
+        # (P·B, D·BO) -> one (B, BO) block per ACC row, in the order of ``rows``.
         sums = sums.reshape(-1, batch, d, block_out)
-        rows = (dst_at[:, None] + dst_rows) % acc_depth                            # (P, D)
-        ascending = _ascending(rows.reshape(-1))
-        if d > 1 and not ascending and _ascending(rows.T.reshape(-1)):
-            ascending, rows, sums = True, rows.T, sums.transpose(2, 0, 1, 3)
-        else:
-            sums = sums.transpose(0, 2, 1, 3)
-        _add_rows(pads, rows.reshape(-1), sums.reshape(-1, batch, block_out), ascending)
+        sums = sums.transpose(2, 0, 1, 3) if d_major else sums.transpose(0, 2, 1, 3)
+        _add_rows(pads, rows, sums.reshape(-1, batch, block_out), ascending)
     return True
+
+
+#: Row numbers a GEMM's plan may hold to be kept (:meth:`Scratchpads.memo`).
+_PLAN_ELEMENTS = 1 << 16
+
+
+def _block(insn, form, first, stop, inp_depth, acc_depth):
+    """Loop positions ``first`` to ``stop`` of a product-form GEMM: ``(INP rows (P, R), ACC
+    rows, D-major, ascending)``. The ACC rows are P-major then D; or D-major when that puts
+    them in ascending order (a tile's output blocks lie one after another, each the tile's
+    pixels), which :func:`_add_rows` takes without sorting."""
+    src_rows, dst_rows, _ = form
+    i_o, i_i = np.divmod(np.arange(first, stop, dtype=np.int64), insn.iter_in)
+    src_at = i_o * insn.src_factor_out + i_i * insn.src_factor_in
+    dst_at = i_o * insn.dst_factor_out + i_i * insn.dst_factor_in
+    rows_in = (src_at[:, None] + src_rows) % inp_depth                          # (P, R)
+    rows = (dst_at[:, None] + dst_rows) % acc_depth                            # (P, D)
+    if _ascending(rows.reshape(-1)):
+        return rows_in, rows.reshape(-1), False, True
+    if dst_rows.size > 1 and _ascending(rows.T.reshape(-1)):
+        return rows_in, rows.T.reshape(-1), True, True
+    return rows_in, rows.reshape(-1), False, False
 
 
 def _ascending(rows):
