@@ -90,11 +90,11 @@ def _products(pads, inp_idx, wgt_idx):
     most 2^21 in magnitude, well inside float32's 24-bit integer range, and they use BLAS.
     """
     inp = pads.as_float("inp")          # (depth, batch, block_in)
-    wgt_t = pads.as_float("wgt")        # (depth, block_in, block_out)
+    wgt = pads.as_float("wgt")          # (depth, block_out, block_in)
     out = np.empty((inp_idx.size,) + pads.acc.shape[1:], dtype=np.int32)
     for start in range(0, inp_idx.size, _CHUNK):
         part = slice(start, start + _CHUNK)
-        out[part] = np.matmul(inp[inp_idx[part]], wgt_t[wgt_idx[part]])
+        out[part] = np.matmul(inp[inp_idx[part]], wgt[wgt_idx[part]].transpose(0, 2, 1))
     return out
 
 
@@ -144,11 +144,11 @@ def _product_form(insn, nest):
 
 def _weights(pads, table, dtype):
     """The weight matrix of a kernel's pairs ``table``: (R·block_in, D·block_out)."""
-    wgt_t = pads.as_float("wgt")
+    wgt = pads.as_float("wgt")
     r, d = table.shape
-    blocks = wgt_t[table]                                   # (R, D, block_in, block_out)
+    blocks = wgt[table]                                     # (R, D, block_out, block_in)
     blocks[table < 0] = 0                   # a pair no micro-op has adds nothing
-    weights = blocks.transpose(0, 2, 1, 3).reshape(r * wgt_t.shape[1], d * wgt_t.shape[2])
+    weights = blocks.transpose(0, 3, 1, 2).reshape(r * wgt.shape[2], d * wgt.shape[1])
     return weights.astype(dtype, copy=False)
 
 

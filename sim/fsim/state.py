@@ -35,7 +35,7 @@ class Scratchpads:
         self._memo_keys = {name: set() for name in self._pads}
 
     def as_float(self, name):
-        """INP (b, k) or WGT transposed to (k, o), as float32, for exact BLAS products (GEMM).
+        """INP (b, k) or WGT (o, k) as float32, for exact BLAS products (GEMM).
 
         Made once and kept true by :meth:`write_rows`, which converts only the rows a LOAD
         writes: a convolution's GEMMs read these between hundreds of LOADs of a few rows each,
@@ -51,10 +51,9 @@ class Scratchpads:
         return cached
 
     def _float_rows(self, name, rows):
-        """Rows ``rows`` of INP as float32, or of WGT transposed to (k, o)."""
-        if name == "inp":
-            return self.inp[rows].astype(np.float32)
-        return np.ascontiguousarray(self.wgt[rows].transpose(0, 2, 1), dtype=np.float32)
+        """Rows ``rows`` of INP or WGT as float32, in their own lane order (a transposed copy
+        would cost each WGT LOAD twice as much as this straight one)."""
+        return getattr(self, name)[rows].astype(np.float32)
 
     def uop_fields(self, codec):
         """Every micro-op's fields decoded (``codec.decode_uop_array`` of the whole UOP

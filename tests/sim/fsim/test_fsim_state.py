@@ -9,9 +9,7 @@ from avta.sim.fsim.state import Scratchpads
 
 
 def _fresh(pads, name):
-    if name == "inp":
-        return pads.inp.astype(np.float32)
-    return pads.wgt.transpose(0, 2, 1).astype(np.float32)
+    return getattr(pads, name).astype(np.float32)
 
 
 @pytest.mark.parametrize("name", ["inp", "wgt"])
