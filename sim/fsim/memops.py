@@ -90,7 +90,7 @@ def _load_window(insn, target, pad, pads, dram, count):
     elements that are scratchpad rows as they are (not ACC_8BIT). False, having done nothing,
     for any other LOAD."""
     base = dram.bases[target.base]
-    if (target.element != pad.row or insn.sram_base + count > pad.depth or count > SEGMENT_ROWS
+    if (target.type == MemType.ACC_8BIT or insn.sram_base + count > pad.depth or count > SEGMENT_ROWS
             or not dram.data.flags.c_contiguous or not dram.window_inside(base, insn.dram_base, insn.y_size, insn.x_size,
                                       insn.x_stride, target.elem_bytes)):
         return False
@@ -104,7 +104,8 @@ def _load_window(insn, target, pad, pads, dram, count):
         return True
     block = np.empty((insn.y_pad_0 + insn.y_size + insn.y_pad_1,
                       insn.x_pad_0 + insn.x_size + insn.x_pad_1, pad.row_bytes), np.uint8)
-    block[...] = np.frombuffer(target.pad_row(insn.pad_value), dtype=np.uint8)
+    block[...] = pads.memo(("pad row", target.type, insn.pad_value), (), lambda: np.frombuffer(
+        target.pad_row(insn.pad_value), dtype=np.uint8))
     block[insn.y_pad_0:insn.y_pad_0 + insn.y_size,
           insn.x_pad_0:insn.x_pad_0 + insn.x_size] = window
     pads.write_rows(pad.name, rows, block.reshape(count, pad.row_bytes))
