@@ -90,11 +90,12 @@ def _load_window(insn, target, pad, pads, dram, count):
     elements that are scratchpad rows as they are (not ACC_8BIT). False, having done nothing,
     for any other LOAD."""
     base = dram.bases[target.base]
-    if (target.type == MemType.ACC_8BIT or insn.sram_base + count > pad.depth or count > SEGMENT_ROWS
-            or not dram.data.flags.c_contiguous or not dram.window_inside(base, insn.dram_base, insn.y_size, insn.x_size,
-                                      insn.x_stride, target.elem_bytes)):
+    size = target.elem_bytes            # also the row's bytes: not ACC_8BIT
+    if (target.type == MemType.ACC_8BIT or insn.sram_base + count > pad.depth
+            or count > SEGMENT_ROWS or not dram.data.flags.c_contiguous
+            or not dram.window_inside(base, insn.dram_base, insn.y_size, insn.x_size,
+                                      insn.x_stride, size)):
         return False
-    size = target.elem_bytes
     # A view of the window's bytes in place (inside DRAM: checked above).
     window = np.ndarray((insn.y_size, insn.x_size, size), np.uint8, dram.data,
                         base + insn.dram_base * size, (insn.x_stride * size, size, 1))
@@ -103,12 +104,12 @@ def _load_window(insn, target, pad, pads, dram, count):
         pads.write_rows(pad.name, rows, window.reshape(count, size))
         return True
     block = np.empty((insn.y_pad_0 + insn.y_size + insn.y_pad_1,
-                      insn.x_pad_0 + insn.x_size + insn.x_pad_1, pad.row_bytes), np.uint8)
+                      insn.x_pad_0 + insn.x_size + insn.x_pad_1, size), np.uint8)
     block[...] = pads.memo(("pad row", target.type, insn.pad_value), (), lambda: np.frombuffer(
         target.pad_row(insn.pad_value), dtype=np.uint8))
     block[insn.y_pad_0:insn.y_pad_0 + insn.y_size,
           insn.x_pad_0:insn.x_pad_0 + insn.x_size] = window
-    pads.write_rows(pad.name, rows, block.reshape(count, pad.row_bytes))
+    pads.write_rows(pad.name, rows, block.reshape(count, size))
     return True
 
 
