@@ -1,4 +1,4 @@
-// avta's stand-in for TVM's runtime/registry.h: just enough for upstream VTA's simulator to
+// avta's stand-in for TVM's tvm/runtime/registry.h: just enough for upstream VTA's simulator to
 // compile without TVM. TVM_REGISTER_GLOBAL registers nothing (the harness calls the driver's C
 // functions directly, and the profiler functions it would register are not used); the
 // argument and return types accept what the registered bodies do with them. Written for this
