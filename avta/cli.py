@@ -374,6 +374,14 @@ def build_parser():
     p.add_argument("--target", choices=["fsim", "tsim"], default=None,
                    help="where a benchmark that takes it runs (per-channel-resnet18; default "
                         "fsim)")
+    p.add_argument("--vta-src", metavar="DIR",
+                   help="upstream-fsim: a checkout of apache/tvm-vta to build upstream's C++ "
+                        "simulator from (default: $AVTA_VTA_SRC)")
+    p.add_argument("--layers", metavar="L,L,...",
+                   help="upstream-fsim: the ResNet-18 layers to compare (default C2,C4,C8,C11)")
+    p.add_argument("--repeats", type=int, metavar="N",
+                   help="upstream-fsim: runs of each simulator per layer; the best counts "
+                        "(default 3)")
     p.set_defaults(run=_lazy("avta.sim.bench.cli", "cmd_bench"))
 
     p = sub.add_parser("formal", help="prove the hardware blocks' properties (SymbiYosys)",

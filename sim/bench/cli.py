@@ -106,6 +106,23 @@ def _rtl_cycles(cfg):
     return print_table(cfg)
 
 
+def _upstream_fsim(cfg, args):
+    import os
+
+    from .upstream_fsim import LAYERS, REPEATS, upstream_fsim
+    vta_src = args.vta_src or os.environ.get("AVTA_VTA_SRC")
+    if not vta_src:
+        raise UserError("upstream-fsim needs a checkout of apache/tvm-vta: give --vta-src DIR "
+                        "or set AVTA_VTA_SRC")
+    layers = tuple(n.strip() for n in args.layers.split(",")) if args.layers else LAYERS
+    if not all(layers):
+        raise UserError(f"--layers {args.layers!r}: an empty layer name")
+    repeats = REPEATS if args.repeats is None else args.repeats
+    if repeats < 1:
+        raise UserError(f"--repeats {repeats}: must be at least 1")
+    return upstream_fsim(cfg, vta_src, layers, repeats)
+
+
 #: name → (one-line description, function(cfg) → exit status).
 BENCHMARKS = {
     "fsim-conv2d": ("ResNet-18 C2 on fsim: wall time against a numpy reference, and counters",
@@ -140,6 +157,9 @@ BENCHMARKS = {
     "onnx-digits": ("the digits MLP and a small CNN, trained, quantized by onnxruntime, "
                     "imported: agreement, accuracy, scale errors, cycles on fsim",
                     _onnx_digits),
+    "upstream-fsim": ("ResNet-18 C2, C4, C8 and C11 on fsim and on upstream VTA's C++ fsim "
+                      "(built from --vta-src): CPU seconds side by side, the ratio, identical "
+                      "DRAM images", _upstream_fsim),
     "onnx-resnet18": ("a ResNet-18-shaped model (random weights, per-channel, quantize_static) "
                       "at 64x64 imported in fixed point and at powers of two: logits against "
                       "onnxruntime, cycles on fsim", _onnx_resnet18),
@@ -150,6 +170,8 @@ BENCHMARKS = {
 DEFAULT_CONFIGS = {"tps": "wide"}
 #: The benchmarks that run on a target of ``--target`` (their function takes it after ``cfg``).
 TARGETED = {"per-channel-resnet18"}
+#: The options only some benchmarks take (their function takes ``args`` after ``cfg``).
+OPTIONS = {"vta_src": "upstream-fsim", "layers": "upstream-fsim", "repeats": "upstream-fsim"}
 
 
 def cmd_bench(args):
@@ -164,7 +186,13 @@ def cmd_bench(args):
     if target is not None and args.name not in TARGETED:
         raise UserError(f"benchmark {args.name!r} runs where it says, not on --target; "
                         f"--target is for {', '.join(sorted(TARGETED))}")
+    for option, owner in OPTIONS.items():
+        if getattr(args, option, None) is not None and args.name != owner:
+            raise UserError(f"--{option.replace('_', '-')} is for benchmark {owner!r}, not "
+                            f"{args.name!r}")
     config = load_config(args.config or DEFAULT_CONFIGS.get(args.name, "default"))
+    if args.name in set(OPTIONS.values()):
+        return BENCHMARKS[args.name][1](config, args)
     if args.name in TARGETED:
         return BENCHMARKS[args.name][1](config, target or "fsim")
     return BENCHMARKS[args.name][1](config)

@@ -12,7 +12,8 @@ import numpy as np
 
 from avta.isa.registers import COUNTER_NAMES
 
-__all__ = ["bench_conv2d_layer", "fsim_conv2d", "fsim_resnet18", "per_channel_requant"]
+__all__ = ["bench_conv2d_layer", "build_conv2d_layer", "read_conv2d_output", "fsim_conv2d",
+           "fsim_resnet18", "per_channel_requant"]
 
 #: The ResNet-18 layer table of the project's workloads.
 REPEATS = 3
@@ -34,18 +35,24 @@ def _best(fn, repeats=REPEATS):
     return best, value
 
 
-def bench_conv2d_layer(cfg, layer, *, repeats=REPEATS, device=None, per_channel=False):
-    """Figures of one ResNet-18 layer on fsim (or on ``device``): a dict with times, ratio,
-    counters, program. With ``per_channel`` (a configuration with ``ALU_SCALE: 2``) the tail is a
+def build_conv2d_layer(cfg, layer, *, device=None, per_channel=False, bias_known=True):
+    """One ResNet-18 layer built as every fsim benchmark builds it: random int8 input and
+    weights and an int32 bias (seed :data:`SEED`) uploaded to ``device`` (a fresh fsim device by
+    default), and its program. A dict: ``device``, ``shape``, ``tiling``, ``program``,
+    ``build`` (seconds), ``out`` (the output buffer) and ``reference`` (a function giving the
+    numpy result). With ``per_channel`` (a configuration with ``ALU_SCALE: 2``) the tail is a
     per-channel fixed-point requantization (:func:`per_channel_requant`) instead of upstream's
-    ``(acc >> 8) + bias``."""
+    ``(acc >> 8) + bias``. Without ``bias_known`` the program is built without the bias's
+    bound, as the runtime builds a layer whose bias it does not know: the accumulators start
+    by a reset GEMM and the bias is added after the shift, upstream's own tail, instead of
+    starting at the shifted bias (:meth:`~avta.runtime.ops.requant.Requant.bias_starts_acc`)."""
     from avta.sim.targets import make_device
     from avta.runtime.ops.conv2d import (Conv2dBuffers, bias_bound, build_conv2d, pack_bias,
                                          plan_layer)
     from avta.runtime.ops.conv_plan import Conv2dShape, describe
     from avta.runtime.ops.reference import conv2d_ref
     from avta.runtime.ops.requant import Requant
-    from avta.runtime.packing import pack_nchw, pack_oihw, unpack_nchw
+    from avta.runtime.packing import pack_nchw, pack_oihw
     from avta.isa.enums import MemType
 
     rng = np.random.default_rng(SEED)
@@ -56,6 +63,7 @@ def bench_conv2d_layer(cfg, layer, *, repeats=REPEATS, device=None, per_channel=
     bias = rng.integers(-1 << 14, 1 << 14, shape.cout)
     # upstream's benchmark: (conv >> 8) + bias, clip 0..127
     requant = per_channel_requant(rng, shape.cout) if per_channel else Requant(8, (0, 127))
+    bound = bias_bound(bias) if bias_known else None
 
     dev = make_device(cfg, "fsim", 16 << 20) if device is None else device
     inp = dev.upload(pack_nchw(x, cfg.batch, cfg.block_in), mem=MemType.INP)
@@ -65,17 +73,33 @@ def bench_conv2d_layer(cfg, layer, *, repeats=REPEATS, device=None, per_channel=
     bufs = Conv2dBuffers(inp.elem(cfg, MemType.INP), wgt.elem(cfg, MemType.WGT),
                          out.elem(cfg, MemType.OUT), bia.elem(cfg, MemType.ACC))
     start = time.perf_counter()
-    tiling = plan_layer(cfg, shape, requant=requant, has_bias=True, bias_bound=bias_bound(bias))
-    program = build_conv2d(cfg, shape, bufs, requant=requant, tiling=tiling,
-                           bias_bound=bias_bound(bias))
+    tiling = plan_layer(cfg, shape, requant=requant, has_bias=True, bias_bound=bound)
+    program = build_conv2d(cfg, shape, bufs, requant=requant, tiling=tiling, bias_bound=bound)
     build = time.perf_counter() - start
+    return {"device": dev, "shape": shape, "tiling": describe(cfg, shape, tiling),
+            "program": program, "build": build, "out": out,
+            "reference": lambda: conv2d_ref(x, w, bias, stride=shape.stride, pad=shape.pad,
+                                            requant=requant)}
 
+
+def read_conv2d_output(layer):
+    """The int8 NCHW output a :func:`build_conv2d_layer` layer's device holds."""
+    from avta.runtime.packing import unpack_nchw
+    cfg, shape = layer["device"].cfg, layer["shape"]
+    return unpack_nchw(layer["device"].read(
+        layer["out"], np.int8, (shape.n // cfg.batch, shape.cout // cfg.block_out, shape.oh,
+                                shape.ow, cfg.batch, cfg.block_out)))
+
+
+def bench_conv2d_layer(cfg, layer, *, repeats=REPEATS, device=None, per_channel=False):
+    """Figures of one ResNet-18 layer on fsim (or on ``device``): a dict with times, ratio,
+    counters, program (the layer as :func:`build_conv2d_layer` builds it)."""
+    built = build_conv2d_layer(cfg, layer, device=device, per_channel=per_channel)
+    dev, program = built["device"], built["program"]
     fsim_time, result = _best(lambda: dev.run(program), repeats)
-    got = unpack_nchw(dev.read(out, np.int8, (shape.n // cfg.batch, shape.cout // cfg.block_out,
-                                              shape.oh, shape.ow, cfg.batch, cfg.block_out)))
-    ref_time, ref = _best(lambda: conv2d_ref(x, w, bias, stride=shape.stride, pad=shape.pad,
-                                             requant=requant), repeats)
-    return {"shape": shape, "tiling": describe(cfg, shape, tiling), "build": build,
+    got = read_conv2d_output(built)
+    ref_time, ref = _best(built["reference"], repeats)
+    return {"shape": built["shape"], "tiling": built["tiling"], "build": built["build"],
             "fsim": fsim_time, "numpy": ref_time, "ratio": fsim_time / ref_time,
             "exact": bool(np.array_equal(got, ref)), "result": result, "program": program}
 

@@ -13,7 +13,7 @@ from avta.isa.enums import AluOp
 
 from .loops import LoopNest
 
-__all__ = ["alu_op", "execute_alu", "hazard_free_chunks", "last_writer_before"]
+__all__ = ["alu_op", "alu_imm", "execute_alu", "hazard_free_chunks", "last_writer_before"]
 
 _ACC_LANE_BITS = 32             # docs/isa.md §1: LOG_ACC_WIDTH is 5 (int32)
 _SHIFT_BITS = 6                 # SHR uses B[5:0] as a signed amount (docs/isa.md §3.4)
@@ -55,6 +55,22 @@ def alu_op(op, a, b, *, scale_bits=16):
         product = a.astype(np.int64) * _sext(b.astype(np.int64), scale_bits)
         return (product >> (scale_bits - 1)).astype(np.int32)
     raise ValueError(f"ALU opcode {op} is undefined")
+
+
+def alu_imm(op, a, imm, *, scale_bits=16):
+    """:func:`alu_op` with B every lane ``imm`` (an integer): MIN, MAX, ADD and SHR by the
+    scalar, without a row of it (a requantization tail's every instruction); the others
+    through :func:`alu_op`."""
+    if op in (AluOp.MIN, AluOp.MAX, AluOp.ADD):
+        b = np.int32(np.int64(imm).astype(np.int32))        # B = imm as an int32 lane
+        return np.minimum(a, b) if op == AluOp.MIN else \
+            np.maximum(a, b) if op == AluOp.MAX else a + b
+    if op == AluOp.SHR:
+        s = int(_sext(np.int64(imm), _SHIFT_BITS))
+        if s >= 0:
+            return a >> np.int32(min(s, _ACC_LANE_BITS - 1))
+        return (a.astype(np.int64) << np.int64(-s)).astype(np.int32)
+    return alu_op(op, a, np.full_like(a, imm), scale_bits=scale_bits)
 
 
 def last_writer_before(rows, dst):
@@ -110,26 +126,54 @@ def execute_alu(cfg, insn, pads, codec, *, strict, trace_rows=None, data=True):
     nest.check_index(1, insn.src_factor_out, insn.src_factor_in, depth, strict, "ALU src")
     if not data:
         return
+    scale_bits = cfg.scale_bits or _IMM_SCALE_BITS
+    if nest.steps <= MEMO_STEPS and trace_rows is None:
+        # The kernel's chunks are a function of its micro-ops and loop fields: made once
+        # between micro-op LOADs, as a requantization tail runs one kernel per tile.
+        key = ("alu chunks", insn.uop_bgn, insn.uop_end, insn.iter_out, insn.iter_in,
+               insn.dst_factor_out, insn.dst_factor_in, insn.src_factor_out, insn.src_factor_in)
+        chunks = pads.memo(key, ("uop",), lambda: _chunks(insn, nest, 0, nest.steps, depth))
+        _run_chunks(insn, pads, chunks, None, scale_bits)
+        return
     # Segment by segment in step order: a segment sees every write of the ones before it.
     for first, last in nest.segments():
-        dst = nest.index(0, insn.dst_factor_out, insn.dst_factor_in, first, last) % depth
-        src = nest.index(1, insn.src_factor_out, insn.src_factor_in, first, last) % depth
-        _run_segment(insn, pads, dst, src, trace_rows, cfg.scale_bits or _IMM_SCALE_BITS)
+        _run_chunks(insn, pads, _chunks(insn, nest, first, last, depth), trace_rows, scale_bits)
 
 
-def _run_segment(insn, pads, dst, src, trace_rows, scale_bits):
-    for start, end in hazard_free_chunks(dst, src):
-        d, s = dst[start:end], src[start:end]
+#: ALU kernels of at most this many steps keep their chunks (:meth:`Scratchpads.memo`).
+MEMO_STEPS = 1 << 16
+
+
+def _chunks(insn, nest, first, last, depth):
+    """``[(dst rows, src rows), …]`` of steps ``first`` to ``last``: the hazard-free chunks in
+    order, each side a slice where its rows are one ascending range (a tile's rows usually are)
+    and an index array otherwise."""
+    dst = nest.index(0, insn.dst_factor_out, insn.dst_factor_in, first, last) % depth
+    src = nest.index(1, insn.src_factor_out, insn.src_factor_in, first, last) % depth
+    return [(_as_range(dst[start:end]), _as_range(src[start:end]))
+            for start, end in hazard_free_chunks(dst, src)]
+
+
+def _as_range(rows):
+    """``rows`` as a slice when they are consecutive ascending rows, else as they are."""
+    if rows.size and int(rows[-1]) - int(rows[0]) + 1 == rows.size \
+            and (rows.size == 1 or bool((np.diff(rows) == 1).all())):
+        return slice(int(rows[0]), int(rows[-1]) + 1)
+    return rows
+
+
+def _run_chunks(insn, pads, chunks, trace_rows, scale_bits):
+    for d, s in chunks:
         operand = pads.acc[s]
         if insn.use_imm:
             # docs/isa.md §3.4: with an immediate the result is f(ACC[src], sext(imm)).
             # SCL's immediate is the multiplier's top 16 bits (sext(imm) · 2^(W−16)).
             imm = insn.imm << (scale_bits - _IMM_SCALE_BITS) if insn.alu_opcode == AluOp.SCL \
                 else insn.imm
-            result = alu_op(insn.alu_opcode, operand, np.full_like(operand, imm),
-                            scale_bits=scale_bits)
+            result = alu_imm(insn.alu_opcode, operand, imm, scale_bits=scale_bits)
         else:
             result = alu_op(insn.alu_opcode, pads.acc[d], operand, scale_bits=scale_bits)
         pads.write_acc(d, result)
         if trace_rows is not None:
-            trace_rows("acc", d, result.view(np.uint8).reshape(d.size, -1))
+            rows = np.arange(d.start, d.stop) if isinstance(d, slice) else d
+            trace_rows("acc", rows, result.view(np.uint8).reshape(rows.size, -1))

@@ -18,6 +18,11 @@ __all__ = ["execute_load", "execute_store", "bytes_moved", "load_rows", "rows_fi
 SEGMENT_ROWS = 1 << 16
 
 
+#: "LOAD INP", … by memory type, for error messages (an enum's name is slow to ask, and fsim
+#: runs hundreds of LOADs a layer).
+_LOAD_NAMES = {}
+
+
 def load_rows(x_size, y_size, x_pad_0, x_pad_1, y_pad_0, y_pad_1):
     """Scratchpad rows a LOAD writes, its padded window (integers, or arrays of many LOADs)."""
     return (x_pad_0 + x_size + x_pad_1) * (y_pad_0 + y_size + y_pad_1)
@@ -47,7 +52,8 @@ def execute_load(cfg, insn, pads, dram, *, strict, trace_rows=None, data=True):
     those are computed."""
     target = memory(cfg, insn.memory_type)
     pad = target.scratchpad
-    what = f"LOAD {target.name}"
+    what = _LOAD_NAMES.get(target.type) or _LOAD_NAMES.setdefault(target.type,
+                                                                f"LOAD {target.name}")
     width = insn.x_pad_0 + insn.x_size + insn.x_pad_1
     count = load_rows(insn.x_size, insn.y_size, insn.x_pad_0, insn.x_pad_1, insn.y_pad_0,
                       insn.y_pad_1)
@@ -55,6 +61,8 @@ def execute_load(cfg, insn, pads, dram, *, strict, trace_rows=None, data=True):
                       target.elem_bytes, what)
     _check_rows(insn.sram_base, count, pad.depth, strict, what)
     if not data:
+        return
+    if trace_rows is None and _load_window(insn, target, pad, pads, dram, count):
         return
     pad_row = np.frombuffer(target.pad_row(insn.pad_value), dtype=np.uint8)
     for start in range(max(0, count - pad.depth), count, SEGMENT_ROWS):
@@ -74,6 +82,35 @@ def execute_load(cfg, insn, pads, dram, *, strict, trace_rows=None, data=True):
         pads.write_rows(pad.name, rows, block)
         if trace_rows is not None:
             trace_rows(pad.name, rows, block)
+
+
+def _load_window(insn, target, pad, pads, dram, count):
+    """The common LOAD at once, as one strided copy of its DRAM window: rows that do not wrap
+    the scratchpad, a window that does not wrap 2^32 (both checked by the caller first), and
+    elements that are scratchpad rows as they are (not ACC_8BIT). False, having done nothing,
+    for any other LOAD."""
+    base = dram.bases[target.base]
+    size = target.elem_bytes            # also the row's bytes: not ACC_8BIT
+    if (target.type == MemType.ACC_8BIT or insn.sram_base + count > pad.depth
+            or count > SEGMENT_ROWS or not dram.data.flags.c_contiguous
+            or not dram.window_inside(base, insn.dram_base, insn.y_size, insn.x_size,
+                                      insn.x_stride, size)):
+        return False
+    # A view of the window's bytes in place (inside DRAM: checked above).
+    window = np.ndarray((insn.y_size, insn.x_size, size), np.uint8, dram.data,
+                        base + insn.dram_base * size, (insn.x_stride * size, size, 1))
+    rows = slice(insn.sram_base, insn.sram_base + count)
+    if count == insn.x_size * insn.y_size:          # no padding
+        pads.write_rows(pad.name, rows, window.reshape(count, size))
+        return True
+    block = np.empty((insn.y_pad_0 + insn.y_size + insn.y_pad_1,
+                      insn.x_pad_0 + insn.x_size + insn.x_pad_1, size), np.uint8)
+    block[...] = pads.memo(("pad row", target.type, insn.pad_value), (), lambda: np.frombuffer(
+        target.pad_row(insn.pad_value), dtype=np.uint8))
+    block[insn.y_pad_0:insn.y_pad_0 + insn.y_size,
+          insn.x_pad_0:insn.x_pad_0 + insn.x_size] = window
+    pads.write_rows(pad.name, rows, block.reshape(count, size))
+    return True
 
 
 def execute_store(cfg, insn, pads, dram, *, strict, trace_dram=None, data=True):

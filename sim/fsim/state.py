@@ -14,6 +14,8 @@ __all__ = ["Scratchpads", "MEMORIES"]
 
 #: Scratchpad names, as :meth:`Scratchpads.view` and the trace events spell them.
 MEMORIES = SCRATCHPADS
+#: Values :meth:`Scratchpads.memo` keeps at most (a program has a few dozen kernels).
+MEMO_LIMIT = 1024
 
 
 class Scratchpads:
@@ -29,23 +31,29 @@ class Scratchpads:
             pad.row.view(self._raw[name]) for name, pad in self._pads.items())
         self._as_float = {}
         self._uop_fields = None
+        self._memos = {}
+        self._memo_keys = {name: set() for name in self._pads}
 
     def as_float(self, name):
-        """INP (b, k) or WGT transposed to (k, o), as float32, for exact BLAS products (GEMM).
+        """INP (b, k) or WGT (o, k) as float32, for exact BLAS products (GEMM).
 
-        Cached until the next write to that scratchpad: only LOADs write INP and WGT, and a
-        convolution runs many GEMMs between them.
+        Made once and kept true by :meth:`write_rows`, which converts only the rows a LOAD
+        writes: a convolution's GEMMs read these between hundreds of LOADs of a few rows each,
+        and converting the whole scratchpad after each (a WGT scratchpad is 2^18 lanes at
+        ``default``) was most of a layer's run.
         """
         cached = self._as_float.get(name)
         if cached is None:
-            if name == "inp":
-                cached = self.inp.astype(np.float32)
-            elif name == "wgt":
-                cached = np.ascontiguousarray(self.wgt.transpose(0, 2, 1), dtype=np.float32)
-            else:
+            if name not in ("inp", "wgt"):
                 raise KeyError(f"only inp and wgt have a float32 copy, not {name!r}")
+            cached = self._float_rows(name, slice(None))
             self._as_float[name] = cached
         return cached
+
+    def _float_rows(self, name, rows):
+        """Rows ``rows`` of INP or WGT as float32, in their own lane order (a transposed copy
+        would cost each WGT LOAD twice as much as this straight one)."""
+        return getattr(self, name)[rows].astype(np.float32)
 
     def uop_fields(self, codec):
         """Every micro-op's fields decoded (``codec.decode_uop_array`` of the whole UOP
@@ -54,6 +62,31 @@ class Scratchpads:
         if self._uop_fields is None:
             self._uop_fields = codec.decode_uop_array(self.uop)
         return self._uop_fields
+
+    def memo(self, key, depends, compute):
+        """``compute()``, made once and kept under ``key`` until a write to one of the
+        scratchpads named in ``depends``: what an instruction derives from the micro-ops (GEMM's
+        matrix form, an ALU kernel's rows) or the weights, which many instructions between two
+        LOADs share. At most :data:`MEMO_LIMIT` are kept (all dropped when it is reached)."""
+        if key in self._memos:
+            return self._memos[key]
+        value = compute()
+        if len(self._memos) >= MEMO_LIMIT:
+            self._memos.clear()
+            for keys in self._memo_keys.values():
+                keys.clear()
+        self._memos[key] = value
+        for name in depends:
+            self._memo_keys[name].add(key)
+        return value
+
+    def _forget(self, name):
+        """Drop the memos that depend on scratchpad ``name`` (it was written)."""
+        keys = self._memo_keys[name]
+        if keys:
+            for key in keys:
+                self._memos.pop(key, None)
+            keys.clear()
 
     def raw(self, name):
         """The ``(depth, row_bytes)`` uint8 array of scratchpad ``name``. Write it only to fill
@@ -81,7 +114,9 @@ class Scratchpads:
         """Rows ``rows`` of scratchpad ``name`` = ``data`` ((n, row_bytes) uint8); an ACC write
         also writes OUT (docs/isa.md §3, OUT mirrors ACC). ``rows`` must not repeat."""
         self._raw[name][rows] = data
-        self._as_float.pop(name, None)
+        self._forget(name)
+        if name in self._as_float:
+            self._as_float[name][rows] = self._float_rows(name, rows)
         if name == "uop":
             self._uop_fields = None
         if name == "acc":
@@ -94,5 +129,6 @@ class Scratchpads:
         is deterministic.
         """
         self.acc[rows] = values
+        self._forget("acc")
         # OUT keeps the low 8 bits of each lane: a little-endian int32's first byte.
         self.out[rows] = values.astype(np.int8, casting="unsafe")

@@ -184,3 +184,17 @@ CHUNKS = [
 def test_hazard_free_chunks(dst, src, expected):
     assert hazard_free_chunks(np.array(dst, dtype=np.int64),
                               np.array(src, dtype=np.int64)) == expected
+
+
+@pytest.mark.parametrize("op", [AluOp.MIN, AluOp.MAX, AluOp.ADD, AluOp.SHR])
+def test_an_immediate_operand_computes_as_a_full_row(op):
+    """alu_imm (a scalar immediate, the common requantization tail) gives what alu_op gives with
+    a row of that immediate, on extreme lanes and for every shift amount the field holds."""
+    from avta.sim.fsim.alu import alu_imm
+    lanes = np.array([0, 1, -1, 127, -128, 2**31 - 1, -2**31, 0x12345678, -0x12345678],
+                     dtype=np.int32).reshape(3, 1, 3)
+    for imm in (*range(-40, 41), 127, -128, 2**15 - 1, -2**15):
+        expected = alu_op(op, lanes, np.full_like(lanes, imm))
+        got = alu_imm(op, lanes, imm)
+        assert got.dtype == np.int32
+        np.testing.assert_array_equal(got, expected, err_msg=f"{op.name} {imm}")

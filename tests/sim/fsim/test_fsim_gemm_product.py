@@ -1,7 +1,8 @@
 """GEMM kernels of the convolution form (every pair of R src rows and D dst rows, weights fixed
 over the loops), which fsim runs as one matrix product (sim/fsim/gemm.py), against the naive
 per-step reference: overlapping destinations, wrapping indices and sums, a dot product long
-enough for float64, and kernels one pair short of the form (the per-step path)."""
+enough for float64, kernels with some pairs missing (zero weights stand in for them), and
+kernels not of the form (the per-step path)."""
 
 import numpy as np
 import pytest
@@ -45,6 +46,8 @@ CASES = [
     ("3 src x 2 dst", _kernel((0, 3, 5), (0, 7)), (3, 4), (12, 3), (16, 4), (0, 0), "random"),
     ("dst rows overlap across the loops", _kernel((0, 1), (0, 1, 2)), (4, 5), (1, 1), (2, 1),
      (0, 0), "random"),
+    ("output blocks one after another (rows ascend D-major)", _kernel((0, 3), (0, 20)),
+     (3, 4), (4, 1), (8, 2), (0, 0), "random"),
     ("every position into one row", _kernel((2, 4), (5,)), (6, 5), (0, 0), (3, 1), (0, 0),
      "random"),
     ("indices wrap past the scratchpads", _kernel((30, 60), (40, 63)), (3, 3), "half",
@@ -56,7 +59,16 @@ CASES = [
      "random"),
     ("a pair missing", _kernel((0, 3), (0, 7))[:-1], (2, 3), (12, 3), (6, 2), (0, 0),
      "random"),
+    ("9 of 12 pairs, as a 3x3 convolution's tile edge", _kernel((0, 1, 2), (0, 1, 2, 3))[:9],
+     (3, 4), (12, 3), (16, 4), (0, 0), "random"),
+    ("a diagonal, too sparse", [Uop(d, s, i) for i, (s, d) in enumerate(((0, 0), (3, 1), (5, 2),
+                                                                         (7, 3)))],
+     (2, 3), (12, 3), (6, 2), (0, 0), "random"),
+    ("a pair twice", _kernel((0, 3), (0, 7)) + [Uop(7, 3, 4)], (2, 3), (12, 3), (6, 2), (0, 0),
+     "random"),
 ]
+#: The cases fsim runs step by step: the others have the product form.
+STEPWISE = ("weights move with the loops", "a diagonal, too sparse", "a pair twice")
 
 
 @pytest.mark.parametrize("config", ["default", "tiny", "batch2", "rect"])
@@ -94,7 +106,7 @@ def test_product_form_matches_the_steps(random_tensor, compute_image, config, ca
     expected = _reference(insn, kernel, *(_whole(a, d) for a, d in zip((inp, wgt, acc), depths)))
     np.testing.assert_array_equal(sim.sram("acc"), expected)
     np.testing.assert_array_equal(sim.sram("out"), expected.astype(np.int8))
-    in_form = name not in ("weights move with the loops", "a pair missing")
+    in_form = name not in STEPWISE
     assert used == [in_form]
     if init == "max":
         assert (expected < 0).any()

@@ -146,3 +146,30 @@ def test_x_size_zero_moves_nothing(tiny_cfg, sram_rows, memory_type):
     assert result.status == "ok", result.detail
     assert not sram_rows(sim, memory(tiny_cfg, memory_type).scratchpad.name).any()
     assert not any(result.counters[c] for c in ("UOP_LD", "INP_LD", "WGT_LD", "ACC_LD"))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_window_copy_equals_the_element_path(default_cfg, seed):
+    """A LOAD runs as one strided copy of its DRAM window unless it wraps or is traced; the
+    copy leaves every row as the element-by-element path does (random sizes, strides shorter
+    than a row, pads, pad values, every memory type but ACC_8BIT)."""
+    from avta.isa.insn import MemoryInsn
+    from avta.sim.fsim.dram import Dram
+    from avta.sim.fsim.memops import execute_load
+    from avta.sim.fsim.state import Scratchpads
+    cfg = default_cfg
+    rng = np.random.default_rng(seed)
+    dram = Dram(rng.integers(0, 256, 1 << 20, dtype=np.uint8))
+    for memory_type in (MemType.INP, MemType.WGT, MemType.ACC, MemType.UOP):
+        y, x = int(rng.integers(1, 6)), int(rng.integers(1, 9))
+        pads = [int(v) for v in rng.integers(0, 3, 4)] if memory_type != MemType.UOP else [0] * 4
+        insn = MemoryInsn(memory_type=memory_type, sram_base=int(rng.integers(0, 40)),
+                          dram_base=int(rng.integers(0, 64)), y_size=y, x_size=x,
+                          x_stride=int(rng.integers(0, 2 * x)), y_pad_0=pads[0],
+                          y_pad_1=pads[1], x_pad_0=pads[2], x_pad_1=pads[3],
+                          pad_value=int(rng.integers(0, 3)) if memory_type != MemType.UOP else 0)
+        copied, traced = Scratchpads(cfg), Scratchpads(cfg)
+        execute_load(cfg, insn, copied, dram, strict=True)
+        execute_load(cfg, insn, traced, dram, strict=True, trace_rows=lambda *a: None)
+        for name in ("uop", "inp", "wgt", "acc", "out"):
+            np.testing.assert_array_equal(copied.raw(name), traced.raw(name), err_msg=name)
