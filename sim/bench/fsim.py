@@ -41,7 +41,7 @@ def bench_conv2d_layer(cfg, layer, *, repeats=REPEATS, device=None, per_channel=
     ``(acc >> 8) + bias``."""
     from avta.sim.targets import make_device
     from avta.runtime.ops.conv2d import (Conv2dBuffers, bias_bound, build_conv2d, pack_bias,
-                                         plan_layer)
+                                         plan_layer, upload_bias_step)
     from avta.runtime.ops.conv_plan import Conv2dShape, describe
     from avta.runtime.ops.reference import conv2d_ref
     from avta.runtime.ops.requant import Requant
@@ -63,9 +63,11 @@ def bench_conv2d_layer(cfg, layer, *, repeats=REPEATS, device=None, per_channel=
     bia = dev.upload(pack_bias(cfg, bias, requant), mem=MemType.ACC)
     out = dev.alloc(shape.n * shape.cout * shape.oh * shape.ow, mem=MemType.OUT)
     bufs = Conv2dBuffers(inp.elem(cfg, MemType.INP), wgt.elem(cfg, MemType.WGT),
-                         out.elem(cfg, MemType.OUT), bia.elem(cfg, MemType.ACC))
+                         out.elem(cfg, MemType.OUT), bia.elem(cfg, MemType.ACC),
+                         **upload_bias_step(dev.upload, cfg, bias, requant))
     start = time.perf_counter()
-    tiling = plan_layer(cfg, shape, requant=requant, has_bias=True, bias_bound=bias_bound(bias))
+    tiling = plan_layer(cfg, shape, requant=requant, has_bias=True, bias_bound=bias_bound(bias),
+                        bias_step=bufs.step_inp is not None)
     program = build_conv2d(cfg, shape, bufs, requant=requant, tiling=tiling,
                            bias_bound=bias_bound(bias))
     build = time.perf_counter() - start
