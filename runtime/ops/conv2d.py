@@ -16,6 +16,12 @@ Without a bias they start as an ALU MOV of the immediate 0 (once an earlier tile
 buffer's rows: the MOV reads them). Either MOV of the next tile runs beside the last GEMM part
 of this one, which a reset GEMM could not.
 
+Where one GEMM step holds the start value (:mod:`.bias_digits`) and the caller gives the bias
+step's operands (:func:`pack_bias_step`), the GEMM core may start them instead: a reset GEMM and
+one GEMM step of the constant INP row against the digit WGT blocks, each beside a pass of the
+tile before, one ALU pass a row fewer; :func:`~.conv_tail.plan_layer` takes it where the
+planner's estimate says it is faster (the tiling's ``bias_step``).
+
 With a residual add fused into the layer (``fused``, :mod:`avta.runtime.ops.conv_residual`)
 each tile's shortcut rows are LOADed (ACC_8BIT, compute stage) after its last GEMM, and its
 tail goes on to ADD them and requantize as the add does.
