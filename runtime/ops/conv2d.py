@@ -16,6 +16,12 @@ Without a bias they start as an ALU MOV of the immediate 0 (once an earlier tile
 buffer's rows: the MOV reads them). Either MOV of the next tile runs beside the last GEMM part
 of this one, which a reset GEMM could not.
 
+Where one GEMM step holds the start value (:mod:`.bias_digits`) and the caller gives the bias
+step's operands (:func:`pack_bias_step`), the GEMM core may start them instead: a reset GEMM and
+one GEMM step of the constant INP row against the digit WGT blocks, each beside a pass of the
+tile before, one ALU pass a row fewer; :func:`~.conv_tail.plan_layer` takes it where the
+planner's estimate says it is faster (the tiling's ``bias_step``).
+
 With a residual add fused into the layer (``fused``, :mod:`avta.runtime.ops.conv_residual`)
 each tile's shortcut rows are LOADed (ACC_8BIT, compute stage) after its last GEMM, and its
 tail goes on to ADD them and requantize as the add does.
@@ -30,6 +36,7 @@ from avta.isa.enums import MemType
 from ..build_cache import cached_program
 from ..packing import pack_nchw, pack_oihw, pad_channels
 from ..stream import StreamBuilder
+from .bias_digits import bias_digits, constant_row, one_step_bound
 from .conv_emit import PAD_VALUES, Conv2dEmitter
 from .conv_plan import Conv2dShape
 from .conv_tail import (accumulator_start, pass_cycles, plan_layer, plan_options, row_blocks,
@@ -37,7 +44,7 @@ from .conv_tail import (accumulator_start, pass_cycles, plan_layer, plan_options
 from .requant import Requant
 
 __all__ = ["Conv2dBuffers", "accumulator_start", "bias_bound", "build_conv2d", "conv2d",
-           "pack_bias", "pass_cycles", "plan_layer", "plan_options", "row_blocks", "tail_steps",
+           "pack_bias", "pack_bias_step", "upload_bias_step", "pass_cycles", "plan_layer", "plan_options", "row_blocks", "tail_steps",
            "tail_weights"]
 
 
@@ -45,12 +52,15 @@ __all__ = ["Conv2dBuffers", "accumulator_start", "bias_bound", "build_conv2d", "
 class Conv2dBuffers:
     """DRAM element addresses (``dram_base`` units of each memory type) of the operands;
     ``shortcut``: a fused residual add's other operand (ACC_8BIT elements, the output's
-    layout)."""
+    layout); ``step_inp`` and ``step_wgt``: the bias step's constant INP row and digit WGT
+    blocks (:func:`pack_bias_step`), which let the GEMM core start the accumulators."""
     inp: int
     wgt: int
     out: int
     bias: int = None
     shortcut: int = None
+    step_inp: int = None
+    step_wgt: int = None
 
 
 def build_conv2d(cfg, shape, bufs, *, requant=Requant(), threads=2, tiling=None,
@@ -71,8 +81,8 @@ def build_conv2d(cfg, shape, bufs, *, requant=Requant(), threads=2, tiling=None,
 
 
 #: Which operand of :class:`Conv2dBuffers` each memory type's LOADs (OUT: STOREs) address.
-_OPERANDS = {MemType.INP: "inp", MemType.WGT: "wgt", MemType.ACC: "bias", MemType.OUT: "out",
-             MemType.ACC_8BIT: "shortcut"}
+_OPERANDS = {MemType.INP: ("inp", "step_inp"), MemType.WGT: ("wgt", "step_wgt"),
+             MemType.ACC: "bias", MemType.OUT: "out", MemType.ACC_8BIT: "shortcut"}
 
 
 def _build_conv2d(cfg, shape, bufs, *, requant, threads, tiling, bias_bound, fused):
@@ -84,9 +94,17 @@ def _build_conv2d(cfg, shape, bufs, *, requant, threads, tiling, bias_bound, fus
     if (fused is None) != (bufs.shortcut is None):
         raise ValueError("a fused residual add needs its shortcut operand (Conv2dBuffers."
                          "shortcut), and a shortcut its add (fused)")
+    if (bufs.step_inp is None) != (bufs.step_wgt is None):
+        raise ValueError("the bias step needs both its INP row and its WGT blocks "
+                         "(pack_bias_step)")
     if tiling is None:
         tiling = plan_layer(cfg, shape, requant=requant, has_bias=bufs.bias is not None,
-                            bias_bound=bias_bound, threads=threads, fused=fused)
+                            bias_bound=bias_bound, threads=threads, fused=fused,
+                            bias_step=bufs.step_inp is not None)
+    if tiling.bias_step and bufs.step_inp is None:
+        raise ValueError("the tiling starts the accumulators by the GEMM core: the layer needs "
+                         "the bias step's operands (Conv2dBuffers.step_inp, step_wgt; "
+                         "pack_bias_step)")
     if tiling.shortcut != (fused is not None):
         raise ValueError(f"the tiling {'has' if tiling.shortcut else 'lacks'} shortcut rows, "
                          f"the layer {'lacks' if fused is None else 'has'} a fused add")
@@ -105,6 +123,31 @@ def pack_bias(cfg, bias, requant=None):
     blocks = [np.asarray(r, np.int32).reshape(-1, 1, cfg.block_out) for r in rows]
     return np.ascontiguousarray(np.concatenate(
         [np.broadcast_to(b, (b.shape[0], cfg.batch, cfg.block_out)) for b in blocks]))
+
+
+def pack_bias_step(cfg, bias, requant):
+    """The bias step's operands (:mod:`.bias_digits`) of ``bias[COUT]`` int32, or ``None`` when
+    one GEMM step cannot hold the start value (the bias shifted left by
+    :attr:`Requant.bias_shift`): ``(row, blocks)``, the constant INP row as one INP element
+    ``(1, BATCH, BLOCK_IN)`` int8 (every batch row alike) and the digits as WGT elements
+    ``(COUT/BO, BO, BLOCK_IN)`` int8."""
+    start = np.asarray(bias, np.int64) << requant.bias_shift
+    if requant.on_host or int(np.abs(start).max(initial=0)) > one_step_bound(cfg.block_in):
+        return None
+    row = np.broadcast_to(constant_row(cfg.block_in), (1, cfg.batch, cfg.block_in))
+    blocks = bias_digits(start, cfg.block_in).reshape(-1, cfg.block_out, cfg.block_in)
+    return np.ascontiguousarray(row), blocks
+
+
+def upload_bias_step(upload, cfg, bias, requant):
+    """The bias step's operands (:func:`pack_bias_step`) uploaded by ``upload(array, mem=…)``
+    (a device's or a scratch's), as :class:`Conv2dBuffers` keywords; none (``{}``) when one
+    GEMM step cannot hold the bias."""
+    step = pack_bias_step(cfg, bias, requant)
+    if step is None:
+        return {}
+    return {"step_inp": upload(step[0], mem=MemType.INP).elem(cfg, MemType.INP),
+            "step_wgt": upload(step[1], mem=MemType.WGT).elem(cfg, MemType.WGT)}
 
 
 def bias_bound(bias):
@@ -141,9 +184,10 @@ def conv2d(device, x, w, bias=None, *, stride=1, pad=0, requant=Requant(), threa
             bias = np.zeros(w.shape[0], np.int32)
         acc = None if bias is None else s.upload(pack_bias(cfg, bias, requant),
                                                  mem=MemType.ACC)
+        step = {} if bias is None else upload_bias_step(s.upload, cfg, bias, requant)
         bufs = Conv2dBuffers(inp.elem(cfg, MemType.INP), wgt.elem(cfg, MemType.WGT),
                              out.elem(cfg, MemType.OUT),
-                             None if acc is None else acc.elem(cfg, MemType.ACC))
+                             None if acc is None else acc.elem(cfg, MemType.ACC), **step)
         device.run(build_conv2d(cfg, shape, bufs, requant=requant, threads=threads,
                                 tiling=tiling, bias_bound=bias_bound(bias)))
         return device.read_nchw(out, shape.n, shape.cout, shape.oh, shape.ow)

@@ -45,7 +45,7 @@ from .conv_first import first_piece, piece_loads
 from .conv_walk import compiled_walk
 
 __all__ = ["estimate", "lower_bound", "lower_bounds", "walk_tables", "last_splits",
-           "TAIL_STEPS", "STARTS", "tail_weights", "passes_beside", "split_parts",
+           "TAIL_STEPS", "STARTS", "GEMM_STARTS", "start_cycles", "bias_step_loads", "tail_weights", "passes_beside", "split_parts",
            "split_axis", "splits_last", "halves", "task_pieces", "shortcut_load_cycles"]
 #: ALU passes over an output tile after its GEMMs, by default: accumulator start (reset GEMM or
 #: bias MOV), SHR, MIN and MAX.
@@ -157,6 +157,10 @@ class _Costs:
     def alu_pass(self, th, tw, nco):
         return th * tw * nco + ALU_FILL
 
+    def start(self, th, tw, nco, start):
+        """A tile's accumulator start on its own (:func:`start_cycles`)."""
+        return start_cycles(self.cfg, th * tw * nco, start)
+
     def shortcut_load(self, th, tw, nco):
         """A fused residual add's LOADs of the tile's shortcut rows (0 without one)."""
         if not self.t.shortcut:
@@ -188,6 +192,16 @@ def _resident_loads(cfg, bias_rows, acc_banks):
     the load stage's first LOADs wait behind them."""
     return np.asarray(acc_banks) * _each(
         lambda rows: load_cycles(cfg, 1, rows, cfg.acc_elem_bytes) if rows else 0, bias_rows)
+
+
+def bias_step_loads(cfg, shape, start):
+    """Cycles of the LOADs of the bias step's operands (:mod:`.bias_digits`: the constant INP
+    row and a WGT block of digits per output block) with the accumulator start ``"gemm"``,
+    else 0: the first task's load issues them before its own."""
+    if start != "gemm":
+        return 0
+    return (load_cycles(cfg, 1, 1, cfg.inp_elem_bytes)
+            + load_cycles(cfg, 1, shape.cout // cfg.block_out, cfg.wgt_elem_bytes))
 
 
 def _first_weight_load(cfg, shape, threads, th, tw, nco, nci):
@@ -235,8 +249,22 @@ def _each(f, *args):
 
 #: How a tile's accumulators start (:mod:`.conv2d`): ``"bias"`` an ALU MOV of the shifted bias,
 #: ``"zero"`` an ALU MOV of 0 (no bias) once an earlier tile wrote the buffer (its first tile
-#: resets), ``"reset"`` a reset GEMM (a bias added after the shift).
-STARTS = ("bias", "zero", "reset")
+#: resets), ``"reset"`` a reset GEMM (a bias added after the shift), ``"gemm"`` a reset GEMM
+#: and one GEMM step of the bias (:mod:`.bias_digits`): the GEMM core, not the ALU, starts them.
+STARTS = ("bias", "zero", "reset", "gemm")
+#: The starts that are GEMMs: they run on the compute stage's GEMM core, never beside a GEMM.
+GEMM_STARTS = ("reset", "gemm")
+
+
+def start_cycles(cfg, rows, start):
+    """Cycles of a tile's accumulator start over ``rows`` ACC rows when nothing runs beside it:
+    one pass of a cycle a row and the ALU's fill (the reset GEMM's too, as the estimate has
+    always counted it), or with ``"gemm"`` two GEMMs (the reset and the bias step), each a
+    cycle a row and the GEMM's fill; the emitter puts the previous tile's next two pending
+    passes beside them."""
+    if start == "gemm":
+        return 2 * (rows + gemm_fill(cfg))
+    return rows + ALU_FILL
 
 
 def _starts_beside(t, start):
@@ -244,7 +272,7 @@ def _starts_beside(t, start):
     part, as the emitter puts it with two buffers in different ACC banks."""
     if start not in STARTS:
         raise ValueError(f"accumulator start {start!r} is not one of {STARTS}")
-    return start != "reset" and t.threads > 1 and t.acc_banks > 1
+    return start not in GEMM_STARTS and t.threads > 1 and t.acc_banks > 1
 
 
 def lower_bound(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias"):
@@ -287,6 +315,7 @@ def lower_bounds(cfg, shape, th, tw, tco, tci, threads, acc_banks, wgt_resident,
     first_weights = _each(lambda *sizes: _first_weight_load(cfg, shape, threads, *sizes),
                           th0, tw0, nco, nci)
     first_load = _resident_loads(cfg, bias_rows, acc_banks) + \
+        bias_step_loads(cfg, shape, start) + \
         _each(costs.input_load, th0, tw0, nci) + first_weights
     last_store = _each(lambda *sizes: _store_cycles(cfg, shape, *sizes), last_th, last_tw,
                        cob - (n_co - 1) * tco, th * tw)
@@ -297,6 +326,13 @@ def lower_bounds(cfg, shape, th, tw, tco, tci, threads, acc_banks, wgt_resident,
     every_pass = (1 + sum(weights)) * rows + tiles * (1 + len(weights)) * ALU_FILL
     first_start = costs.alu_pass(th0, tw0, nco)     # may run while the first task loads
     banked = (threads > 1) & (acc_banks > 1)
+    if start == "gemm":
+        # The GEMM core starts every tile (the first while the first task loads); the ALU runs
+        # only the tail (beside the GEMMs when banked).
+        starts = 2 * (rows + tiles * gemm_fill(cfg)) - 2 * (th0 * tw0 * nco + gemm_fill(cfg))
+        passes = sum(weights) * rows + tiles * len(weights) * ALU_FILL
+        return first_load + np.where(banked, np.maximum(compute + starts, passes),
+                                     compute + starts + passes) + last_store
     beside = first_load + np.maximum(compute, every_pass - first_start) + last_store
     apart = first_load + compute + np.where(banked, rows + tiles * ALU_FILL, every_pass) \
         - first_start + last_store
@@ -398,7 +434,8 @@ def _estimates(cfg, shape, t, tail_steps, start, give_up, tables=None):
             shortcut=t.shortcut)]
     n_co, n_h, n_w, n_ci, sizes, input_load, weight_load, uops, store, split, shortcut = tables
     split = int(split)
-    resident = int(_resident_loads(cfg, t.bias_rows, t.acc_banks))
+    resident = int(_resident_loads(cfg, t.bias_rows, t.acc_banks)) + \
+        bias_step_loads(cfg, shape, start)
     cib = shape.cin // cfg.block_in
     tiles = (shape.n // cfg.batch) * n_co * n_h * n_w
     results = []
@@ -427,7 +464,8 @@ def _estimates(cfg, shape, t, tail_steps, start, give_up, tables=None):
                 results.append((int(compiled_walk()(
                     shape.n // cfg.batch, int(n_co), int(n_h), int(n_w), int(n_ci), t.threads,
                     t.slots, t.inp_resident, t.wgt_resident, t.reload_weights,
-                    t.threads > 1 and t.acc_banks > 1, beside, start == "zero", weights,
+                    t.threads > 1 and t.acc_banks > 1, beside, start == "zero",
+                    start == "gemm", weights,
                     shape.gemm_steps(cfg), gemm_fill(cfg), ALU_FILL, sizes, input_load,
                     weight_load, uops, store, give_up is not None,
                     0 if give_up is None else give_up, axis, resident, p1, *one_piece, p2,

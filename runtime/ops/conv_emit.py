@@ -70,10 +70,19 @@ class Conv2dEmitter:
         #: The accumulators start at the shifted bias (no reset GEMM, no ADD in the tail).
         self.bias_start = bufs.bias is not None and requant.bias_starts_acc(
             bias_bound, shape.products)
+        #: The GEMM core starts the accumulators at the bias (a reset GEMM, then one GEMM step
+        #: of the bias's digits, :mod:`.bias_digits`), where the tiling left it room.
+        self.gemm_start = tiling.bias_step
+        if self.gemm_start and bufs.step_inp is None:
+            raise ValueError("a tiling with the bias step needs its operands (Conv2dBuffers."
+                             "step_inp, step_wgt)")
+        #: The bias step of the first tile waits for the first task's LOADs, which bring its
+        #: operands: it follows that task's token (:meth:`emit_gemm`).
+        self.step_deferred = False
         #: The accumulators start by an ALU MOV — of the shifted bias, or of the immediate 0
         #: without a bias — which can run beside the previous tile's last GEMM (a reset GEMM
         #: cannot): only a bias added after the shift needs the reset.
-        self.alu_start = self.bias_start or bufs.bias is None
+        self.alu_start = (self.bias_start or bufs.bias is None) and not self.gemm_start
         #: Per accumulator buffer, the output blocks and pixels (a prefix of each block's rows)
         #: some tile has written: a MOV of 0 reads its rows first, and reading a row nothing
         #: wrote is not well-formed (docs/isa.md §3 rule (e)), so a buffer's first tiles reset.
@@ -83,7 +92,7 @@ class Conv2dEmitter:
         #: ``(tile, [(kernel, op, imm), ...])`` (see :meth:`emit`).
         self.tail = None
         self.options = plan_options(self.cfg, shape, requant, bufs.bias is not None, bias_bound,
-                                    fused)
+                                    fused, gemm=self.gemm_start)
         #: Weight blocks of the first piece of the task loaded next (conv_first.first_piece),
         #: 0 for one piece; and of each task the load stage loaded in two, by index, for its
         #: GEMM.
@@ -119,6 +128,8 @@ class Conv2dEmitter:
 
     def emit_load(self, tile, cit):
         v = self.pipe.begin_load()
+        if self.gemm_start and self.pipe.loads_begun == 1:
+            self._load_bias_step()
         ci0, nci = self._ci_range(tile, cit)
         co0, nco = self._co_range(tile)
         chunk = (tile.cot, cit)
@@ -141,6 +152,30 @@ class Conv2dEmitter:
             self.pipe.end_load_piece()
             self._load_weights(v, chunk, co0, ci0, nco, nci, piece, blocks)
         self.pipe.end_load()
+
+    def _load_bias_step(self):
+        """LOAD the bias step's operands into the rows the tiling left them: the constant INP
+        row last in INP, the digit blocks (one per output block) last in WGT."""
+        self.b.load(MemType.INP, sram=self._step_inp_row(), dram=self.bufs.step_inp, x_size=1)
+        self.b.load(MemType.WGT, sram=self._step_wgt_row(0), dram=self.bufs.step_wgt,
+                    x_size=self.cob)
+
+    def _step_inp_row(self):
+        return self.cfg.inp_depth - 1
+
+    def _step_wgt_row(self, co):
+        """The WGT row of output block ``co``'s bias digits."""
+        return self.cfg.wgt_depth - self.cob + co
+
+    def _bias_step(self, tile, va):
+        """The GEMM that adds each row's bias to ``tile``'s reset accumulators: one step per
+        ACC row, the constant INP row against the row's output block of digits."""
+        co0, nco = self._co_range(tile)
+        acc = self.t.acc_base(va)
+        kernel = UopKernel([(acc + co * self.t.acc_pitch, self._step_inp_row(),
+                             self._step_wgt_row(co0 + co)) for co in range(nco)],
+                           self._tile_loops(tile))
+        self.b.gemm(kernel)
 
     def _load_weights(self, v, chunk, co0, ci0, nco, nci, lo, hi):
         """LOAD the task's weight chunk, or (one output block: one DRAM row) its blocks
@@ -245,7 +280,7 @@ class Conv2dEmitter:
         va = self.pipe.begin_tile()
         _, nco = self._co_range(tile)
         acc = self.t.acc_base(va)
-        if self.bias_start:
+        if self.bias_start and not self.gemm_start:
             self.b.alu(self._tile_rows(tile, va, bias=True), AluOp.MOV)
             return va
         blocks, pixels = self.written[va]
@@ -255,7 +290,18 @@ class Conv2dEmitter:
         self.written[va] = (max(blocks, nco), max(pixels, tile.th * tile.tw))
         reset = UopKernel([(acc + co * self.t.acc_pitch, 0, 0) for co in range(nco)],
                           self._tile_loops(tile))
+        # A GEMM start runs each of its two GEMMs beside the next pass of the tile before (the
+        # compute stage runs a GEMM beside the ALU instruction before it; the planner's walk
+        # counts the same, conv_walk).
+        if self.gemm_start:
+            self._tail_pass()
         self.b.gemm(reset, reset=True)
+        if self.gemm_start:
+            if self.pipe.computes_begun == 0:
+                self.step_deferred = (tile, va)     # its operands are not loaded yet
+            else:
+                self._tail_pass()
+                self._bias_step(tile, va)
         return va
 
     def emit_gemm(self, tile, cit, va, ahead=None):
@@ -295,6 +341,7 @@ class Conv2dEmitter:
         piece = self.split_tasks.pop(self.pipe.computes_begun, 0)
         if piece:
             self.pipe.begin_compute()
+            self._deferred_step()
             self.b.gemm(kernel, part=(0, piece))
         costs = self._pass_cycles()
         rest = n - piece
@@ -325,9 +372,17 @@ class Conv2dEmitter:
                     self.pipe.begin_compute_piece()
                 else:
                     self.pipe.begin_compute()
+                    self._deferred_step()
             self.b.gemm(kernel, part=None if parts == [(0, n)] else part)
         self.pipe.end_compute()
         return begun
+
+    def _deferred_step(self):
+        """The first tile's bias step, after the first task's token (:meth:`begin_tile`)."""
+        if self.step_deferred:
+            tile, va = self.step_deferred
+            self.step_deferred = False
+            self._bias_step(tile, va)
 
     def _pass_cycles(self):
         """Cycles of each pending requantization pass (:func:`kernel_cycles`)."""
@@ -428,12 +483,12 @@ class Conv2dEmitter:
                 base = self.t.bias_base(v)
                 self.b.load(MemType.ACC, sram=base, dram=self.bufs.bias,
                             x_size=self.cob * row_blocks(self.requant))
-                if self.bias_start and self.requant.bias_shift:
+                if self.bias_start and self.requant.bias_shift and not self.gemm_start:
                     rows = UopKernel([(base, base)], [Loop(self.cob, 1, 1)])
                     self.b.alu(rows, AluOp.SHR, imm=-self.requant.bias_shift)    # bias << shift
         tasks = [(tile, cit) for tile in self._tiles() for cit in range(self.n_cit)]
         options = plan_options(self.cfg, self.shape, self.requant, self.bufs.bias is not None,
-                               self.bias_bound)
+                               self.bias_bound, gemm=self.gemm_start)
         first, last = task_pieces(self.cfg, self.shape, self.t,
                                   tail_steps=options["tail_steps"], start=options["start"])
         pieces = {len(tasks) - 1: last, 0: first}

@@ -175,6 +175,9 @@ class Conv2dTiling:
     acc_bank_rows: int = 0      # rows of one of them
     slots: int = 0              # accumulator buffers (0: one per thread)
     shortcut: bool = False      # each buffer is followed by its tile's shortcut rows
+    #: The bias step's operands (:mod:`.bias_digits`) hold the last INP row and the last
+    #: COUT/BLOCK_OUT WGT rows, for an accumulator start by the GEMM core (start ``"gemm"``).
+    bias_step: bool = False
 
     def __post_init__(self):
         if not self.slots:
@@ -273,10 +276,13 @@ class _Layout(NamedTuple):
     limits: list
 
 
-def _layout(cfg, shape, th, tw, tco, tci, threads, bias, slots, shortcut=False):
+def _layout(cfg, shape, th, tw, tco, tci, threads, bias, slots, shortcut=False,
+            bias_step=False):
     """The :class:`_Layout` of tilings of these tile sizes (numbers, or equal-length arrays:
     the planner lays out every candidate at once, elementwise). With ``shortcut`` each
-    accumulator buffer has as many shortcut rows after it (a fused residual add)."""
+    accumulator buffer has as many shortcut rows after it (a fused residual add); with
+    ``bias_step`` the last INP row and the last COUT/BLOCK_OUT WGT rows hold the bias step's
+    operands (:attr:`Conv2dTiling.bias_step`)."""
     sizes = (th, tw, tco, tci, slots)
     many = any(isinstance(v, np.ndarray) for v in sizes)
     if many:
@@ -285,10 +291,12 @@ def _layout(cfg, shape, th, tw, tco, tci, threads, bias, slots, shortcut=False):
     cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
     th_in, tw_in = _window(th, s, shape.kh), _window(tw, s, shape.kw)
     inp_pitch, acc_pitch = th_in * tw_in, th * tw
+    inp_depth = cfg.inp_depth - int(bias_step)
+    wgt_depth = cfg.wgt_depth - cob * int(bias_step)
     bias_rows = cob * int(bias)          # bias: row blocks per output block (True: 1)
     chunk_rows = shape.kernel_blocks(tco, tci) * kk
     resident_rows = _resident_rows(cfg, shape, tco, tci)
-    resident = resident_rows <= cfg.wgt_depth
+    resident = resident_rows <= wgt_depth
     wgt_rows = _where(resident, resident_rows, threads * chunk_rows)
     buffer_rows = (1 + int(shortcut)) * tco * acc_pitch
     acc_rows = bias_rows + slots * buffer_rows
@@ -301,13 +309,14 @@ def _layout(cfg, shape, th, tw, tco, tci, threads, bias, slots, shortcut=False):
     limits = [
         (shape.depthwise & (tci != tco),
          lambda: f"a depthwise task reads its {tco} output blocks' inputs, not {tci} blocks"),
-        (threads * tci * inp_pitch > cfg.inp_depth,
+        (threads * tci * inp_pitch > inp_depth,
          lambda: f"{threads} x {tci} input window(s) of {th_in}x{tw_in} pixels need "
                  f"{threads * tci * inp_pitch} INP rows, the INP scratchpad has "
-                 f"{cfg.inp_depth}"),
-        (wgt_rows > cfg.wgt_depth,
+                 f"{inp_depth}{' beside the bias step' if bias_step else ''}"),
+        (wgt_rows > wgt_depth,
          lambda: f"{threads} x {tco * tci} block(s) of a {shape.kh}x{shape.kw} kernel need "
-                 f"{wgt_rows} WGT rows, the WGT scratchpad has {cfg.wgt_depth}"),
+                 f"{wgt_rows} WGT rows, the WGT scratchpad has {wgt_depth}"
+                 f"{' beside the bias step' if bias_step else ''}"),
         (acc_rows > cfg.acc_depth,
          lambda: f"{bias_rows} bias rows and {slots} x {tco} output tile(s) of {th}x{tw} "
                  f"pixels{' with their shortcut rows' if shortcut else ''} need {acc_rows} "
@@ -332,7 +341,7 @@ def _layout(cfg, shape, th, tw, tco, tci, threads, bias, slots, shortcut=False):
                  f"the {cfg.uop_depth}-row micro-op scratchpad"),
     ]
     # A depthwise tile's window is its own output blocks' (no other tile reads it): no slots.
-    inp_resident = (not shape.depthwise) & (windows * tci * inp_pitch <= cfg.inp_depth)
+    inp_resident = (not shape.depthwise) & (windows * tci * inp_pitch <= inp_depth)
     return _Layout(inp_pitch, acc_pitch, bias_rows, resident, inp_resident, banks, bank_rows,
                    limits)
 
@@ -352,18 +361,19 @@ def misfits(cfg, shape, th, tw, tco, tci, threads, *, bias, slots=None, shortcut
     return list(_misfits(cfg, shape, th, tw, tco, tci, threads, bias, slots, shortcut))
 
 
-def tiling_for(cfg, shape, th, tw, tco, tci, threads, *, bias, slots=None, shortcut=False):
+def tiling_for(cfg, shape, th, tw, tco, tci, threads, *, bias, slots=None, shortcut=False,
+               bias_step=False):
     """The :class:`Conv2dTiling` of these tile sizes with ``slots`` accumulator buffers
     (default: one per thread), or ``None`` if it does not fit ``cfg`` (:func:`misfits` says
     why)."""
     slots = threads if slots is None else slots
-    layout = _layout(cfg, shape, th, tw, tco, tci, threads, bias, slots, shortcut)
+    layout = _layout(cfg, shape, th, tw, tco, tci, threads, bias, slots, shortcut, bias_step)
     if any(broken for broken, _ in layout.limits):
         return None
-    return _tiling(layout, None, th, tw, tco, tci, threads, slots, shortcut)
+    return _tiling(layout, None, th, tw, tco, tci, threads, slots, shortcut, bias_step)
 
 
-def _tiling(layout, k, th, tw, tco, tci, threads, slots, shortcut=False):
+def _tiling(layout, k, th, tw, tco, tci, threads, slots, shortcut=False, bias_step=False):
     """The :class:`Conv2dTiling` of a :class:`_Layout` (``k``: the candidate's index in its
     arrays; ``None``: a layout of numbers)."""
     def at(value):
@@ -373,7 +383,7 @@ def _tiling(layout, k, th, tw, tco, tci, threads, slots, shortcut=False):
                         at(layout.acc_pitch), at(layout.bias_rows),
                         inp_resident=bool(at(layout.inp_resident)),
                         acc_banks=at(layout.acc_banks), acc_bank_rows=at(layout.acc_bank_rows),
-                        slots=int(slots), shortcut=bool(shortcut))
+                        slots=int(slots), shortcut=bool(shortcut), bias_step=bool(bias_step))
 
 
 #: Cost of one instruction in the tiling score, in bytes moved: fetching and starting an
@@ -419,7 +429,7 @@ def _fitting(cfg, shape, threads, bias, shortcut=False):
                             yield t
 
 
-def _fitting_arrays(cfg, shape, threads, bias, shortcut=False):
+def _fitting_arrays(cfg, shape, threads, bias, shortcut=False, bias_step=False):
     """What :func:`_fitting` lists, at once: ``(th, tw, tco, tci, slots, layout)``, arrays in
     its order and their :class:`_Layout` (one value per tiling in each field)."""
     cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
@@ -432,7 +442,7 @@ def _fitting_arrays(cfg, shape, threads, bias, shortcut=False):
             grids.append(np.stack([th.ravel(), tw.ravel(), tco.ravel(),
                                    np.full(th.size, tci), np.full(th.size, slots)]))
     th, tw, tco, tci, slots = np.concatenate(grids, axis=1)
-    layout = _layout(cfg, shape, th, tw, tco, tci, threads, bias, slots, shortcut)
+    layout = _layout(cfg, shape, th, tw, tco, tci, threads, bias, slots, shortcut, bias_step)
     fit = ~np.logical_or.reduce([np.broadcast_to(broken, th.shape)
                                  for broken, _ in layout.limits])
     fields = [np.broadcast_to(value, th.shape)[fit] for value in layout[:-1]]
@@ -444,7 +454,8 @@ def plan_conv2d(cfg, shape, *, threads=2, bias=False, pad_limit=MAX_PAD, tail_st
     """The fastest :class:`Conv2dTiling` of ``shape`` on ``cfg`` by the planner's cycle
     estimate (:func:`avta.runtime.ops.conv_cycles.estimate`; ``tail_steps`` the ALU passes per
     output tile, :func:`~avta.runtime.ops.conv_cycles.tail_weights`; ``start``: how the
-    accumulators start, :data:`~avta.runtime.ops.conv_cycles.STARTS`),
+    accumulators start, :data:`~avta.runtime.ops.conv_cycles.STARTS`; with ``"gemm"`` the
+    tiling leaves the bias step's rows free, :attr:`Conv2dTiling.bias_step`),
     fewer bytes moved breaking ties; raises :class:`PlanError` when none fits.
     ``bias`` is how many blocks of COUT/BLOCK_OUT rows stay resident in ACC: False (0), True
     (1: the bias) or :data:`~avta.runtime.ops.requant.CHANNEL_ROW_BLOCKS` (the bias and a
@@ -475,7 +486,9 @@ PLANS_KEPT = 1024
 def _plan(cfg, shape, threads, bias, pad_limit, tail_steps, start, shortcut):
     # Every candidate's bound and score at once (numpy); a tiling is made only for those
     # estimated, in the order (bound, score, the search's order).
-    th, tw, tco, tci, slots, layout = _fitting_arrays(cfg, shape, threads, bias, shortcut)
+    bias_step = start == "gemm"
+    th, tw, tco, tci, slots, layout = _fitting_arrays(cfg, shape, threads, bias, shortcut,
+                                                      bias_step)
     bounds = lower_bounds(cfg, shape, th, tw, tco, tci, threads, layout.acc_banks,
                           layout.wgt_resident, layout.inp_resident, layout.bias_rows,
                           tail_steps=tail_steps, start=start)
@@ -494,7 +507,8 @@ def _plan(cfg, shape, threads, bias, pad_limit, tail_steps, start, shortcut):
             bound, cost = int(bounds[k]), int(scores[k])
             if best is not None and bound > best[0]:
                 break
-            t = _tiling(layout, k, th[k], tw[k], tco[k], tci[k], threads, slots[k], shortcut)
+            t = _tiling(layout, k, th[k], tw[k], tco[k], tci[k], threads, slots[k], shortcut,
+                        bias_step)
             cycles = estimate(cfg, shape, t, tail_steps=tail_steps, start=start,
                               give_up=None if best is None else best[0],
                               tables=[column[row] for column in tables])

@@ -20,7 +20,8 @@ def compiled_walk():
 
 
 def walk(n_b, n_co, n_h, n_w, n_ci, threads, slots, inp_resident, wgt_resident,
-         reload_weights, banked, beside, zero_start, weights, gemm_left, fill, alu_fill,
+         reload_weights, banked, beside, zero_start, gemm_start, weights,
+         gemm_left, fill, alu_fill,
          sizes, input_load, weight_load, uops, store, stops, give_up, split, resident_load,
          piece, piece_load, rest_load, last_piece, last_piece_load, last_rest_load,
          shortcut_load):
@@ -29,7 +30,10 @@ def walk(n_b, n_co, n_h, n_w, n_ci, threads, slots, inp_resident, wgt_resident,
     ``banked``: two threads with their accumulator buffers in different ACC banks (the tail's
     passes run beside the next GEMMs); ``beside``: a tile's MOV start runs beside the last part
     of the tile before (:func:`.conv_cycles._starts_beside`); ``zero_start``: the start is
-    ``"zero"``; ``weights``: cycles per ACC row of each pass after the start
+    ``"zero"``; ``gemm_start``: the start is ``"gemm"``, two GEMMs (the reset and the bias
+    step), each beside the previous tile's next pending pass (:func:`.conv_cycles.start_cycles`
+    when none is left); ``weights``:
+    cycles per ACC row of each pass after the start
     (:func:`.conv_cycles.tail_weights`); ``split``: the axis (0 rows, 1 columns) along which
     the last tile is two (:func:`.conv_cycles.split_axis`), or −1; ``resident_load``: the
     cycles of the resident rows' LOADs the load stage's first LOADs wait behind
@@ -117,7 +121,27 @@ def walk(n_b, n_co, n_h, n_w, n_ci, threads, slots, inp_resident, wgt_resident,
                             if cit == 0 and (tile == 0 or not beside):
                                 begin = compute_free if tile < slots else max(
                                     compute_free, store_done[tile - slots])
-                                compute_free = begin + th * tw * nco + alu_fill
+                                if gemm_start:
+                                    # The reset and the bias step, each beside the next
+                                    # pending pass of the tile before (the emitter's
+                                    # begin_tile).
+                                    now = begin
+                                    for _ in range(2):
+                                        part = th * tw * nco + fill
+                                        if pending and p_next < n_pass:
+                                            tail_end = now + p_costs[p_next]
+                                            now += max(p_costs[p_next], part)
+                                            p_next += 1
+                                            if p_next == n_pass:
+                                                store_free = max(store_free, tail_end) + p_store
+                                                store_done[n_stores] = store_free
+                                                n_stores += 1
+                                                pending = False
+                                        else:
+                                            now += part
+                                    compute_free = now
+                                else:
+                                    compute_free = begin + th * tw * nco + alu_fill
                             n_uops = uops[c, d]
                             if p > 0:
                                 compute_free = max(compute_free, piece_ready) + \

@@ -48,7 +48,7 @@ def build_conv2d_layer(cfg, layer, *, device=None, per_channel=False, bias_known
     starting at the shifted bias (:meth:`~avta.runtime.ops.requant.Requant.bias_starts_acc`)."""
     from avta.sim.targets import make_device
     from avta.runtime.ops.conv2d import (Conv2dBuffers, bias_bound, build_conv2d, pack_bias,
-                                         plan_layer)
+                                         plan_layer, upload_bias_step)
     from avta.runtime.ops.conv_plan import Conv2dShape, describe
     from avta.runtime.ops.reference import conv2d_ref
     from avta.runtime.ops.requant import Requant
@@ -71,9 +71,12 @@ def build_conv2d_layer(cfg, layer, *, device=None, per_channel=False, bias_known
     bia = dev.upload(pack_bias(cfg, bias, requant), mem=MemType.ACC)
     out = dev.alloc(shape.n * shape.cout * shape.oh * shape.ow, mem=MemType.OUT)
     bufs = Conv2dBuffers(inp.elem(cfg, MemType.INP), wgt.elem(cfg, MemType.WGT),
-                         out.elem(cfg, MemType.OUT), bia.elem(cfg, MemType.ACC))
+                         out.elem(cfg, MemType.OUT), bia.elem(cfg, MemType.ACC),
+                         **(upload_bias_step(dev.upload, cfg, bias, requant) if bias_known
+                            else {}))
     start = time.perf_counter()
-    tiling = plan_layer(cfg, shape, requant=requant, has_bias=True, bias_bound=bound)
+    tiling = plan_layer(cfg, shape, requant=requant, has_bias=True, bias_bound=bound,
+                        bias_step=bufs.step_inp is not None)
     program = build_conv2d(cfg, shape, bufs, requant=requant, tiling=tiling, bias_bound=bound)
     build = time.perf_counter() - start
     return {"device": dev, "shape": shape, "tiling": describe(cfg, shape, tiling),

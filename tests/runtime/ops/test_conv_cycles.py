@@ -285,7 +285,7 @@ def test_the_planner_lays_out_every_candidate_at_once_as_one_by_one(config, geom
         assert splits.tolist() == [_split(cfg, shape, t, tail) for t in expected]
         # The walk's tables made for every candidate at once, row by row, are each tiling's.
         tables = walk_tables(cfg, shape, th, tw, tco, tci, layout.acc_pitch, splits)
-        for start in ("bias", "reset"):
+        for start in ("bias", "reset", "gemm"):
             bounds = lower_bounds(cfg, shape, th, tw, tco, tci, 2, layout.acc_banks,
                                   layout.wgt_resident, layout.inp_resident,
                                   layout.bias_rows, tail_steps=tail, start=start)

@@ -8,7 +8,8 @@ import pytest
 
 from avta.isa.config import load_config
 from avta.isa.costs import ALU_FILL, gemm_fill
-from avta.runtime.ops.conv_cycles import (STARTS, _Costs, _starts_beside, estimate, halves,
+from avta.runtime.ops.conv_cycles import (STARTS, _Costs, _starts_beside, bias_step_loads,
+                                          estimate, halves,
                                           lower_bound, passes_beside, split_axis, split_parts,
                                           tail_weights)
 from avta.runtime.ops.conv_first import first_piece, piece_loads
@@ -82,7 +83,8 @@ def _one_walk(cfg, shape, t, tail_steps, start, give_up, split, first_piece, las
     n_ci = shape.input_chunks(cfg, t.tci)
     gemm_left = shape.gemm_steps(cfg)                                    # steps still to run
     # The load stage's first LOADs wait behind the resident rows' on the one read engine.
-    load_free, compute_free, store_free = costs.resident_load(), 0, 0
+    load_free = costs.resident_load() + bias_step_loads(cfg, shape, start)
+    compute_free, store_free = 0, 0
     gemm_done = []            # per task: when its GEMM released the input buffer
     store_done = []           # per tile: when its store released the accumulator buffer
     held = [None] * threads   # the weight chunk each input buffer holds (weights per task)
@@ -124,7 +126,22 @@ def _one_walk(cfg, shape, t, tail_steps, start, give_up, split, first_piece, las
         if first and (tile == 0 or not beside):
             begin = compute_free if tile < t.slots else max(compute_free,
                                                             store_done[tile - t.slots])
-            compute_free = begin + costs.alu_pass(th, tw, nco)
+            if start == "gemm":
+                # The reset and the bias step, each beside the next pending pass.
+                now = begin
+                for _ in range(2):
+                    part = th * tw * nco + fill
+                    if pending and pending[0]:
+                        cost = pending[0].pop(0)
+                        tail_end = now + cost
+                        now += max(cost, part)
+                        if not pending[0]:
+                            finish_tail(tail_end)
+                    else:
+                        now += part
+                compute_free = now
+            else:
+                compute_free = begin + costs.start(th, tw, nco, start)
         n_uops = costs.uops(nco, nci)
         if piece:
             compute_free = max(compute_free, piece_ready) + th * tw * piece + fill
