@@ -13,6 +13,8 @@ pixels of ``tco`` output blocks (a border tile's are smaller, so the full tile b
   reach the iter fields the emitter uses a micro-op per block over ``th`` and ``tw`` instead,
   whose factors (``tw``, 1) are smaller; the pitch is held to its field either way, as a border
   tile with fewer pixels runs the one-micro-op form;
+* the resident rows: one LOAD of the bias (and a per-channel requantization's rows), then an
+  ALU pass over the output blocks that shifts the bias where it starts the accumulators;
 * LOAD and STORE: an input window of ``TH_in × TW_in`` pixels from rows ``W`` apart (a
   subsampled 1×1 layer: ``tw`` one-element rows ``stride`` apart), a weight chunk of ``tco``
   rows of ``tci · KK`` blocks ``CIB · KK`` apart (depthwise: one row of ``tco · KK``), and the
@@ -34,19 +36,17 @@ from avta.isa import formats
 __all__ = ["field_limits"]
 
 
-def _widths(fields):
-    return dict(fields)
-
-
-def field_limits(cfg, shape, th, tw, tco, tci, th_in, tw_in):
+def field_limits(cfg, shape, th, tw, tco, tci, th_in, tw_in, bias_rows):
     """``(broken, why)`` pairs as :func:`.conv_plan._layout` lists its limits: for every field a
     tiling of these tile sizes writes (numbers, or arrays of candidates, elementwise), whether
-    its value overflows the field on ``cfg``, and a sentence that says which (for numbers)."""
-    gemm = _widths(formats.gemm_fields(cfg))
-    alu = _widths(formats.alu_fields(cfg))
-    mem = _widths(formats.memory_fields(cfg))
+    its value overflows the field on ``cfg``, and a sentence that says which (for numbers).
+    ``bias_rows``: the resident ACC rows (the bias and a per-channel requantization's rows,
+    one LOAD)."""
+    gemm = dict(formats.gemm_fields(cfg))
+    alu = dict(formats.alu_fields(cfg))
+    mem = dict(formats.memory_fields(cfg))
     s, kk = shape.window_stride, shape.kh * shape.kw
-    cib = shape.cin // cfg.block_in
+    cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
     pitch = th * tw
     whole_rows = tw == shape.ow
     if shape.depthwise:
@@ -79,6 +79,8 @@ def field_limits(cfg, shape, th, tw, tco, tci, th_in, tw_in):
         ("the weight LOAD's rows", "LOAD", mem, "y_size", wgt_rows),
         ("the weight LOAD's row length", "LOAD", mem, "x_size", wgt_size),
         ("the weight LOAD's row stride", "LOAD", mem, "x_stride", wgt_stride),
+        ("the resident rows' LOAD (bias and channel rows)", "LOAD", mem, "x_size", bias_rows),
+        ("the bias shift's loop (the output blocks)", "ALU", alu, "iter_in", cob),
         ("the output STORE's rows (per block)", "STORE", mem, "y_size", th),
         ("the output STORE's row length (per block)", "STORE", mem, "x_size", tw),
         ("the output STORE's row stride (per block)", "STORE", mem, "x_stride", shape.ow),

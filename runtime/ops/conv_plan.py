@@ -327,7 +327,7 @@ def _layout(cfg, shape, th, tw, tco, tci, threads, bias, slots, shortcut=False):
          lambda: f"a GEMM kernel of {chunk_rows} micro-ops exceeds {uop_share}, its share of "
                  f"the {cfg.uop_depth}-row micro-op scratchpad"),
         # Every value the program writes must fit its instruction field (conv_fields).
-        *field_limits(cfg, shape, th, tw, tco, tci, th_in, tw_in),
+        *field_limits(cfg, shape, th, tw, tco, tci, th_in, tw_in, bias_rows),
     ]
     # A depthwise tile's window is its own output blocks' (no other tile reads it): no slots.
     inp_resident = (not shape.depthwise) & (windows * tci * inp_pitch <= cfg.inp_depth)
