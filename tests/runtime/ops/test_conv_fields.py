@@ -71,6 +71,23 @@ def test_a_tiling_whose_accumulator_pitch_overflows_the_alu_field_is_refused():
     assert tiling_for(cfg, shape, 4, 56, 4, 2, 2, bias=True) is not None    # 224 rows fit
 
 
+def test_whole_row_stores_of_a_large_map_are_refused(fresh_builds):
+    """A tile of whole output rows is stored as runs OH·OW pixels apart: on a 256x256 map that
+    is 65,536, one more than the STORE's 16-bit x_stride holds, so such a tiling is refused on
+    an unrestricted configuration too (the planner accepted it, and its program did not
+    encode); a tile narrower than the map stores per block and builds."""
+    cfg = load_config("default")
+    shape = Conv2dShape(1, 16, 256, 256, 16, 1, 1)
+    why = misfits(cfg, shape, 2, 256, 1, 1, 2, bias=True)
+    assert why == ["the output STORE's block stride (whole rows OH x OW) is 65536: it does "
+                   "not fit the 16-bit STORE x_stride field (at most 65535) on this "
+                   "configuration"]
+    narrower = tiling_for(cfg, shape, 2, 128, 1, 1, 2, bias=True)
+    assert narrower is not None
+    build_conv2d(cfg, shape, Conv2dBuffers(0, 0, 0, 0), requant=Requant(8, RELU),
+                 tiling=narrower)
+
+
 @pytest.mark.parametrize("name", RESTRICTED)
 def test_every_tiling_the_planner_returns_builds(name, fresh_builds):
     """On each restricted configuration, every ResNet-18 convolution's plan — with its bias
