@@ -31,9 +31,19 @@ scratchpads are deep (:func:`avta.isa.formats.uop_fields`; ``sram_base``: the de
 Every width is read from the instruction formats of :mod:`avta.isa.formats`, by field name.
 """
 
+import functools
+
 from avta.isa import formats
 
 __all__ = ["field_limits"]
+
+
+@functools.lru_cache(maxsize=64)
+def _widths(cfg):
+    """Field widths of the GEMM, ALU and LOAD/STORE formats on ``cfg``, by name (made once per
+    configuration: tests lay out tilings one by one by the thousand)."""
+    return (dict(formats.gemm_fields(cfg)), dict(formats.alu_fields(cfg)),
+            dict(formats.memory_fields(cfg)))
 
 
 def field_limits(cfg, shape, th, tw, tco, tci, th_in, tw_in, bias_rows):
@@ -42,9 +52,7 @@ def field_limits(cfg, shape, th, tw, tco, tci, th_in, tw_in, bias_rows):
     its value overflows the field on ``cfg``, and a sentence that says which (for numbers).
     ``bias_rows``: the resident ACC rows (the bias and a per-channel requantization's rows,
     one LOAD)."""
-    gemm = dict(formats.gemm_fields(cfg))
-    alu = dict(formats.alu_fields(cfg))
-    mem = dict(formats.memory_fields(cfg))
+    gemm, alu, mem = _widths(cfg)
     s, kk = shape.window_stride, shape.kh * shape.kw
     cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
     pitch = th * tw
