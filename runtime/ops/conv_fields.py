@@ -1,6 +1,6 @@
 """The instruction fields a conv2d tiling's program writes, and the limits their widths put on
 the tiling: the planner (:mod:`.conv_plan`) refuses a tiling whose program would not encode, so
-that its estimate ranks only tilings that build (docs/architecture.md, the planner).
+that its estimate ranks only tilings that build (docs/architecture.md, operators).
 
 The values are those :class:`~.conv_emit.Conv2dEmitter` writes for a tile of ``th × tw`` output
 pixels of ``tco`` output blocks (a border tile's are smaller, so the full tile binds):
