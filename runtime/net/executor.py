@@ -258,11 +258,12 @@ class _Executor:
             program = self._program(node)
         except (PlanError, ValueError) as error:
             if node.name in self.fused:
-                # The fused program cannot be built (its estimate chose it, the build found it
-                # does not fit): the convolution runs alone, then the add, as if never fused.
-                conv = graph.node(self.fused.pop(node.name))
-                run.layers.append(self._run_node(conv, run))
-                return self._run_node(node, run)
+                # The fusion chose this program by the plan the build makes (conv_tail.
+                # plan_layer), which returns only tilings that encode (ops/conv_fields.py):
+                # a fused program that does not build is the planner's fault, and its add
+                # cannot run on the host without the convolution's output.
+                raise RuntimeError(f"{report.name}: the fused program chosen by its plan "
+                                   f"does not build: {error}") from error
             self._on_host(node)
             report.on, report.why = "host", str(error)
             return report

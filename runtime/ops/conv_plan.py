@@ -41,6 +41,7 @@ from avta.isa.formats import PAD_BITS
 from avta.isa.memories import scratchpad
 
 from .conv_cycles import TAIL_STEPS, estimate, last_splits, lower_bounds, walk_tables
+from .conv_fields import field_limits
 
 __all__ = ["Conv2dShape", "Conv2dTiling", "plan_conv2d", "fallback_tiling", "tiling_for",
            "misfits", "slot_counts", "PlanError", "MAX_PAD", "output_extent", "tile_sizes"]
@@ -329,16 +330,13 @@ def _layout(cfg, shape, th, tw, tco, tci, threads, bias, slots, shortcut=False,
         (other_slots & allowed & (banks == 1),
          lambda: f"{slots} accumulator buffers of {tco} x {th}x{tw} pixels and {bias_rows} "
                  f"bias rows do not fit two ACC banks: more buffers in one bank gain nothing"),
-        # Loop factors must fit their fields (docs/isa.md §2): dst advances by tw per output
-        # row, src by s·TW_in; the GEMM kernel (tco·tci·KK micro-ops, depthwise tco·KK) leaves
-        # room for the small ALU kernels.
-        (tw >= 1 << cfg.acc_factor_bits,
-         lambda: f"dst factor {tw} does not fit the {cfg.acc_factor_bits}-bit field"),
-        ((s * tw_in >= 1 << cfg.inp_factor_bits) | (s >= 1 << cfg.inp_factor_bits),
-         lambda: f"src factor {s * tw_in} does not fit the {cfg.inp_factor_bits}-bit field"),
+        # The GEMM kernel (tco·tci·KK micro-ops, depthwise tco·KK) leaves room for the small
+        # ALU kernels.
         (chunk_rows > uop_share,
          lambda: f"a GEMM kernel of {chunk_rows} micro-ops exceeds {uop_share}, its share of "
                  f"the {cfg.uop_depth}-row micro-op scratchpad"),
+        # Every value the program writes must fit its instruction field (conv_fields).
+        *field_limits(cfg, shape, th, tw, tco, tci, th_in, tw_in, bias_rows),
     ]
     # A depthwise tile's window is its own output blocks' (no other tile reads it): no slots.
     inp_resident = (not shape.depthwise) & (windows * tci * inp_pitch <= inp_depth)
