@@ -1,12 +1,13 @@
 """A convolution with its residual add fused (:mod:`.conv_residual`) on a device, and the cycle
 model's choice between that and the two programs apart (:func:`plan_fused_add`)."""
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from avta.isa.enums import MemType
 
+from ..build_cache import cached_plan
 from ..packing import pack_nchw, pack_oihw
 from .conv2d import Conv2dBuffers, bias_bound, build_conv2d, pack_bias
 from .conv_cycles import estimate
@@ -42,7 +43,28 @@ def plan_fused_add(cfg, shape, *, requant, add_requant, has_bias, bias_bound=Non
     """Whether the add ``add_requant(conv + shortcut)`` runs fused into the convolution
     ``shape`` (requantized by ``requant``) by the cycle estimates: the fused layer's against
     the plain layer's plus the add's (:func:`~.residual.plan_add`, its faster path). Only
-    convolutions with a kernel wider than one pixel fuse: the 1×1 layers keep their plans."""
+    convolutions with a kernel wider than one pixel fuse: the 1×1 layers keep their plans.
+    Planned once across processes (:func:`avta.runtime.build_cache.cached_plan`): the two
+    layer plans behind it are the executor's biggest cost on a warm program cache."""
+    args = {"shape": shape, "requant": requant, "add_requant": add_requant, "has_bias": has_bias,
+            "bias_bound": bias_bound, "shift_a": shift_a, "scaled": scaled}
+    return cached_plan("plan_fused_add", cfg, args,
+                       lambda: _plan_fused_add(cfg, shape, requant, add_requant, has_bias,
+                                               bias_bound, shift_a, scaled),
+                       asdict, _fused_plan_from_record)
+
+
+def _fused_plan_from_record(record):
+    """The :class:`FusedPlan` of a cache record; ``TypeError`` for one that is not."""
+    plan = FusedPlan(**record)
+    cycles = (plan.fused_cycles, plan.apart_cycles)
+    if (not isinstance(plan.fused, bool) or not isinstance(plan.why, str)
+            or not all(c is None or isinstance(c, int) for c in cycles)):
+        raise TypeError(f"not a fused-add plan: {record!r}")
+    return plan
+
+
+def _plan_fused_add(cfg, shape, requant, add_requant, has_bias, bias_bound, shift_a, scaled):
     why = why_not(requant, add_requant, shift_a=shift_a, scaled=scaled)
     if not why and shape.kh * shape.kw == 1:
         why = "a 1x1 convolution keeps its own plan"

@@ -4,20 +4,36 @@
 is, and returns a plain dict (a row of the results). :func:`point_key` is the cache key.
 """
 
+import functools
 import hashlib
 import json
 import time
 from pathlib import Path
 
-__all__ = ["task", "point_key", "evaluate", "area", "AREA_COLUMNS"]
+__all__ = ["task", "point_key", "sources_digest", "SOURCES", "evaluate", "area", "AREA_COLUMNS"]
 
 #: The area columns of a row: the die and what fills it (adding up to ``area_mm2``).
 AREA_COLUMNS = ("area_mm2", "sram_mm2", "logic_mm2", "other_mm2")
 
 
+#: The packages whose sources can change a row: the runtime that builds the programs, the
+#: simulators that count them (fsim; tsim from the RTL for ``exact``), the floorplan's area,
+#: the clock and energy models. A cached row made by other sources is another point's.
+SOURCES = ("avta.isa", "avta.hw", "avta.runtime", "avta.sim", "avta.floorplan", "avta.synth",
+           "avta.errors", "avta.files")
+
+
 def _version():
     from avta.version import __version__
     return __version__
+
+
+@functools.lru_cache(maxsize=1)
+def sources_digest():
+    """A digest of :data:`SOURCES`' Python files (once per process): part of every key, so that
+    a sweep re-run after avta changed computes its points again instead of serving old rows."""
+    from avta.files import package_source_files, sources_digest as digest
+    return digest(package_source_files(SOURCES))[:24]
 
 
 def _workload_id(workload):
@@ -41,14 +57,15 @@ def task(spec, point, *, exact=False):
             "workload_id": _workload_id(spec.workload), "input_size": spec.input_size,
             "style": spec.style, "seed": spec.seed, "exact": bool(exact),
             "fitted": ",".join(f"{k}={v}" for k, v in point.fitted.items()),
-            "version": _version()}
+            "version": _version(), "sources": sources_digest()}
 
 
 def point_key(task):
     """The cache key of a task: a hash of the canonical configuration, the workload (with its
-    content), the input size, the floorplan style, the seed, exact or not and avta's version."""
+    content), the input size, the floorplan style, the seed, exact or not, avta's version and
+    the digest of its sources (:func:`sources_digest`)."""
     ident = {k: task[k] for k in ("config", "workload_id", "input_size", "style", "seed",
-                                  "exact", "version")}
+                                  "exact", "version", "sources")}
     text = json.dumps(ident, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 

@@ -150,6 +150,29 @@ def test_a_plan_read_back_is_the_plan(cache):
     assert residual.plan_add(cfg, (1, 64, 28, 28), requant=Requant(1, (0, 127))) == want
 
 
+def test_a_fused_add_plan_read_back_is_the_plan(cache, monkeypatch):
+    """The executor asks whether each residual add fuses before it builds anything: planned
+    once, then read back from the disk without planning either layer; a damaged record is
+    planned again."""
+    from avta.runtime.ops import conv_add
+    cfg, shape = load_config("default"), Conv2dShape(1, 64, 56, 56, 64, 3, 3, 1, 1)
+    args = {"requant": Requant(10, (-128, 127)), "add_requant": Requant(1, (0, 127)),
+            "has_bias": True, "bias_bound": 8}
+    want = conv_add.plan_fused_add(cfg, shape, **args)
+    assert want.fused and want.fused_cycles < want.apart_cycles
+    build_cache.clear_memory()
+    with monkeypatch.context() as m:
+        m.setattr(conv_add, "_plan_fused_add", lambda *a: pytest.fail("planned again"))
+        assert conv_add.plan_fused_add(cfg, shape, **args) == want
+    (entry,) = [p for p in cache.iterdir()
+                if "apart_cycles" in json.loads(p.read_text())["plan"]]   # not the add's plan
+    record = json.loads(entry.read_text())
+    entry.write_text(json.dumps(record | {"plan": record["plan"] | {"fused": "yes"}}))
+    build_cache.clear_memory()
+    assert conv_add.plan_fused_add(cfg, shape, **args) == want
+    assert json.loads(entry.read_text()) == record
+
+
 @pytest.mark.parametrize("path", [None, "gemm", "alu"])
 def test_a_max_pool_plan_read_back_is_the_plan(cache, monkeypatch, path):
     """ResNet's stem pool: planned once, then read back from the disk without planning."""

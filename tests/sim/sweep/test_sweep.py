@@ -212,11 +212,26 @@ def test_a_rerun_runs_only_the_missing_points(network, tmp_path):
     again = run_sweep(spec, tmp_path, workers=0, evaluate_fn=third)
     assert third.runs == [1, 4, 5]
     assert [_stable(r) for r in again.rows] == [_stable(r) for r in result.rows]
-    # a different avta version, workload or exactness is another key
+    # a different avta version or sources, workload or exactness is another key
     t = task(spec, spec.points()[0])
     assert point_key(t) != point_key(t | {"version": "0.0.0"})
+    assert point_key(t) != point_key(t | {"sources": "0" * 24})
     assert point_key(t) != point_key(t | {"exact": True})
     assert point_key(t) != point_key(t | {"input_size": 64})
+
+
+def test_the_key_follows_every_source_a_row_depends_on(network):
+    """The sources' digest covers the runtime, both simulators, the RTL, the floorplan and the
+    clock and energy models: a change in any of them is another key."""
+    from avta.files import package_source_files
+    from avta.sim.sweep.point import SOURCES, sources_digest
+    names = {name for name, _ in package_source_files(SOURCES)}
+    for module in ("avta.runtime/ops/conv_plan.py", "avta.sim/fsim/timing.py",
+                   "avta.hw/core/compute.py", "avta.floorplan/vta/inventory.py",
+                   "avta.synth/clock.py", "avta.sim/energy/table.py"):
+        assert module in names
+    spec = _spec(network, {"AXI_DATA_BITS": [64]})
+    assert task(spec, spec.points()[0])["sources"] == sources_digest()
 
 
 def test_the_key_hashes_the_weights_file_the_network_names(tmp_path):
