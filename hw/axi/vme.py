@@ -69,7 +69,8 @@ class MemoryEngine(wiring.Component):
                                                    faults=self._faults)
         # Each client's commands pass a register on their way to the arbiter (its grant sees
         # flip-flops only), and the beats one on their way back (the clients' row arithmetic
-        # starts at a flip-flop): docs/architecture.md, timing on an FPGA.
+        # starts at a flip-flop, and RREADY is a flip-flop, not the clients' ready):
+        # docs/architecture.md, timing on an FPGA.
         cmds_held = []
         for index, name in enumerate(self._read_clients):
             port, client = getattr(self, name), arbiter.client(index)
@@ -79,7 +80,8 @@ class MemoryEngine(wiring.Component):
             wiring.connect(m, cmds.o, client.cmd)
             wiring.connect(m, client.data, flipped(port.data))
             cmds_held.append(cmds.o.valid)
-        m.submodules.beats = beats = StreamRegister(reader.client.data.payload.shape())
+        m.submodules.beats = beats = StreamRegister(reader.client.data.payload.shape(),
+                                                    registered_ready=True)
         m.d.comb += [reader.client.cmd.valid.eq(arbiter.engine.cmd.valid),
                      reader.client.cmd.payload.eq(arbiter.engine.cmd.payload),
                      arbiter.engine.cmd.ready.eq(reader.client.cmd.ready)]

@@ -41,6 +41,14 @@ __all__ = ["Fetch"]
 _LOG_INSN_BYTES = exact_log2(INSN_BYTES)
 
 
+def _at_most(value, bound):
+    """min(value, bound) for an unsigned ``value`` and a constant ``bound``: the high bits' OR
+    and a comparison as wide as ``bound``, not one as wide as ``value``."""
+    width = ceil_log2(bound + 1)
+    small = (value[width:] == 0) & (value[:width] < bound) if len(value) > width else value < bound
+    return Mux(small, value, bound)
+
+
 class Fetch(wiring.Component):
     """Instruction fetch and dispatch.
 
@@ -117,39 +125,48 @@ class Fetch(wiring.Component):
 
         running, stopped = self.running, self.stopped
         count = self.insn_count
+        head = self.head
 
         # -- read commands ------------------------------------------------------------------------
-        fetched = Signal(INDEX_BITS + 1)         # instructions asked for
-        head = self.head
+        # What decides a command is kept in registers, each updated from its next value, so that
+        # the command's `valid` and the address and count it carries start at flip-flops: as
+        # differences of 33-bit counts (instructions left = INSN_COUNT - fetched, ring space =
+        # ring - (fetched - head)) they were carry chains in series ahead of the memory engine's
+        # grant, whose handshake enables fetch's address (docs/architecture.md, timing on an
+        # FPGA). Cycle for cycle the same commands.
+        left = Signal(INDEX_BITS + 1)            # instructions not yet asked for
+        n = Signal(range(burst + 1))             # the next command's: min(left, burst)
+        in_ring = Signal(range(ring + 1))        # asked for and not yet taken from the ring
+        row = Signal(log_ring)                   # the ring slot of the next instruction asked for
         fetch_addr = Signal(ADDR_BITS)
-        remaining = Signal(INDEX_BITS + 1)
-        m.d.comb += remaining.eq(count - fetched)
-        n = Signal(range(burst + 1))
-        m.d.comb += n.eq(Mux(remaining < burst, remaining, burst))
-        free = ring - (fetched - head)
         skip = fetch_addr[_LOG_INSN_BYTES:log_bus] if self._lanes > 1 else Const(0, 1)
         cmd = self.mem.cmd
         m.d.comb += [
-            cmd.valid.eq(running & ~stopped & (fetched < count) & (free >= n)),
+            # n = 0 exactly when nothing is left; the ring has room for n.
+            cmd.valid.eq(running & ~stopped & (n != 0) & (in_ring + n <= ring)),
             cmd.payload.addr.eq(fetch_addr & ~(bus - 1)),
             cmd.payload.beats.eq(((skip + n) << _LOG_INSN_BYTES) + bus - 1 >> log_bus),
-            cmd.payload.tag.row.eq(fetched[:log_ring]),
+            cmd.payload.tag.row.eq(row),
             cmd.payload.tag.skip.eq(skip),
             cmd.payload.tag.count.eq(n),
         ]
+        sent = cmd.valid & cmd.ready
         next_addr = fetch_addr + (n << _LOG_INSN_BYTES)
         if FaultName.FETCH_PAGE in self._faults:
             # Planted bug (avta.hw.core.faults), for testing the verification tools only.
             page = exact_log2(FAULT_PAGE_BYTES)
             next_addr = Cat(next_addr[:page], fetch_addr[page:])
-        with m.If(cmd.valid & cmd.ready):
-            m.d.sync += [fetched.eq(fetched + n), fetch_addr.eq(next_addr)]
+        left_after = Signal.like(left)
+        m.d.comb += left_after.eq(left - n)
+        with m.If(sent):
+            m.d.sync += [left.eq(left_after), n.eq(_at_most(left_after, burst)),
+                         row.eq(row + n), fetch_addr.eq(next_addr)]
 
         # Beats asked for and not yet taken: at most `ring` instructions are in flight, and each
         # command may carry up to two beats more than its instructions fill (an unaligned start).
         outstanding = Signal(range(ring * (-(-INSN_BYTES // bus) + 2) + 1))
         taken = self.mem.data.valid & self.mem.data.ready
-        m.d.sync += outstanding.eq(outstanding + Mux(cmd.valid & cmd.ready, cmd.payload.beats, 0)
+        m.d.sync += outstanding.eq(outstanding + Mux(sent, cmd.payload.beats, 0)
                                    - taken)
         m.d.comb += self.idle.eq(outstanding == 0)
 
@@ -225,6 +242,14 @@ class Fetch(wiring.Component):
         clear = Mux(issue, 1 << head_slot, 0)
         m.d.sync += [slot_valid.eq((slot_valid | set_valid) & ~clear),
                      slot_err.eq((slot_err | set_err) & ~clear)]
+        # The handshakes come late in the cycle: both sums are formed first, then chosen.
+        with m.Switch(Cat(issue, sent)):
+            with m.Case(0b01):
+                m.d.sync += in_ring.eq(in_ring - 1)
+            with m.Case(0b10):
+                m.d.sync += in_ring.eq(in_ring + n)
+            with m.Case(0b11):
+                m.d.sync += in_ring.eq(in_ring + n - 1)
         with m.If(issue):
             m.d.sync += [head.eq(head + 1), d_valid.eq(1), d_index.eq(head),
                          d_err.eq(slot_err.bit_select(head_slot, 1))]
@@ -233,7 +258,8 @@ class Fetch(wiring.Component):
         m.d.comb += self.checked.eq(running & (head == count) & ~d_valid & ~q_valid)
 
         with m.If(self.start):
-            m.d.sync += [running.eq(1), stopped.eq(0), fetched.eq(0), head.eq(0),
+            m.d.sync += [running.eq(1), stopped.eq(0), head.eq(0),
+                         left.eq(count), n.eq(_at_most(count, burst)), in_ring.eq(0), row.eq(0),
                          fetch_addr.eq(self.insn_addr), d_valid.eq(0), q_valid.eq(0),
                          slot_valid.eq(0), slot_err.eq(0)]
         return m

@@ -14,7 +14,7 @@ skip. Base registers are multiples of ``min(E_t, bus bytes)``: the core refuses 
 (error 11).
 """
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
@@ -189,10 +189,18 @@ class TensorLoad(wiring.Component):
         outstanding = Signal(beat_count_bits(cfg.axi_data_bits) + formats.SIZE_BITS)
         issued = cmd.valid & cmd.ready
         taken = self.mem.data.valid & self.mem.data.ready
-        # Both sums are formed before ``issued`` picks one: the handshake comes late in the
-        # cycle (through the memory engine's arbiter), the beat count early.
-        left_after = outstanding - Mux(taken, 1, 0)
-        m.d.sync += outstanding.eq(Mux(issued, left_after + cmd.payload.beats, left_after))
+        # Every sum is formed before the handshakes pick one: they come late in the cycle
+        # (``issued`` through the memory engine's arbiter, ``taken`` from the row writer's view
+        # of the beat), the beat count early (docs/architecture.md, timing on an FPGA).
+        plus = Signal.like(outstanding)
+        m.d.comb += plus.eq(outstanding + cmd.payload.beats)
+        with m.Switch(Cat(taken, issued)):
+            with m.Case(0b01):
+                m.d.sync += outstanding.eq(outstanding - 1)
+            with m.Case(0b10):
+                m.d.sync += outstanding.eq(plus)
+            with m.Case(0b11):
+                m.d.sync += outstanding.eq(plus - 1)
         err = Signal()
         with m.If(taken & self.mem.data.payload.err):
             m.d.sync += err.eq(1)
