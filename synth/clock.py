@@ -12,14 +12,18 @@ paths, in ns,
 
 * ``gemm``: one GEMM lane, its BLOCK_IN products, adder tree with the derived pipeline and
   accumulator (``avta bench gemm-fmax``): ``lane_ns + lane_ns_per_log2 · log2(BLOCK_IN)``;
-* ``control``: the memory engine and the load stage (the registered read beat through a row
-  writer's lane arithmetic into the pad walker's address, docs/architecture.md, timing on an
-  FPGA): ``control_ns + control_ns_per_addr_bit · address bits of the deepest scratchpad``.
+* ``control``: the path that binds every whole design placed with this RTL, fetch's count of
+  instructions fetched through its ring-space and instructions-left carry chains and the memory
+  engine's reader to fetch's command address (docs/architecture.md, timing on an FPGA):
+  ``control_ns``, one figure, since no scratchpad, GEMM or ALU is on it (``tiny`` and ``fpga``,
+  their deepest scratchpads 8 and 12 address bits, lie 2.6 % apart, the faster the deeper).
 
 :data:`LANE_POINTS` and :data:`DESIGN_POINTS` are the placed points the coefficients are fitted
 to (:func:`fit`; the defaults of :class:`TimingModel` are that fit, and a test checks it);
 :data:`LANE_HELD_OUT` and :data:`DESIGN_HELD_OUT` are points the fit never sees
-(:func:`errors`, docs/cli.md). All figures are nextpnr-ecp5's, seed 1, on the ECP5.
+(:func:`errors`, docs/cli.md). Each point names the command that measured it
+(:attr:`LanePoint.command`, :attr:`DesignPoint.command`); all figures are nextpnr-ecp5's,
+seed 1, on the ECP5.
 """
 
 import functools
@@ -30,31 +34,51 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from avta.isa.memories import scratchpads
 from avta.files import cache_root
 
-__all__ = ["TimingModel", "LANE_POINTS", "LANE_HELD_OUT", "DESIGN_POINTS", "DESIGN_HELD_OUT",
-           "fit", "errors", "Clock", "clock_of", "measured_clock", "record_measured",
-           "design_fingerprint"]
-
-#: (BLOCK_IN, MHz): ``avta bench gemm-fmax`` on the ECP5-85k, derived pipeline stages.
-LANE_POINTS = ((4, 138.3), (16, 127.3), (64, 116.2))
-#: Lanes the fit does not see (``python -m avta.sim.bench.gemm_fmax --block-in 8 32
-#: --stages derived``).
-LANE_HELD_OUT = ((8, 133.1), (32, 121.7))
-#: (configuration, device, MHz): whole designs by ``avta fpga --config C --device D``, placed
-#: before fetch's dispatch register and the ALU's forwarding before its operand register
-#: (docs/architecture.md, timing on an FPGA). With them tiny is 60.0 MHz on the ECP5-85k and
-#: 56.8 on the 25k, ``fpga`` 50.4 on the 85k: tiny's two placements lie 5.6 % apart, more than
-#: the model's held-out bound, so the fit keeps these points (docs/cli.md, clock).
-DESIGN_POINTS = (("tiny", "ecp5-85k", 55.1), ("fpga", "ecp5-85k", 50.6))
-#: Whole designs the fit does not see: tiny placed on another device.
-DESIGN_HELD_OUT = (("tiny", "ecp5-25k", 56.0),)
+__all__ = ["TimingModel", "LanePoint", "DesignPoint", "LANE_POINTS", "LANE_HELD_OUT",
+           "DESIGN_POINTS", "DESIGN_HELD_OUT", "fit", "errors", "Clock", "clock_of",
+           "measured_clock", "record_measured", "design_fingerprint"]
 
 
-def address_bits(cfg):
-    """Bits of a row address of the deepest scratchpad."""
-    return max(pad.log_depth for pad in scratchpads(cfg).values())
+@dataclass(frozen=True)
+class LanePoint:
+    """One GEMM lane of ``block_in`` products (derived pipeline stages) placed alone on the
+    ECP5-85k: nextpnr's Fmax ``mhz``."""
+    block_in: int
+    mhz: float
+
+    @property
+    def command(self):
+        """The command that measures this point."""
+        return f"python -m avta.sim.bench.gemm_fmax --block-in {self.block_in} --stages derived"
+
+
+@dataclass(frozen=True)
+class DesignPoint:
+    """A whole design, shipped configuration ``config``, placed and routed by ``avta fpga`` on
+    ``device`` (seed 1, the default): nextpnr's Fmax ``mhz``, with the RTL of commit ``rtl``."""
+    config: str
+    device: str
+    mhz: float
+    rtl: str
+
+    @property
+    def command(self):
+        """The command that measures this point (on a tree with that commit's RTL)."""
+        return f"avta fpga --config {self.config} --device {self.device}"
+
+
+#: Lanes the fit sees.
+LANE_POINTS = (LanePoint(4, 138.3), LanePoint(16, 127.3), LanePoint(64, 116.2))
+#: Lanes the fit does not see.
+LANE_HELD_OUT = (LanePoint(8, 133.1), LanePoint(32, 121.7))
+#: Whole designs the fit sees: tiny, the design placed most often (and the slower of the two,
+#: so the model errs towards a slower clock). Both points are of the RTL that registers the
+#: compute loader's ACC write (commit 71412db; no change to hw/ or isa/ up to 9b26591).
+DESIGN_POINTS = (DesignPoint("tiny", "ecp5-85k", 59.77, "71412db"),)
+#: Whole designs the fit does not see.
+DESIGN_HELD_OUT = (DesignPoint("fpga", "ecp5-85k", 61.35, "9b26591"),)
 
 
 @dataclass(frozen=True)
@@ -62,13 +86,12 @@ class TimingModel:
     """Path delays (ns) of the module docstring; the defaults are :func:`fit` of the points."""
     lane_ns: float = 6.522
     lane_ns_per_log2: float = 0.344
-    control_ns: float = 14.921
-    control_ns_per_addr_bit: float = 0.404
+    control_ns: float = 16.731
 
     def paths(self, cfg):
         """``{path: ns}`` of ``cfg``'s two modelled paths."""
         return {"gemm": self.lane_ns + self.lane_ns_per_log2 * math.log2(cfg.block_in),
-                "control": self.control_ns + self.control_ns_per_addr_bit * address_bits(cfg)}
+                "control": self.control_ns}
 
     def period_ns(self, cfg):
         return max(self.paths(cfg).values())
@@ -88,30 +111,31 @@ def _line(xs, ys):
 
 def fit(lane_points=LANE_POINTS, design_points=DESIGN_POINTS):
     """A :class:`TimingModel` fitted to the points: the lane's period by least squares against
-    log2(BLOCK_IN), then the control path's against the address bits (each whole design's
-    period is its control path: its lane is faster by far)."""
-    from avta.isa.config import load_config
-    lane = _line([math.log2(b) for b, _ in lane_points], [1e3 / mhz for _, mhz in lane_points])
-    control = _line([address_bits(load_config(c)) for c, _, _ in design_points],
-                    [1e3 / mhz for _, _, mhz in design_points])
-    return TimingModel(*(round(v, 3) for v in (*lane, *control)))
+    log2(BLOCK_IN), the control path as the mean period of the whole designs (each whole
+    design's period is its control path: its lane is faster by far)."""
+    lane = _line([math.log2(p.block_in) for p in lane_points], [1e3 / p.mhz for p in lane_points])
+    control = sum(1e3 / p.mhz for p in design_points) / len(design_points)
+    return TimingModel(*(round(v, 3) for v in (*lane, control)))
 
 
 def errors(model=None):
-    """Rows ``{point, role, measured, model, error}`` of every point, lane and whole design."""
+    """Rows ``{point, role, measured, model, error, command}`` of every point, lane and whole
+    design."""
     from avta.isa.config import load_config
     model = model or TimingModel()
     rows = []
     for role, points in (("calibrated", LANE_POINTS), ("held-out", LANE_HELD_OUT)):
-        for block_in, mhz in points:
-            ns = model.lane_ns + model.lane_ns_per_log2 * math.log2(block_in)
-            rows.append({"point": f"GEMM lane, BLOCK_IN {block_in}", "role": role,
-                         "measured": mhz, "model": 1e3 / ns, "error": 1e3 / ns / mhz - 1})
+        for p in points:
+            ns = model.lane_ns + model.lane_ns_per_log2 * math.log2(p.block_in)
+            rows.append({"point": f"GEMM lane, BLOCK_IN {p.block_in}", "role": role,
+                         "measured": p.mhz, "model": 1e3 / ns, "error": 1e3 / ns / p.mhz - 1,
+                         "command": p.command})
     for role, points in (("calibrated", DESIGN_POINTS), ("held-out", DESIGN_HELD_OUT)):
-        for config, device, mhz in points:
-            predicted = model.fmax_mhz(load_config(config))
-            rows.append({"point": f"{config} on {device}", "role": role, "measured": mhz,
-                         "model": predicted, "error": predicted / mhz - 1})
+        for p in points:
+            predicted = model.fmax_mhz(load_config(p.config))
+            rows.append({"point": f"{p.config} on {p.device}", "role": role, "measured": p.mhz,
+                         "model": predicted, "error": predicted / p.mhz - 1,
+                         "command": p.command})
     return rows
 
 
