@@ -103,11 +103,31 @@ def _run_task(sby, folder, task, env, deadline):
     try:
         out, _ = proc.communicate(timeout=remaining)
     except subprocess.TimeoutExpired:
-        # sby starts yosys, smtbmc and the solver: end the whole process group we started.
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
+        _stop(proc)
         return None
     return out
+
+
+#: How long sby has to end the tools it started once asked to.
+STOP_GRACE = 10.0
+
+
+def _stop(proc):
+    """End ``proc`` (sby) and every tool it started. sby puts each tool (yosys, smtbmc and the
+    solver under it) in a process group of its own, so killing sby's group alone leaves
+    smtbmc and the solver running for as long as their proof would take: SIGTERM first lets
+    sby end those groups (its termination handler does), then SIGKILL ends what is left of
+    its own group."""
+    try:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=STOP_GRACE)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.communicate()
 
 
 _DONE = re.compile(r"DONE \((\w+), rc=\d+\)")

@@ -36,6 +36,35 @@ def test_token_counter_proven_for_every_width_with_covers(tmp_path):
     assert result.covers_total == 6 and result.covers_reached == 6
 
 
+def _processes_under(folder):
+    """PIDs of the processes whose working directory is inside ``folder`` (Linux's /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            cwd = os.readlink(f"/proc/{entry}/cwd")
+        except (OSError, ValueError):
+            continue
+        if entry.isdigit() and cwd.startswith(str(folder)):
+            found.append(int(entry))
+    return found
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc")
+def test_a_check_past_its_time_leaves_no_tool_running(tmp_path):
+    """A proof that runs past its timeout ends with every tool sby started: smtbmc and the
+    solver sit in process groups of their own, and used to run on for as long as the proof
+    would have taken."""
+    import time
+    _, result = _run(TINY, "compute", "overlap", tmp_path, timeout=60)
+    assert result.status == "timeout", result.message
+    for _ in range(20):                       # what was killed may take a moment to go
+        left = _processes_under(tmp_path)
+        if not left:
+            break
+        time.sleep(0.5)
+    assert not left, f"still running after the timeout: {left}"
+
+
 def test_read_arbiter_routes_beats_proven(tmp_path):
     _, result = _run(TINY, "read_arbiter", "route", tmp_path)
     assert result.status == "proven", result.message
