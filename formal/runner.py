@@ -105,6 +105,10 @@ def _run_task(sby, folder, task, env, deadline):
     except subprocess.TimeoutExpired:
         _stop(proc)
         return None
+    except BaseException:
+        # Ctrl-C: sby runs in a session of its own, so the terminal's interrupt never reaches it.
+        _stop(proc)
+        raise
     return out
 
 
@@ -112,17 +116,43 @@ def _run_task(sby, folder, task, env, deadline):
 STOP_GRACE = 10.0
 
 
+def _descendants(pid):
+    """The PIDs of every process below ``pid`` (Linux's /proc; none elsewhere)."""
+    children = {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except (OSError, ValueError):
+            continue
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after it.
+        fields = stat.rpartition(")")[2].split()
+        if entry.isdigit() and len(fields) > 1:
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
 def _stop(proc):
     """End ``proc`` (sby) and every tool it started. sby puts each tool (yosys, smtbmc and the
     solver under it) in a process group of its own, so killing sby's group alone leaves
-    smtbmc and the solver running for as long as their proof would take: SIGTERM first lets
-    sby end those groups (its termination handler does), then SIGKILL ends what is left of
-    its own group."""
+    smtbmc and the solver running for as long as their proof would take; and sby's own
+    termination handler does not always end them. So: note every process below sby, ask sby
+    to stop (SIGTERM), give it :data:`STOP_GRACE` seconds, then SIGKILL what is left of them."""
+    tools = _descendants(proc.pid)
     try:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=STOP_GRACE)
     except subprocess.TimeoutExpired:
         pass
+    for pid in tools:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 from amaranth.hdl import Signal
@@ -54,7 +55,6 @@ def test_a_check_past_its_time_leaves_no_tool_running(tmp_path):
     """A proof that runs past its timeout ends with every tool sby started: smtbmc and the
     solver sit in process groups of their own, and used to run on for as long as the proof
     would have taken."""
-    import time
     _, result = _run(TINY, "compute", "overlap", tmp_path, timeout=60)
     assert result.status == "timeout", result.message
     for _ in range(20):                       # what was killed may take a moment to go
@@ -63,6 +63,34 @@ def test_a_check_past_its_time_leaves_no_tool_running(tmp_path):
             break
         time.sleep(0.5)
     assert not left, f"still running after the timeout: {left}"
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc")
+def test_stopping_ends_tools_in_their_own_groups_even_when_the_parent_ignores_it(monkeypatch):
+    """What ``avta formal`` does on a timeout or Ctrl-C, on a parent that ignores SIGTERM (as
+    sby's handler may fail to end its tools) and a child in a session of its own (as sby
+    starts each tool): the child ends too."""
+    from avta.formal import runner
+    monkeypatch.setattr(runner, "STOP_GRACE", 1.0)
+    parent = subprocess.Popen(
+        [sys.executable, "-c", "import signal, subprocess, sys, time\n"
+         "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+         "child = subprocess.Popen(['sleep', '120'], start_new_session=True,\n"
+         "                         stdout=subprocess.DEVNULL)\n"
+         "print(child.pid, flush=True)\n"
+         "time.sleep(120)\n"],
+        stdout=subprocess.PIPE, text=True, start_new_session=True)
+    child = int(parent.stdout.readline())
+    runner._stop(parent)
+    assert parent.returncode is not None
+    for _ in range(20):
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"the tool {child} still runs")
 
 
 def test_read_arbiter_routes_beats_proven(tmp_path):
