@@ -279,6 +279,10 @@ def test_a_cached_row_counts_only_for_its_own_point(network, tmp_path):
 
 def test_a_worker_that_dies_loses_only_its_point(network, tmp_path):
     import dask
+    # Loaded before the override: otherwise distributed's defaults land inside the key that
+    # dask.config.set inserts and leave with it, and every later Client in this process fails
+    # (KeyError: 'distributed').
+    import distributed  # noqa: F401
 
     def die_on_point_one(t):
         # A local function: pickle cannot send it by reference (the workers cannot import this
