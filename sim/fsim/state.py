@@ -30,7 +30,6 @@ class Scratchpads:
         self.uop, self.inp, self.wgt, self.acc, self.out = (
             pad.row.view(self._raw[name]) for name, pad in self._pads.items())
         self._as_float = {}
-        self._uop_fields = None
         self._memos = {}
         self._memo_keys = {name: set() for name in self._pads}
 
@@ -59,9 +58,7 @@ class Scratchpads:
         """Every micro-op's fields decoded (``codec.decode_uop_array`` of the whole UOP
         scratchpad): ``(dst, src, wgt)`` int64 arrays. Cached until the next write to it (only
         LOADs write micro-ops, and many GEMM and ALU instructions run between them)."""
-        if self._uop_fields is None:
-            self._uop_fields = codec.decode_uop_array(self.uop)
-        return self._uop_fields
+        return self.memo(("uop fields",), ("uop",), lambda: codec.decode_uop_array(self.uop))
 
     def memo(self, key, depends, compute):
         """``compute()``, made once and kept under ``key`` until a write to one of the
@@ -117,8 +114,6 @@ class Scratchpads:
         self._forget(name)
         if name in self._as_float:
             self._as_float[name][rows] = self._float_rows(name, rows)
-        if name == "uop":
-            self._uop_fields = None
         if name == "acc":
             self.out[rows] = self.acc[rows].astype(np.int8, casting="unsafe")
 
