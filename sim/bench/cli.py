@@ -106,6 +106,11 @@ def _rtl_cycles(cfg):
     return print_table(cfg)
 
 
+#: The most runs of each simulator per layer ``upstream-fsim`` takes: each upstream run is a
+#: process of its own, so a mistyped count would keep the machine busy for hours.
+MAX_REPEATS = 100
+
+
 def _upstream_fsim(cfg, args):
     import os
 
@@ -118,8 +123,9 @@ def _upstream_fsim(cfg, args):
     if not all(layers):
         raise UserError(f"--layers {args.layers!r}: an empty layer name")
     repeats = REPEATS if args.repeats is None else args.repeats
-    if repeats < 1:
-        raise UserError(f"--repeats {repeats}: must be at least 1")
+    if not 1 <= repeats <= MAX_REPEATS:
+        raise UserError(f"--repeats {repeats}: must be at least 1 and at most {MAX_REPEATS} "
+                        f"(the best of a few runs is the figure)")
     return upstream_fsim(cfg, vta_src, layers, repeats)
 
 

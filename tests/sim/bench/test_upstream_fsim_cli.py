@@ -10,6 +10,7 @@ from avta.cli import main
     (["bench", "upstream-fsim"], "give --vta-src DIR or set AVTA_VTA_SRC"),
     (["bench", "upstream-fsim", "--vta-src", "/no/such/folder"], "no such folder"),
     (["bench", "upstream-fsim", "--vta-src", ".", "--repeats", "0"], "must be at least 1"),
+    (["bench", "upstream-fsim", "--vta-src", ".", "--repeats", "100000000"], "at most 100 "),
     (["bench", "upstream-fsim", "--vta-src", ".", "--layers", "C2,"], "empty layer name"),
     (["bench", "tps", "--layers", "C2"], "--layers is for benchmark 'upstream-fsim'"),
     (["bench", "upstream-fsim", "--vta-src", ".", "--config", "tiny", "--layers", "C2"],
