@@ -105,19 +105,19 @@ def _kernels(launch, uop_loads):
     span = np.searchsorted(uop_loads, kernels)
     keyed = np.column_stack([span.astype(stream.words.dtype), stream.words[kernels]])
     first, distinct = unique_rows(keyed)
-    bounds = _checked_bounds(launch, uop_loads, kernels[first], span[first])
-    # Each GEMM after an ALU instruction: whether their banks meet, once per distinct pair.
+    bounded, lo, hi = _checked_bounds(launch, uop_loads, kernels[first], span[first])
+    # Each GEMM after an ALU instruction: whether their banks meet (timing.banks_meet, over the
+    # two bounds each kernel has; a GEMM's one is there twice).
     gemms = np.flatnonzero(gemm_after_alu)
     if len(gemms):
-        pairs = np.column_stack([distinct[gemms], distinct[before[gemms]]])
-        first_pair, which = unique_rows(pairs)
-        pair = pairs[first_pair]
+        g, a = distinct[gemms], distinct[before[gemms]]
         pad = scratchpad(launch.cfg, "acc")
-        meet = np.array([timing.banks_meet(bounds[g], bounds[a], pad)
-                         for g, a in pair.tolist()], np.int64)
-        meets[kernels[gemms]] = meet[which]
+        meet = ~(bounded[g] & bounded[a])
+        for i in range(2):
+            for j in range(2):
+                meet |= timing.banks_overlap(lo[g, i], hi[g, i], lo[a, j], hi[a, j], pad)
+        meets[kernels[gemms]] = meet
     return meets
-
 
 #: The fields that place a kernel's steps, as both the GEMM and the ALU format name them
 #: (docs/isa.md §3.3, §3.4).
@@ -128,7 +128,8 @@ _LOOP_FIELDS = ("uop_bgn", "uop_end", "iter_out", "iter_in", "dst_factor_out", "
 def _checked_bounds(launch, uop_loads, at, span):
     """Each distinct kernel's :func:`~.timing.acc_row_bounds` (kernels at instruction indices
     ``at``, in spans ``span`` between micro-op LOADs), its checks made and every micro-op LOAD
-    run, in stream order.
+    run, in stream order: ``(bounded, lo, hi)``, whether it has bounds and their first and
+    last rows, two per kernel (a GEMM's one bound twice).
 
     A kernel's checks and bounds are functions of its loop fields and of the smallest and
     largest value of each micro-op field it runs (factors are never negative), so those of a
@@ -146,16 +147,15 @@ def _checked_bounds(launch, uop_loads, at, span):
     wgt_out, wgt_in = (stream.column("gemm", name, at) for name in ("wgt_factor_out",
                                                                     "wgt_factor_in"))
     reset = ~alu & (stream.column("gemm", "reset", at) != 0)
-    single = end - begin == 1
     runs = (end > begin) & (outer > 0) & (inner > 0)
     whole = runs & (end <= pads.depth("uop"))
     acc, inp, wgt = (pads.depth(name) for name in ("acc", "inp", "wgt"))
-    bounds = [None] * len(at)
+    bounded = np.zeros(len(at), bool)
+    lo, hi = np.zeros((len(at), 2), np.int64), np.zeros((len(at), 2), np.int64)
     loads = iter(uop_loads.tolist())
     done = 0
     order = np.argsort(span, kind="stable")
-    cuts = np.flatnonzero(np.diff(span[order])) + 1
-    for group in np.split(order, cuts):
+    for group in np.split(order, np.flatnonzero(np.diff(span[order])) + 1):
         while done < span[group[0]]:
             launch._run_uop_load(next(loads))
             done += 1
@@ -167,10 +167,9 @@ def _checked_bounds(launch, uop_loads, at, span):
             def extent(values, f_out, f_in):
                 # reduceat reads [ranges[2k], ranges[2k + 1]); a range may end at the depth.
                 values = np.append(values, 0)
-                lo = np.minimum.reduceat(values, ranges)[::2]
-                hi = np.maximum.reduceat(values, ranges)[::2] + (outer[fast] - 1) * \
-                    f_out[fast] + (inner[fast] - 1) * f_in[fast]
-                return lo, hi
+                return (np.minimum.reduceat(values, ranges)[::2],
+                        np.maximum.reduceat(values, ranges)[::2] + (outer[fast] - 1) *
+                        f_out[fast] + (inner[fast] - 1) * f_in[fast])
             dst, src, wgt_uop = pads.uop_fields(sim._codec)
             dst_lo, dst_hi = extent(dst, dst_out, dst_in)
             src_lo, src_hi = extent(src, src_out, src_in)
@@ -181,17 +180,19 @@ def _checked_bounds(launch, uop_loads, at, span):
                                            reset[fast] | ((src_hi < inp) & (wgt_hi < wgt)))
             if not sim._strict:
                 ok[:] = True
-            rows = zip(fast.tolist(), ok.tolist(), is_alu.tolist(), single[fast].tolist(),
-                       dst_lo.tolist(), dst_hi.tolist(), src_lo.tolist(), src_hi.tolist())
-            for k, good, is_alu_k, one, d_lo, d_hi, s_lo, s_hi in rows:
-                if not good:
-                    alone.append(k)
-                elif not is_alu_k:
-                    bounds[k] = [(d_lo, d_hi)] if d_hi < acc else None
-                elif one and d_hi < acc and s_hi < acc:
-                    bounds[k] = [(d_lo, d_hi), (s_lo, s_hi)]
+            alone += fast[~ok].tolist()
+            # timing.acc_row_bounds: a GEMM's dst rows; an ALU instruction's dst and src rows
+            # when it has one micro-op; none past the end of ACC.
+            one = end[fast] - begin[fast] == 1
+            bounded[fast] = ok & (dst_hi < acc) & np.where(is_alu, one & (src_hi < acc), True)
+            lo[fast, 0], hi[fast, 0] = dst_lo, dst_hi
+            lo[fast, 1] = np.where(is_alu, src_lo, dst_lo)
+            hi[fast, 1] = np.where(is_alu, src_hi, dst_hi)
         for k in alone:
-            bounds[k] = launch._check_kernel(int(at[k]))
+            bounds = launch._check_kernel(int(at[k]))
+            bounded[k] = bounds is not None
+            if bounds is not None:
+                (lo[k, 0], hi[k, 0]), (lo[k, 1], hi[k, 1]) = bounds[0], bounds[-1]
     for index in loads:
         launch._run_uop_load(index)
-    return bounds
+    return bounded, lo, hi

@@ -42,8 +42,8 @@ from avta.isa.enums import Opcode
 from avta.isa.memories import scratchpad_of
 from avta.isa.registers import CYCLE_COUNTERS
 
-__all__ = ["cost", "acc_row_writes", "acc_row_bounds", "banks_meet", "ESTIMATED",
-           "ALU_DISPATCH", "ALU_LATCH", "BESIDE_RETIRE", "LOAD_LEAD"]
+__all__ = ["cost", "acc_row_writes", "acc_row_bounds", "banks_meet", "banks_overlap",
+           "ESTIMATED", "ALU_DISPATCH", "ALU_LATCH", "BESIDE_RETIRE", "LOAD_LEAD"]
 
 #: Cycles an ALU instruction holds the compute stage before the next instruction may start.
 ALU_DISPATCH = 1
@@ -115,6 +115,11 @@ def banks_meet(a, b, pad):
     ALU does not use."""
     if a is None or b is None:
         return True
+    return any(banks_overlap(lo_a, hi_a, lo_b, hi_b, pad) for lo_a, hi_a in a for lo_b, hi_b in b)
+
+
+def banks_overlap(lo_a, hi_a, lo_b, hi_b, pad):
+    """Whether ACC rows ``lo_a..hi_a`` and ``lo_b..hi_b`` share a bank of ``pad`` (integers, or
+    numpy arrays of them, elementwise: :mod:`.prepare` tests many pairs at once)."""
     bank = pad.bank_of
-    return any(bank(lo_a) <= bank(hi_b) and bank(lo_b) <= bank(hi_a)
-               for lo_a, hi_a in a for lo_b, hi_b in b)
+    return (bank(lo_a) <= bank(hi_b)) & (bank(lo_b) <= bank(hi_a))
