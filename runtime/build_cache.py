@@ -84,10 +84,18 @@ def program_key(builder, cfg, args):
     """The key (hex) of the program of ``builder`` (its qualified name) on ``cfg`` for ``args``
     (a dict of its arguments without the DRAM addresses; values by their ``repr``, which for
     the runtime's frozen dataclasses and plain values names every field)."""
-    fields = {"builder": builder,
-              "config": cfg.to_dict(), "args": {k: repr(v) for k, v in sorted(args.items())},
-              "sources": runtime_digest()}
-    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:32]
+    # json.dumps(fields, sort_keys=True) of fields builder, config, args and sources, with the
+    # configuration's part serialized once per configuration (a network asks for dozens of keys).
+    text = (f'{{"args": {json.dumps({k: repr(v) for k, v in args.items()}, sort_keys=True)}, '
+            f'"builder": {json.dumps(builder)}, "config": {_config_json(cfg)}, '
+            f'"sources": {json.dumps(runtime_digest())}}}')
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+@functools.lru_cache(maxsize=64)
+def _config_json(cfg):
+    """``cfg.to_dict()`` as :func:`program_key` serializes it (a configuration is frozen)."""
+    return json.dumps(cfg.to_dict(), sort_keys=True)
 
 
 def _dram_base_field(cfg):

@@ -28,6 +28,7 @@ names the node and the rule it breaks.
 """
 
 import re
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -195,8 +196,12 @@ class Node:
         if value.ndim != ndim:
             raise GraphError(f"{where}: {what} have shape {list(value.shape)}; {self.op} "
                              f"{what} have {ndim} dimensions")
-        value = value.copy()
-        value.setflags(write=False)
+        if _frozen.get(id(value)) is not value:
+            # The node keeps its own read-only copy, so no caller's array can change it; an
+            # array a node already holds is shared (Node.replace, a graph's copies).
+            value = value.copy()
+            value.setflags(write=False)
+            _frozen[id(value)] = value
         object.__setattr__(self, what, value)
 
     @property
@@ -242,6 +247,10 @@ def _window_output(h, w, kh, kw, attrs):
     and stride."""
     return (output_extent(h, kh, attrs["pad"], attrs["stride"]),
             output_extent(w, kw, attrs["pad"], attrs["stride"]))
+
+
+#: The arrays nodes copied and froze, by ``id``: never written again, so shared, not copied.
+_frozen = weakref.WeakValueDictionary()
 
 
 def _same_array(a, b):

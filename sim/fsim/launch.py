@@ -195,6 +195,14 @@ class Launch:
         """Timing-only: execute micro-op LOAD ``index`` (the cycle model reads the micro-ops)."""
         self._memory(self.statics[index].stage, index, self.stream.insn(index), None)
 
+    def _check_kernel(self, index):
+        """Timing-only: GEMM or ALU instruction ``index``'s checks (raising on an error) and its
+        :meth:`_acc_bounds`, alone (:mod:`.prepare` works most kernels out at once)."""
+        insn = self.stream.insn(index)
+        key = self._kernel(index, insn)
+        self._check_once(execute_gemm if insn.opcode == Opcode.GEMM else execute_alu, insn, key)
+        return self._acc_bounds(index, insn, key)
+
     def _start_key(self, index):
         """``(cycle, index)``: when ready instruction ``index`` could start (its stage free,
         the tokens it pops pushed), for running the stages' heads in time order."""

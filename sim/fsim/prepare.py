@@ -12,7 +12,10 @@ stream's instructions, done for all of them at once where it can be.
   compute stage's last ALU instruction before it (:func:`~.timing.banks_meet`). Between two
   micro-op LOADs the micro-ops do not change, so a kernel there is its instruction word: the
   work is done once per distinct word of each such span, then once per distinct (GEMM, ALU)
-  pair.
+  pair. A kernel's checks and ACC row bounds are functions of its loop fields and of the
+  smallest and largest value of each micro-op field it runs, so a span's kernels are worked out
+  together as arrays; one whose micro-ops wrap past the scratchpad, or that fails a test there,
+  is checked alone as the Python scheduler checks it.
 
 A check that fails raises :class:`~.errors.MachineError`, and the Python scheduler, the
 reference, runs the stream and says what went wrong.
@@ -26,8 +29,6 @@ from avta.isa.enums import MemType, Opcode
 from avta.isa.memories import memory, scratchpad
 
 from . import timing
-from .gemm import execute_gemm
-from .alu import execute_alu
 from .memops import load_rows, rows_fit
 from .stream import unique_rows
 
@@ -104,34 +105,94 @@ def _kernels(launch, uop_loads):
     span = np.searchsorted(uop_loads, kernels)
     keyed = np.column_stack([span.astype(stream.words.dtype), stream.words[kernels]])
     first, distinct = unique_rows(keyed)
-    bounded = np.zeros(len(first), bool)
-    bounded[distinct[is_alu | gemm_after_alu]] = True
-    bounds = [None] * len(first)
-    loads = iter(uop_loads.tolist())
-    done = 0
-    spans, indices, needed = span[first].tolist(), kernels[first].tolist(), bounded.tolist()
-    for k in np.argsort(first, kind="stable").tolist():
-        index = indices[k]
-        # The micro-op LOADs before this kernel, in stream order.
-        while done < spans[k]:
-            launch._run_uop_load(next(loads))
-            done += 1
-        insn = stream.insn(index)
-        key = launch._kernel(index, insn)
-        launch._check_once(execute_gemm if insn.opcode == Opcode.GEMM else execute_alu, insn,
-                           key)
-        if needed[k]:
-            bounds[k] = launch._acc_bounds(index, insn, key)
-    for index in list(loads):
-        launch._run_uop_load(index)
-    # Each GEMM after an ALU instruction: whether their banks meet, once per distinct pair.
+    bounded, lo, hi = _checked_bounds(launch, uop_loads, kernels[first], span[first])
+    # Each GEMM after an ALU instruction: whether their banks meet (timing.banks_meet, over the
+    # two bounds each kernel has; a GEMM's one is there twice).
     gemms = np.flatnonzero(gemm_after_alu)
     if len(gemms):
-        pairs = np.column_stack([distinct[gemms], distinct[before[gemms]]])
-        first_pair, which = unique_rows(pairs)
-        pair = pairs[first_pair]
+        g, a = distinct[gemms], distinct[before[gemms]]
         pad = scratchpad(launch.cfg, "acc")
-        meet = np.array([timing.banks_meet(bounds[g], bounds[a], pad)
-                         for g, a in pair.tolist()], np.int64)
-        meets[kernels[gemms]] = meet[which]
+        meet = ~(bounded[g] & bounded[a])
+        for i in range(2):
+            for j in range(2):
+                meet |= timing.banks_overlap(lo[g, i], hi[g, i], lo[a, j], hi[a, j], pad)
+        meets[kernels[gemms]] = meet
     return meets
+
+#: The fields that place a kernel's steps, as both the GEMM and the ALU format name them
+#: (docs/isa.md §3.3, §3.4).
+_LOOP_FIELDS = ("uop_bgn", "uop_end", "iter_out", "iter_in", "dst_factor_out", "dst_factor_in",
+                "src_factor_out", "src_factor_in")
+
+
+def _checked_bounds(launch, uop_loads, at, span):
+    """Each distinct kernel's :func:`~.timing.acc_row_bounds` (kernels at instruction indices
+    ``at``, in spans ``span`` between micro-op LOADs), its checks made and every micro-op LOAD
+    run, in stream order: ``(bounded, lo, hi)``, whether it has bounds and their first and
+    last rows, two per kernel (a GEMM's one bound twice).
+
+    A kernel's checks and bounds are functions of its loop fields and of the smallest and
+    largest value of each micro-op field it runs (factors are never negative), so those of a
+    span's kernels are worked out at once, with :func:`numpy.minimum.reduceat` over the
+    micro-ops as they are in that span. A kernel whose micro-ops wrap past the scratchpad, or
+    that these tests do not pass, is checked alone, as the Python scheduler checks it (which
+    raises on an error)."""
+    stream, sim = launch.stream, launch.sim
+    pads = sim._pads
+    alu = stream.opcode[at] == Opcode.ALU
+
+    def field(name):
+        return np.where(alu, stream.column("alu", name, at), stream.column("gemm", name, at))
+    begin, end, outer, inner, dst_out, dst_in, src_out, src_in = map(field, _LOOP_FIELDS)
+    wgt_out, wgt_in = (stream.column("gemm", name, at) for name in ("wgt_factor_out",
+                                                                    "wgt_factor_in"))
+    reset = ~alu & (stream.column("gemm", "reset", at) != 0)
+    runs = (end > begin) & (outer > 0) & (inner > 0)
+    whole = runs & (end <= pads.depth("uop"))
+    acc, inp, wgt = (pads.depth(name) for name in ("acc", "inp", "wgt"))
+    bounded = np.zeros(len(at), bool)
+    lo, hi = np.zeros((len(at), 2), np.int64), np.zeros((len(at), 2), np.int64)
+    loads = iter(uop_loads.tolist())
+    done = 0
+    order = np.argsort(span, kind="stable")
+    for group in np.split(order, np.flatnonzero(np.diff(span[order])) + 1):
+        while done < span[group[0]]:
+            launch._run_uop_load(next(loads))
+            done += 1
+        alone = group[runs[group] & ~whole[group]].tolist()
+        fast = group[whole[group]]
+        if len(fast):
+            ranges = np.column_stack([begin[fast], end[fast]]).ravel()
+
+            def extent(values, f_out, f_in):
+                # reduceat reads [ranges[2k], ranges[2k + 1]); a range may end at the depth.
+                values = np.append(values, 0)
+                return (np.minimum.reduceat(values, ranges)[::2],
+                        np.maximum.reduceat(values, ranges)[::2] + (outer[fast] - 1) *
+                        f_out[fast] + (inner[fast] - 1) * f_in[fast])
+            dst, src, wgt_uop = pads.uop_fields(sim._codec)
+            dst_lo, dst_hi = extent(dst, dst_out, dst_in)
+            src_lo, src_hi = extent(src, src_out, src_in)
+            wgt_hi = extent(wgt_uop, wgt_out, wgt_in)[1]
+            is_alu = alu[fast]
+            # gemm.py and alu.py: the indices each checks in strict mode.
+            ok = (dst_hi < acc) & np.where(is_alu, src_hi < acc,
+                                           reset[fast] | ((src_hi < inp) & (wgt_hi < wgt)))
+            if not sim._strict:
+                ok[:] = True
+            alone += fast[~ok].tolist()
+            # timing.acc_row_bounds: a GEMM's dst rows; an ALU instruction's dst and src rows
+            # when it has one micro-op; none past the end of ACC.
+            one = end[fast] - begin[fast] == 1
+            bounded[fast] = ok & (dst_hi < acc) & np.where(is_alu, one & (src_hi < acc), True)
+            lo[fast, 0], hi[fast, 0] = dst_lo, dst_hi
+            lo[fast, 1] = np.where(is_alu, src_lo, dst_lo)
+            hi[fast, 1] = np.where(is_alu, src_hi, dst_hi)
+        for k in alone:
+            bounds = launch._check_kernel(int(at[k]))
+            bounded[k] = bounds is not None
+            if bounds is not None:
+                (lo[k, 0], hi[k, 0]), (lo[k, 1], hi[k, 1]) = bounds[0], bounds[-1]
+    for index in loads:
+        launch._run_uop_load(index)
+    return bounded, lo, hi

@@ -46,23 +46,27 @@ class Static(NamedTuple):
     row: tuple              # its column of the compiled scheduler's table (compiled.row)
 
 
+#: Opcodes as plain integers (timing.py says why).
+_LOAD, _STORE, _GEMM, _ALU = map(int, (Opcode.LOAD, Opcode.STORE, Opcode.GEMM, Opcode.ALU))
+_OUT = int(MemType.OUT)
+
+
 def static_of(cfg, insn):
     """The :class:`Static` of legal instruction ``insn`` on ``cfg``."""
-    stage, opcode = insn.stage, insn.opcode
+    stage, opcode = int(insn.stage), int(insn.opcode)
     pops = tuple(c for flag, c in zip((insn.pop_prev, insn.pop_next), _POP[stage]) if flag)
     pushes = tuple(c for flag, c in zip((insn.push_prev, insn.push_next), _PUSH[stage])
                    if flag)
     elem_bytes = counter = None
     count = 0
-    if opcode in (Opcode.LOAD, Opcode.STORE):
-        elem_bytes = memory(cfg, MemType.OUT if opcode == Opcode.STORE
-                            else insn.memory_type).elem_bytes
+    if opcode == _LOAD or opcode == _STORE:
+        elem_bytes = memory(cfg, _OUT if opcode == _STORE else insn.memory_type).elem_bytes
         counter, count = bytes_moved(cfg, insn)
-    elif opcode in (Opcode.GEMM, Opcode.ALU):
-        counter = "GEMM_STEPS" if opcode == Opcode.GEMM else "ALU_STEPS"
+    elif opcode == _GEMM or opcode == _ALU:
+        counter = "GEMM_STEPS" if opcode == _GEMM else "ALU_STEPS"
         count = insn.steps
     cycles = timing.cost(cfg, insn, elem_bytes)
-    return Static(int(stage), int(opcode), pops, pushes, cycles, timing.acc_row_writes(insn),
-                  counter, count, ACTIVITY_KIND.get(opcode, 2),
-                  compiled.row(int(stage), int(opcode), cycles, pops, pushes,
-                               opcode == Opcode.LOAD and insn.x_size > 0))
+    return Static(stage, opcode, pops, pushes, cycles, timing.acc_row_writes(insn), counter,
+                  count, ACTIVITY_KIND.get(opcode, 2),
+                  compiled.row(stage, opcode, cycles, pops, pushes,
+                               opcode == _LOAD and insn.x_size > 0))

@@ -42,8 +42,8 @@ from avta.isa.enums import Opcode
 from avta.isa.memories import scratchpad_of
 from avta.isa.registers import CYCLE_COUNTERS
 
-__all__ = ["cost", "acc_row_writes", "acc_row_bounds", "banks_meet", "ESTIMATED",
-           "ALU_DISPATCH", "ALU_LATCH", "BESIDE_RETIRE", "LOAD_LEAD"]
+__all__ = ["cost", "acc_row_writes", "acc_row_bounds", "banks_meet", "banks_overlap",
+           "ESTIMATED", "ALU_DISPATCH", "ALU_LATCH", "BESIDE_RETIRE", "LOAD_LEAD"]
 
 #: Cycles an ALU instruction holds the compute stage before the next instruction may start.
 ALU_DISPATCH = 1
@@ -61,27 +61,35 @@ LOAD_LEAD = costs.INSN_OVERHEAD + costs.LOAD_LATENCY
 ESTIMATED = frozenset(CYCLE_COUNTERS) | {"cycles"}
 
 
+#: The opcodes as plain integers: fsim works out these figures once per distinct instruction,
+#: thousands of times a network, and an enum member costs an attribute lookup each time.
+_LOAD, _STORE, _GEMM, _FINISH, _ALU = map(int, (Opcode.LOAD, Opcode.STORE, Opcode.GEMM,
+                                                 Opcode.FINISH, Opcode.ALU))
+
+
 def cost(cfg, insn, elem_bytes=None):
     """Estimated cycles of one legal instruction; ``elem_bytes`` for a LOAD/STORE's elements. A
     GEMM's fill grows with its dot product's pipeline (:func:`~avta.isa.costs.gemm_fill`); an
     ALU instruction's is :data:`~avta.isa.costs.ALU_FILL`."""
-    if insn.opcode == Opcode.STORE:
+    opcode = insn.opcode
+    if opcode == _STORE:
         return costs.store_cycles(cfg, insn.y_size, insn.x_size)
-    if insn.opcode == Opcode.LOAD:
+    if opcode == _LOAD:
         return costs.load_cycles(cfg, insn.y_size, insn.x_size, elem_bytes,
                                  pad_rows=insn.rows - insn.x_size * insn.y_size)
-    if insn.opcode == Opcode.FINISH:
+    if opcode == _FINISH:
         return 1
-    if insn.opcode == Opcode.GEMM:
+    if opcode == _GEMM:
         return costs.compute_cycles(insn.steps, fill=costs.gemm_fill(cfg))
     return costs.alu_cycles(cfg, insn)
 
 
 def acc_row_writes(insn):
     """ACC rows one legal instruction writes (the ACC_WR estimate: one per cycle)."""
-    if insn.opcode == Opcode.LOAD:
+    opcode = insn.opcode
+    if opcode == _LOAD:
         return insn.rows if scratchpad_of(insn.memory_type) == "acc" else 0
-    if insn.opcode in (Opcode.GEMM, Opcode.ALU):
+    if opcode == _GEMM or opcode == _ALU:
         return insn.steps
     return 0
 
@@ -115,6 +123,11 @@ def banks_meet(a, b, pad):
     ALU does not use."""
     if a is None or b is None:
         return True
+    return any(banks_overlap(lo_a, hi_a, lo_b, hi_b, pad) for lo_a, hi_a in a for lo_b, hi_b in b)
+
+
+def banks_overlap(lo_a, hi_a, lo_b, hi_b, pad):
+    """Whether ACC rows ``lo_a..hi_a`` and ``lo_b..hi_b`` share a bank of ``pad`` (integers, or
+    numpy arrays of them, elementwise: :mod:`.prepare` tests many pairs at once)."""
     bank = pad.bank_of
-    return any(bank(lo_a) <= bank(hi_b) and bank(lo_b) <= bank(hi_a)
-               for lo_a, hi_a in a for lo_b, hi_b in b)
+    return (bank(lo_a) <= bank(hi_b)) & (bank(lo_b) <= bank(hi_a))

@@ -9,11 +9,10 @@ Python costs a Verilator build. The activity recorder (``activity.h`` and the ha
 ``#ifdef TSIM_ACTIVITY`` blocks) is part of the key only of the builds that compile it in: a
 build without it compiles the harness without those blocks, so its key leaves them out too.
 
-Publishing is safe with many processes at once: each builds in a temporary folder of its own and
-renames it into place; the first rename wins and the others use the winner's library. A library
-is used only if it matches the checksum written beside it when it was built, so a truncated or
-corrupt one (a full disk, a killed copy) is rebuilt instead of crashing the process that loads
-it. Temporary folders of builds that died are removed by the next build.
+Publishing is safe with many processes at once, and a library is used only if it matches the
+checksum written beside it when it was built, so a truncated or corrupt one (a full disk, a
+killed copy) is rebuilt instead of crashing the process that loads it
+(:mod:`avta.sim.build_folder`, which upstream's simulator builds share).
 """
 
 import hashlib
@@ -24,15 +23,15 @@ from pathlib import Path
 
 from avta.progress import working
 
+from ..build_folder import building, intact
 from ..verilator import (VerilatorError, cache_root, run_verilator, verilator_env,
                          verilator_version)
 from .harness_header import HEADER_NAME, harness_header
 
 __all__ = ["build_library", "HARNESS"]
 
-#: The library, and the file beside it that holds its SHA-256.
+#: The library, the build folder's artifact (:mod:`avta.sim.build_folder`).
 LIBRARY = "libtsim.so"
-CHECKSUM = "libtsim.so.sha256"
 
 HARNESS = Path(__file__).with_name("harness.cpp")
 #: The trace manager's half of the harness, compiled in for designs with trace ports.
@@ -99,86 +98,14 @@ def build_library(verilog_text, *, data_bits, trace=None, events=False, activity
     key = "\0".join(parts)
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     out = cache_root() / "tsim" / f"{digest}{'-' + trace if trace else ''}"
-    if _intact(out):
+    if intact(out, LIBRARY):
         return out / LIBRARY
-    tmp = _workspace(out)
-    try:
+    with building(out, LIBRARY, error=VerilatorError, what="the tsim build") as tmp:
+        (tmp / "obj").mkdir()
         with working(f"building tsim {digest} (Verilator; cached for next time)") as bar:
             _compile(tmp, verilog_text, sources, env, data_bits=data_bits, trace=trace,
                      events=events, activity=activity, jobs=jobs, bar=bar)
-        (tmp / CHECKSUM).write_text(_sha256(tmp / LIBRARY))
-        _publish(tmp, out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return out / LIBRARY
-
-
-def _sha256(path):
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _intact(folder):
-    """True when ``folder`` holds a library whose checksum matches the one written with it."""
-    try:
-        return (folder / CHECKSUM).read_text().strip() == _sha256(folder / LIBRARY)
-    except OSError:
-        return False
-
-
-def _workspace(out):
-    """A fresh temporary build folder beside ``out``; removes those of builds that died, and
-    moves a corrupt ``out`` out of the way."""
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise VerilatorError(f"the build cache {out.parent} cannot be created "
-                             f"({error.strerror}); set AVTA_CACHE to a writable folder") from None
-    for stale in out.parent.glob("*.tmp*"):
-        pid = stale.name.rsplit(".tmp", 1)[-1]
-        if pid.isdigit() and not _alive(int(pid)):
-            shutil.rmtree(stale, ignore_errors=True)
-    if out.exists() and not _intact(out):
-        _discard(out)
-    tmp = out.with_name(out.name + f".tmp{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        (tmp / "obj").mkdir(parents=True)
-    except OSError as error:
-        raise VerilatorError(f"the build cache {out.parent} is not writable ({error.strerror});"
-                             f" set AVTA_CACHE to a writable folder") from None
-    return tmp
-
-
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _discard(folder):
-    """Remove a corrupt or incomplete build; renamed first, so that no process sees it half
-    deleted and two processes never delete the same folder."""
-    aside = folder.with_name(f"{folder.name}.corrupt{os.getpid()}")
-    try:
-        folder.rename(aside)
-    except OSError:
-        return              # another process moved it first
-    shutil.rmtree(aside, ignore_errors=True)
-
-
-def _publish(tmp, out):
-    """Rename the finished build into place; when another process got there first with an
-    intact build, keep theirs."""
-    try:
-        tmp.rename(out)
-    except OSError:
-        if not _intact(out):
-            raise VerilatorError(f"cannot publish the tsim build {out}: it exists and is not "
-                                 f"a complete build; remove it and try again") from None
 
 
 def _compile(tmp, verilog_text, sources, env, *, data_bits, trace, events, activity, jobs, bar):

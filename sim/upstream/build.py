@@ -8,12 +8,11 @@ are, beside the shim headers, the harness and the generated cross-check header
 macros of the configuration (:func:`~.macros.upstream_macros`). The cache key covers every
 one of those files' contents, the flags, the macros and the compiler's version; an executable
 already built for the same key is reused if it matches the checksum written beside it, so a
-truncated one is rebuilt. Builds publish by renaming a private temporary folder into place,
-so concurrent builds are safe.
+truncated one is rebuilt, and concurrent builds are safe (:mod:`avta.sim.build_folder`, which
+tsim's builds share).
 """
 
 import hashlib
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -22,6 +21,7 @@ from avta.errors import UserError
 from avta.files import cache_root
 from avta.progress import working
 
+from ..build_folder import building, intact
 from .macros import UPSTREAM_SOURCES, expect_header, upstream_macros
 
 __all__ = ["FLAGS", "build_upstream", "read_sources"]
@@ -33,8 +33,8 @@ HERE = Path(__file__).parent
 HARNESS = HERE / "harness.cpp"
 SHIM = HERE / "shim"
 EXPECT = "avta_expect.h"
+#: The executable, the build folder's artifact (:mod:`avta.sim.build_folder`).
 EXECUTABLE = "upstream_fsim"
-CHECKSUM = "upstream_fsim.sha256"
 #: The translation units among the upstream files; the rest are headers.
 UNITS = tuple(p for p in UPSTREAM_SOURCES if p.endswith(".cc"))
 
@@ -82,10 +82,9 @@ def build_upstream(vta_src, cfg):
         digest.update(f"{name}\0{len(data)}\0".encode() + data)
     digest.update("\0".join((*FLAGS, *defines, version)).encode())
     out = cache_root() / "upstream-fsim" / digest.hexdigest()[:16]
-    if _intact(out):
+    if intact(out, EXECUTABLE):
         return out / EXECUTABLE
-    tmp = _workspace(out)
-    try:
+    with building(out, EXECUTABLE, error=UserError, what="the build") as tmp:
         for name, text in upstream.items():
             _write(tmp / "vta" / name, text)
         for name, text in ours.items():
@@ -98,45 +97,9 @@ def build_upstream(vta_src, cfg):
             raise UserError(f"compiling upstream's simulator failed ({' '.join(cmd)}):\n"
                             f"{proc.stderr.strip()}")
         (tmp / "build.log").write_text(" ".join(cmd) + "\n" + proc.stderr)
-        (tmp / CHECKSUM).write_text(_sha256(tmp / EXECUTABLE))
-        try:
-            tmp.rename(out)
-        except OSError:
-            if not _intact(out):        # another process's build won only if it is whole
-                raise UserError(f"cannot publish the build {out}: it exists and is not a "
-                                f"complete build; remove it and try again") from None
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return out / EXECUTABLE
 
 
 def _write(path, text):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
-
-
-def _sha256(path):
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _intact(folder):
-    """True when ``folder`` holds an executable matching the checksum written with it."""
-    try:
-        return (folder / CHECKSUM).read_text().strip() == _sha256(folder / EXECUTABLE)
-    except OSError:
-        return False
-
-
-def _workspace(out):
-    """A fresh private build folder beside ``out``; an incomplete ``out`` is removed."""
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise UserError(f"the build cache {out.parent} cannot be created ({error.strerror}); "
-                        f"set AVTA_CACHE to a writable folder") from None
-    if out.exists() and not _intact(out):
-        shutil.rmtree(out, ignore_errors=True)
-    tmp = out.with_name(f"{out.name}.tmp{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    return tmp

@@ -79,6 +79,20 @@ def test_the_key_follows_the_runtime_sources(cache, monkeypatch):
     assert build_cache.program_key("conv2d", cfg, args) != before
 
 
+@pytest.mark.parametrize("config", ["default", "tiny"])
+def test_the_key_is_the_hash_of_its_fields(config):
+    """The key of a builder, configuration, arguments and sources is the SHA-256 of their JSON
+    (sorted keys) however it is assembled, so entries written before stay readable."""
+    import hashlib
+    cfg = load_config(config)
+    args = {"shape": SHAPE, "requant": REQUANT, "bias_bound": 5, "operands": ["inp", "wgt"]}
+    fields = {"builder": "avta.runtime.ops.conv2d._build_conv2d", "config": cfg.to_dict(),
+              "args": {k: repr(v) for k, v in args.items()},
+              "sources": build_cache.runtime_digest()}
+    assert build_cache.program_key(fields["builder"], cfg, args) == hashlib.sha256(
+        json.dumps(fields, sort_keys=True).encode()).hexdigest()[:32]
+
+
 @pytest.mark.parametrize("damage", ["truncated", "foreign key", "bad base64", "index past end",
                                     "extra field"])
 def test_a_damaged_entry_is_built_again_and_rewritten(cache, damage):

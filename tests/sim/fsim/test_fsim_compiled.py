@@ -118,3 +118,66 @@ def test_a_stream_of_no_or_one_instruction_ends_alike(count):
         result = sim.run(dram, 0, count)
         results.append([getattr(result, f) for f in FIELDS])
     assert results[0] == results[1]
+
+
+def _kernel_programs(cfg):
+    """(id, instructions): GEMM and ALU kernels whose indices reach past a scratchpad, each
+    field alone, and micro-ops that wrap past the UOP scratchpad (error 10 in strict mode,
+    wrapping otherwise)."""
+    from avta.isa.enums import AluOp
+    from avta.sim.image import alu, finish, gemm
+    acc, inp, wgt, uop = cfg.acc.depth, cfg.inp.depth, cfg.wgt.depth, cfg.uop.depth
+    return [
+        ("GEMM acc", [gemm(iters=(1, 3), dst=(0, acc - 1)), finish()]),
+        ("GEMM inp", [gemm(iters=(3, 1), src=(inp - 1, 0)), finish()]),
+        ("GEMM wgt", [gemm(iters=(3, 1), wgt=(wgt - 1, 0)), finish()]),
+        ("GEMM reset acc", [gemm(iters=(1, 3), dst=(0, acc - 1), reset=1), finish()]),
+        ("GEMM reset, inp and wgt past the end are not read",
+         [gemm(iters=(3, 1), src=(inp - 1, 0), wgt=(wgt - 1, 0), reset=1), finish()]),
+        ("GEMM in range", [gemm(iters=(2, 3), dst=(1, 2)), finish()]),
+        ("ALU dst", [alu(AluOp.ADD, iters=(3, 1), dst=(acc // 2, 0), imm=1), finish()]),
+        ("ALU src", [alu(AluOp.ADD, iters=(3, 1), src=(acc // 2, 0)), finish()]),
+        ("ALU then GEMM beside it", [alu(AluOp.ADD, iters=(2, 1), dst=(1, 0), imm=1),
+                                     gemm(iters=(2, 1), dst=(1, 0)), finish()]),
+        ("micro-ops wrap", [gemm(uops=(uop - 1, uop + 1)), finish()]),
+        ("no steps", [gemm(iters=(0, 3), dst=(0, acc - 1)), finish()]),
+    ]
+
+
+@pytest.mark.parametrize("strict", [True, False])
+@pytest.mark.parametrize("case", range(len(_kernel_programs(load_config("tiny")))))
+def test_kernel_checks_end_alike(case, strict):
+    """The compiled path checks a stream's GEMM and ALU kernels at once (sim/fsim/prepare.py);
+    a kernel past a scratchpad ends as the Python scheduler ends it (error 10, or wrapping)."""
+    from avta.sim.image import Image
+    cfg = load_config("tiny")
+    name, insns = _kernel_programs(cfg)[case]
+    results = []
+    for compiled in (False, True):
+        image = Image(cfg, size=1 << 14)
+        image.add(*insns)
+        sim = Fsim(cfg, strict=strict, timing_only=True)
+        sim.compiled = compiled
+        result, _ = image.run(sim)
+        results.append([getattr(result, f) for f in FIELDS])
+    assert results[0] == results[1], name
+
+
+def test_kernels_in_range_are_checked_at_once(monkeypatch):
+    """A layer's kernels, all in range, are checked together, not one at a time in Python
+    (which costs a ResNet-18 run most of its preparation)."""
+    from avta.runtime.net.executor import dram_bytes, run_network
+    from avta.runtime.net import random_input
+    from avta.sim.fsim.launch import Launch
+    from avta.sim.targets import load_network, make_device
+    cfg = load_config("tiny")
+    graph = load_network("resnet18", 32, 0, cfg, timing_only=True)
+    alone = []
+    original = Launch._check_once
+    monkeypatch.setattr(Launch, "_check_once",
+                        lambda self, *args: alone.append(args) or original(self, *args))
+    device = make_device(cfg, "fsim", dram_bytes(cfg, graph), timing_only=True)
+    device.backend.sim.compiled = True
+    run = run_network(device, graph, random_input(graph, seed=0))
+    assert all(layer.cycles > 0 for layer in run.layers)
+    assert alone == []

@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from avta.sim.build_folder import intact
 from avta.sim.tsim import build
 from avta.sim.verilator import VerilatorError
 
@@ -57,7 +58,7 @@ def test_many_processes_publish_one_build(cache):
     results = [child.communicate(timeout=120)[0].strip() for child in children]
     assert len(set(results)) == 1 and not results[0].startswith("error"), results
     lib = build.build_library(VERILOG, data_bits=64)
-    assert str(lib) == results[0] and build._intact(lib.parent)
+    assert str(lib) == results[0] and intact(lib.parent, build.LIBRARY)
     leftovers = [p.name for p in lib.parent.parent.iterdir() if p != lib.parent]
     assert leftovers == [], leftovers
 
@@ -65,9 +66,10 @@ def test_many_processes_publish_one_build(cache):
 def test_a_corrupt_library_is_rebuilt(cache):
     lib = build.build_library(VERILOG, data_bits=64)
     lib.write_bytes(lib.read_bytes()[:100])             # truncated: loading it would crash
-    assert not build._intact(lib.parent)
+    assert not intact(lib.parent, build.LIBRARY)
     again = build.build_library(VERILOG, data_bits=64)
-    assert again == lib and build._intact(again.parent) and again.stat().st_size == 1 << 16
+    assert again == lib and intact(again.parent, build.LIBRARY)
+    assert again.stat().st_size == 1 << 16
 
 
 def test_the_folders_of_dead_builds_are_removed(cache):
