@@ -3,9 +3,12 @@ model of the critical paths calibrated on placed and routed points (like the log
 calibrated on synthesis, :mod:`.calibrate`).
 
 **Measured.** ``avta fpga`` records each whole-design Fmax it reports in ``<avta cache>/fpga/
-clocks.json`` (:func:`record_measured`), keyed by the configuration's every field, the
-device, the seed and a hash of the RTL's and the ISA's source files, so a change of the design
-retires the record. :func:`measured_clock` reads it back, the best Fmax over the devices.
+clocks.json`` (:func:`record_measured`), keyed by the design placed (a hash of ``vta_top``'s
+RTLIL, :func:`design_fingerprint`), the device and the seed, so a change of the RTL retires the
+record and nothing else does: not a docstring, a comment or the ISA's cycle model beside the
+RTL, which a key of the sources' text retired (one placement of ``tiny`` was recorded under two
+such keys, and a tree whose sources differed found none). :func:`measured_clock` reads it back,
+the best Fmax over the devices.
 
 **Modelled** (:class:`TimingModel`): the clock period is the longer of two register-to-register
 paths, in ns,
@@ -31,6 +34,7 @@ import hashlib
 import json
 import math
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -143,28 +147,69 @@ def errors(model=None):
 
 @functools.lru_cache(maxsize=1)
 def _sources_hash():
-    """A hash of the RTL's and the ISA's source files (what the design is generated from)."""
-    digest = hashlib.sha256()
+    """A hash of what ``vta_top``'s RTLIL is generated from: the RTL's and the ISA's source files,
+    the version module (the VERSION register's value) and Amaranth's version."""
+    import amaranth
+    digest = hashlib.sha256(amaranth.__version__.encode() + b"\0")
     root = Path(__file__).resolve().parents[1]
+    paths = [root / "avta" / "version.py"]
     for folder in ("hw", "isa"):
-        for path in sorted((root / folder).rglob("*.py")):
-            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+        paths += sorted((root / folder).rglob("*.py"))
+    for path in paths:
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 
 
+_HASH = re.compile(r"[0-9a-f]{24}")
+
+
+def _config_text(cfg):
+    return json.dumps(cfg.to_dict(), sort_keys=True)
+
+
 def design_fingerprint(cfg):
-    """What a measured clock depends on besides the device and seed: every configuration
-    field and the sources the design is generated from."""
-    text = json.dumps(cfg.to_dict(), sort_keys=True) + _sources_hash()
-    return hashlib.sha256(text.encode()).hexdigest()[:24]
+    """The design ``cfg`` generates: a hash of ``vta_top``'s RTLIL (what ``avta fpga`` wraps and
+    places, and ``avta area --synth`` synthesizes), so equal RTL is one key whatever else
+    changed in the sources.
+
+    Elaborating takes seconds (tiny 3, fpga 9), so the hash is remembered in ``<avta cache>/
+    fpga/designs.json`` under :func:`_sources_hash` and the configuration's every field (which
+    together determine the RTLIL); an entry that is not a hash is computed again."""
+    memo_key = f"{_sources_hash()}/{hashlib.sha256(_config_text(cfg).encode()).hexdigest()[:24]}"
+    memo = _read_json(_designs_path())
+    known = memo.get(memo_key)
+    if isinstance(known, str) and _HASH.fullmatch(known):
+        return known
+    fingerprint = _elaborated(cfg)
+    memo = _read_json(_designs_path())      # another process may have written meanwhile
+    memo[memo_key] = fingerprint
+    _write_json(_designs_path(), memo)
+    return fingerprint
+
+
+#: Configuration (its fields as JSON) → the hash of the RTLIL this process elaborated for it:
+#: the modules loaded do not change while it runs, whatever the files on disk do.
+_ELABORATED = {}
+
+
+def _elaborated(cfg):
+    text = _config_text(cfg)
+    if text not in _ELABORATED:
+        from .yosys import design_rtlil
+        _ELABORATED[text] = hashlib.sha256(design_rtlil(cfg).encode()).hexdigest()[:24]
+    return _ELABORATED[text]
 
 
 def _index_path():
     return cache_root() / "fpga" / "clocks.json"
 
 
-def _read_index():
-    path = _index_path()
+def _designs_path():
+    return cache_root() / "fpga" / "designs.json"
+
+
+def _read_json(path):
+    """The JSON object at ``path``, or ``{}`` when there is none or it is not one."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -172,18 +217,22 @@ def _read_index():
     return data if isinstance(data, dict) else {}
 
 
+def _write_json(path, data):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    tmp.replace(path)
+
+
 def record_measured(cfg, device, seed, fmax_mhz):
     """Record ``avta fpga``'s Fmax of ``cfg`` on ``device`` (a name) with ``seed``."""
     if not (isinstance(fmax_mhz, (int, float)) and math.isfinite(fmax_mhz) and fmax_mhz > 0):
         return
-    index = _read_index()
+    index = _read_json(_index_path())
     index[f"{design_fingerprint(cfg)}/{device}/{seed}"] = {
-        "config": cfg.name, "device": device, "seed": seed, "fmax_mhz": float(fmax_mhz)}
-    path = _index_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(index, indent=1, sort_keys=True) + "\n")
-    tmp.replace(path)
+        "config": cfg.name, "fields": cfg.to_dict(), "device": device, "seed": seed,
+        "fmax_mhz": float(fmax_mhz)}
+    _write_json(_index_path(), index)
 
 
 @dataclass(frozen=True)
@@ -201,10 +250,17 @@ class Clock:
 
 def measured_clock(cfg):
     """The best recorded ``avta fpga`` Fmax of exactly this design, as a :class:`Clock`, or
-    None. A record whose values are not a positive frequency is ignored."""
+    None. A record whose values are not a positive frequency is ignored. Only a configuration
+    with a record of its name or its fields is elaborated to find its design's hash, so a
+    configuration never placed costs no elaboration."""
+    index = _read_json(_index_path())
+    fields = cfg.to_dict()
+    if not any(isinstance(e, dict) and (e.get("config") == cfg.name or e.get("fields") == fields)
+               for e in index.values()):
+        return None
     prefix = design_fingerprint(cfg) + "/"
     found = []
-    for key, entry in _read_index().items():
+    for key, entry in index.items():
         if key.startswith(prefix) and isinstance(entry, dict):
             mhz = entry.get("fmax_mhz")
             if isinstance(mhz, (int, float)) and math.isfinite(mhz) and mhz > 0:
