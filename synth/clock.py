@@ -15,11 +15,13 @@ paths, in ns,
 
 * ``gemm``: one GEMM lane, its BLOCK_IN products, adder tree with the derived pipeline and
   accumulator (``avta bench gemm-fmax``): ``lane_ns + lane_ns_per_log2 · log2(BLOCK_IN)``;
-* ``control``: the path that binds every whole design placed with this RTL, fetch's count of
-  instructions fetched through its ring-space and instructions-left carry chains and the memory
-  engine's reader to fetch's command address (docs/architecture.md, timing on an FPGA):
-  ``control_ns``, one figure, since no scratchpad, GEMM or ALU is on it (``tiny`` and ``fpga``,
-  their deepest scratchpads 8 and 12 address bits, lie 2.6 % apart, the faster the deeper).
+* ``control``: the paths that bind every whole design placed with this RTL, in the memory
+  engine and its clients: tiny's from the beat register's payload through the row writers and
+  a client's ``ready`` to the held beat register's enable, fpga's from the wrapper's port
+  register to the reader's slot counter (docs/architecture.md, timing on an FPGA):
+  ``control_ns``, one figure, since no scratchpad, GEMM or ALU is on them (``tiny`` and
+  ``fpga``, their deepest scratchpads 8 and 12 address bits, lie 1.9 % apart, the faster the
+  deeper).
 
 :data:`LANE_POINTS` and :data:`DESIGN_POINTS` are the placed points the coefficients are fitted
 to (:func:`fit`; the defaults of :class:`TimingModel` are that fit, and a test checks it);
@@ -78,11 +80,12 @@ LANE_POINTS = (LanePoint(4, 138.3), LanePoint(16, 127.3), LanePoint(64, 116.2))
 #: Lanes the fit does not see.
 LANE_HELD_OUT = (LanePoint(8, 133.1), LanePoint(32, 121.7))
 #: Whole designs the fit sees: tiny, the design placed most often (and the slower of the two,
-#: so the model errs towards a slower clock). Both points are of the RTL that registers the
-#: compute loader's ACC write (commit 71412db; no change to hw/ or isa/ up to 9b26591).
-DESIGN_POINTS = (DesignPoint("tiny", "ecp5-85k", 59.77, "71412db"),)
+#: so the model errs towards a slower clock). Both points are of the RTL with fetch's read
+#: commands from registers, the memory engine's RREADY registered and the load units' sums
+#: formed before their handshakes (hw/ last changed by cf74d6d; placed on main at 4825026).
+DESIGN_POINTS = (DesignPoint("tiny", "ecp5-85k", 65.68, "4825026"),)
 #: Whole designs the fit does not see.
-DESIGN_HELD_OUT = (DesignPoint("fpga", "ecp5-85k", 61.35, "9b26591"),)
+DESIGN_HELD_OUT = (DesignPoint("fpga", "ecp5-85k", 66.98, "4825026"),)
 
 
 @dataclass(frozen=True)
@@ -90,7 +93,7 @@ class TimingModel:
     """Path delays (ns) of the module docstring; the defaults are :func:`fit` of the points."""
     lane_ns: float = 6.522
     lane_ns_per_log2: float = 0.344
-    control_ns: float = 16.731
+    control_ns: float = 15.225
 
     def paths(self, cfg):
         """``{path: ns}`` of ``cfg``'s two modelled paths."""
