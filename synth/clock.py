@@ -6,9 +6,9 @@ calibrated on synthesis, :mod:`.calibrate`).
 clocks.json`` (:func:`record_measured`), keyed by the design placed (a hash of ``vta_top``'s
 RTLIL, :func:`design_fingerprint`), the device and the seed, so a change of the RTL retires the
 record and nothing else does: not a docstring, a comment or the ISA's cycle model beside the
-RTL, which a key of the sources' text retired (one placement of ``tiny`` was recorded under two
-such keys, and a tree whose sources differed found none). :func:`measured_clock` reads it back,
-the best Fmax over the devices.
+RTL, which a key of the sources' text retired (one placement of ``tiny``, one entry of avta
+fpga's cache, was recorded under two such keys). :func:`measured_clock` reads it back, the best
+Fmax over the devices.
 
 **Modelled** (:class:`TimingModel`): the clock period is the longer of two register-to-register
 paths, in ns,
