@@ -3,20 +3,25 @@ model of the critical paths calibrated on placed and routed points (like the log
 calibrated on synthesis, :mod:`.calibrate`).
 
 **Measured.** ``avta fpga`` records each whole-design Fmax it reports in ``<avta cache>/fpga/
-clocks.json`` (:func:`record_measured`), keyed by the configuration's every field, the
-device, the seed and a hash of the RTL's and the ISA's source files, so a change of the design
-retires the record. :func:`measured_clock` reads it back, the best Fmax over the devices.
+clocks.json`` (:func:`record_measured`), keyed by the design placed (a hash of ``vta_top``'s
+RTLIL, :func:`design_fingerprint`), the device and the seed, so a change of the RTL retires the
+record and nothing else does: not a docstring, a comment or the ISA's cycle model beside the
+RTL, which a key of the sources' text retired (one placement of ``tiny``, one entry of avta
+fpga's cache, was recorded under two such keys). :func:`measured_clock` reads it back, the best
+Fmax over the devices.
 
 **Modelled** (:class:`TimingModel`): the clock period is the longer of two register-to-register
 paths, in ns,
 
 * ``gemm``: one GEMM lane, its BLOCK_IN products, adder tree with the derived pipeline and
   accumulator (``avta bench gemm-fmax``): ``lane_ns + lane_ns_per_log2 · log2(BLOCK_IN)``;
-* ``control``: the path that binds every whole design placed with this RTL, fetch's count of
-  instructions fetched through its ring-space and instructions-left carry chains and the memory
-  engine's reader to fetch's command address (docs/architecture.md, timing on an FPGA):
-  ``control_ns``, one figure, since no scratchpad, GEMM or ALU is on it (``tiny`` and ``fpga``,
-  their deepest scratchpads 8 and 12 address bits, lie 2.6 % apart, the faster the deeper).
+* ``control``: the paths that bind every whole design placed with this RTL, in the memory
+  engine and its clients: tiny's from the beat register's payload through the row writers and
+  a client's ``ready`` to the held beat register's enable, fpga's from the wrapper's port
+  register to the reader's slot counter (docs/architecture.md, timing on an FPGA):
+  ``control_ns``, one figure, since no scratchpad, GEMM or ALU is on them (``tiny`` and
+  ``fpga``, their deepest scratchpads 8 and 12 address bits, lie 1.9 % apart, the faster the
+  deeper).
 
 :data:`LANE_POINTS` and :data:`DESIGN_POINTS` are the placed points the coefficients are fitted
 to (:func:`fit`; the defaults of :class:`TimingModel` are that fit, and a test checks it);
@@ -31,6 +36,7 @@ import hashlib
 import json
 import math
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,11 +80,12 @@ LANE_POINTS = (LanePoint(4, 138.3), LanePoint(16, 127.3), LanePoint(64, 116.2))
 #: Lanes the fit does not see.
 LANE_HELD_OUT = (LanePoint(8, 133.1), LanePoint(32, 121.7))
 #: Whole designs the fit sees: tiny, the design placed most often (and the slower of the two,
-#: so the model errs towards a slower clock). Both points are of the RTL that registers the
-#: compute loader's ACC write (commit 71412db; no change to hw/ or isa/ up to 9b26591).
-DESIGN_POINTS = (DesignPoint("tiny", "ecp5-85k", 59.77, "71412db"),)
+#: so the model errs towards a slower clock). Both points are of the RTL with fetch's read
+#: commands from registers, the memory engine's RREADY registered and the load units' sums
+#: formed before their handshakes (hw/ last changed by cf74d6d; placed on main at 4825026).
+DESIGN_POINTS = (DesignPoint("tiny", "ecp5-85k", 65.68, "4825026"),)
 #: Whole designs the fit does not see.
-DESIGN_HELD_OUT = (DesignPoint("fpga", "ecp5-85k", 61.35, "9b26591"),)
+DESIGN_HELD_OUT = (DesignPoint("fpga", "ecp5-85k", 66.98, "4825026"),)
 
 
 @dataclass(frozen=True)
@@ -86,7 +93,7 @@ class TimingModel:
     """Path delays (ns) of the module docstring; the defaults are :func:`fit` of the points."""
     lane_ns: float = 6.522
     lane_ns_per_log2: float = 0.344
-    control_ns: float = 16.731
+    control_ns: float = 15.225
 
     def paths(self, cfg):
         """``{path: ns}`` of ``cfg``'s two modelled paths."""
@@ -143,28 +150,69 @@ def errors(model=None):
 
 @functools.lru_cache(maxsize=1)
 def _sources_hash():
-    """A hash of the RTL's and the ISA's source files (what the design is generated from)."""
-    digest = hashlib.sha256()
+    """A hash of what ``vta_top``'s RTLIL is generated from: the RTL's and the ISA's source files,
+    the version module (the VERSION register's value) and Amaranth's version."""
+    import amaranth
+    digest = hashlib.sha256(amaranth.__version__.encode() + b"\0")
     root = Path(__file__).resolve().parents[1]
+    paths = [root / "avta" / "version.py"]
     for folder in ("hw", "isa"):
-        for path in sorted((root / folder).rglob("*.py")):
-            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+        paths += sorted((root / folder).rglob("*.py"))
+    for path in paths:
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 
 
+_HASH = re.compile(r"[0-9a-f]{24}")
+
+
+def _config_text(cfg):
+    return json.dumps(cfg.to_dict(), sort_keys=True)
+
+
 def design_fingerprint(cfg):
-    """What a measured clock depends on besides the device and seed: every configuration
-    field and the sources the design is generated from."""
-    text = json.dumps(cfg.to_dict(), sort_keys=True) + _sources_hash()
-    return hashlib.sha256(text.encode()).hexdigest()[:24]
+    """The design ``cfg`` generates: a hash of ``vta_top``'s RTLIL (what ``avta fpga`` wraps and
+    places, and ``avta area --synth`` synthesizes), so equal RTL is one key whatever else
+    changed in the sources.
+
+    Elaborating takes seconds (tiny 3, fpga 9), so the hash is remembered in ``<avta cache>/
+    fpga/designs.json`` under :func:`_sources_hash` and the configuration's every field (which
+    together determine the RTLIL); an entry that is not a hash is computed again."""
+    memo_key = f"{_sources_hash()}/{hashlib.sha256(_config_text(cfg).encode()).hexdigest()[:24]}"
+    memo = _read_json(_designs_path())
+    known = memo.get(memo_key)
+    if isinstance(known, str) and _HASH.fullmatch(known):
+        return known
+    fingerprint = _elaborated(cfg)
+    memo = _read_json(_designs_path())      # another process may have written meanwhile
+    memo[memo_key] = fingerprint
+    _write_json(_designs_path(), memo)
+    return fingerprint
+
+
+#: Configuration (its fields as JSON) → the hash of the RTLIL this process elaborated for it:
+#: the modules loaded do not change while it runs, whatever the files on disk do.
+_ELABORATED = {}
+
+
+def _elaborated(cfg):
+    text = _config_text(cfg)
+    if text not in _ELABORATED:
+        from .yosys import design_rtlil
+        _ELABORATED[text] = hashlib.sha256(design_rtlil(cfg).encode()).hexdigest()[:24]
+    return _ELABORATED[text]
 
 
 def _index_path():
     return cache_root() / "fpga" / "clocks.json"
 
 
-def _read_index():
-    path = _index_path()
+def _designs_path():
+    return cache_root() / "fpga" / "designs.json"
+
+
+def _read_json(path):
+    """The JSON object at ``path``, or ``{}`` when there is none or it is not one."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -172,18 +220,22 @@ def _read_index():
     return data if isinstance(data, dict) else {}
 
 
+def _write_json(path, data):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    tmp.replace(path)
+
+
 def record_measured(cfg, device, seed, fmax_mhz):
     """Record ``avta fpga``'s Fmax of ``cfg`` on ``device`` (a name) with ``seed``."""
     if not (isinstance(fmax_mhz, (int, float)) and math.isfinite(fmax_mhz) and fmax_mhz > 0):
         return
-    index = _read_index()
+    index = _read_json(_index_path())
     index[f"{design_fingerprint(cfg)}/{device}/{seed}"] = {
-        "config": cfg.name, "device": device, "seed": seed, "fmax_mhz": float(fmax_mhz)}
-    path = _index_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(index, indent=1, sort_keys=True) + "\n")
-    tmp.replace(path)
+        "config": cfg.name, "fields": cfg.to_dict(), "device": device, "seed": seed,
+        "fmax_mhz": float(fmax_mhz)}
+    _write_json(_index_path(), index)
 
 
 @dataclass(frozen=True)
@@ -201,10 +253,17 @@ class Clock:
 
 def measured_clock(cfg):
     """The best recorded ``avta fpga`` Fmax of exactly this design, as a :class:`Clock`, or
-    None. A record whose values are not a positive frequency is ignored."""
+    None. A record whose values are not a positive frequency is ignored. Only a configuration
+    with a record of its name or its fields is elaborated to find its design's hash, so a
+    configuration never placed costs no elaboration."""
+    index = _read_json(_index_path())
+    fields = cfg.to_dict()
+    if not any(isinstance(e, dict) and (e.get("config") == cfg.name or e.get("fields") == fields)
+               for e in index.values()):
+        return None
     prefix = design_fingerprint(cfg) + "/"
     found = []
-    for key, entry in _read_index().items():
+    for key, entry in index.items():
         if key.startswith(prefix) and isinstance(entry, dict):
             mhz = entry.get("fmax_mhz")
             if isinstance(mhz, (int, float)) and math.isfinite(mhz) and mhz > 0:

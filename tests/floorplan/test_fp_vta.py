@@ -108,7 +108,13 @@ def test_logic_model_scales_the_soft_blocks():
     cfg = load_config("default")
     small = build_floorplan(cfg, "functional", technology=TECH)
     big = build_floorplan(cfg, "functional", technology=TECH, logic=LogicModel(ge_per_mac=8000))
-    assert big.report()["logic_area_mm2"] > 5 * small.report()["logic_area_mm2"]
+    # The GEMM block grows by its MACs' GE, the rest stays (to the placement grid's rounding).
+    macs = cfg.batch * cfg.block_in * cfg.block_out
+    mm2_per_ge = small.report()["logic_area_mm2"] / sum(small.report()["logic_ge"].values())
+    grown = (8000 - LogicModel().ge_per_mac) * macs * mm2_per_ge
+    assert big.report()["logic_area_mm2"] - small.report()["logic_area_mm2"] == \
+        pytest.approx(grown, rel=1e-3)
+    assert big.report()["logic_area_mm2"] > 3 * small.report()["logic_area_mm2"]
     assert big.floorplan.check() == []
     with pytest.raises(ValueError, match="ge_per_mac = -1"):
         LogicModel(ge_per_mac=-1)

@@ -107,3 +107,31 @@ def test_a_broken_record_is_ignored(cache):
     assert measured_clock(tiny) is None
     record_measured(tiny, "ecp5-25k", 1, float("nan"))
     assert measured_clock(tiny) is None
+
+
+def test_a_placement_is_used_for_its_rtl_whatever_else_the_sources_say(cache, monkeypatch):
+    """A record is keyed by the design avta fpga placed, not by the text of the sources it
+    was generated from: an edit that generates the same RTL (a docstring, a comment, the ISA's
+    cycle model beside it) keeps the placement, as the one placement of tiny at 59.77 MHz was
+    recorded twice, under two keys, before."""
+    from avta.synth import clock
+    tiny = load_config("tiny")
+    record_measured(tiny, "ecp5-85k", 1, 65.68)
+    monkeypatch.setattr(clock, "_sources_hash", lambda: "an edit elsewhere")
+    assert measured_clock(tiny).mhz == 65.68
+    other = Config.from_dict(tiny.to_dict() | {"AXI_DATA_BITS": 128}, name="tiny")
+    assert measured_clock(other) is None
+
+
+def test_the_remembered_design_hash_is_checked_when_read(cache):
+    """Elaborating takes seconds, so each configuration's design hash is remembered per sources;
+    an entry that is not a hash is computed again, never trusted."""
+    tiny = load_config("tiny")
+    record_measured(tiny, "ecp5-85k", 1, 65.68)
+    memo = cache / "fpga" / "designs.json"
+    entries = json.loads(memo.read_text())
+    assert len(entries) == 1
+    memo.write_text(json.dumps({k: "not a hash" for k in entries}))
+    assert measured_clock(tiny).mhz == 65.68
+    memo.write_text("{broken")
+    assert measured_clock(tiny).mhz == 65.68
