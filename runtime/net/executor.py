@@ -42,7 +42,7 @@ from avta.isa import formats
 from avta.isa.enums import MemType
 from avta.isa.registers import LOADED_COUNTERS, busy_cycles
 
-from ..ops.conv2d import Conv2dBuffers, bias_bound, build_conv2d, pack_bias
+from ..ops.conv2d import Conv2dBuffers, bias_bound, build_conv2d, pack_bias, pack_bias_step
 from ..ops.conv_residual import FusedAdd
 from ..ops.conv_plan import Conv2dShape, PlanError
 from ..ops.depthwise import (build_depthwise_conv2d, build_depthwise_gemm,
@@ -203,6 +203,7 @@ class _Executor:
         self.progress = progress or (lambda i, n, node: None)
         self.buffers = {}           # tensor name -> DRAM buffer (packed OUT layout)
         self.weights = {}           # node name -> (weights buffer, bias buffer or None)
+        self.bias_steps = {}        # conv2d node name -> its bias step's buffers (may be {})
         self.host_inputs = {}       # network input name -> the int8 array
         self.scratch = []           # buffers of the node being run (an im2col input)
         self.fused = {}             # add node name -> the conv2d fused into it (.fusion)
@@ -244,6 +245,9 @@ class _Executor:
                 for buffer in (wgt, bias):
                     if buffer is not None:
                         self.device.free(buffer)
+            for step in self.bias_steps.values():
+                for buffer in step.values():
+                    self.device.free(buffer)
         return run
 
     def _run_node(self, node, run):
@@ -369,8 +373,18 @@ class _Executor:
                 if node.bias is not None:
                     b[:o] = node.bias
                 bias = self.device.upload(pack_bias(cfg, b, node.requant), mem=MemType.ACC)
+                # the operands that let the GEMM core start the accumulators at the bias,
+                # where one step holds it; the planner then picks the faster start
+                # (ops/conv_tail.plan_layer), as the fused-add plan assumed (.fusion)
+                step = None if node.bias is None else pack_bias_step(cfg, b, node.requant)
+                if step is not None:
+                    self.bias_steps[node.name] = {
+                        "step_inp": self.device.upload(step[0], mem=MemType.INP),
+                        "step_wgt": self.device.upload(step[1], mem=MemType.WGT)}
             self.weights[node.name] = (wgt, bias)
         wgt, bias = self.weights[node.name]
+        step = {k: v.elem(cfg, MemType.INP if k == "step_inp" else MemType.WGT)
+                for k, v in self.bias_steps.get(node.name, {}).items()}
         fused = shortcut = None
         if add is not None:
             fused = FusedAdd(add.requant)
@@ -378,7 +392,8 @@ class _Executor:
             shortcut = self._elem(other, MemType.ACC_8BIT)
         bufs = Conv2dBuffers(inp, wgt.elem(cfg, MemType.WGT),
                              self._out(node if add is None else add),
-                             None if bias is None else bias.elem(cfg, MemType.ACC), shortcut)
+                             None if bias is None else bias.elem(cfg, MemType.ACC), shortcut,
+                             **step)
         return build_conv2d(cfg, shape, bufs, requant=node.requant,
                             bias_bound=bias_bound(node.bias), fused=fused)
 

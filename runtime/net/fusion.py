@@ -37,7 +37,8 @@ def fused_adds(cfg, graph, conv_shape, *, host_inputs=()):
                                       add_requant=add.requant,
                                       has_bias=conv.bias is not None or conv.requant.per_channel,
                                       bias_bound=bias_bound(conv.bias),
-                                      shift_a=attrs.get("shift_a", 0), scaled=scaled)
+                                      shift_a=attrs.get("shift_a", 0), scaled=scaled,
+                                      bias_step=True)
             except (PlanError, ValueError):
                 continue
             if plan.fused:

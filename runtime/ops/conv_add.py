@@ -30,27 +30,30 @@ class FusedPlan:
     why: str = ""
 
 
-def _layer_estimate(cfg, shape, requant, has_bias, bound, fused):
+def _layer_estimate(cfg, shape, requant, has_bias, bound, fused, bias_step=False):
     tiling = plan_layer(cfg, shape, requant=requant, has_bias=has_bias, bias_bound=bound,
-                        fused=fused)
-    options = plan_options(cfg, shape, requant, has_bias, bound, fused)
+                        fused=fused, bias_step=bias_step)
+    options = plan_options(cfg, shape, requant, has_bias, bound, fused, gemm=tiling.bias_step)
     return estimate(cfg, shape, tiling, tail_steps=options["tail_steps"],
                     start=options["start"])
 
 
 def plan_fused_add(cfg, shape, *, requant, add_requant, has_bias, bias_bound=None,
-                   shift_a=0, scaled=False):
+                   shift_a=0, scaled=False, bias_step=False):
     """Whether the add ``add_requant(conv + shortcut)`` runs fused into the convolution
     ``shape`` (requantized by ``requant``) by the cycle estimates: the fused layer's against
-    the plain layer's plus the add's (:func:`~.residual.plan_add`, its faster path). Only
+    the plain layer's plus the add's (:func:`~.residual.plan_add`, its faster path); with
+    ``bias_step`` the plain layer may start its accumulators by the GEMM core, as
+    :func:`~.conv_tail.plan_layer` says (a fused layer never does). Only
     convolutions with a kernel wider than one pixel fuse: the 1×1 layers keep their plans.
     Planned once across processes (:func:`avta.runtime.build_cache.cached_plan`): the two
     layer plans behind it are the executor's biggest cost on a warm program cache."""
     args = {"shape": shape, "requant": requant, "add_requant": add_requant, "has_bias": has_bias,
-            "bias_bound": bias_bound, "shift_a": shift_a, "scaled": scaled}
+            "bias_bound": bias_bound, "shift_a": shift_a, "scaled": scaled,
+            "bias_step": bias_step}
     return cached_plan("plan_fused_add", cfg, args,
                        lambda: _plan_fused_add(cfg, shape, requant, add_requant, has_bias,
-                                               bias_bound, shift_a, scaled),
+                                               bias_bound, shift_a, scaled, bias_step),
                        asdict, _fused_plan_from_record)
 
 
@@ -64,7 +67,8 @@ def _fused_plan_from_record(record):
     return plan
 
 
-def _plan_fused_add(cfg, shape, requant, add_requant, has_bias, bias_bound, shift_a, scaled):
+def _plan_fused_add(cfg, shape, requant, add_requant, has_bias, bias_bound, shift_a, scaled,
+                    bias_step):
     why = why_not(requant, add_requant, shift_a=shift_a, scaled=scaled)
     if not why and shape.kh * shape.kw == 1:
         why = "a 1x1 convolution keeps its own plan"
@@ -75,7 +79,8 @@ def _plan_fused_add(cfg, shape, requant, add_requant, has_bias, bias_bound, shif
         add = plan_add(cfg, (shape.n, shape.cout, shape.oh, shape.ow), shift_a=shift_a,
                        requant=add_requant, path="alu" if scaled else None)
         add_cycles = min(c for c in (add.gemm_cycles, add.alu_cycles) if c is not None)
-        apart = _layer_estimate(cfg, shape, requant, has_bias, bias_bound, None) + add_cycles
+        apart = _layer_estimate(cfg, shape, requant, has_bias, bias_bound, None,
+                                bias_step) + add_cycles
     except PlanError:
         pass
     if why:
