@@ -15,7 +15,7 @@ from avta.isa.memories import base_alignment, scratchpad, unaligned_bases
 from avta.isa.registers import COUNTER_NAMES, STAGE_CODES
 from avta.runtime.backend import RunResult
 
-from . import compiled, timing
+from . import compiled, compiled_exact, timing
 from .alu import execute_alu
 from .errors import MachineError
 from .events import STAGE_NAMES
@@ -56,6 +56,8 @@ class Launch:
         self.alu_record = None
         self.stall = [0, 0, 0]
         self.stream = None
+        #: Whether the run was the compiled one (:mod:`.compiled`, :mod:`.compiled_exact`).
+        self.ran_compiled = False
 
     @property
     def insns(self):
@@ -114,8 +116,9 @@ class Launch:
         if failed is not None:
             return failed
         if self.sim._compiled_ok():
-            result = self._compiled()
+            result = self._compiled_exact() if self.sim.data else self._compiled()
             if result is not None:
+                self.ran_compiled = True
                 return result
         elif not self.sim.data:
             compiled.scheduled_in_python(len(self.statics))
@@ -170,6 +173,17 @@ class Launch:
         if done is None:
             pads.write_rows("uop", slice(None), saved)
             return None
+        return self._compiled_result(done)
+
+    def _compiled_exact(self):
+        """The bit-exact run by the compiled data interpreter (:mod:`.compiled_exact`), or
+        None (nothing changed) when the Python machine must run it."""
+        done = compiled_exact.run(self)
+        return None if done is None else self._compiled_result(done)
+
+    def _compiled_result(self, done):
+        """The RunResult of a stream the compiled scheduler ran whole (``done``, its
+        :class:`~.compiled.Schedule`): the counters are the sums of its instructions'."""
         counters = self.counters
         repeats = np.bincount(self.stream.inverse, minlength=len(self.stream.distinct))
         for static, times in zip(self.stream.distinct, repeats.tolist()):
