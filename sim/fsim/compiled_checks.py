@@ -26,12 +26,12 @@ import numpy as np
 
 from avta.isa.enums import MemType, Opcode
 
-from .compiled_table import (ALU_OPCODE, DRAM_BASE, DST_FACTOR_IN, DST_FACTOR_OUT, ITER_IN,
+from .compiled_table import (ALU_OPCODE, DRAM_BASE, DST_FACTOR_IN, DST_FACTOR_OUT, IMM, ITER_IN,
                              ITER_OUT, MEMORY_TYPE, OPCODE, PAD_VALUE, RESET, SRAM_BASE, SRC_FACTOR_IN,
                              SRC_FACTOR_OUT, UOP_BGN, UOP_END, WGT_FACTOR_IN, WGT_FACTOR_OUT,
                              X_PAD_0, X_PAD_1, X_SIZE, X_STRIDE, Y_PAD_0, Y_PAD_1, Y_SIZE)
 
-__all__ = ["check_stream", "load_rows_raw", "uop_field"]
+__all__ = ["check_stream", "fill_table", "load_rows_raw", "uop_field"]
 
 _LOAD, _STORE, _GEMM, _ALU = int(Opcode.LOAD), int(Opcode.STORE), int(Opcode.GEMM), int(Opcode.ALU)
 _UOP, _WGT, _INP, _ACC, _OUT, _ACC_8BIT = (int(MemType.UOP), int(MemType.WGT), int(MemType.INP),
@@ -43,6 +43,18 @@ _ADDR_LIMIT = 1 << 32
 _ALU_OPS = 8
 
 jit = numba.njit(cache=True, nogil=True)
+
+
+@jit
+def fill_table(words, word, shift, mask, imm_sign, table):
+    """Fill ``table`` (:mod:`.compiled_table`) from the stream's words (``(n, words)``
+    unsigned), at the places of :func:`~.compiled_table.placement`."""
+    for i in range(words.shape[0]):
+        op = (words[i, word[0, OPCODE]] >> shift[0, OPCODE]) & mask[0, OPCODE]
+        view = 1 if op == _ALU else 0
+        for f in range(table.shape[0]):
+            table[f, i] = np.int64((words[i, word[view, f]] >> shift[view, f]) & mask[view, f])
+        table[IMM, i] = (table[IMM, i] ^ imm_sign) - imm_sign
 
 
 @jit

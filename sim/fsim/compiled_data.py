@@ -152,8 +152,45 @@ def _gemm(t, i, words, shift, mask, inp, wgt, acc3, acc, out_raw):
 
 
 @jit
+def _alu_row(op, acc, out_raw, d, s, use_imm, imm, scale_bits):
+    """ACC[d] = f(ACC[d], ACC[src]), or f(ACC[src], imm) with an immediate, and its OUT mirror:
+    one loop per common operation, which the compiler vectorizes, and :func:`alu_lane` for
+    the others."""
+    lanes = acc.shape[1]
+    if use_imm and op == _SHR:
+        shift = _sext(imm, _SHIFT_BITS)
+        if shift >= 0:
+            shift = min(shift, _LANE_TOP)
+            for j in range(lanes):
+                v = np.int64(acc[s, j]) >> shift
+                acc[d, j] = v
+                out_raw[d, j] = v & 0xFF
+            return
+    if use_imm and (op == _MIN or op == _MAX or op == _ADD):
+        for j in range(lanes):
+            a = np.int64(acc[s, j])
+            v = min(a, imm) if op == _MIN else max(a, imm) if op == _MAX else _wrap(a + imm)
+            acc[d, j] = v
+            out_raw[d, j] = v & 0xFF
+        return
+    if not use_imm and (op == _MIN or op == _MAX or op == _ADD):
+        for j in range(lanes):
+            a, b = np.int64(acc[d, j]), np.int64(acc[s, j])
+            v = min(a, b) if op == _MIN else max(a, b) if op == _MAX else _wrap(a + b)
+            acc[d, j] = v
+            out_raw[d, j] = v & 0xFF
+        return
+    for j in range(lanes):
+        a = np.int64(acc[s, j]) if use_imm else np.int64(acc[d, j])
+        b = imm if use_imm else np.int64(acc[s, j])
+        v = alu_lane(op, a, b, scale_bits)
+        acc[d, j] = v
+        out_raw[d, j] = v & 0xFF
+
+
+@jit
 def _alu(t, i, words, shift, mask, acc, out_raw, scale_bits, imm_shift):
-    op, lanes = t[ALU_OPCODE, i], acc.shape[1]
+    op = t[ALU_OPCODE, i]
     use_imm = t[USE_IMM, i] != 0
     # docs/isa.md §3.4: SCL's immediate is the multiplier's top bits.
     imm = _wrap(t[IMM, i] << imm_shift if op == _SCL else t[IMM, i])
@@ -164,15 +201,7 @@ def _alu(t, i, words, shift, mask, acc, out_raw, scale_bits, imm_shift):
                     i_i * t[DST_FACTOR_IN, i]
                 s = uop_field(words, u, shift, mask, 1) + i_o * t[SRC_FACTOR_OUT, i] + \
                     i_i * t[SRC_FACTOR_IN, i]
-                for j in range(lanes):
-                    # With an immediate: f(ACC[src], imm); else f(ACC[dst], ACC[src]).
-                    if use_imm:
-                        value = alu_lane(op, np.int64(acc[s, j]), imm, scale_bits)
-                    else:
-                        value = alu_lane(op, np.int64(acc[d, j]), np.int64(acc[s, j]),
-                                         scale_bits)
-                    acc[d, j] = value
-                _mirror(acc, out_raw, d)
+                _alu_row(op, acc, out_raw, d, s, use_imm, imm, scale_bits)
 
 
 @jit

@@ -40,7 +40,7 @@ from avta.isa.memories import memory, scratchpad
 
 from . import compiled
 from .alu import _IMM_SCALE_BITS
-from .compiled_table import stream_table
+from .compiled_table import FIELDS, placement
 from .prepare import by_type
 
 __all__ = ["run", "wanted", "load", "ran_in_python", "BREAK_EVEN_SECONDS"]
@@ -71,11 +71,12 @@ def load():
 
 @functools.cache
 def _kernels():
-    """``(check_stream, execute_stream)``, with the compiled scheduler loaded beside them."""
-    from .compiled_checks import check_stream
+    """``(fill_table, check_stream, execute_stream)``, with the compiled scheduler loaded
+    beside them."""
+    from .compiled_checks import check_stream, fill_table
     from .compiled_data import execute_stream
     compiled.load()
-    return check_stream, execute_stream
+    return fill_table, check_stream, execute_stream
 
 
 class _Constants(NamedTuple):
@@ -116,10 +117,11 @@ def run(launch):
     :class:`~.launch.Launch` that has fetched a legal stream), its data work done on the
     machine's scratchpads and DRAM; or None, nothing changed, when the Python machine must run
     it (the module docstring)."""
-    check_stream, execute_stream = _kernels()
+    fill_table, check_stream, execute_stream = _kernels()
     sim, dram, stream = launch.sim, launch.dram, launch.stream
     pads, c = sim._pads, _constants(sim.cfg)
-    table = stream_table(stream)
+    table = np.empty((len(FIELDS), len(stream)), np.int64)
+    fill_table(stream.words, *placement(sim.cfg), table)
     base_of = np.array([dram.bases[name] if name else 0 for name in c.base_names], np.int64)
     uop_copy = pads.raw("uop").copy()
     meets = np.empty(len(stream), np.int64)

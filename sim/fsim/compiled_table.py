@@ -4,15 +4,18 @@ decoded instruction objects.
 
 Every field is taken from every instruction (:meth:`.stream.Stream.column`, the layouts the codec
 and the RTL read), the loop fields GEMM and ALU share from each one's own format; the interpreter
-reads the ones of each instruction's opcode. The row numbers are named here once, for the compiled kernels (:mod:`.compiled_checks`,
+reads the ones of each instruction's opcode. :func:`~.compiled_checks.fill_table` fills the table from the words. The row numbers are
+named here once, for the compiled kernels (:mod:`.compiled_checks`,
 :mod:`.compiled_data`), which read them as constants.
 """
 
+import functools
+
 import numpy as np
 
-from avta.isa.enums import Opcode
+from .stream import fields_of
 
-__all__ = ["FIELDS", "stream_table"]
+__all__ = ["FIELDS", "placement"]
 
 #: ``(format, name)`` of each row, in row order (the constants below name the rows).
 FIELDS = (
@@ -35,19 +38,18 @@ FIELDS = (
  ALU_OPCODE, USE_IMM, IMM) = range(len(FIELDS))
 
 
-def stream_table(stream):
-    """The ``(len(FIELDS), len(stream))`` int64 table of :class:`~.stream.Stream` ``stream``;
-    the immediate sign-extended (docs/isa.md §2), as the codec decodes it."""
-    table = np.empty((len(FIELDS), len(stream)), np.int64)
-    for row, (fmt, name) in enumerate(FIELDS):
-        table[row] = stream.column(fmt, name)
-    # An ALU instruction's loop fields are where its own format puts them, which on some
-    # configurations is not where the GEMM format does (their widths differ).
-    alu = np.flatnonzero(table[OPCODE] == Opcode.ALU)
-    if alu.size:
-        for row in range(RESET, SRC_FACTOR_IN + 1):
-            table[row, alu] = stream.column("alu", FIELDS[row][1], alu)
-    _, _, mask = stream.field_place("alu", "imm")
-    sign = (int(mask) + 1) >> 1
-    table[IMM] = (table[IMM] ^ sign) - sign
-    return table
+@functools.lru_cache(maxsize=None)
+def placement(cfg):
+    """Where each row's field lies in an instruction's words on ``cfg``: ``(word, shift,
+    mask, imm_sign)``, the first three ``(2, len(FIELDS))`` arrays whose row 0 is for every
+    instruction but ALU and row 1 for ALU (the loop fields GEMM and ALU share are where each
+    one's own format puts them, which on some configurations differ: their widths do), and
+    ``imm_sign`` the immediate's sign bit (it is sign-extended, as the codec decodes it)."""
+    formats = fields_of(cfg).formats
+    places = [[formats[fmt][name] for fmt, name in FIELDS] for _ in range(2)]
+    for row in range(RESET, SRC_FACTOR_IN + 1):
+        places[1][row] = formats["alu"][FIELDS[row][1]]
+    word = np.array([[w for w, _, _ in p] for p in places], np.int64)
+    shift = np.array([[int(s) for _, s, _ in p] for p in places], np.uint64)
+    mask = np.array([[int(m) for _, _, m in p] for p in places], np.uint64)
+    return word, shift, mask, (int(formats["alu"]["imm"][2]) + 1) >> 1

@@ -4,6 +4,7 @@ one (:mod:`.compiled`). :class:`~.machine.Fsim` makes one per run; the rules are
 docstring of :mod:`.machine`."""
 
 import collections
+import contextlib
 
 import numpy as np
 
@@ -32,8 +33,11 @@ __all__ = ["Launch"]
 class Launch:
     """The state of one run: token counters, queues, counters, the cycle estimate."""
 
-    def __init__(self, sim, dram, insn_addr, insn_count):
+    def __init__(self, sim, dram, insn_addr, insn_count, python_context=contextlib.nullcontext):
         self.sim = sim
+        # What the Python scheduler runs in (the machine's BLAS limit in bit-exact runs; a
+        # compiled run needs none).
+        self.python_context = python_context
         self.cfg = sim._cfg
         self.dram = dram
         self.insn_addr = insn_addr
@@ -58,6 +62,11 @@ class Launch:
         self.stream = None
         #: Whether the run was the compiled one (:mod:`.compiled`, :mod:`.compiled_exact`).
         self.ran_compiled = False
+
+    @property
+    def statics(self):
+        """The stream's :class:`~.statics.Static` of each instruction, in order."""
+        return self.stream.statics
 
     @property
     def insns(self):
@@ -90,7 +99,6 @@ class Launch:
         """Decode the stream; the error RunResult of its first illegal instruction, or None."""
         blob, first_outside = self.dram.fetch(self.insn_addr, self.insn_count, INSN_BYTES)
         self.stream = Stream(self.sim, blob)
-        self.statics = self.stream.statics
         illegal = self.stream.first_violation()
         if illegal is not None:
             index, violation = illegal
@@ -122,6 +130,11 @@ class Launch:
                 return result
         elif not self.sim.data:
             compiled.scheduled_in_python(len(self.statics))
+        with self.python_context():
+            return self._run_python()
+
+    def _run_python(self):
+        """The Python scheduler (the reference): one instruction at a time to the end."""
         queues = [collections.deque() for _ in STAGE_NAMES]
         statics = self.statics
         for index, static in enumerate(statics):

@@ -154,12 +154,11 @@ class Fsim:
         if insn_addr % INSN_BYTES:
             raise ValueError(f"insn_addr 0x{insn_addr:x} is not {INSN_BYTES}-byte aligned: "
                              f"instructions start on a {INSN_BYTES}-byte boundary")
-        launch = Launch(self, memory, insn_addr, insn_count)
         if not self.data:
-            return launch.run()
+            return Launch(self, memory, insn_addr, insn_count).run()
+        launch = Launch(self, memory, insn_addr, insn_count, python_context=_one_blas_thread)
         start = time.process_time()
-        with _one_blas_thread():
-            result = launch.run()
+        result = launch.run()
         if not launch.ran_compiled:
             compiled_exact.ran_in_python(time.process_time() - start)
         return result
