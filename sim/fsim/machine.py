@@ -17,6 +17,12 @@ equal on every operator and network test), at a fraction of the time: what desig
 exploration needs. When nothing but the result is wanted (no trace, no activity, in order) the
 stream is scheduled by the compiled loop of :mod:`.compiled` (the same rules, held equal to
 this module's scheduler, which stays the reference).
+
+A bit-exact run under the same conditions is run whole by the compiled data interpreter of
+:mod:`.compiled_exact` (checks, schedule and data in three numba calls), held equal to the
+Python machine byte for byte; a stream it does not run whole (an error, a deadlock, an index
+that wraps) goes to the Python machine untouched. ``Fsim.compiled`` picks (``"auto"``: once
+loading the compiled code pays in the process).
 """
 
 import functools

@@ -158,3 +158,19 @@ def test_a_traced_run_is_the_python_one():
     sim = Fsim(load_config("tiny"), trace=lambda event: None)
     sim.compiled = True
     assert not sim._compiled_ok()
+
+
+@pytest.mark.parametrize("count", [0, 1])
+def test_a_stream_of_no_or_one_instruction_ends_alike(count):
+    """No instruction at all (the Python machine says the stream ended without FINISH), or a
+    lone FINISH."""
+    from avta.isa.encoding import codec, finish
+    cfg = load_config("tiny")
+    results = []
+    for compiled in (False, True):
+        sim = Fsim(cfg)
+        sim.compiled = compiled
+        dram = np.zeros(8192, np.uint8)
+        dram[:16] = np.frombuffer(codec(cfg).encode_bytes(finish()), np.uint8)
+        results.append((sim.run(dram, 0, count), dram, [sim.sram(n).copy() for n in PADS]))
+    _assert_alike(*results)
