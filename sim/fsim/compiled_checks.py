@@ -26,10 +26,11 @@ import numpy as np
 
 from avta.isa.enums import MemType, Opcode
 
-from .compiled_table import (ALU_OPCODE, DRAM_BASE, DST_FACTOR_IN, DST_FACTOR_OUT, IMM, ITER_IN,
-                             ITER_OUT, MEMORY_TYPE, OPCODE, PAD_VALUE, RESET, SRAM_BASE, SRC_FACTOR_IN,
-                             SRC_FACTOR_OUT, UOP_BGN, UOP_END, WGT_FACTOR_IN, WGT_FACTOR_OUT,
-                             X_PAD_0, X_PAD_1, X_SIZE, X_STRIDE, Y_PAD_0, Y_PAD_1, Y_SIZE)
+from .compiled_table import (ALU_OPCODE, DRAM_BASE, DST_FACTOR_IN, DST_FACTOR_OUT, IMM,
+                             ITER_IN, ITER_OUT, MEMORY_TYPE, OPCODE, PAD_VALUE, RESET, SRAM_BASE,
+                             SRC_FACTOR_IN, SRC_FACTOR_OUT, UOP_BGN, UOP_END, WGT_FACTOR_IN,
+                             WGT_FACTOR_OUT, X_PAD_0, X_PAD_1, X_SIZE, X_STRIDE, Y_PAD_0, Y_PAD_1,
+                             Y_SIZE)
 
 __all__ = ["check_stream", "fill_table", "load_rows_raw", "uop_field"]
 

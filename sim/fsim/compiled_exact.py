@@ -28,7 +28,6 @@ machine has spent :data:`BREAK_EVEN_SECONDS` on bit-exact runs in the process.
 """
 
 import functools
-import time
 from typing import NamedTuple
 
 import numpy as np

@@ -2,11 +2,12 @@
 instruction: what the compiled data interpreter (:mod:`.compiled_exact`) reads in place of
 decoded instruction objects.
 
-Every field is taken from every instruction (:meth:`.stream.Stream.column`, the layouts the codec
-and the RTL read), the loop fields GEMM and ALU share from each one's own format; the interpreter
-reads the ones of each instruction's opcode. :func:`~.compiled_checks.fill_table` fills the table from the words. The row numbers are
-named here once, for the compiled kernels (:mod:`.compiled_checks`,
-:mod:`.compiled_data`), which read them as constants.
+Every field is taken from every instruction, at the places the layouts give (the ones the codec
+and the RTL read), the loop fields GEMM and ALU share from each one's own format
+(:func:`placement`); :func:`~.compiled_checks.fill_table` fills the table from the stream's
+words, and the interpreter reads the fields of each instruction's opcode. The row numbers are
+named here once, for the compiled kernels (:mod:`.compiled_checks`, :mod:`.compiled_data`),
+which read them as constants.
 """
 
 import functools

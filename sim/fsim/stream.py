@@ -119,10 +119,6 @@ class Stream:
         words = self.words[:, word] if where is None else self.words[where, word]
         return ((words >> shift) & mask).astype(np.int64)
 
-    def field_place(self, fmt, name):
-        """``(word, shift, mask)``: where field ``name`` of format ``fmt`` lies in the words."""
-        return self._fields.formats[fmt][name]
-
     def first_violation(self):
         """``(index, Violation)`` of the first illegal instruction, or None."""
         illegal = [k for k, v in enumerate(self.violations) if v is not None]
