@@ -8,8 +8,10 @@ shifted bias by an ALU MOV, an operation upstream does not have (docs/isa.md, co
 :func:`avta.sim.upstream.upstream_differences` checks every program before it runs, and a
 layer that could mean something else upstream is reported, not compared.
 
-avta's side is fsim's device run of the program (``Device.run``'s backend run, as
-``avta bench timing-only`` times it: CPU seconds, ``time.process_time``), upstream's the
+avta's side is fsim's device run of the program (``Device.run``'s backend run, as ``avta bench
+timing-only`` times it: CPU seconds, ``time.process_time``) on fsim's compiled data interpreter
+(:mod:`avta.sim.fsim.compiled_exact`), loaded before the timing starts, as in a process that
+runs many programs (loading it takes a one-off share of a second, printed apart); upstream's the
 harness's ``VTADeviceRun`` alone (``getrusage`` in its process); building programs and the
 simulator is not timed. Both start from the DRAM image fsim ran on (captured when fsim's run
 starts), and the two images they leave must be equal byte for byte — the whole DRAM, not only
@@ -113,8 +115,13 @@ def upstream_fsim(cfg, vta_src, layers=LAYERS, repeats=REPEATS):
     print(f"  {executable} ({built:.1f} s to build or find); {cfg.name!r} ({cfg.shape_name}) "
           f"{_config_json_note(cfg, vta_src)}")
     alu_ops = upstream_alu_ops(sources.values())
+    from avta.sim.fsim import compiled_exact
+    start = time.process_time()
+    compiled_exact.load()
+    loading = time.process_time() - start
     print(f"ResNet-18 layers, CPU seconds of the device run alone, best of {repeats} "
-          f"(spread: slowest / best - 1)")
+          f"(spread: slowest / best - 1); fsim runs compiled (loading it, once a process: "
+          f"{loading:.2f} s)")
     print(f"{'layer':<6}{'insns':>7}{'upstream s':>12}{'spread':>8}{'avta s':>9}{'spread':>8}"
           f"{'ratio':>8}  identical")
     ok = True

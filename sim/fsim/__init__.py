@@ -7,7 +7,9 @@
 :class:`avta.runtime.backend.RunResult`. Modules: :mod:`.machine` (stages, tokens, errors,
 deadlock), :mod:`.memops` (LOAD, STORE), :mod:`.gemm`, :mod:`.alu`, :mod:`.loops` (micro-op
 loop nest), :mod:`.state` (scratchpads), :mod:`.dram`, :mod:`.timing` (cycle estimate),
-:mod:`.events` (trace events).
+:mod:`.events` (trace events); compiled runs, when only the result is wanted: :mod:`.compiled`
+(the schedule, timing-only), :mod:`.compiled_exact` (bit-exact: :mod:`.compiled_table`,
+:mod:`.compiled_checks`, :mod:`.compiled_data`), held equal to the Python machine.
 """
 
 from .machine import SCHEDULES, TOKEN_COUNTERS, Fsim

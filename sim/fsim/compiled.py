@@ -36,10 +36,12 @@ _COMPUTE = int(Stage.COMPUTE)
 
 
 class Schedule:
-    """A finished run's figures: ``cycles``, ``stall`` and ``busy`` per stage."""
+    """A finished run's figures: ``cycles``, ``stall`` and ``busy`` per stage, and ``order``
+    (int64 array): the instructions' indices in the order they ran (the order the compiled data
+    interpreter runs them in, :mod:`.compiled_exact`)."""
 
-    def __init__(self, cycles, stall, busy):
-        self.cycles, self.stall, self.busy = cycles, stall, busy
+    def __init__(self, cycles, stall, busy, order):
+        self.cycles, self.stall, self.busy, self.order = cycles, stall, busy, order
 
 
 def row(stage, opcode, cycles, pops, pushes, reads):
@@ -72,10 +74,11 @@ def schedule(table, start, token_max):
     """The run of the stream ``table`` (:func:`stream_arrays`) with the stages free at
     ``start``: a :class:`Schedule`, or None when the Python scheduler must run it (the module
     docstring)."""
+    order = np.empty(table.shape[1], np.int64)
     status, cycles, stall, busy = _compiled()(
         table, start, token_max, timing.ALU_DISPATCH, timing.ALU_LATCH, timing.BESIDE_RETIRE,
-        timing.LOAD_LEAD)
-    return Schedule(int(cycles), [int(v) for v in stall], [int(v) for v in busy]) \
+        timing.LOAD_LEAD, order)
+    return Schedule(int(cycles), [int(v) for v in stall], [int(v) for v in busy], order) \
         if status == OK else None
 
 
@@ -115,9 +118,11 @@ def _compiled():
     return numba.njit(cache=True, nogil=True)(_schedule)
 
 
-def _schedule(table, start, token_max, alu_dispatch, alu_latch, beside_retire, load_lead):
+def _schedule(table, start, token_max, alu_dispatch, alu_latch, beside_retire, load_lead,
+              ran):
     """``(status, cycles, stall[3], busy[3])``: the loop of ``Launch.run`` with
-    ``_execute`` and ``_compute_times`` (machine.py; the comments there say why), over arrays."""
+    ``_execute`` and ``_compute_times`` (launch.py; the comments there say why), over arrays;
+    ``ran`` receives the indices of the instructions run, in order."""
     n = table.shape[1]
     stage, kind, cost, pops, pushes, reads, meets = (table[0], table[1], table[2], table[3],
                                                       table[4], table[5], table[6])
@@ -215,6 +220,7 @@ def _schedule(table, start, token_max, alu_dispatch, alu_latch, beside_retire, l
                     return NOT_RUN, 0, stall, busy
                 tokens[c, last[c]] = end
                 last[c] += 1
+        ran[executed] = index
         executed += 1
         if kind[index] == 3:
             return (OK if executed == n else NOT_RUN), end, stall, busy

@@ -4,6 +4,7 @@ one (:mod:`.compiled`). :class:`~.machine.Fsim` makes one per run; the rules are
 docstring of :mod:`.machine`."""
 
 import collections
+import contextlib
 
 import numpy as np
 
@@ -15,7 +16,7 @@ from avta.isa.memories import base_alignment, scratchpad, unaligned_bases
 from avta.isa.registers import COUNTER_NAMES, STAGE_CODES
 from avta.runtime.backend import RunResult
 
-from . import compiled, timing
+from . import compiled, compiled_exact, timing
 from .alu import execute_alu
 from .errors import MachineError
 from .events import STAGE_NAMES
@@ -32,8 +33,11 @@ __all__ = ["Launch"]
 class Launch:
     """The state of one run: token counters, queues, counters, the cycle estimate."""
 
-    def __init__(self, sim, dram, insn_addr, insn_count):
+    def __init__(self, sim, dram, insn_addr, insn_count, python_context=contextlib.nullcontext):
         self.sim = sim
+        # What the Python scheduler runs in (the machine's BLAS limit in bit-exact runs; a
+        # compiled run needs none).
+        self.python_context = python_context
         self.cfg = sim._cfg
         self.dram = dram
         self.insn_addr = insn_addr
@@ -56,6 +60,13 @@ class Launch:
         self.alu_record = None
         self.stall = [0, 0, 0]
         self.stream = None
+        #: Whether the run was the compiled one (:mod:`.compiled`, :mod:`.compiled_exact`).
+        self.ran_compiled = False
+
+    @property
+    def statics(self):
+        """The stream's :class:`~.statics.Static` of each instruction, in order."""
+        return self.stream.statics
 
     @property
     def insns(self):
@@ -88,7 +99,6 @@ class Launch:
         """Decode the stream; the error RunResult of its first illegal instruction, or None."""
         blob, first_outside = self.dram.fetch(self.insn_addr, self.insn_count, INSN_BYTES)
         self.stream = Stream(self.sim, blob)
-        self.statics = self.stream.statics
         illegal = self.stream.first_violation()
         if illegal is not None:
             index, violation = illegal
@@ -114,11 +124,17 @@ class Launch:
         if failed is not None:
             return failed
         if self.sim._compiled_ok():
-            result = self._compiled()
+            result = self._compiled_exact() if self.sim.data else self._compiled()
             if result is not None:
+                self.ran_compiled = True
                 return result
         elif not self.sim.data:
             compiled.scheduled_in_python(len(self.statics))
+        with self.python_context():
+            return self._run_python()
+
+    def _run_python(self):
+        """The Python scheduler (the reference): one instruction at a time to the end."""
         queues = [collections.deque() for _ in STAGE_NAMES]
         statics = self.statics
         for index, static in enumerate(statics):
@@ -170,6 +186,17 @@ class Launch:
         if done is None:
             pads.write_rows("uop", slice(None), saved)
             return None
+        return self._compiled_result(done)
+
+    def _compiled_exact(self):
+        """The bit-exact run by the compiled data interpreter (:mod:`.compiled_exact`), or
+        None (nothing changed) when the Python machine must run it."""
+        done = compiled_exact.run(self)
+        return None if done is None else self._compiled_result(done)
+
+    def _compiled_result(self, done):
+        """The RunResult of a stream the compiled scheduler ran whole (``done``, its
+        :class:`~.compiled.Schedule`): the counters are the sums of its instructions'."""
         counters = self.counters
         repeats = np.bincount(self.stream.inverse, minlength=len(self.stream.distinct))
         for static, times in zip(self.stream.distinct, repeats.tolist()):

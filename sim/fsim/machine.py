@@ -17,16 +17,23 @@ equal on every operator and network test), at a fraction of the time: what desig
 exploration needs. When nothing but the result is wanted (no trace, no activity, in order) the
 stream is scheduled by the compiled loop of :mod:`.compiled` (the same rules, held equal to
 this module's scheduler, which stays the reference).
+
+A bit-exact run under the same conditions is run whole by the compiled data interpreter of
+:mod:`.compiled_exact` (checks, schedule and data in three numba calls), held equal to the
+Python machine byte for byte; a stream it does not run whole (an error, a deadlock, an index
+that wraps) goes to the Python machine untouched. ``Fsim.compiled`` picks (``"auto"``: once
+loading the compiled code pays in the process).
 """
 
 import functools
 import random
+import time
 
 import numpy as np
 
 from avta.isa.encoding import INSN_BYTES, codec
 
-from . import compiled
+from . import compiled, compiled_exact
 from .dram import Dram
 from .events import STAGE_NAMES, Tracer
 from .launch import Launch
@@ -93,9 +100,11 @@ class Fsim:
         # While run_activity runs: a list of (index, stage, start, ready, end, kind) per
         # instruction executed (kind: 0 GEMM, 1 ALU, 2 anything else).
         self._record = None
-        #: Whether timing-only runs use the compiled scheduler (:mod:`.compiled`): True, False
-        #: (the Python one, the reference, for comparing them) or ``"auto"``, once loading it
-        #: pays (:data:`.compiled.BREAK_EVEN`).
+        #: Whether runs are the compiled ones (timing-only: the compiled scheduler,
+        #: :mod:`.compiled`; bit-exact: the compiled data interpreter, :mod:`.compiled_exact`):
+        #: True, False (the Python machine, the reference, for comparing them) or ``"auto"``,
+        #: once loading them pays (:data:`.compiled.BREAK_EVEN`,
+        #: :data:`.compiled_exact.BREAK_EVEN_SECONDS`).
         self.compiled = "auto"
 
     @property
@@ -106,12 +115,14 @@ class Fsim:
     TRACE_TARGET = "fsim"
 
     def _compiled_ok(self):
-        """Whether a run may use the compiled scheduler (:mod:`.compiled`): only the result is
-        wanted (no data, trace or activity) and the schedule is in order."""
-        if self.data or self._tracer is not None or self._record is not None \
+        """Whether a run may be the compiled one (:mod:`.compiled` timing-only,
+        :mod:`.compiled_exact` bit-exact): only the result is wanted (no trace or activity) and
+        the schedule is in order."""
+        if self._tracer is not None or self._record is not None \
                 or self._schedule != "inorder" or not self.compiled:
             return False
-        return self.compiled is True or compiled.wanted()
+        return self.compiled is True or (compiled_exact.wanted() if self.data
+                                         else compiled.wanted())
 
     def set_trace(self, trace, trace_mode="arch"):
         """Send the events of later runs to ``trace`` (a callable; None: stop tracing)."""
@@ -151,8 +162,12 @@ class Fsim:
                              f"instructions start on a {INSN_BYTES}-byte boundary")
         if not self.data:
             return Launch(self, memory, insn_addr, insn_count).run()
-        with _one_blas_thread():
-            return Launch(self, memory, insn_addr, insn_count).run()
+        launch = Launch(self, memory, insn_addr, insn_count, python_context=_one_blas_thread)
+        start = time.process_time()
+        result = launch.run()
+        if not launch.ran_compiled:
+            compiled_exact.ran_in_python(time.process_time() - start)
+        return result
 
     def run_activity(self, dram, insn_addr, insn_count, *, bases=None, bin_cycles=1,
                      max_bins=None):

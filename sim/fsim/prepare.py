@@ -32,7 +32,7 @@ from . import timing
 from .memops import load_rows, rows_fit
 from .stream import unique_rows
 
-__all__ = ["prepare"]
+__all__ = ["prepare", "by_type"]
 
 
 def prepare(launch):
@@ -51,7 +51,7 @@ def prepare(launch):
 
 
 @functools.lru_cache(maxsize=None)
-def _by_type(cfg):
+def by_type(cfg):
     """Per memory type number (an array index): its base register's key, element bytes and
     scratchpad depth (0, 0, 0 for a number that is no type)."""
     size = 1 + max(MemType)
@@ -72,7 +72,7 @@ def _check_moves(launch, moves):
     store = stream.opcode[moves] == Opcode.STORE
     # A STORE stores OUT whatever its type field says (execute_store).
     mtype = np.where(store, int(MemType.OUT), field("memory_type"))
-    names, elem, depth = _by_type(launch.cfg)
+    names, elem, depth = by_type(launch.cfg)
     base = np.array([dram.bases[name] if name else 0 for name in names], np.int64)[mtype]
     x, y = field("x_size"), field("y_size")
     ok = (y == 0) | dram.window_inside(base, field("dram_base"), y, x, field("x_stride"),

@@ -85,6 +85,15 @@ class Scratchpads:
                 self._memos.pop(key, None)
             keys.clear()
 
+    def written_in_place(self):
+        """Every scratchpad may have been written through :meth:`raw` (the compiled data
+        interpreter, :mod:`.compiled_exact`, writes the arrays themselves): drop every memo and
+        the float copies, which are made again when next asked for."""
+        self._memos.clear()
+        for keys in self._memo_keys.values():
+            keys.clear()
+        self._as_float.clear()
+
     def raw(self, name):
         """The ``(depth, row_bytes)`` uint8 array of scratchpad ``name``. Write it only to fill
         fresh scratchpads: :meth:`write_rows` keeps the caches (:meth:`as_float`,

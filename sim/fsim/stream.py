@@ -98,8 +98,16 @@ class Stream:
         self._key_insns = [insn for insn, _, _ in facts]
         self.violations = [violation for _, violation, _ in facts]
         self.distinct = [static for _, _, static in facts]
-        self.statics = [self.distinct[k] for k in self.inverse.tolist()]
+        self._statics = None
         self._insns = None
+
+    @property
+    def statics(self):
+        """Each instruction's :class:`~.statics.Static` (None for an illegal one), in stream
+        order; made when first asked for (the compiled runs read ``distinct`` and ``inverse``)."""
+        if self._statics is None:
+            self._statics = [self.distinct[k] for k in self.inverse.tolist()]
+        return self._statics
 
     def __len__(self):
         return len(self.words)

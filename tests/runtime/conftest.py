@@ -7,9 +7,10 @@ scratchpad row and DRAM element each instruction writes. ``AVTA_TSIM_MIRROR=0`` 
 the mirror off for a quick fsim-only run; ``AVTA_MIRROR_TRACE=0`` keeps the mirror but skips the
 traces.
 
-Every program also runs first on a timing-only fsim (:class:`TimedFsimBackend`), whose status,
-cycles and counters must equal the bit-exact fsim's: the timing-only mode is held to the
-estimate on every operator and network test.
+Every program also runs first on a timing-only fsim and on fsim's compiled bit-exact interpreter
+(:class:`TimedFsimBackend`), whose status, cycles and counters must equal the bit-exact Python
+machine's, and the interpreter's DRAM too: both are held to the reference on every operator and
+network test.
 
 A test that takes ``device`` on a mirrored configuration is marked ``tsim`` (see
 :func:`pytest_collection_modifyitems`), so ``-m "not tsim"`` leaves it out.
@@ -49,23 +50,41 @@ class CheckedDevice(Device):
 
 
 class TimedFsimBackend(FsimBackend):
-    """Bit-exact fsim that first runs every program on a timing-only twin (which writes nothing
-    to DRAM, so both see the same image) and fails unless both end alike with the same cycles
-    and every counter equal."""
+    """Bit-exact fsim, the Python machine (the reference), that first runs every program on a
+    timing-only twin (which writes nothing to DRAM, so both see the same image) and, in order, on
+    a compiled bit-exact twin (on a copy of DRAM), and fails unless all three end alike with the
+    same cycles and every counter equal, and the compiled twin leaves DRAM as the reference
+    does."""
 
     def __init__(self, cfg, *, schedule="inorder", seed=None, **options):
         super().__init__(cfg, schedule=schedule, seed=seed, **options)
+        self.sim.compiled = False       # the Python machine, the reference
         self.timing = Fsim(cfg, strict=True, schedule=schedule, seed=seed, timing_only=True)
         self.timing.compiled = True     # the compiled scheduler, held to the bit-exact run
+        # The compiled data interpreter (sim/fsim/compiled_exact.py), held to it too: it runs
+        # the in-order schedule only (a random one would be the Python machine twice).
+        self.compiled = None
+        if schedule == "inorder":
+            self.compiled = Fsim(cfg, strict=True, schedule=schedule, seed=seed)
+            self.compiled.compiled = True
 
     def run(self, insn_addr, insn_count, *, bases=None):
         before = self._dram.copy()
         timed = self.timing.run(self._dram, insn_addr, insn_count, bases=bases)
         assert np.array_equal(before, self._dram), "the timing-only run wrote to DRAM"
+        twin_dram = before.copy()
+        twin = None if self.compiled is None else \
+            self.compiled.run(twin_dram, insn_addr, insn_count, bases=bases)
         exact = super().run(insn_addr, insn_count, bases=bases)
         fields = ("status", "cycles", "counters", "error_code", "error_insn")
         assert [getattr(timed, f) for f in fields] == [getattr(exact, f) for f in fields], \
             f"timing-only fsim {timed} but bit-exact fsim {exact}"
+        if twin is not None:
+            assert [getattr(twin, f) for f in fields + ("detail",)] == \
+                [getattr(exact, f) for f in fields + ("detail",)], \
+                f"compiled bit-exact fsim {twin} but the Python machine {exact}"
+            assert np.array_equal(twin_dram, self._dram), \
+                "the compiled bit-exact fsim left DRAM other than the Python machine"
         return exact
 
 

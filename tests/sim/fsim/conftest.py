@@ -120,3 +120,14 @@ def compute_image():
     """``compute_image(cfg, size, kernel, inp, wgt, acc, addresses, *, uop_pop_prev=0)``: an
     image with a kernel, INP, WGT and ACC rows and the LOADs that bring them in."""
     return _compute_image
+
+
+@pytest.fixture(autouse=True)
+def python_machine(request, monkeypatch):
+    """These tests are of the Python machine, the reference (its forms of GEMM and ALU, its
+    memos, its speed): ``"auto"`` keeps bit-exact runs in Python, however much this process has
+    run already. test_fsim_compiled_exact.py holds the compiled interpreter equal to it, and
+    tests its ``"auto"`` rule itself."""
+    if not request.module.__name__.endswith("test_fsim_compiled_exact"):
+        from avta.sim.fsim import compiled_exact
+        monkeypatch.setattr(compiled_exact, "wanted", lambda: False)
