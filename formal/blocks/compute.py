@@ -324,7 +324,7 @@ def checks(cfg, faults=frozenset()):
               # tiny 959 s at depth 18 and 957 s at depth 17 on machines loaded several times
               # over (643 s at depth 15 on a quieter one), default 801 s measured
               # (docs/formal.md).
-              budget=2000 if small else 1800),
+              budget=4000 if small else 1800),
         Check("compute", "fresh", "an instruction run first leaves the same ACC/OUT element as "
               "the same instruction on the same contents after another one (A-QED)",
               lambda: ComputeConsistencyHarness(cfg, faults, "fresh"),
