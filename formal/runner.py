@@ -87,9 +87,12 @@ def _sby_text(check):
     if check.cover_skip:
         lines.append(f"cover: skip {check.cover_skip}")
     lines += ["", "[engines]", "smtbmc {solver}", "",
-              "[script]", "read_rtlil design.il", "prep -top top",
-              # Small memories (the queues) as flip-flops, so equal bits merge.
-              "memory_map", "opt -fast"]
+              "[script]", "read_rtlil design.il", "prep -top top"]
+    if check.flatten:
+        # One module, so that opt carries the harness's constants into the blocks.
+        lines.append("flatten")
+    # Small memories (the queues) as flip-flops, so equal bits merge.
+    lines += ["memory_map", "opt -fast"]
     if check.combinational:
         lines.append(f"select -assert-none {_STATE_CELLS}")
     lines += ["", "[files]", "design.il", ""]
