@@ -49,7 +49,8 @@ about 20 times slower by step 9). A hazard changes which rows meet when, and sma
 the rows apart as well as large ones; the arithmetic itself is ``alu.ops`` and ``gemm.lane``'s
 part. So: ACC lanes start in :data:`ACC_RANGE`, the ALU's immediate in :data:`IMM_RANGE`; the
 ALU's op is ADD or MOV (the ALU's control depends on the op only through "reads ACC[dst]", true
-for ADD and false for MOV: hw/core/alu.py, ``needs_dst``); INP and WGT are zero, so a GEMM step
+for ADD and false for MOV: hw/core/alu.py, ``needs_dst``); INP and WGT are zero (constant rows in a
+flattened design, so Yosys folds the GEMM's products away), so a GEMM step
 writes its ACC row back unchanged (ACC[dst] + 0), or 0 with ``reset``: a read-modify-write of
 its row, which is all a hazard with the ALU can disturb.
 """
