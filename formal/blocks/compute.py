@@ -334,16 +334,15 @@ def checks(cfg, faults=frozenset()):
               lambda: ComputeConsistencyHarness(cfg, faults, "overlap"),
               depth=(15 if small else 12) + s, cover_depth=(15 if small else 13) + s,
               prove=False, flatten=True,
-              # CPU seconds: on tiny about twice an estimate, 1,600-1,900 s (its steps to 16
-              # took 860 s, step 16 alone 445, each step about 1.5-2 times the one before;
-              # docs/formal.md, "Budgets"); default 801 s of wall clock measured.
+              # CPU seconds: on tiny about twice the 1,678 s measured (docs/formal.md,
+              # "Budgets"); default 801 s of wall clock measured.
               budget=4000 if small else 1800),
         Check("compute", "fresh", "an instruction run first leaves the same ACC/OUT element as "
               "the same instruction on the same contents after another one (A-QED)",
               lambda: ComputeConsistencyHarness(cfg, faults, "fresh"),
               depth=(13 if small else 10) + s, cover_depth=(13 if small else 12) + 2 * s,
               prove=False, flatten=True,
-              # CPU seconds: about twice tiny's, 933 s at depth 16 (1,012 before the constant
+              # CPU seconds: about twice tiny's, 935 s at depth 16 (1,012 before the constant
               # INP/WGT rows); default 1,284 s of wall clock measured (docs/formal.md,
               # "Budgets").
               budget=2000 if small else 4000),
