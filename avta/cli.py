@@ -400,8 +400,9 @@ def build_parser():
                    help="work files and counterexamples (default build/formal/<config>)")
     p.add_argument("--json", metavar="FILE", help="write the results as JSON here")
     p.add_argument("--timeout", type=float, default=None, metavar="S",
-                   help="seconds each check may run; past it, TIMEOUT (default: each check's "
-                        "own budget, 600 s or about twice its measured time)")
+                   help="wall-clock seconds each check may run; past them, TIMEOUT "
+                        "(default: each check's own budget of CPU seconds of its tools, "
+                        "whatever the load: 600 or about twice the most it used)")
     p.add_argument("--solver", choices=("yices", "z3"),
                    help="the SMT solver smtbmc drives for every check (default: each "
                         "check's own, yices except z3 for the ALU lanes)")

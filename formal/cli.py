@@ -27,10 +27,11 @@ def _status_text(result):
 
 
 def format_table(results):
-    """The results as an aligned text table (block, property, status, covers, seconds)."""
-    rows = [("block", "property", "status", "covers", "seconds")]
+    """The results as an aligned text table (block, property, status, covers, wall-clock
+    seconds, CPU seconds of the tools)."""
+    rows = [("block", "property", "status", "covers", "seconds", "CPU s")]
     rows += [(r.block, r.name, _status_text(r), f"{r.covers_reached}/{r.covers_total}",
-              f"{r.seconds:.1f}") for r in results]
+              f"{r.seconds:.1f}", f"{r.cpu_seconds:.1f}") for r in results]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) if i < 3 else cell.rjust(w)
                        for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
@@ -74,8 +75,10 @@ def run_formal(cfg, *, blocks=None, faults=(), jobs=1, output, solver=None, time
                log=None):
     """Run every check of ``blocks`` (all by default; a name ``BLOCK.PROPERTY`` selects one
     property) for ``cfg``; the :class:`Result` list in table order. Each check runs for at
-    most ``timeout`` seconds, or by default its own budget (:attr:`Check.budget`). A failed check leaves its counterexample in ``output/counterexamples/`` as a
-    VCD and a replay test (:mod:`avta.formal.replay`)."""
+    most ``timeout`` seconds of wall-clock time, or by default for its own budget of CPU
+    seconds (:attr:`Check.budget`, :func:`~avta.formal.runner.run_check`). A failed check
+    leaves its counterexample in ``output/counterexamples/`` as a VCD and a replay test
+    (:mod:`avta.formal.replay`)."""
     blocks = _check_blocks(blocks or list(BLOCKS))
     faults = _check_plant(faults)
     output = Path(output)
@@ -84,14 +87,15 @@ def run_formal(cfg, *, blocks=None, faults=(), jobs=1, output, solver=None, time
     with progress(len(checks), "formal", unit="check") as bar, \
             ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = {pool.submit(run_check, c, output / "work" / c.block / c.name, solver=solver,
-                               timeout=timeout or c.budget): c for c in checks}
+                               timeout=timeout): c for c in checks}
         for future in as_completed(futures):
             check = futures[future]
             result = results[check.key] = future.result()
             bar.update()
             bar.set_postfix_str(check.key)
             if log is not None:
-                log(f"{check.key}: {_status_text(result)} ({result.seconds:.1f} s)")
+                log(f"{check.key}: {_status_text(result)} ({result.seconds:.1f} s, "
+                    f"{result.cpu_seconds:.1f} CPU s)")
     ordered = [results[c.key] for c in checks]
     for check, result in zip(checks, ordered):
         if result.vcd:

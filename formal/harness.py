@@ -105,7 +105,7 @@ class Harness(Elaboratable):
         return m
 
 
-#: The seconds a check may run unless it says otherwise (:attr:`Check.budget`).
+#: The CPU seconds a check's tools may use unless it says otherwise (:attr:`Check.budget`).
 DEFAULT_BUDGET = 600.0
 
 
@@ -135,10 +135,16 @@ class Check:
         is a proof (``depth`` is ignored). k-induction would only repeat the same question
         under the extra hypothesis of an unrelated earlier cycle, which for arithmetic
         equivalences made the solver several times slower.
-    budget : the seconds the check may run by default (``avta formal --timeout`` sets one
-        limit for every check instead): :data:`DEFAULT_BUDGET`, or for the long checks about
-        twice their longest time measured on a two-core machine (docs/formal.md), so a first
-        run on a busy machine does not fail on time.
+    flatten : flatten the design into one module before Yosys optimises it, so that a
+        constant the harness drives into a block (the compute checks' zero INP and WGT rows)
+        is folded through it; SymbiYosys would otherwise keep the hierarchy, and the blocks'
+        logic on those constants, in the solver's problem.
+    budget : the CPU seconds (user + system) the tools the check starts may use by default
+        (:func:`avta.formal.runner.run_check`; ``avta formal --timeout`` sets one limit of
+        wall-clock seconds for every check instead): :data:`DEFAULT_BUDGET`, or for the long
+        checks about twice the most CPU they used (docs/formal.md, "Budgets"). CPU seconds,
+        not wall clock: a machine shared with other work slows a proof, it does not make it
+        fail.
     """
     block: str
     name: str
@@ -151,6 +157,7 @@ class Check:
     base_depth: int | None = None
     solver: str = "yices"
     combinational: bool = False
+    flatten: bool = False
     budget: float = DEFAULT_BUDGET
 
     @property

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from amaranth.back import rtlil
 
+from .processes import TreeCpu, descendants
 from .tools import find_tool, tool_env
 
 __all__ = ["Result", "run_check", "STATUSES"]
@@ -44,7 +45,9 @@ class Result:
     depth: int
     covers_reached: int = 0
     covers_total: int = 0
+    #: Wall-clock seconds, and CPU seconds (user + system) of the tools it started.
     seconds: float = 0.0
+    cpu_seconds: float = 0.0
     #: Why it failed, in one line ("assertion formal/blocks/tokens.py:40 `...` fails at cycle 3").
     message: str = ""
     #: The failed assertion's source (``path:line``) and the cycle it fails in.
@@ -64,6 +67,7 @@ class Result:
         return {"block": self.block, "name": self.name, "status": self.status,
                 "depth": self.depth, "covers_reached": self.covers_reached,
                 "covers_total": self.covers_total, "seconds": round(self.seconds, 2),
+                "cpu_seconds": round(self.cpu_seconds, 2),
                 "message": self.message, "assertion": self.assertion, "cycle": self.cycle,
                 "vcd": self.vcd, "replay": self.replay}
 
@@ -83,57 +87,81 @@ def _sby_text(check):
     if check.cover_skip:
         lines.append(f"cover: skip {check.cover_skip}")
     lines += ["", "[engines]", "smtbmc {solver}", "",
-              "[script]", "read_rtlil design.il", "prep -top top",
-              # Small memories (the queues) as flip-flops, so equal bits merge.
-              "memory_map", "opt -fast"]
+              "[script]", "read_rtlil design.il", "prep -top top"]
+    if check.flatten:
+        # One module, so that opt carries the harness's constants into the blocks.
+        lines.append("flatten")
+    # Small memories (the queues) as flip-flops, so equal bits merge.
+    lines += ["memory_map", "opt -fast"]
     if check.combinational:
         lines.append(f"select -assert-none {_STATE_CELLS}")
     lines += ["", "[files]", "design.il", ""]
     return "\n".join(lines)
 
 
-def _run_task(sby, folder, task, env, deadline):
-    """Run one task; its log text, or None when the deadline passed."""
-    remaining = deadline - time.monotonic()
-    if remaining <= 0:
+#: Seconds between two looks at a running task's CPU time and the clock (a look reads every
+#: process's /proc entry: about 4 ms of CPU with 130 processes).
+POLL = 1.0
+#: Without ``--timeout``, a check also stops after this many times its budget of wall-clock
+#: time: a tool that waits forever uses no CPU, and would otherwise never be stopped.
+WALL_BACKSTOP = 10
+
+
+@dataclass
+class Limits:
+    """What one check may spend: ``wall`` seconds of wall-clock time from ``start``
+    (``time.monotonic``), and CPU seconds of the tools it starts up to ``cpu_budget`` (None: no
+    such limit). ``cpu_used`` adds up its tasks' CPU seconds; ``exceeded`` says which limit
+    ended it."""
+    start: float
+    wall: float
+    cpu_budget: float | None = None
+    cpu_used: float = 0.0
+    exceeded: str = ""
+
+    def over(self, cpu_now):
+        """Past a limit, with ``cpu_now`` seconds of the running task on top of ``cpu_used``
+        (the limit is noted in ``exceeded``)."""
+        if self.cpu_budget is not None and self.cpu_used + cpu_now > self.cpu_budget:
+            self.exceeded = "cpu"
+        elif time.monotonic() >= self.deadline:
+            self.exceeded = "wall"
+        return bool(self.exceeded)
+
+    @property
+    def deadline(self):
+        return self.start + self.wall
+
+
+def _run_task(sby, folder, task, env, limits):
+    """Run one task; its log text, or None when it ran past ``limits`` (a :class:`Limits`,
+    whose ``cpu_used`` grows by the task's CPU seconds either way)."""
+    if limits.over(0.0):
         return None
     proc = subprocess.Popen([sby, "-f", "check.sby", task], cwd=folder, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
+    cpu = TreeCpu(proc.pid)
     try:
-        out, _ = proc.communicate(timeout=remaining)
-    except subprocess.TimeoutExpired:
-        _stop(proc)
-        return None
+        while True:
+            try:
+                out, _ = proc.communicate(
+                    timeout=max(0.0, min(POLL, limits.deadline - time.monotonic())))
+                return out
+            except subprocess.TimeoutExpired:
+                if limits.over(cpu.sample()):
+                    _stop(proc)
+                    return None
     except BaseException:
         # Ctrl-C: sby runs in a session of its own, so the terminal's interrupt never reaches it.
         _stop(proc)
         raise
-    return out
+    finally:
+        limits.cpu_used += cpu.seconds
 
 
 #: How long sby has to end the tools it started once asked to.
 STOP_GRACE = 10.0
-
-
-def _descendants(pid):
-    """The PIDs of every process below ``pid`` (Linux's /proc; none elsewhere)."""
-    children = {}
-    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except (OSError, ValueError):
-            continue
-        # "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after it.
-        fields = stat.rpartition(")")[2].split()
-        if entry.isdigit() and len(fields) > 1:
-            children.setdefault(int(fields[1]), []).append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), ()):
-            found.append(child)
-            todo.append(child)
-    return found
 
 
 def _stop(proc):
@@ -142,7 +170,7 @@ def _stop(proc):
     smtbmc and the solver running for as long as their proof would take; and sby's own
     termination handler does not always end them. So: note every process below sby, ask sby
     to stop (SIGTERM), give it :data:`STOP_GRACE` seconds, then SIGKILL what is left of them."""
-    tools = _descendants(proc.pid)
+    tools = descendants(proc.pid)
     try:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=STOP_GRACE)
@@ -182,14 +210,19 @@ def _source_line(location):
         return ""
 
 
-def run_check(check, folder, *, solver=None, timeout=600.0):
+def run_check(check, folder, *, solver=None, timeout=None):
     """Run ``check`` in ``folder`` (created) with ``solver`` (default: the check's own); a
-    :class:`Result`."""
+    :class:`Result`. It runs for at most ``timeout`` seconds of wall-clock time when given,
+    else for its budget (:attr:`Check.budget`) of CPU seconds of the tools it starts, and at
+    most :data:`WALL_BACKSTOP` times that of wall-clock time."""
     solver = solver or check.solver
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    deadline = start + timeout
+    if timeout is not None:
+        limits = Limits(start, timeout)
+    else:
+        limits = Limits(start, WALL_BACKSTOP * check.budget, cpu_budget=check.budget)
     harness = check.build()
     design = harness.design()
     (folder / "design.il").write_text(rtlil.convert(design, ports=harness.inputs))
@@ -202,15 +235,15 @@ def run_check(check, folder, *, solver=None, timeout=600.0):
     proof_log = None
     if check.base_depth:
         # A short induction over a deeper base case: the base case first, as BMC.
-        proof_log = _run_task(sby, folder, "base", env, deadline)
+        proof_log = _run_task(sby, folder, "base", env, limits)
         if proof_log is not None and _status(proof_log) == "PASS":
             proof_log = None
     if proof_log is None:
-        proof_log = _run_task(sby, folder, "proof", env, deadline)
+        proof_log = _run_task(sby, folder, "proof", env, limits)
     (folder / "proof.log").write_text(proof_log or "")
     proof = _status(proof_log) if proof_log is not None else "TIMEOUT"
     if proof == "TIMEOUT":
-        result.status, result.message = "timeout", f"the proof ran past {timeout:g} s"
+        result.status, result.message = "timeout", f"the proof ran past {_limit_text(limits)}"
     elif proof == "FAIL":
         _read_failure(result, proof_log, folder)
     elif proof == "PASS":
@@ -225,14 +258,14 @@ def run_check(check, folder, *, solver=None, timeout=600.0):
         result.message = f"SymbiYosys stopped with {proof}; see {folder / 'proof.log'}"
 
     if result.ok:
-        cover_log = _run_task(sby, folder, "cover", env, deadline)
+        cover_log = _run_task(sby, folder, "cover", env, limits)
         (folder / "cover.log").write_text(cover_log or "")
         reached = _REACHED.findall(cover_log or "")
         unreached = _UNREACHED.findall(cover_log or "")
         result.covers_reached, result.covers_total = len(reached), len(reached) + len(unreached)
         cover = _status(cover_log) if cover_log is not None else "TIMEOUT"
         if cover == "TIMEOUT":
-            result.status, result.message = "timeout", f"the covers ran past {timeout:g} s"
+            result.status, result.message = "timeout", f"the covers ran past {_limit_text(limits)}"
         elif unreached:
             result.status = "failed"
             result.message = (f"{len(unreached)} cover(s) not reached within "
@@ -242,7 +275,15 @@ def run_check(check, folder, *, solver=None, timeout=600.0):
             result.status = "failed"
             result.message = f"the cover task stopped with {cover}; see {folder / 'cover.log'}"
     result.seconds = time.monotonic() - start
+    result.cpu_seconds = limits.cpu_used
     return result
+
+
+def _limit_text(limits):
+    """The limit a check ran past, as the report says it."""
+    if limits.exceeded == "cpu":
+        return f"its budget of {limits.cpu_budget:g} CPU seconds"
+    return f"{limits.wall:g} s"
 
 
 def _read_failure(result, log, folder):

@@ -284,6 +284,6 @@ def checks(cfg, faults=frozenset()):
               "goes to its command with its tag and the next beat index; each command gets "
               "exactly its beats, in order", lambda: ReadEngineHarness(cfg, faults, "order"),
               depth=2, base_depth=6, cover_depth=14, solver="z3",
-              # 513-860 s measured on tiny (docs/formal.md).
+              # CPU seconds: 513-860 s of wall clock measured on tiny (docs/formal.md).
               budget=1800),
     ]

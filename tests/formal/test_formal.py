@@ -211,9 +211,9 @@ def test_heavier_properties_hold_on_tiny(tmp_path, block, name, status):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["overlap", "fresh"])
 def test_compute_stage_is_self_consistent_on_tiny(tmp_path, name):
-    # A-QED: two copies of the real compute stage agree (docs/formal.md); about 10 minutes
-    # for overlap on a busy machine.
-    _, result = _run(TINY, "compute", name, tmp_path, timeout=2400)
+    # A-QED: two copies of the real compute stage agree (docs/formal.md), each within its own
+    # budget of CPU seconds (no wall-clock limit: 20-40 minutes on a busy machine).
+    _, result = _run(TINY, "compute", name, tmp_path)
     assert result.status == "bounded", result.message
     assert result.covers_reached == result.covers_total > 0
 
@@ -280,6 +280,8 @@ def test_timeout_is_reported_never_passed(tmp_path):
 
 
 def test_each_check_runs_for_its_own_budget_unless_told(tmp_path, monkeypatch):
+    """Without --timeout the runner holds each check to its own budget of CPU seconds
+    (tests/formal/test_budget.py); with it, to that many seconds of wall-clock time."""
     import avta.formal.cli as formal_cli
     seen = {}
 
@@ -290,10 +292,10 @@ def test_each_check_runs_for_its_own_budget_unless_told(tmp_path, monkeypatch):
     cfg = load_config("tiny")
     names = ["read_engine.order", "compute.overlap", "tokens"]
     formal_cli.run_formal(cfg, blocks=names, output=tmp_path)
-    assert seen["read_engine.order"] == find_check("read_engine", "order", cfg).budget > 600
-    assert seen["compute.overlap"] == find_check("compute", "overlap", cfg).budget > 600
-    tokens = [timeout for key, timeout in seen.items() if key.startswith("tokens.")]
-    assert tokens and set(tokens) == {600}
+    assert set(seen.values()) == {None}
+    assert find_check("read_engine", "order", cfg).budget > 600
+    assert find_check("compute", "overlap", cfg).budget > 600
+    assert {find_check("tokens", n, cfg).budget for n in ("count", "error7", "fill")} == {600}
     formal_cli.run_formal(cfg, blocks=names, output=tmp_path, timeout=42)
     assert set(seen.values()) == {42}
 
