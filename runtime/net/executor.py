@@ -42,7 +42,7 @@ from avta.isa import formats
 from avta.isa.enums import MemType
 from avta.isa.registers import LOADED_COUNTERS, busy_cycles
 
-from ..ops.conv2d import Conv2dBuffers, bias_bound, build_conv2d, pack_bias, pack_bias_step
+from ..ops.conv2d import Conv2dBuffers, bias_bound, build_conv2d, pack_bias, upload_bias_step
 from ..ops.conv_residual import FusedAdd
 from ..ops.conv_plan import Conv2dShape, PlanError
 from ..ops.depthwise import (build_depthwise_conv2d, build_depthwise_gemm,
@@ -203,7 +203,7 @@ class _Executor:
         self.progress = progress or (lambda i, n, node: None)
         self.buffers = {}           # tensor name -> DRAM buffer (packed OUT layout)
         self.weights = {}           # node name -> (weights buffer, bias buffer or None)
-        self.bias_steps = {}        # conv2d node name -> its bias step's buffers (may be {})
+        self.bias_steps = {}        # conv2d node name -> (its Conv2dBuffers keywords, buffers)
         self.host_inputs = {}       # network input name -> the int8 array
         self.scratch = []           # buffers of the node being run (an im2col input)
         self.fused = {}             # add node name -> the conv2d fused into it (.fusion)
@@ -245,8 +245,8 @@ class _Executor:
                 for buffer in (wgt, bias):
                     if buffer is not None:
                         self.device.free(buffer)
-            for step in self.bias_steps.values():
-                for buffer in step.values():
+            for _, buffers in self.bias_steps.values():
+                for buffer in buffers:
                     self.device.free(buffer)
         return run
 
@@ -376,15 +376,17 @@ class _Executor:
                 # the operands that let the GEMM core start the accumulators at the bias,
                 # where one step holds it; the planner then picks the faster start
                 # (ops/conv_tail.plan_layer), as the fused-add plan assumed (.fusion)
-                step = None if node.bias is None else pack_bias_step(cfg, b, node.requant)
-                if step is not None:
-                    self.bias_steps[node.name] = {
-                        "step_inp": self.device.upload(step[0], mem=MemType.INP),
-                        "step_wgt": self.device.upload(step[1], mem=MemType.WGT)}
+                if node.bias is not None:
+                    buffers = []
+
+                    def upload(array, mem):
+                        buffers.append(self.device.upload(array, mem=mem))
+                        return buffers[-1]
+                    self.bias_steps[node.name] = (
+                        upload_bias_step(upload, cfg, b, node.requant), buffers)
             self.weights[node.name] = (wgt, bias)
         wgt, bias = self.weights[node.name]
-        step = {k: v.elem(cfg, MemType.INP if k == "step_inp" else MemType.WGT)
-                for k, v in self.bias_steps.get(node.name, {}).items()}
+        step = self.bias_steps.get(node.name, ({}, ()))[0]
         fused = shortcut = None
         if add is not None:
             fused = FusedAdd(add.requant)
