@@ -38,7 +38,7 @@ from avta.isa.layout import layouts
 from avta.isa.memories import memory, scratchpad
 
 from . import compiled
-from .alu import _IMM_SCALE_BITS
+from .alu import scale_widths
 from .compiled_table import FIELDS, placement
 from .prepare import by_type
 
@@ -110,7 +110,7 @@ class _Constants(NamedTuple):
     shift: np.ndarray       # where the micro-op fields (dst, src, wgt) lie in a word
     mask: np.ndarray
     bank_rows: int          # rows of one ACC bank (timing.banks_meet)
-    scale_bits: int         # SCL's multiplier width W (alu.py)
+    scale_widths: tuple     # SCL's multiplier width W and an immediate's shift (alu.py)
 
 
 @functools.lru_cache(maxsize=None)
@@ -131,7 +131,7 @@ def _constants(cfg):
     return _Constants(base_names, elem_of, depth_of, pad_rows,
                       np.array([offset for _, offset, _ in uop], np.int64),
                       np.array([(1 << width) - 1 for _, _, width in uop], np.int64),
-                      scratchpad(cfg, "acc").bank_rows, cfg.scale_bits or _IMM_SCALE_BITS)
+                      scratchpad(cfg, "acc").bank_rows, scale_widths(cfg))
 
 
 def run(launch):
@@ -164,6 +164,6 @@ def _run(launch, kernels):
     execute_stream(done.order, table, dram.data, base_of, c.elem_of, c.pad_rows, pads.raw("uop"),
                    pads.uop, c.shift, c.mask, pads.raw("inp"), pads.raw("wgt"), pads.raw("acc"),
                    pads.raw("out"), pads.inp, pads.wgt, acc, acc.reshape(acc.shape[0], -1),
-                   c.scale_bits, c.scale_bits - _IMM_SCALE_BITS)
+                   *c.scale_widths)
     pads.written_in_place()
     return done
