@@ -127,7 +127,7 @@ def banks_meet(a, b, pad):
 
 
 def banks_overlap(lo_a, hi_a, lo_b, hi_b, pad):
-    """Whether ACC rows ``lo_a..hi_a`` and ``lo_b..hi_b`` share a bank of ``pad`` (integers, or
-    numpy arrays of them, elementwise: :mod:`.prepare` tests many pairs at once)."""
+    """Whether ACC rows ``lo_a..hi_a`` and ``lo_b..hi_b`` share a bank of ``pad`` (the rule the
+    compiled pass of :mod:`.compiled_checks` applies too)."""
     bank = pad.bank_of
     return (bank(lo_a) <= bank(hi_b)) & (bank(lo_b) <= bank(hi_a))
