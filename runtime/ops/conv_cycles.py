@@ -28,8 +28,9 @@ Instruction costs are the RTL's as measured on tsim, the figures fsim's cycle mo
 (:mod:`avta.isa.costs`): a GEMM of N steps takes N + ``gemm_fill(cfg)``, an ALU instruction
 N + ``ALU_FILL``; a LOAD its start and first-beat latency plus, per DRAM row, its bus beats
 (or one cycle per element when elements are narrower than the bus); a STORE its start plus, per
-DRAM row, its beats and the row overhead. The resident ACC rows' LOADs (bias, per-channel rows)
-come first, and the load stage's first LOADs wait behind them on the one read engine. Border
+DRAM row, its beats and the row overhead. The resident ACC rows' LOAD (bias, per-channel rows;
+one per ACC bank only with upstream's tail) comes first, and the load stage's first LOADs wait
+behind it on the one read engine. Border
 padding, micro-op loads and fetch are left out: the estimate ranks tilings, it does not predict
 a run to the cycle.
 """
