@@ -28,8 +28,9 @@ Instruction costs are the RTL's as measured on tsim, the figures fsim's cycle mo
 (:mod:`avta.isa.costs`): a GEMM of N steps takes N + ``gemm_fill(cfg)``, an ALU instruction
 N + ``ALU_FILL``; a LOAD its start and first-beat latency plus, per DRAM row, its bus beats
 (or one cycle per element when elements are narrower than the bus); a STORE its start plus, per
-DRAM row, its beats and the row overhead. The resident ACC rows' LOADs (bias, per-channel rows)
-come first, and the load stage's first LOADs wait behind them on the one read engine. Border
+DRAM row, its beats and the row overhead. The resident ACC rows' LOAD (bias, per-channel rows;
+one per ACC bank only with upstream's tail) comes first, and the load stage's first LOADs wait
+behind it on the one read engine. Border
 padding, micro-op loads and fetch are left out: the estimate ranks tilings, it does not predict
 a run to the cycle.
 """
@@ -133,10 +134,10 @@ class _Costs:
                 self._cache[key] = load_cycles(self.cfg, th_in, tw_in, self._inp_bytes)
         return nci * self._cache[key]
 
-    def resident_load(self):
-        """The compute stage's LOADs of the resident ACC rows (bias, per-channel rows) into each
-        bank the buffers use, before the first GEMM (:func:`_resident_loads`)."""
-        return int(_resident_loads(self.cfg, self.t.bias_rows, self.t.acc_banks))
+    def resident_load(self, start):
+        """The compute stage's LOADs of the resident ACC rows (bias, per-channel rows) with the
+        accumulator start ``start``, before the first GEMM (:func:`_resident_loads`)."""
+        return int(_resident_loads(self.cfg, self.t.bias_rows, self.t.acc_banks, start))
 
     def weight_load(self, nco, nci):
         if self.shape.depthwise:        # the diagonal blocks of the chunk: one DRAM row
@@ -185,12 +186,15 @@ def shortcut_load_cycles(cfg, shape, th, tw, nco, acc_pitch):
     return nco * load_cycles(cfg, th, tw, elem)
 
 
-def _resident_loads(cfg, bias_rows, acc_banks):
-    """The LOADs of ``bias_rows`` resident ACC rows (bias, per-channel rows) into each of
-    ``acc_banks`` banks, before the first GEMM (numbers, or arrays of candidates). They share
+def _resident_loads(cfg, bias_rows, acc_banks, start):
+    """The LOADs of ``bias_rows`` resident ACC rows (bias, per-channel rows) before the first
+    GEMM (numbers, or arrays of candidates): into the first of ``acc_banks`` banks where the
+    accumulators start at the bias (the other banks' rows are an ALU copy of them, conv_emit,
+    which reads no DRAM), into each bank with upstream's tail (``start`` "reset"). They share
     the one read engine with the load stage (hw/axi/vme.py), and come first in the stream, so
     the load stage's first LOADs wait behind them."""
-    return np.asarray(acc_banks) * _each(
+    banks = np.asarray(acc_banks) if start == "reset" else np.minimum(np.asarray(acc_banks), 1)
+    return banks * _each(
         lambda rows: load_cycles(cfg, 1, rows, cfg.acc_elem_bytes) if rows else 0, bias_rows)
 
 
@@ -314,7 +318,7 @@ def lower_bounds(cfg, shape, th, tw, tco, tci, threads, acc_banks, wgt_resident,
     # The first task's weights, or the first piece of them (conv_first) when it has one.
     first_weights = _each(lambda *sizes: _first_weight_load(cfg, shape, threads, *sizes),
                           th0, tw0, nco, nci)
-    first_load = _resident_loads(cfg, bias_rows, acc_banks) + \
+    first_load = _resident_loads(cfg, bias_rows, acc_banks, start) + \
         bias_step_loads(cfg, shape, start) + \
         _each(costs.input_load, th0, tw0, nci) + first_weights
     last_store = _each(lambda *sizes: _store_cycles(cfg, shape, *sizes), last_th, last_tw,
@@ -434,7 +438,7 @@ def _estimates(cfg, shape, t, tail_steps, start, give_up, tables=None):
             shortcut=t.shortcut)]
     n_co, n_h, n_w, n_ci, sizes, input_load, weight_load, uops, store, split, shortcut = tables
     split = int(split)
-    resident = int(_resident_loads(cfg, t.bias_rows, t.acc_banks)) + \
+    resident = int(_resident_loads(cfg, t.bias_rows, t.acc_banks, start)) + \
         bias_step_loads(cfg, shape, start)
     cib = shape.cin // cfg.block_in
     tiles = (shape.n // cfg.batch) * n_co * n_h * n_w

@@ -474,18 +474,31 @@ class Conv2dEmitter:
         return tiles + [replace(last, tw=first), replace(last, ow0=last.ow0 + first, tw=second)]
 
 
+    def _load_resident_rows(self):
+        """Bias rows stay resident at ACC [0, COB) of every bank the buffers use (conv_plan), a
+        per-channel requantization's rows after them; only the compute stage touches them.
+
+        Where the accumulators start at the bias (a stream that uses MOV already) the first
+        bank's rows are LOADed, the bias shifted there, and the other banks' are an ALU MOV of
+        them: a LOAD there would wait on the one read engine (hw/axi/vme.py) behind the load
+        stage's first bursts while the first tile's bias MOV, and so the first GEMM, waits for
+        it; the copy takes a cycle a row and reads no DRAM. Upstream's tail (the bias added
+        after the shift) keeps a LOAD per bank: its stream stays upstream's instructions."""
+        total = self.cob * row_blocks(self.requant)
+        first = self.t.bias_base(0)
+        for v in range(self.t.acc_banks):
+            base = self.t.bias_base(v)
+            if v and self.bias_start:
+                self.b.alu(UopKernel([(base, first)], [Loop(total, 1, 1)]), AluOp.MOV)
+                continue
+            self.b.load(MemType.ACC, sram=base, dram=self.bufs.bias, x_size=total)
+            if self.bias_start and self.requant.bias_shift and not self.gemm_start:
+                rows = UopKernel([(base, base)], [Loop(self.cob, 1, 1)])
+                self.b.alu(rows, AluOp.SHR, imm=-self.requant.bias_shift)    # bias << shift
+
     def emit(self):
         if self.bufs.bias is not None:
-            # Bias rows stay resident at ACC [0, COB) of every bank the buffers use (conv_plan),
-            # a per-channel requantization's rows after them; only the compute stage touches
-            # them.
-            for v in range(self.t.acc_banks):
-                base = self.t.bias_base(v)
-                self.b.load(MemType.ACC, sram=base, dram=self.bufs.bias,
-                            x_size=self.cob * row_blocks(self.requant))
-                if self.bias_start and self.requant.bias_shift and not self.gemm_start:
-                    rows = UopKernel([(base, base)], [Loop(self.cob, 1, 1)])
-                    self.b.alu(rows, AluOp.SHR, imm=-self.requant.bias_shift)    # bias << shift
+            self._load_resident_rows()
         tasks = [(tile, cit) for tile in self._tiles() for cit in range(self.n_cit)]
         options = plan_options(self.cfg, self.shape, self.requant, self.bufs.bias is not None,
                                self.bias_bound, gemm=self.gemm_start)

@@ -14,7 +14,9 @@ pixels of ``tco`` output blocks (a border tile's are smaller, so the full tile b
   whose factors (``tw``, 1) are smaller; the pitch is held to its field either way, as a border
   tile with fewer pixels runs the one-micro-op form;
 * the resident rows: one LOAD of the bias (and a per-channel requantization's rows), then an
-  ALU pass over the output blocks that shifts the bias where it starts the accumulators;
+  ALU pass over the output blocks that shifts the bias where it starts the accumulators, and
+  an ALU MOV over all of them that copies them into the second ACC bank (one loop of
+  ``bias_rows``, :meth:`~.conv_emit.Conv2dEmitter._load_resident_rows`);
 * LOAD and STORE: an input window of ``TH_in × TW_in`` pixels from rows ``W`` apart (a
   subsampled 1×1 layer: ``tw`` one-element rows ``stride`` apart), a weight chunk of ``tco``
   rows of ``tci · KK`` blocks ``CIB · KK`` apart (depthwise: one row of ``tco · KK``), and the
@@ -89,6 +91,7 @@ def field_limits(cfg, shape, th, tw, tco, tci, th_in, tw_in, bias_rows):
         ("the weight LOAD's row stride", "LOAD", mem, "x_stride", wgt_stride),
         ("the resident rows' LOAD (bias and channel rows)", "LOAD", mem, "x_size", bias_rows),
         ("the bias shift's loop (the output blocks)", "ALU", alu, "iter_in", cob),
+        ("the resident rows' copy into the second ACC bank", "ALU", alu, "iter_in", bias_rows),
         ("the output STORE's rows (per block)", "STORE", mem, "y_size", th),
         ("the output STORE's row length (per block)", "STORE", mem, "x_size", tw),
         ("the output STORE's row stride (per block)", "STORE", mem, "x_stride", shape.ow),

@@ -6,7 +6,7 @@ the bias rows left in the program."""
 import numpy as np
 
 from avta.isa.config import load_config
-from avta.isa.enums import AluOp, Opcode
+from avta.isa.enums import AluOp, MemType, Opcode
 from avta.runtime.net.executor import dram_bytes, run_network
 from avta.runtime.net.graph import Graph, Node
 from avta.runtime.net.reference import random_input, run_reference
@@ -25,7 +25,11 @@ def _per_channel(rng, channels):
 
 
 def _bias_movs(program):
-    return sum(1 for i in program.insns if i.opcode == Opcode.ALU
+    """The tiles' bias MOVs: those before the load stage's first LOAD copy the resident rows
+    into the second ACC bank (conv_emit) and start no tile."""
+    first_load = next(k for k, i in enumerate(program.insns)
+                      if i.opcode == Opcode.LOAD and i.memory_type in (MemType.INP, MemType.WGT))
+    return sum(1 for i in program.insns[first_load:] if i.opcode == Opcode.ALU
                and i.alu_opcode == AluOp.MOV and not i.use_imm)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from avta.isa.config import load_config
-from avta.isa.enums import AluOp, Opcode
+from avta.isa.enums import AluOp, MemType, Opcode
 from avta.runtime.ops.bias_digits import one_step_bound
 from avta.runtime.ops.conv2d import conv2d, pack_bias_step
 from avta.runtime.ops.conv_plan import Conv2dShape, plan_conv2d
@@ -27,9 +27,12 @@ def _per_channel(rng, channels, bits=16):
 
 
 def _starts(program):
-    """``(reset GEMMs, bias-row MOVs)`` of a program."""
+    """``(reset GEMMs, bias-row MOVs)`` of a program; the MOVs before the load stage's first
+    LOAD copy the resident rows into the second ACC bank (conv_emit), and start no tile."""
     resets = sum(1 for i in program.insns if i.opcode == Opcode.GEMM and i.reset)
-    movs = sum(1 for i in program.insns if i.opcode == Opcode.ALU
+    first_load = next(k for k, i in enumerate(program.insns)
+                      if i.opcode == Opcode.LOAD and i.memory_type in (MemType.INP, MemType.WGT))
+    movs = sum(1 for i in program.insns[first_load:] if i.opcode == Opcode.ALU
                and i.alu_opcode == AluOp.MOV and not i.use_imm)
     return resets, movs
 

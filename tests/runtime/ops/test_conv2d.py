@@ -9,9 +9,10 @@ from avta.isa.config import load_config
 from avta.runtime.ops.conv2d import Conv2dBuffers, build_conv2d, conv2d
 from avta.runtime.ops.conv_plan import (Conv2dShape, PlanError, misfits, plan_conv2d,
                                         tiling_for)
-from avta.isa.enums import Stage
+from avta.isa.enums import AluOp, MemType, Opcode, Stage
 from avta.runtime.ops.reference import conv2d_ref
 from avta.runtime.ops.requant import Requant
+from avta.runtime.ops.conv_tail import row_blocks
 from avta.isa.legality import check_program
 
 from avta.runtime.workloads import resnet18_layers
@@ -182,3 +183,42 @@ def test_stem_errors_name_the_rule(tiny_cfg, device):
         plan_conv2d(huge, Conv2dShape(1, 64, 224, 224, 64, 7, 7, 3, 2), bias=True)
     with pytest.raises(PlanError, match="LOAD pad fields"):
         plan_conv2d(tiny_cfg, Conv2dShape(1, 4, 40, 40, 4, 33, 33, 16, 1))
+
+
+def _per_channel(rng, channels):
+    """Per-channel fixed point (multipliers, shifts 8..11, offsets), the bias first."""
+    m = tuple(int(v) for v in rng.integers(1 << 14, 1 << 15, channels))
+    s = tuple(int(v) for v in rng.integers(8, 12, channels))
+    return Requant(0, (0, 127), bias_first=True, multiplier=m, shifts=s,
+                   offsets=tuple(1 << (k - 1) for k in s))
+
+
+@pytest.mark.parametrize("kind", ["shifted bias start", "per-channel rows", "bias added"])
+def test_resident_rows_loaded_once_then_copied(cfg, rng, int8, device, kind):
+    """With the buffers in both ACC banks and the accumulators starting at the bias, the
+    resident rows (bias, per-channel rows) are LOADed into the first bank only and ALU-copied
+    into the other (a LOAD there would wait on the read engine behind the load stage's first
+    bursts): one compute-stage LOAD ACC before the first GEMM. Upstream's tail (a bias too
+    large to start them, added after the shift) keeps a LOAD per bank and no MOV. The output
+    is bit for bit the reference's."""
+    n, ci, h, w, co, k = 1, 2, 6, 8, 2, 1
+    x, wt, bias = make(cfg, rng, int8, n, ci, h, w, co, k)
+    rq = Requant(shift=6, clip=(-100, 120))
+    if kind == "bias added":
+        bias[0] = 1 << 26           # too large to start the accumulators at bias << 6
+    elif kind == "per-channel rows":
+        cfg = cfg.replace(alu_scale=2)      # the per-channel multiply (docs/isa.md §3.4)
+        rq = _per_channel(rng, wt.shape[0])
+    shape = Conv2dShape(x.shape[0], x.shape[1], h, w, wt.shape[0], k, k, 0, 1)
+    tiling = tiling_for(cfg, shape, 1, 4, 1, 2, 2, bias=row_blocks(rq))
+    assert tiling.acc_banks == 2
+    dev = device(cfg)
+    out = conv2d(dev, x, wt, bias, requant=rq, tiling=tiling)
+    np.testing.assert_array_equal(out, conv2d_ref(x, wt, bias, requant=rq))
+    insns = dev.last_program.insns
+    first_gemm = next(i for i, insn in enumerate(insns) if insn.opcode == Opcode.GEMM)
+    acc_loads = [insn for insn in insns[:first_gemm]
+                 if insn.opcode == Opcode.LOAD and insn.memory_type == MemType.ACC]
+    movs = [insn for insn in insns if insn.opcode == Opcode.ALU and insn.alu_opcode == AluOp.MOV]
+    assert len(acc_loads) == (2 if kind == "bias added" else 1)
+    assert bool(movs) == (kind != "bias added")

@@ -28,8 +28,10 @@ def test_one_task_by_hand():
     start = 16 + 6                          # 16 ACC rows, the ALU's pipeline fill
     gemm = 16 * 9 + 4 + 1 + 1 + 2   # fill, the index and row registers, the dot product's two
     store = 2 + (16 * 16 // 8 + 6)          # the tile is whole rows: one DRAM row
-    # The bias row (16 int32) in each bank the buffers use, loaded first on the read engine.
-    bias = t.acc_banks * (load + 16 * 4 // 8)
+    # The bias row (16 int32), loaded first on the read engine into the first bank; the other
+    # bank's is an ALU copy of it, beside the load stage.
+    assert t.acc_banks == 2
+    bias = load + 16 * 4 // 8
     one = bias + inp + wgt + gemm
     assert [c for c, _, piece, _ in _estimates(cfg, shape, t, 4, "bias", None)
             if not piece] == \

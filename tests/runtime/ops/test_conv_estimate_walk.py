@@ -83,7 +83,7 @@ def _one_walk(cfg, shape, t, tail_steps, start, give_up, split, first_piece, las
     n_ci = shape.input_chunks(cfg, t.tci)
     gemm_left = shape.gemm_steps(cfg)                                    # steps still to run
     # The load stage's first LOADs wait behind the resident rows' on the one read engine.
-    load_free = costs.resident_load() + bias_step_loads(cfg, shape, start)
+    load_free = costs.resident_load(start) + bias_step_loads(cfg, shape, start)
     compute_free, store_free = 0, 0
     gemm_done = []            # per task: when its GEMM released the input buffer
     store_done = []           # per tile: when its store released the accumulator buffer
