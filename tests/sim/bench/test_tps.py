@@ -50,8 +50,9 @@ def test_c10_on_wide():
     assert fallback["INP_LD"] == tasks * 32
     assert fallback["WGT_LD"] == tasks * 32 * 32
     assert fallback["OUT_ST"] == searched["OUT_ST"] == 7 * 7 * 512
-    # The bias (512 int32), once per ACC bank the accumulator buffers use (conv_plan).
-    assert fallback["ACC_LD"] == searched["ACC_LD"] == 2 * 512 * 4
+    # The bias (512 int32), loaded once: the accumulators start at it, so the second ACC bank's
+    # copy is an ALU MOV of the first's, not a second LOAD (conv_emit._load_resident_rows).
+    assert fallback["ACC_LD"] == searched["ACC_LD"] == 512 * 4
     assert searched["WGT_LD"] == 512 * 256
     # A strided 1x1 layer loads only the pixels it reads (conv_plan.Conv2dShape.subsampled):
     # once if they stay resident, else once per output-block tile.
