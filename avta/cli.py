@@ -467,7 +467,12 @@ def build_parser():
 def main(argv=None):
     args = build_parser().parse_args(argv)
     try:
-        return args.run(args)
+        code = args.run(args)
+        # Flushed here, not at exit: a reader that went away before a short output (less than
+        # stdout's buffer) was ever flushed is met inside this try, not in the interpreter's
+        # final flush (which would print "Exception ignored ... Broken pipe" and exit 120).
+        sys.stdout.flush()
+        return code
     except BrokenPipeError:
         # The reader went away (avta ... | head): not an error. Point stdout at /dev/null so the
         # interpreter's final flush does not fail again.

@@ -197,11 +197,15 @@ def test_bad_input_is_one_message_and_exit_2(tmp_path, monkeypatch, capsys, args
 
 
 def test_a_reader_that_goes_away_is_not_an_error():
-    """``avta ... | head``: the command stops quietly, exit 0, no traceback or 'Broken pipe'."""
+    """``avta ... | head``: the command stops quietly, exit 0, no traceback or 'Broken pipe'.
+    stdout is block-buffered (as in a shell without PYTHONUNBUFFERED) and the output shorter
+    than the buffer, so nothing reaches the pipe before the command's end flushes it."""
+    import os
     import subprocess
     import sys
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     proc = subprocess.Popen([sys.executable, "-m", "avta.cli", "config", "--config", "default"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     proc.stdout.close()             # before the command has written anything (it is starting)
     err = proc.stderr.read().decode()
     assert proc.wait() == 0, err
