@@ -356,9 +356,11 @@ def split_axis(t, last_th, last_tw, passes):
 def _split_axes(passes, threads, acc_banks, wgt_resident, inp_resident, last_th, last_tw):
     """:func:`split_axis` of tilings given by their fields (numbers, or arrays of candidates,
     elementwise)."""
-    may = (passes > 0) & (threads > 1) & (np.asarray(acc_banks) > 1) & \
-        np.asarray(wgt_resident, dtype=bool) & ~np.asarray(inp_resident, dtype=bool)
-    return np.where(may, np.where(last_th > 1, 0, np.where(last_tw > 1, 1, -1)), -1)
+    may = (passes > 0) & (threads > 1) & (np.asarray(acc_banks) > 1)
+    # Both parts of a tile whose window is resident read it from its one slot, a part's rows
+    # at an offset: only a split along the rows keeps the window's row pitch.
+    columns = ~np.asarray(inp_resident, dtype=bool) & (last_tw > 1)
+    return np.where(may, np.where(last_th > 1, 0, np.where(columns, 1, -1)), -1)
 
 
 def last_splits(cfg, shape, th, tw, threads, acc_banks, wgt_resident, inp_resident, tail_steps):

@@ -33,6 +33,11 @@ class _Tile:
     th: int
     ow0: int
     tw: int
+    #: A part of a split last tile whose input window is resident (conv_cycles.split_axis):
+    #: its first output row within the whole tile, and the whole tile's rows (0: the tile is
+    #: whole), whose window both parts read from the one resident slot.
+    row0: int = 0
+    whole_th: int = 0
 
 
 def _tiles(cfg, shape, t):
@@ -119,9 +124,11 @@ class Conv2dEmitter:
 
     def _window(self, tile):
         """Input rows and columns of the tile: (ih0, th_in, iw0, tw_in), before clipping (of a
-        subsampled shape, its rows and columns in INP)."""
+        subsampled shape, its rows and columns in INP); of a part of a split tile whose window
+        is resident, the whole tile's window."""
         s, sh = self.shape.window_stride, self.shape
-        return (tile.oh0 * s - sh.pad, (tile.th - 1) * s + sh.kh,
+        oh0, th = tile.oh0 - tile.row0, tile.whole_th or tile.th
+        return (oh0 * s - sh.pad, (th - 1) * s + sh.kh,
                 tile.ow0 * s - sh.pad, (tile.tw - 1) * s + sh.kw)
 
     # -- load stage -----------------------------------------------------------------------------
@@ -218,9 +225,9 @@ class Conv2dEmitter:
             s = sh.stride
             for ci in range(nci):
                 plane = (tile.nb * self.cib + ci0 + ci) * sh.h
-                for r in range(tile.th):
+                for r in range(tile.whole_th or tile.th):
                     b.load(MemType.INP, sram=base + ci * self.t.inp_pitch + r * tile.tw,
-                           dram=self.bufs.inp + (plane + (tile.oh0 + r) * s) * sh.w
+                           dram=self.bufs.inp + (plane + (tile.oh0 - tile.row0 + r) * s) * sh.w
                            + tile.ow0 * s, y_size=tile.tw, x_size=1, x_stride=s)
         elif load_inp:
             ih0, th_in, iw0, tw_in = self._window(tile)
@@ -236,7 +243,8 @@ class Conv2dEmitter:
     def _inp_slot(self, tile, cit):
         """The resident INP slot of the tile's input window, input chunk ``cit``."""
         n_h, n_w = -(-self.shape.oh // self.t.th), -(-self.shape.ow // self.t.tw)
-        spatial = (tile.nb * n_h + tile.oh0 // self.t.th) * n_w + tile.ow0 // self.t.tw
+        spatial = (tile.nb * n_h + (tile.oh0 - tile.row0) // self.t.th) * n_w + \
+            tile.ow0 // self.t.tw
         return spatial * self.n_cit + cit
 
     def _wgt_base(self, v, cot, cit):
@@ -314,7 +322,8 @@ class Conv2dEmitter:
         _, nco = self._co_range(tile)
         _, th_in, _, tw_in = self._window(tile)
         acc = t.acc_base(va)
-        inp = t.inp_base(self._inp_slot(tile, cit) if t.inp_resident else vi)
+        inp = t.inp_base(self._inp_slot(tile, cit) if t.inp_resident else vi) + \
+            tile.row0 * sh.window_stride * tw_in      # a part's rows of the whole window
         wgt0 = self._wgt_base(vi, tile.cot, cit)
         uops = []
         for ci in range(nci):
@@ -468,8 +477,11 @@ class Conv2dEmitter:
         last = tiles.pop()
         if axis == 0:
             first, second = halves(last.th)
-            return tiles + [replace(last, th=first), replace(last, oh0=last.oh0 + first,
-                                                            th=second)]
+            # Resident windows: both parts read the whole tile's (conv_cycles.split_axis).
+            whole = last.th if self.t.inp_resident else 0
+            return tiles + [replace(last, th=first, whole_th=whole),
+                            replace(last, oh0=last.oh0 + first, th=second,
+                                    row0=first if whole else 0, whole_th=whole)]
         first, second = halves(last.tw)
         return tiles + [replace(last, tw=first), replace(last, ow0=last.ow0 + first, tw=second)]
 

@@ -94,9 +94,12 @@ def walk(n_b, n_co, n_h, n_w, n_ci, threads, slots, inp_resident, wgt_resident,
                             cycles = 0
                             loaded = False
                             window = spatial * n_ci + cit
-                            if not inp_resident or not windows[window]:
-                                windows[window] = True
+                            if not inp_resident:
                                 cycles += input_load[a, b, c, d]
+                            elif not windows[window]:
+                                # A resident window is the whole tile's, split or not.
+                                windows[window] = True
+                                cycles += input_load[a0, b0, c, d]
                             v, chunk = j % threads, cot * n_ci + cit
                             if wgt_resident:
                                 if not resident[chunk]:
