@@ -47,7 +47,7 @@ from .conv_walk import compiled_walk
 
 __all__ = ["estimate", "lower_bound", "lower_bounds", "walk_tables", "last_splits",
            "TAIL_STEPS", "STARTS", "GEMM_STARTS", "start_cycles", "bias_step_loads", "tail_weights", "passes_beside", "split_parts",
-           "split_axis", "splits_last", "halves", "task_pieces", "shortcut_load_cycles"]
+           "split_axis", "splits_last", "last_split", "halves", "task_pieces", "shortcut_load_cycles"]
 #: ALU passes over an output tile after its GEMMs, by default: accumulator start (reset GEMM or
 #: bias MOV), SHR, MIN and MAX.
 TAIL_STEPS = 4
@@ -400,44 +400,72 @@ def splits_last(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias"):
     return _choice(cfg, shape, t, tail_steps, start)[0]
 
 
+def last_split(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias"):
+    """``(axis, first)``: the axis along which the emitter splits the last tile
+    (:func:`splits_last`) and the first part's rows or columns along it (0 when whole).
+
+    The planner ranks tilings with the last tile split in halves (:func:`halves`); the tiling
+    chosen, the parts are sized by the estimate: the second part's requantization and store
+    are what is left after the layer's last GEMM, so a second part smaller than half often
+    ends the layer sooner (its first part's passes still run beside the second's GEMMs)."""
+    axis, part = _choice(cfg, shape, t, tail_steps, start)[:2]
+    return axis, part
+
+
 def task_pieces(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias"):
     """``(first, last)``: weight blocks of the first piece the emitter loads the first and the
     last task in (:func:`.conv_first.first_piece`; the last only when it loads its weights),
     where the estimate says that is faster, else 0."""
-    return _choice(cfg, shape, t, tail_steps, start)[1:]
+    return _choice(cfg, shape, t, tail_steps, start)[2:]
 
 
 @functools.lru_cache(maxsize=256)
 def _choice(cfg, shape, t, tail_steps, start):
-    """``(axis, first, last)`` of the fastest walk: the last tile split along ``axis`` (−1:
-    whole), the first and the last task in pieces (0: one); the first of equals in the order
-    whole before split, one piece before two. Remembered: the emitter asks for the axis and the
-    pieces apart, and the walks are the same (the arguments are immutable)."""
-    _, axis, first, last = min(r for r in _estimates(cfg, shape, t, tail_steps, start, None)
-                               if r[0] >= 0)
-    return axis, first, last
+    """``(axis, part, first, last)`` of the fastest walk: the last tile split along ``axis``
+    (−1: whole) with ``part`` rows or columns in its first part (0: whole), the first and the
+    last task in pieces (0: one); the first of equals in the order whole before split, halves
+    before other parts, one piece before two. Remembered: the emitter asks for the split and
+    the pieces apart, and the walks are the same (the arguments are immutable)."""
+    best = min((r[0], r[1], 0, r[2], r[3])
+               for r in _estimates(cfg, shape, t, tail_steps, start, None) if r[0] >= 0)
+    axis = _split(cfg, shape, t, tail_steps)
+    if axis >= 0:
+        n = _last_sizes(shape, t)[axis]
+        half = halves(n)[0]
+        best = min([(best[0], best[1], half if best[1] >= 0 else 0, *best[3:])] + [
+            (r[0], r[1], part, r[2], r[3])
+            for part in range(1, n) if part != half
+            for r in _estimates(cfg, shape, t, tail_steps, start, None, part=part, whole=False)
+            if r[0] >= 0])
+    _, axis, part, first, last = best
+    return axis, part if axis >= 0 else 0, first, last
+
+
+def _last_sizes(shape, t):
+    """The last tile's rows and columns under ``t``."""
+    n_h, n_w = _ceil(shape.oh, t.th), _ceil(shape.ow, t.tw)
+    return shape.oh - (n_h - 1) * t.th, shape.ow - (n_w - 1) * t.tw
 
 
 def _split(cfg, shape, t, tail_steps):
     """:func:`split_axis` of ``shape``'s last tile under ``t``."""
-    n_h, n_w = _ceil(shape.oh, t.th), _ceil(shape.ow, t.tw)
-    return split_axis(t, shape.oh - (n_h - 1) * t.th, shape.ow - (n_w - 1) * t.tw,
-                      len(tail_weights(tail_steps)))
+    return split_axis(t, *_last_sizes(shape, t), len(tail_weights(tail_steps)))
 
 
-def _estimates(cfg, shape, t, tail_steps, start, give_up, tables=None):
-    """``(cycles, axis, first, last)`` of the walks with the last tile whole and split along
-    ``axis`` (where it may be, :func:`split_axis`), each with the first and the last task in
-    one piece and, where they may be (:func:`.conv_first.first_piece`; the last only after
-    ``threads`` tasks, so that one task's extra token is in flight at a time), in two (cycles
-    −1: passed ``give_up``); ``tables``: ``t``'s row of :func:`walk_tables`, else made
-    here."""
+def _estimates(cfg, shape, t, tail_steps, start, give_up, tables=None, *, part=None,
+               whole=True):
+    """``(cycles, axis, first, last)`` of the walks with the last tile whole (unless not
+    ``whole``) and split along ``axis`` (where it may be, :func:`split_axis`; in halves, or
+    ``part`` rows or columns first), each with the first and the last task in one piece and,
+    where they may be (:func:`.conv_first.first_piece`; the last only after ``threads``
+    tasks, so that one task's extra token is in flight at a time), in two (cycles −1: passed
+    ``give_up``); ``tables``: ``t``'s row of :func:`walk_tables`, else made here."""
     beside = _starts_beside(t, start)
     weights = np.array(tail_weights(tail_steps), dtype=np.int64)
     if tables is None:
         tables = [column[0] for column in walk_tables(
             cfg, shape, t.th, t.tw, t.tco, t.tci, t.acc_pitch, _split(cfg, shape, t, tail_steps),
-            shortcut=t.shortcut)]
+            shortcut=t.shortcut, part=part)]
     n_co, n_h, n_w, n_ci, sizes, input_load, weight_load, uops, store, split, shortcut = tables
     split = int(split)
     resident = int(_resident_loads(cfg, t.bias_rows, t.acc_banks, start)) + \
@@ -445,7 +473,8 @@ def _estimates(cfg, shape, t, tail_steps, start, give_up, tables=None):
     cib = shape.cin // cfg.block_in
     tiles = (shape.n // cfg.batch) * n_co * n_h * n_w
     results = []
-    for axis in (-1, split) if split >= 0 else (-1,):
+    axes = ((-1,) if whole else ()) + ((split,) if split >= 0 else ())
+    for axis in axes:
         # The first task's sizes: the first tile's (the border's where an axis has one tile;
         # its first half when it is the only tile and split); the last task's: the last
         # tile's (its second half when split), its last input chunk.
@@ -491,10 +520,11 @@ def _pieces(cfg, shape, threads, th, tw, nco, nci):
                                 piece))
 
 
-def walk_tables(cfg, shape, th, tw, tco, tci, acc_pitch, split, *, shortcut=False):
+def walk_tables(cfg, shape, th, tw, tco, tci, acc_pitch, split, *, shortcut=False, part=None):
     """The tables :func:`_walk` reads, of tilings of these sizes, ACC rows a block and last
     tiles split along ``split`` (:func:`split_axis`; numbers, or 1-D arrays: the planner makes
-    those of many candidates at once): ``(n_co, n_h, n_w, n_ci, sizes, input_load,
+    those of many candidates at once) in halves, or (one tiling) ``part`` rows or columns
+    first: ``(n_co, n_h, n_w, n_ci, sizes, input_load,
     weight_load, uops, store, split, shortcut_load)``, each with one row per tiling — its
     tiles and chunks on each axis, and the costs of a task or tile by its sizes
     (:class:`_Costs`), each full (index 0) or the border's (1) on each axis, and 2 and 3 the
@@ -512,7 +542,7 @@ def walk_tables(cfg, shape, th, tw, tco, tci, acc_pitch, split, *, shortcut=Fals
     last_th, last_tw = shape.oh - (n_h - 1) * th, shape.ow - (n_w - 1) * tw
 
     def with_halves(full, last, axis):
-        first, second = halves(last)
+        first, second = halves(last) if part is None else (part, last - part)
         return np.stack([full, last, np.where(split == axis, first, last),
                          np.where(split == axis, second, last)], axis=1)
 

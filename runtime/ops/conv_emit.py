@@ -14,7 +14,7 @@ from avta.isa.enums import AluOp, MemType, PadValue
 
 from ..pipeline import Pipeline
 from ..uop_kernel import ITER_BITS, Loop, UopKernel
-from .conv_cycles import halves, passes_beside, split_parts, splits_last, task_pieces
+from .conv_cycles import last_split, passes_beside, split_parts, task_pieces
 from .conv_residual import emit_fused_tail, load_shortcut
 from .conv_tail import AluRecorder, kernel_cycles, pass_cycles, plan_options, row_blocks
 
@@ -470,19 +470,19 @@ class Conv2dEmitter:
         (conv_cycles.splits_last)."""
         tiles = list(_tiles(self.cfg, self.shape, self.t))
         options = self.options
-        axis = splits_last(self.cfg, self.shape, self.t, tail_steps=options["tail_steps"],
-                           start=options["start"])
+        axis, first = last_split(self.cfg, self.shape, self.t,
+                                 tail_steps=options["tail_steps"], start=options["start"])
         if axis < 0:
             return tiles
         last = tiles.pop()
         if axis == 0:
-            first, second = halves(last.th)
+            second = last.th - first
             # Resident windows: both parts read the whole tile's (conv_cycles.split_axis).
             whole = last.th if self.t.inp_resident else 0
             return tiles + [replace(last, th=first, whole_th=whole),
                             replace(last, oh0=last.oh0 + first, th=second,
                                     row0=first if whole else 0, whole_th=whole)]
-        first, second = halves(last.tw)
+        second = last.tw - first
         return tiles + [replace(last, tw=first), replace(last, ow0=last.ow0 + first, tw=second)]
 
 

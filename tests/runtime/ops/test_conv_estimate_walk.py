@@ -21,9 +21,10 @@ def _ceil(a, b):
 
 
 def _tasks(cfg, shape, t, split=-1):
-    """(tile index, spatial tile index, th, tw, nco, cot, cit, nci, first, last) in the
-    emitter's order; with ``split`` 0 or 1 the last tile as two halves along its rows or
-    columns."""
+    """(tile index, spatial tile index, th, tw, nco, cot, cit, nci, first, last, window th)
+    in the emitter's order; with ``split`` 0 or 1 the last tile as two halves along its rows
+    or columns (window th: the rows of the tile whose input window a resident one is, the
+    whole last tile's for both halves)."""
     cob, cib = shape.cout // cfg.block_out, shape.cin // cfg.block_in
     n_ci = shape.input_chunks(cfg, t.tci)
     n_spatial = _ceil(shape.oh, t.th) * _ceil(shape.ow, t.tw)
@@ -35,17 +36,18 @@ def _tasks(cfg, shape, t, split=-1):
             for oh0 in range(0, shape.oh, t.th):
                 th = min(t.th, shape.oh - oh0)
                 for ow0 in range(0, shape.ow, t.tw):
-                    tiles.append((spatial, th, min(t.tw, shape.ow - ow0), nco, cot))
+                    tiles.append((spatial, th, min(t.tw, shape.ow - ow0), nco, cot, th))
                     spatial += 1
     if split >= 0:
-        spatial, th, tw, nco, cot = tiles.pop()
+        spatial, th, tw, nco, cot, _ = tiles.pop()
         for half in halves(th if split == 0 else tw):
-            tiles.append((spatial, half, tw, nco, cot) if split == 0 else
-                         (spatial, th, half, nco, cot))
-    for tile, (spatial, th, tw, nco, cot) in enumerate(tiles):
+            tiles.append((spatial, half, tw, nco, cot, th) if split == 0 else
+                         (spatial, th, half, nco, cot, th))
+    for tile, (spatial, th, tw, nco, cot, window_th) in enumerate(tiles):
         for cit in range(n_ci):
             nci = nco if shape.depthwise else min(t.tci, cib - cit * t.tci)
-            yield (tile, spatial, th, tw, nco, cot, cit, nci, cit == 0, cit == n_ci - 1)
+            yield (tile, spatial, th, tw, nco, cot, cit, nci, cit == 0, cit == n_ci - 1,
+                   window_th)
 
 
 def _plain_walk(cfg, shape, t, *, tail_steps, start, give_up):
@@ -98,13 +100,16 @@ def _one_walk(cfg, shape, t, tail_steps, start, give_up, split, first_piece, las
         store_done.append(store_free)
         pending = None
 
-    for j, (tile, spatial, th, tw, nco, cot, cit, nci, first, last) in enumerate(tasks):
+    for j, (tile, spatial, th, tw, nco, cot, cit, nci, first, last, window_th) in \
+            enumerate(tasks):
         # Load stage.
         load_start = load_free if j < threads else max(load_free, gemm_done[j - threads])
         cycles, loaded = 0, False
-        if not t.inp_resident or (spatial, cit) not in windows:
-            windows.add((spatial, cit))
+        if not t.inp_resident:
             cycles += costs.input_load(th, tw, nci)
+        elif (spatial, cit) not in windows:     # a resident window: the whole tile's
+            windows.add((spatial, cit))
+            cycles += costs.input_load(window_th, tw, nci)
         v, chunk = j % threads, (cot, cit)
         if t.wgt_resident:
             if chunk not in resident:

@@ -23,12 +23,25 @@ def test_one_layer_by_hand(run_layer):
     assert events.macs == 20_736 and events.alu_ops == 292 * 4
     assert events.reads == {"uop": 1296 + 292, "inp": 1296, "wgt": 1296, "acc": 1296 + 292,
                             "out": 288 // 4}
+    # The plan: 3x6-pixel tiles of one output block, two tasks of one input block each, four
+    # accumulator buffers; the last tile in two parts along its rows, 2 + 1 (its window
+    # resident, runtime/ops/conv_cycles.py split_axis), so five tiles.
+    # Micro-ops: 9 a task's GEMM (3x3 taps) for 5 tiles of 2 tasks, a MOV start a tile, a
+    # tail kernel (SHR, MIN, MAX) a buffer (the second part's is the first tile's), and the
+    # bias's shift and its copy into the second bank.
+    uops = 5 * 2 * 9 + 5 + 4 + 2
     # ACC: the bias's two rows loaded once (the second bank's copy is one of the ALU steps).
-    assert events.writes == {"uop": 80, "inp": 160, "wgt": 36, "acc": 2 + 1296 + 292,
+    assert events.writes == {"uop": uops, "inp": 160, "wgt": 36, "acc": 2 + 1296 + 292,
                              "out": 2 + 1296 + 292}
-    # 53 instructions of 16 bytes: the first task loads in two pieces (runtime/ops/conv_first.py);
-    # the bias's 32 bytes are read once (its copy into the second bank is an ALU MOV).
-    assert events.dram_bytes == 32 + 384 + 576 + 320 + 288 + 53 * 16
+    # Instructions of 16 bytes: the first task loads in two pieces (runtime/ops/conv_first.py);
+    # the bias's 32 bytes are read once (its copy into the second bank is an ALU MOV). LOADs:
+    # ACC 1, UOP 1, WGT 5 (the first task's two pieces), INP 4 windows and 4 token-only ones
+    # (the tasks whose window is resident), 4 token-only UOP at the end; per tile a MOV start,
+    # SHR, MIN, MAX and a STORE (25); 19 GEMMs (ten tasks, the first in two pieces, parts
+    # beside the passes of the tile before); the bias's SHR and copy; FINISH.
+    insns = 1 + 1 + 5 + 8 + 4 + 25 + 19 + 2 + 1
+    assert layer.insns == insns == 66
+    assert events.dram_bytes == 32 + 384 + 576 + uops * 4 + 288 + insns * 16
     # The table: 10 pJ per 64 bits of an 8 KB SRAM, times sqrt(macro bytes / 8 KB); on tiny
     # every row is one macro wide, a bank deep.
     uop = 10 * 32 / 64 * math.sqrt(1024 / 8192)     # 256 x 32 bits, kept twice
@@ -41,9 +54,9 @@ def test_one_layer_by_hand(run_layer):
     ge = (2880 + 939 * 16 + 341 * 4) + (3113 + 4294 * 4) + (120570 + 2200 * 4 + 45 * 64)
     leak_nw = ge * 20 + (256 * 32 * 2 + 256 * 32 + 256 * 128 + 256 * 128 + 256 * 32) * 0.5
     want = {"mac": 20_736 * 0.3, "alu": 1168 * 0.1,
-            "uop": (1588 + 80 * 2) * uop, "inp": (1296 + 160) * inp,
+            "uop": (1588 + uops * 2) * uop, "inp": (1296 + 160) * inp,
             "wgt": (1296 + 36) * wgt, "acc": (1588 + 1590) * acc, "out": (72 + 1590) * out,
-            "dram": 2448 * 162.5, "control": 53 * 2.0,
+            "dram": events.dram_bytes * 162.5, "control": insns * 2.0,
             "leakage": leak_nw * 1e-9 * (layer.cycles / 46.4e6) * 1e12}
     got = energy_pj(cfg, events, load_table(), 46.4)
     assert list(got) == list(CATEGORIES)
