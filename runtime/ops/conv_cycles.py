@@ -426,19 +426,19 @@ def _choice(cfg, shape, t, tail_steps, start):
     last task in pieces (0: one); the first of equals in the order whole before split, halves
     before other parts, one piece before two. Remembered: the emitter asks for the split and
     the pieces apart, and the walks are the same (the arguments are immutable)."""
-    best = min((r[0], r[1], 0, r[2], r[3])
-               for r in _estimates(cfg, shape, t, tail_steps, start, None) if r[0] >= 0)
+    walks = [(r[0], r[1], r[2], r[3]) for r in _estimates(cfg, shape, t, tail_steps, start, None)
+             if r[0] >= 0]
     axis = _split(cfg, shape, t, tail_steps)
-    if axis >= 0:
-        n = _last_sizes(shape, t)[axis]
-        half = halves(n)[0]
-        best = min([(best[0], best[1], half if best[1] >= 0 else 0, *best[3:])] + [
-            (r[0], r[1], part, r[2], r[3])
-            for part in range(1, n) if part != half
-            for r in _estimates(cfg, shape, t, tail_steps, start, None, part=part, whole=False)
-            if r[0] >= 0])
-    _, axis, part, first, last = best
-    return axis, part if axis >= 0 else 0, first, last
+    half = halves(_last_sizes(shape, t)[axis])[0] if axis >= 0 else 0
+    # (cycles, axis, other than halves, part, first piece, last piece): the order of equals.
+    best = min((c, a, False, half if a >= 0 else 0, p1, p2) for c, a, p1, p2 in walks)
+    for part in range(1, _last_sizes(shape, t)[axis]) if axis >= 0 else ():
+        if part != half:
+            # Only walks that end no later than the best so far matter: the others give up.
+            best = min([best] + [(r[0], r[1], True, part, r[2], r[3]) for r in _estimates(
+                cfg, shape, t, tail_steps, start, best[0], part=part, whole=False) if r[0] >= 0])
+    _, axis, _, part, first, last = best
+    return axis, part, first, last
 
 
 def _last_sizes(shape, t):
