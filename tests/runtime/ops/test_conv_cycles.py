@@ -259,8 +259,9 @@ def test_estimate_follows_fsim_with_per_channel_rows(default_cfg, shape, within)
 
 
 #: Requantization tails the planner is asked about: upstream's (a start and three one-cycle
-#: passes) and a per-channel one (three two-operand passes, then MIN and MAX).
-TAILS = [4, (2, 2, 2, 1, 1)]
+#: passes) and a per-channel one (three two-operand passes holding their channel row, a cycle
+#: a row and one a block, then MIN and MAX).
+TAILS = [4, ((1, 1), (1, 1), (1, 1), 1, 1)]
 
 
 @pytest.mark.parametrize("config", ["default", "huge", "tiny", "tight", "rect"])

@@ -239,9 +239,10 @@ def _name(shape):
 
 
 #: Upstream's tail (bias MOV, SHR, MIN, MAX), a per-channel one on one ACC read port (SCL,
-#: ADD and SHR reading rows, MIN, MAX), and one with a residual add fused (SHR, MIN, ADD of
-#: the shortcut rows, SHR, MIN, MAX; the tiling then holds the shortcut rows).
-TAILS = [4, (2, 2, 2, 1, 1), (1, 1, 2, 1, 1, 1)]
+#: ADD and SHR reading a channel row they hold: a cycle a row and one a block; MIN, MAX), and
+#: one with a residual add fused (SHR, MIN, ADD of the shortcut rows, SHR, MIN, MAX; the
+#: tiling then holds the shortcut rows).
+TAILS = [4, ((1, 1), (1, 1), (1, 1), 1, 1), (1, 1, 2, 1, 1, 1)]
 
 
 @pytest.mark.parametrize("tail", TAILS, ids=["upstream", "per-channel", "fused-add"])
