@@ -148,6 +148,65 @@ def test_tail_steps_follow_the_requantization():
     assert tail_steps(cfg, Requant(), bias_added=False) == 1
 
 
+@pytest.mark.parametrize("ports", [1, 2])
+def test_the_planners_passes_cost_what_the_emitter_counts(ports):
+    """A per-channel tail's passes as the planner takes them (plan_options): over a tile of
+    ``nco`` blocks of ``pixels`` rows each, ``rows · weight + nco · block + ALU_FILL`` cycles,
+    the kernel's own (the emitter decides by them which passes run beside a GEMM): SCL, ADD
+    and SHR read their channel row again at each block's first step on one ACC read port."""
+    from avta.isa.costs import ALU_FILL
+    from avta.runtime.ops.conv_cycles import tail_blocks, tail_weights
+    from avta.runtime.ops.conv_tail import AluRecorder, kernel_cycles, plan_options
+    from avta.runtime.uop_kernel import Loop, UopKernel
+    from avta.sim.bench.fsim import per_channel_requant
+    cfg = load_config("default").replace(alu_scale=2, acc_read_ports=ports)
+    rq = per_channel_requant(np.random.default_rng(0), 64)
+    tail = plan_options(cfg, Conv2dShape(1, 64, 7, 7, 64, 1, 1, 0, 1), rq, True, 100)
+    tail = tail["tail_steps"]
+    assert tail == (((1, 1),) * 3 if ports == 1 else (1,) * 3) + (1, 1)
+    passes = AluRecorder()
+    rq.emit(passes, None, None, lambda k: None)
+    assert len(passes.insns) == len(tail)
+    nco, pixels, pitch = 3, 10, 16
+    for (_, op, imm), weight, block in zip(passes.insns, tail_weights(tail), tail_blocks(tail)):
+        src = (0, 0) if imm is not None else (0, 200)           # its own rows, or a channel row
+        kernel = UopKernel([src], (Loop(nco, pitch, pitch if imm is not None else 1),
+                                   Loop(pixels, 1, 1 if imm is not None else 0)))
+        assert kernel_cycles(cfg, kernel, op, imm) == \
+            nco * pixels * weight + nco * block + ALU_FILL, op
+
+
+def test_a_split_last_tile_loads_its_second_parts_micro_ops():
+    """The walk with the last tile split waits, before the load stage's first LOADs, for the
+    second part's GEMM micro-ops in the micro-op LOAD: one cycle each on default (micro-ops
+    narrower than the bus). A 1x1 layer of 8 blocks on 7x7 outputs, tiles of 4x7 and 3 blocks
+    in and out: the last tile's tasks have 2 x 3, 2 x 3 and 2 x 2 kernel blocks."""
+    import inspect
+
+    from avta.runtime.ops import conv_cycles, conv_walk
+    cfg = load_config("default")
+    shape = Conv2dShape(1, 128, 14, 14, 128, 1, 1, 0, 2)
+    t = tiling_for(cfg, shape, 4, 7, 3, 3, 2, bias=True)
+    assert conv_cycles._split(cfg, shape, t, 4) == 0
+    names = list(inspect.signature(conv_walk.walk).parameters)
+    waits = {}                  # the load stage's first wait, by the split axis of the walk
+    compiled = conv_cycles.compiled_walk
+
+    def spy():
+        def run(*args):
+            named = dict(zip(names, args))
+            waits[named["split"]] = named["resident_load"]
+            return compiled()(*args)
+        return run
+
+    conv_cycles.compiled_walk = spy
+    try:
+        _estimates(cfg, shape, t, 4, "bias", None)
+    finally:
+        conv_cycles.compiled_walk = compiled
+    assert waits[0] - waits[-1] == 6 + 6 + 4
+
+
 def test_passes_longer_than_the_gemms_take_four_accumulator_buffers():
     """ResNet-50's 64 → 256 1×1 layer on huge: one GEMM step a row against four ALU passes.
     With two accumulator buffers tile t + 2's start waits for tile t's store, which begins after
