@@ -30,9 +30,10 @@ N + ``ALU_FILL``; a LOAD its start and first-beat latency plus, per DRAM row, it
 (or one cycle per element when elements are narrower than the bus); a STORE its start plus, per
 DRAM row, its beats and the row overhead. The resident ACC rows' LOAD (bias, per-channel rows;
 one per ACC bank only with upstream's tail) comes first, and the load stage's first LOADs wait
-behind it on the one read engine. Border
-padding, micro-op loads and fetch are left out: the estimate ranks tilings, it does not predict
-a run to the cycle.
+behind it on the one read engine. A requantization pass takes what the emitter counts when it
+puts passes beside GEMMs (:func:`tail_passes`: cycles per row and per output block). Border
+padding, micro-op loads (but for those a split last tile adds, :func:`_estimates`) and fetch
+are left out: the estimate ranks tilings, it does not predict a run to the cycle.
 """
 
 import functools
@@ -40,33 +41,51 @@ import math
 
 import numpy as np
 
-from avta.isa.costs import ALU_FILL, gemm_fill, load_cycles, store_cycles
+from avta.isa.costs import ALU_FILL, gemm_fill, load_cycles, row_cycles, store_cycles
 
 from .conv_first import first_piece, piece_loads
 from .conv_walk import compiled_walk
 
 __all__ = ["estimate", "lower_bound", "lower_bounds", "walk_tables", "last_splits",
-           "TAIL_STEPS", "STARTS", "GEMM_STARTS", "start_cycles", "bias_step_loads", "tail_weights", "passes_beside", "split_parts",
+           "TAIL_STEPS", "STARTS", "GEMM_STARTS", "start_cycles", "bias_step_loads", "tail_passes",
+           "tail_weights", "tail_blocks", "passes_beside", "split_parts",
            "split_axis", "splits_last", "last_split", "halves", "task_pieces", "shortcut_load_cycles"]
 #: ALU passes over an output tile after its GEMMs, by default: accumulator start (reset GEMM or
 #: bias MOV), SHR, MIN and MAX.
 TAIL_STEPS = 4
 
 
-def tail_weights(tail_steps):
-    """The passes of a requantization tail after the accumulator start, as a tuple of cycles per
-    ACC row (1 with an immediate, :func:`~avta.isa.costs.two_operand_step` with two operands):
-    ``tail_steps`` is that tuple, or an int, the start and ``tail_steps − 1`` one-cycle
-    passes."""
+def tail_passes(tail_steps):
+    """The passes of a requantization tail after the accumulator start, as a tuple of
+    ``(cycles per ACC row, cycles per output block)``: ``tail_steps`` is a tuple of passes,
+    each its cycles a row (1 with an immediate, :func:`~avta.isa.costs.two_operand_step` with
+    two operands) or such a pair (a two-operand pass that holds its src row reads it again at
+    each block's first step, :func:`~.conv_tail.tail_weights`), or an int, the start and
+    ``tail_steps − 1`` one-cycle passes."""
     if isinstance(tail_steps, tuple):
-        if not all(isinstance(w, int) and not isinstance(w, bool) and w >= 1
-                   for w in tail_steps):
-            raise ValueError(f"tail passes {tail_steps!r} must be cycles per row, integers >= 1")
-        return tail_steps
+        passes = tuple(w if isinstance(w, tuple) else (w, 0) for w in tail_steps)
+        if not all(len(p) == 2 and all(isinstance(c, int) and not isinstance(c, bool)
+                                       for c in p) and p[0] >= 1 and p[1] >= 0 for p in passes):
+            raise ValueError(f"tail passes {tail_steps!r} must be cycles per row, integers >= 1, "
+                             f"or pairs of them and cycles per block, integers >= 0")
+        return passes
     if isinstance(tail_steps, bool) or not isinstance(tail_steps, int) or tail_steps < 1:
         raise ValueError(f"tail_steps {tail_steps!r} must be an integer >= 1 (the start and "
                          f"the passes after it) or a tuple of the passes' cycles per row")
-    return (1,) * (tail_steps - 1)
+    return ((1, 0),) * (tail_steps - 1)
+
+
+def tail_weights(tail_steps):
+    """Cycles per ACC row of each pass of a tail after its start (:func:`tail_passes`)."""
+    return tuple(w for w, _ in tail_passes(tail_steps))
+
+
+def tail_blocks(tail_steps):
+    """Cycles per output block of each pass of a tail after its start (:func:`tail_passes`):
+    a pass over a tile of ``nco`` blocks of ``rows`` ACC rows each takes
+    ``rows · nco · weight + nco · block + ALU_FILL`` cycles, what the emitter counts
+    (:func:`~.conv_tail.kernel_cycles`) when it puts passes beside GEMMs."""
+    return tuple(b for _, b in tail_passes(tail_steps))
 
 
 def passes_beside(costs, gemm, tasks_left):
@@ -462,6 +481,7 @@ def _estimates(cfg, shape, t, tail_steps, start, give_up, tables=None, *, part=N
     ``give_up``); ``tables``: ``t``'s row of :func:`walk_tables`, else made here."""
     beside = _starts_beside(t, start)
     weights = np.array(tail_weights(tail_steps), dtype=np.int64)
+    blocks = np.array(tail_blocks(tail_steps), dtype=np.int64)
     if tables is None:
         tables = [column[0] for column in walk_tables(
             cfg, shape, t.th, t.tw, t.tco, t.tci, t.acc_pitch, _split(cfg, shape, t, tail_steps),
@@ -472,6 +492,11 @@ def _estimates(cfg, shape, t, tail_steps, start, give_up, tables=None, *, part=N
         bias_step_loads(cfg, shape, start)
     cib = shape.cin // cfg.block_in
     tiles = (shape.n // cfg.batch) * n_co * n_h * n_w
+    # A split last tile's second part runs GEMM kernels of its own, one micro-op per kernel
+    # block of each of its tasks: they join the micro-op LOAD at the layer's start, which the
+    # load stage's LOADs wait behind on the one read engine (its ALU kernels, a micro-op each
+    # and some shared with earlier tiles, are left out).
+    part_uops = row_cycles(cfg, int((n_ci - 1) * uops[1, 0] + uops[1, 1]), cfg.uop_elem_bytes)
     results = []
     axes = ((-1,) if whole else ()) + ((split,) if split >= 0 else ())
     for axis in axes:
@@ -500,10 +525,11 @@ def _estimates(cfg, shape, t, tail_steps, start, give_up, tables=None, *, part=N
                     shape.n // cfg.batch, int(n_co), int(n_h), int(n_w), int(n_ci), t.threads,
                     t.slots, t.inp_resident, t.wgt_resident, t.reload_weights,
                     t.threads > 1 and t.acc_banks > 1, beside, start == "zero",
-                    start == "gemm", weights,
+                    start == "gemm", weights, blocks,
                     shape.gemm_steps(cfg), gemm_fill(cfg), ALU_FILL, sizes, input_load,
                     weight_load, uops, store, give_up is not None,
-                    0 if give_up is None else give_up, axis, resident, p1, *one_piece, p2,
+                    0 if give_up is None else give_up, axis,
+                    resident + (part_uops if axis >= 0 else 0), p1, *one_piece, p2,
                     *last_piece, shortcut)), axis, p1, p2))
                 if give_up is not None and results[-1][0] >= 0:
                     give_up = min(give_up, results[-1][0])

@@ -44,22 +44,29 @@ def kernel_cycles(cfg, kernel, op, imm):
     return alu_cycles(cfg, alu_insn(kernel, op, imm=imm))
 
 
-def tail_weights(cfg, requant, bias_added, *, held_rows=True):
+def tail_weights(cfg, requant, bias_added, *, held_rows=True, blocks=False):
     """The requantization tail's ALU passes over each output row after the accumulator start,
     for the planner's estimate: a tuple of each instruction's cycles per row; empty for a host
     requantization. With ``held_rows`` (conv2d's tail) every pass is one cycle a row: an
     immediate one reads only ACC[src], and a two-operand one (the bias ADD, a per-channel SCL,
     ADD or SHR) reads the same bias or channel row for every pixel of an output block, so it
     reads that row again only at each block's first step (:func:`kernel_cycles`;
-    docs/architecture.md, compute stage), a cycle a block the estimate leaves out. Without
-    (a kernel of a micro-op per channel block, as depthwise's) a two-operand pass reads both
-    operands at every step: :func:`~avta.isa.costs.two_operand_step` cycles a row."""
+    docs/architecture.md, compute stage): with ``blocks`` such a pass is the pair
+    ``(1, cycles per block)`` where that read costs a cycle (one ACC read port;
+    :func:`~.conv_cycles.tail_passes`), without it that cycle is left out. Without
+    ``held_rows`` (a kernel of a micro-op per channel block, as depthwise's) a two-operand pass
+    reads both operands at every step: :func:`~avta.isa.costs.two_operand_step` cycles a
+    row."""
     if requant.on_host:
         return ()
     passes = AluRecorder()
     requant.emit(passes, None, object() if bias_added else None, lambda k: None)
-    return tuple(pass_cycles(cfg, op, 0 if held_rows else imm, 1) - ALU_FILL
-                 for _, op, imm in passes.insns)
+    weights = []
+    for _, op, imm in passes.insns:
+        row = pass_cycles(cfg, op, 0 if held_rows else imm, 1) - ALU_FILL
+        block = pass_cycles(cfg, op, imm, 1) - ALU_FILL - row if held_rows and blocks else 0
+        weights.append((row, block) if block else row)
+    return tuple(weights)
 
 
 def tail_steps(cfg, requant, bias_added, *, held_rows=True):
@@ -131,7 +138,7 @@ def plan_options(cfg, shape, requant, has_bias, bias_bound=None, fused=None, *, 
                          f"layer")
     bias_added = has_bias and not requant.bias_starts_acc(bias_bound, shape.products)
     options = {"bias": row_blocks(requant) if has_bias else 0,
-               "tail_steps": tail_weights(cfg, requant, bias_added),
+               "tail_steps": tail_weights(cfg, requant, bias_added, blocks=True),
                "start": accumulator_start(has_bias, bias_added, gemm)}
     if fused is not None:
         drop = drops_lower_clip(requant, fused.requant, not bias_added)

@@ -20,7 +20,7 @@ def compiled_walk():
 
 
 def walk(n_b, n_co, n_h, n_w, n_ci, threads, slots, inp_resident, wgt_resident,
-         reload_weights, banked, beside, zero_start, gemm_start, weights,
+         reload_weights, banked, beside, zero_start, gemm_start, weights, blocks,
          gemm_left, fill, alu_fill,
          sizes, input_load, weight_load, uops, store, stops, give_up, split, resident_load,
          piece, piece_load, rest_load, last_piece, last_piece_load, last_rest_load,
@@ -34,7 +34,8 @@ def walk(n_b, n_co, n_h, n_w, n_ci, threads, slots, inp_resident, wgt_resident,
     step), each beside the previous tile's next pending pass (:func:`.conv_cycles.start_cycles`
     when none is left); ``weights``:
     cycles per ACC row of each pass after the start
-    (:func:`.conv_cycles.tail_weights`); ``split``: the axis (0 rows, 1 columns) along which
+    (:func:`.conv_cycles.tail_weights`), ``blocks`` its cycles per output block
+    (:func:`.conv_cycles.tail_blocks`); ``split``: the axis (0 rows, 1 columns) along which
     the last tile is two (:func:`.conv_cycles.split_axis`), or −1; ``resident_load``: the
     cycles of the resident rows' LOADs the load stage's first LOADs wait behind
     (:func:`.conv_cycles._resident_loads`). ``piece``: the first task's first piece, in weight
@@ -272,7 +273,8 @@ def walk(n_b, n_co, n_h, n_w, n_ci, threads, slots, inp_resident, wgt_resident,
                                 pending = True
                                 p_next, p_store = 0, store[a, b, c]
                                 for k in range(n_pass):
-                                    p_costs[k] = th * tw * nco * weights[k] + alu_fill
+                                    p_costs[k] = th * tw * nco * weights[k] + \
+                                        nco * blocks[k] + alu_fill
                                 # No passes (no requantization) or no buffer in another ACC bank:
                                 # stored now.
                                 if n_pass == 0 or not banked:

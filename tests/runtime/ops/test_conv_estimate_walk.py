@@ -7,11 +7,11 @@ per-channel one, with and without giving up."""
 import pytest
 
 from avta.isa.config import load_config
-from avta.isa.costs import ALU_FILL, gemm_fill
+from avta.isa.costs import ALU_FILL, gemm_fill, row_cycles
 from avta.runtime.ops.conv_cycles import (STARTS, _Costs, _starts_beside, bias_step_loads,
                                           estimate, halves,
                                           lower_bound, passes_beside, split_axis, split_parts,
-                                          tail_weights)
+                                          tail_blocks, tail_weights)
 from avta.runtime.ops.conv_first import first_piece, piece_loads
 from avta.runtime.ops.conv_plan import Conv2dShape, _fitting, slot_counts
 
@@ -78,7 +78,7 @@ def _one_walk(cfg, shape, t, tail_steps, start, give_up, split, first_piece, las
     ``first_piece`` weight blocks loaded and computed first (0: the task in one piece), and the
     last task's first ``last_piece`` when it loads its weights."""
     costs = _Costs(cfg, shape, t, tail_steps)
-    weights = tail_weights(tail_steps)
+    weights, blocks = tail_weights(tail_steps), tail_blocks(tail_steps)
     threads = t.threads
     beside = _starts_beside(t, start)
     tasks = list(_tasks(cfg, shape, t, split))
@@ -86,6 +86,9 @@ def _one_walk(cfg, shape, t, tail_steps, start, give_up, split, first_piece, las
     gemm_left = shape.gemm_steps(cfg)                                    # steps still to run
     # The load stage's first LOADs wait behind the resident rows' on the one read engine.
     load_free = costs.resident_load(start) + bias_step_loads(cfg, shape, start)
+    if split >= 0:      # and behind the second part's GEMM micro-ops, in the micro-op LOAD
+        load_free += row_cycles(cfg, sum(costs.uops(task[4], task[7]) for task in tasks
+                                         if task[0] == tasks[-1][0]), cfg.uop_elem_bytes)
     compute_free, store_free = 0, 0
     gemm_done = []            # per task: when its GEMM released the input buffer
     store_done = []           # per tile: when its store released the accumulator buffer
@@ -199,7 +202,8 @@ def _one_walk(cfg, shape, t, tail_steps, start, give_up, split, first_piece, las
                 finish_tail(compute_free)
             compute_free += costs.shortcut_load(th, tw, nco)    # a fused add's LOADs
             rows = th * tw * nco
-            pending = [[rows * w + ALU_FILL for w in weights], costs.store(th, tw, nco)]
+            pending = [[rows * w + nco * b + ALU_FILL for w, b in zip(weights, blocks)],
+                       costs.store(th, tw, nco)]
             # No passes (no requantization) or no buffer in another ACC bank: stored now.
             if not weights or threads == 1 or t.acc_banks == 1:
                 compute_free += sum(pending[0])
@@ -235,9 +239,10 @@ def _name(shape):
 
 
 #: Upstream's tail (bias MOV, SHR, MIN, MAX), a per-channel one on one ACC read port (SCL,
-#: ADD and SHR reading rows, MIN, MAX), and one with a residual add fused (SHR, MIN, ADD of
-#: the shortcut rows, SHR, MIN, MAX; the tiling then holds the shortcut rows).
-TAILS = [4, (2, 2, 2, 1, 1), (1, 1, 2, 1, 1, 1)]
+#: ADD and SHR reading a channel row they hold: a cycle a row and one a block; MIN, MAX), and
+#: one with a residual add fused (SHR, MIN, ADD of the shortcut rows, SHR, MIN, MAX; the
+#: tiling then holds the shortcut rows).
+TAILS = [4, ((1, 1), (1, 1), (1, 1), 1, 1), (1, 1, 2, 1, 1, 1)]
 
 
 @pytest.mark.parametrize("tail", TAILS, ids=["upstream", "per-channel", "fused-add"])
