@@ -13,12 +13,13 @@ them and schedules the three stages the way the token protocol of
 - with two threads whose accumulator buffers lie in different ACC banks (the planner puts them
   there when they fit) the tail's passes run beside the GEMMs of the next tile: each task takes
   those that fit beside its GEMM, or an even share of the rest if that is more, the last task
-  all that are left (:func:`passes_beside`); its GEMM is split into one part per pass, each
-  part's micro-ops in proportion to its pass's cycles (:func:`split_parts`), each part a GEMM
-  with its own fill. A MOV start (``start``, :data:`STARTS`) runs beside the last part of the
-  tile before, once the store that frees its buffer is done: the compute stage runs a GEMM
-  beside an ALU instruction (docs/architecture.md, compute stage), so a pass and its part take
-  the longer of the two; passes no part takes run alone;
+  all that are left (:func:`.conv_passes.passes_beside`); its GEMM is split into one part per
+  pass, each part's micro-ops in proportion to its pass's cycles
+  (:func:`.conv_passes.split_parts`), each part a GEMM with its own fill. A MOV start
+  (``start``, :data:`STARTS`) runs beside the last part of the tile before, once the store
+  that frees its buffer is done: the compute stage runs a GEMM beside an ALU instruction
+  (docs/architecture.md, compute stage), so a pass and its part take the longer of the two;
+  passes no part takes run alone;
 - the store of tile ``t`` starts when the store stage is free and its last pass is done;
 - with a residual add fused into the layer (``t.shortcut``, :mod:`.conv_residual`) the compute
   stage LOADs each tile's shortcut rows (ACC_8BIT) after the tile's last GEMM, before its
@@ -31,9 +32,10 @@ N + ``ALU_FILL``; a LOAD its start and first-beat latency plus, per DRAM row, it
 DRAM row, its beats and the row overhead. The resident ACC rows' LOAD (bias, per-channel rows;
 one per ACC bank only with upstream's tail) comes first, and the load stage's first LOADs wait
 behind it on the one read engine. A requantization pass takes what the emitter counts when it
-puts passes beside GEMMs (:func:`tail_passes`: cycles per row and per output block). Border
-padding, micro-op loads (but for those a split last tile adds, :func:`_estimates`) and fetch
-are left out: the estimate ranks tilings, it does not predict a run to the cycle.
+puts passes beside GEMMs (:func:`.conv_passes.tail_passes`: cycles per row and per output
+block). Border padding, micro-op loads (but for those a split last tile adds,
+:func:`_estimates`) and fetch are left out: the estimate ranks tilings, it does not predict a
+run to the cycle.
 """
 
 import functools
@@ -44,86 +46,16 @@ import numpy as np
 from avta.isa.costs import ALU_FILL, gemm_fill, load_cycles, row_cycles, store_cycles
 
 from .conv_first import first_piece, piece_loads
+from .conv_passes import tail_blocks, tail_weights
 from .conv_walk import compiled_walk
 
 __all__ = ["estimate", "lower_bound", "lower_bounds", "walk_tables", "last_splits",
-           "TAIL_STEPS", "STARTS", "GEMM_STARTS", "start_cycles", "bias_step_loads", "tail_passes",
-           "tail_weights", "tail_blocks", "passes_beside", "split_parts",
-           "split_axis", "splits_last", "last_split", "halves", "task_pieces", "shortcut_load_cycles"]
+           "TAIL_STEPS", "STARTS", "GEMM_STARTS", "start_cycles", "bias_step_loads",
+           "split_axis", "splits_last", "last_split", "halves", "task_pieces",
+           "shortcut_load_cycles"]
 #: ALU passes over an output tile after its GEMMs, by default: accumulator start (reset GEMM or
 #: bias MOV), SHR, MIN and MAX.
 TAIL_STEPS = 4
-
-
-def tail_passes(tail_steps):
-    """The passes of a requantization tail after the accumulator start, as a tuple of
-    ``(cycles per ACC row, cycles per output block)``: ``tail_steps`` is a tuple of passes,
-    each its cycles a row (1 with an immediate, :func:`~avta.isa.costs.two_operand_step` with
-    two operands) or such a pair (a two-operand pass that holds its src row reads it again at
-    each block's first step, :func:`~.conv_tail.tail_weights`), or an int, the start and
-    ``tail_steps − 1`` one-cycle passes."""
-    if isinstance(tail_steps, tuple):
-        passes = tuple(w if isinstance(w, tuple) else (w, 0) for w in tail_steps)
-        if not all(len(p) == 2 and all(isinstance(c, int) and not isinstance(c, bool)
-                                       for c in p) and p[0] >= 1 and p[1] >= 0 for p in passes):
-            raise ValueError(f"tail passes {tail_steps!r} must be cycles per row, integers >= 1, "
-                             f"or pairs of them and cycles per block, integers >= 0")
-        return passes
-    if isinstance(tail_steps, bool) or not isinstance(tail_steps, int) or tail_steps < 1:
-        raise ValueError(f"tail_steps {tail_steps!r} must be an integer >= 1 (the start and "
-                         f"the passes after it) or a tuple of the passes' cycles per row")
-    return ((1, 0),) * (tail_steps - 1)
-
-
-def tail_weights(tail_steps):
-    """Cycles per ACC row of each pass of a tail after its start (:func:`tail_passes`)."""
-    return tuple(w for w, _ in tail_passes(tail_steps))
-
-
-def tail_blocks(tail_steps):
-    """Cycles per output block of each pass of a tail after its start (:func:`tail_passes`):
-    a pass over a tile of ``nco`` blocks of ``rows`` ACC rows each takes
-    ``rows · nco · weight + nco · block + ALU_FILL`` cycles, what the emitter counts
-    (:func:`~.conv_tail.kernel_cycles`) when it puts passes beside GEMMs."""
-    return tuple(b for _, b in tail_passes(tail_steps))
-
-
-def passes_beside(costs, gemm, tasks_left):
-    """How many of the pending passes (``costs``, cycles each, in order) run beside a GEMM of
-    ``gemm`` cycles with ``tasks_left`` GEMMs of its tile left, this one included: all of them
-    on the last; otherwise those that fit beside it, or an even share of all of them if that is
-    more (one pass at least): the passes then spread over the tile's GEMMs instead of outlasting
-    the first."""
-    n = len(costs)
-    if tasks_left <= 1:
-        return n
-    total = 0
-    for c in costs:
-        total += c
-    taken = cycles = 0
-    while taken < n:
-        c = cycles + costs[taken]
-        if taken and c > gemm and c * tasks_left > total:
-            break
-        taken, cycles = taken + 1, c
-    return taken
-
-
-def split_parts(n, costs):
-    """``[(start, stop), ...]``: ``n`` micro-ops split into one range per pass of ``costs``
-    (at most ``n`` of them), each range's share of the micro-ops its pass's share of the cycles
-    (rounded, one micro-op at least), so that a GEMM part lasts about as long as the pass beside
-    it."""
-    parts = len(costs)
-    if not 1 <= parts <= n:
-        raise ValueError(f"{parts} parts of a GEMM of {n} micro-ops")
-    total, cum, bounds = sum(costs), 0, [0]
-    for k in range(parts - 1):
-        cum += costs[k]
-        bounds.append(min(n - (parts - 1 - k), max(bounds[-1] + 1,
-                                                     (2 * n * cum + total) // (2 * total))))
-    bounds.append(n)
-    return list(zip(bounds, bounds[1:]))
 
 
 def _ceil(a, b):

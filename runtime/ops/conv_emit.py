@@ -14,7 +14,8 @@ from avta.isa.enums import AluOp, MemType, PadValue
 
 from ..pipeline import Pipeline
 from ..uop_kernel import ITER_BITS, Loop, UopKernel
-from .conv_cycles import last_split, passes_beside, split_parts, task_pieces
+from .conv_cycles import last_split, task_pieces
+from .conv_passes import passes_beside, split_parts
 from .conv_residual import emit_fused_tail, load_shortcut
 from .conv_tail import AluRecorder, kernel_cycles, pass_cycles, plan_options, row_blocks
 
@@ -339,7 +340,7 @@ class Conv2dEmitter:
         s = sh.window_stride
         kernel = UopKernel(uops, self._tile_loops(tile, s * tw_in, s))
         # The previous tile's requantization runs beside this tile's GEMMs: this task takes its
-        # share of the passes left (conv_cycles.passes_beside: the planner's estimate assumes
+        # share of the passes left (conv_passes.passes_beside: the planner's estimate assumes
         # the same), and the GEMM is split into as many parts (micro-op ranges, whose sums add
         # up to the whole), one pass before each, each part about as long as its pass
         # (split_parts). The kernels are made resident first: a micro-op LOAD after an ALU pass

@@ -451,7 +451,7 @@ def plan_conv2d(cfg, shape, *, threads=2, bias=False, pad_limit=MAX_PAD, tail_st
                 start="bias", shortcut=False):
     """The fastest :class:`Conv2dTiling` of ``shape`` on ``cfg`` by the planner's cycle
     estimate (:func:`avta.runtime.ops.conv_cycles.estimate`; ``tail_steps`` the ALU passes per
-    output tile, :func:`~avta.runtime.ops.conv_cycles.tail_weights`; ``start``: how the
+    output tile, :func:`~avta.runtime.ops.conv_passes.tail_weights`; ``start``: how the
     accumulators start, :data:`~avta.runtime.ops.conv_cycles.STARTS`; with ``"gemm"`` the
     tiling leaves the bias step's rows free, :attr:`Conv2dTiling.bias_step`),
     fewer bytes moved breaking ties; raises :class:`PlanError` when none fits.

@@ -53,7 +53,7 @@ def tail_weights(cfg, requant, bias_added, *, held_rows=True, blocks=False):
     reads that row again only at each block's first step (:func:`kernel_cycles`;
     docs/architecture.md, compute stage): with ``blocks`` such a pass is the pair
     ``(1, cycles per block)`` where that read costs a cycle (one ACC read port;
-    :func:`~.conv_cycles.tail_passes`), without it that cycle is left out. Without
+    :func:`~.conv_passes.tail_passes`), without it that cycle is left out. Without
     ``held_rows`` (a kernel of a micro-op per channel block, as depthwise's) a two-operand pass
     reads both operands at every step: :func:`~avta.isa.costs.two_operand_step` cycles a
     row."""

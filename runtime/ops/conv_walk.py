@@ -34,8 +34,8 @@ def walk(n_b, n_co, n_h, n_w, n_ci, threads, slots, inp_resident, wgt_resident,
     step), each beside the previous tile's next pending pass (:func:`.conv_cycles.start_cycles`
     when none is left); ``weights``:
     cycles per ACC row of each pass after the start
-    (:func:`.conv_cycles.tail_weights`), ``blocks`` its cycles per output block
-    (:func:`.conv_cycles.tail_blocks`); ``split``: the axis (0 rows, 1 columns) along which
+    (:func:`.conv_passes.tail_weights`), ``blocks`` its cycles per output block
+    (:func:`.conv_passes.tail_blocks`); ``split``: the axis (0 rows, 1 columns) along which
     the last tile is two (:func:`.conv_cycles.split_axis`), or −1; ``resident_load``: the
     cycles of the resident rows' LOADs the load stage's first LOADs wait behind
     (:func:`.conv_cycles._resident_loads`). ``piece``: the first task's first piece, in weight

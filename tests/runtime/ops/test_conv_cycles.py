@@ -158,7 +158,7 @@ def test_the_planners_passes_cost_what_the_emitter_counts(ports):
     the kernel's own (the emitter decides by them which passes run beside a GEMM): SCL, ADD
     and SHR read their channel row again at each block's first step on one ACC read port."""
     from avta.isa.costs import ALU_FILL
-    from avta.runtime.ops.conv_cycles import tail_blocks, tail_weights
+    from avta.runtime.ops.conv_passes import tail_blocks, tail_weights
     from avta.runtime.ops.conv_tail import AluRecorder, kernel_cycles, plan_options
     from avta.runtime.uop_kernel import Loop, UopKernel
     from avta.sim.bench.fsim import per_channel_requant
@@ -260,7 +260,7 @@ def test_the_start_is_checked_and_a_zero_start_resets_each_buffer_once(default_c
 def test_parts_are_as_long_as_their_passes():
     """A GEMM of 10 micro-ops beside passes of 2, 1 and 1 units: 5, 3 and 2 micro-ops; at
     least one each; never more parts than micro-ops."""
-    from avta.runtime.ops.conv_cycles import split_parts
+    from avta.runtime.ops.conv_passes import split_parts
     assert split_parts(10, [2, 1, 1]) == [(0, 5), (5, 8), (8, 10)]
     assert split_parts(3, [100, 1, 1]) == [(0, 1), (1, 2), (2, 3)]
     assert split_parts(4, [7]) == [(0, 4)]
@@ -276,7 +276,7 @@ def test_parts_are_as_long_as_their_passes():
     ([60, 60, 60], 10, 1, 3),       # the tile's last GEMM takes what is left
 ])
 def test_passes_beside_a_gemm(costs, gemm, left, taken):
-    from avta.runtime.ops.conv_cycles import passes_beside
+    from avta.runtime.ops.conv_passes import passes_beside
     assert passes_beside(costs, gemm, left) == taken
 
 

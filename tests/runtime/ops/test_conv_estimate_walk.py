@@ -1,5 +1,5 @@
 """The planner's compiled walk (conv_walk.walk, numba) against the same walk in plain
-Python, written with the emitter's rules (conv_cycles.passes_beside, split_parts): equal on
+Python, written with the emitter's rules (conv_passes.passes_beside, split_parts): equal on
 every tiling the planner considers for layers of ResNet-18, ResNet-50 and MobileNet shapes
 (depthwise too), on five configurations, for every accumulator start, for upstream's tail and a
 per-channel one, with and without giving up."""
@@ -9,9 +9,8 @@ import pytest
 from avta.isa.config import load_config
 from avta.isa.costs import ALU_FILL, gemm_fill, row_cycles
 from avta.runtime.ops.conv_cycles import (STARTS, _Costs, _starts_beside, bias_step_loads,
-                                          estimate, halves,
-                                          lower_bound, passes_beside, split_axis, split_parts,
-                                          tail_blocks, tail_weights)
+                                          estimate, halves, lower_bound, split_axis)
+from avta.runtime.ops.conv_passes import passes_beside, split_parts, tail_blocks, tail_weights
 from avta.runtime.ops.conv_first import first_piece, piece_loads
 from avta.runtime.ops.conv_plan import Conv2dShape, _fitting, slot_counts
 
