@@ -74,6 +74,12 @@ def search(spec, out, evaluations, *, exact=False, workers=None, scheduler=None,
         run_options["worker_timeout"] = worker_timeout
     cluster = _Cluster(workers, scheduler)
     try:
+        if evaluations >= size:
+            # A budget that covers the space is the grid: every point, which the optimizer's
+            # generations may never all propose before they go stale.
+            ran = run_sweep(spec, out, **cluster.options(), **run_options)
+            rows = {row["index"]: row for row in ran.rows}
+            result.ran, result.cached, result.invalid = ran.ran, ran.cached, ran.invalid
         while len(rows) < min(evaluations, size) and stale < STALE_GENERATIONS:
             trials = [study.ask(space) for _ in range(population)]
             wanted = [grid_index(spec, t.params) for t in trials]
