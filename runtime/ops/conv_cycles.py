@@ -234,15 +234,14 @@ def lower_bound(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias"):
     """A bound :func:`estimate` never goes below, in constant time: the compute stage's work
     (every GEMM and ALU instruction) after the first task's LOADs, then the last tile's STORE."""
     return int(lower_bounds(cfg, shape, t.th, t.tw, t.tco, t.tci, t.threads, t.acc_banks,
-                            t.wgt_resident, t.inp_resident, t.bias_rows, tail_steps=tail_steps,
-                            start=start))
+                            t.inp_resident, t.bias_rows, tail_steps=tail_steps, start=start))
 
 
-def lower_bounds(cfg, shape, th, tw, tco, tci, threads, acc_banks, wgt_resident, inp_resident,
-                 bias_rows, *, tail_steps=TAIL_STEPS, start="bias"):
-    """:func:`lower_bound` of the tilings of these sizes, ACC banks, resident weights and
-    inputs and resident ACC rows (numbers, or arrays of candidates: the planner bounds every
-    candidate at once, elementwise)."""
+def lower_bounds(cfg, shape, th, tw, tco, tci, threads, acc_banks, inp_resident, bias_rows, *,
+                 tail_steps=TAIL_STEPS, start="bias"):
+    """:func:`lower_bound` of the tilings of these sizes, ACC banks, resident inputs and
+    resident ACC rows (numbers, or arrays of candidates: the planner bounds every candidate at
+    once, elementwise)."""
     if start not in STARTS:
         raise ValueError(f"accumulator start {start!r} is not one of {STARTS}")
     weights = tail_weights(tail_steps)
@@ -260,8 +259,7 @@ def lower_bounds(cfg, shape, th, tw, tco, tci, threads, acc_banks, wgt_resident,
     last_th, last_tw = shape.oh - (n_h - 1) * th, shape.ow - (n_w - 1) * tw
     # A split last tile stores its second half last; a single tile split loads its first half
     # first.
-    split = _split_axes(len(weights), threads, acc_banks, wgt_resident, inp_resident, last_th,
-                        last_tw)
+    split = _split_axes(len(weights), threads, acc_banks, inp_resident, last_th, last_tw)
     th0 = np.where((split == 0) & (tiles == 1), halves(th0)[0], th0)
     last_th = np.where(split == 0, halves(last_th)[1], last_th)
     tw0 = np.where((split == 1) & (tiles == 1), halves(tw0)[0], tw0)
@@ -295,16 +293,17 @@ def lower_bounds(cfg, shape, th, tw, tco, tci, threads, acc_banks, wgt_resident,
 
 
 def split_axis(t, last_th, last_tw, passes):
-    """The axis along which the layer's last tile may be computed as two (0: its rows, 1: its
-    columns, −1: not at all), so that the first half's requantization ``passes`` run beside the
-    second half's GEMMs instead of after them all: with two threads and the buffers in two
-    banks (the passes run beside GEMMs), resident weights (the halves load none again) and
-    input windows loaded per task (a resident window's slot is the whole tile's)."""
-    return int(_split_axes(passes, t.threads, t.acc_banks, t.wgt_resident, t.inp_resident,
-                           last_th, last_tw))
+    """The axis along which the layer's last tile may be computed as two parts (0: its rows,
+    1: its columns, −1: not at all), so that the first part's requantization ``passes`` run
+    beside the second part's GEMMs instead of after them all: with two threads and the buffers
+    in two banks (the passes run beside GEMMs); along the rows only where the input windows are
+    resident (both parts read the whole tile's window from its slot). Weights per task are
+    loaded again by the second part, which the estimate counts (whether a split pays is its
+    to say, :func:`last_split`)."""
+    return int(_split_axes(passes, t.threads, t.acc_banks, t.inp_resident, last_th, last_tw))
 
 
-def _split_axes(passes, threads, acc_banks, wgt_resident, inp_resident, last_th, last_tw):
+def _split_axes(passes, threads, acc_banks, inp_resident, last_th, last_tw):
     """:func:`split_axis` of tilings given by their fields (numbers, or arrays of candidates,
     elementwise)."""
     may = (passes > 0) & (threads > 1) & (np.asarray(acc_banks) > 1)
@@ -314,13 +313,13 @@ def _split_axes(passes, threads, acc_banks, wgt_resident, inp_resident, last_th,
     return np.where(may, np.where(last_th > 1, 0, np.where(columns, 1, -1)), -1)
 
 
-def last_splits(cfg, shape, th, tw, threads, acc_banks, wgt_resident, inp_resident, tail_steps):
+def last_splits(cfg, shape, th, tw, threads, acc_banks, inp_resident, tail_steps):
     """:func:`split_axis` of the last tile of tilings of these sizes, ACC banks and resident
-    weights and inputs (arrays of candidates, elementwise)."""
+    inputs (arrays of candidates, elementwise)."""
     last_th = shape.oh - (_ceil(shape.oh, th) - 1) * th
     last_tw = shape.ow - (_ceil(shape.ow, tw) - 1) * tw
-    return _split_axes(len(tail_weights(tail_steps)), threads, acc_banks, wgt_resident,
-                       inp_resident, last_th, last_tw)
+    return _split_axes(len(tail_weights(tail_steps)), threads, acc_banks, inp_resident,
+                       last_th, last_tw)
 
 
 def halves(n):
@@ -333,7 +332,7 @@ def estimate(cfg, shape, t, *, tail_steps=TAIL_STEPS, start="bias", give_up=None
     """Estimated cycles of ``shape`` under tiling ``t`` (a :class:`Conv2dTiling`), or ``None``
     as soon as the estimate passes ``give_up`` (the planner's best so far). ``start``: how the
     accumulators start (:data:`STARTS`). Where the last tile may be split (:func:`split_axis`),
-    the better of both (the emitter splits it when :func:`splits_last` says so). ``tables``:
+    the better of both (the emitter splits it when :func:`last_split` says so). ``tables``:
     ``t``'s row of :func:`walk_tables` when the caller made them for many tilings at once (the
     planner), else made here.
 

@@ -40,6 +40,16 @@ class _Tile:
     row0: int = 0
     whole_th: int = 0
 
+    @property
+    def window_oh0(self):
+        """The first output row of the tile whose input window this one reads."""
+        return self.oh0 - self.row0
+
+    @property
+    def window_th(self):
+        """The output rows of the tile whose input window this one reads."""
+        return self.whole_th or self.th
+
 
 def _tiles(cfg, shape, t):
     cob = shape.cout // cfg.block_out
@@ -128,8 +138,7 @@ class Conv2dEmitter:
         subsampled shape, its rows and columns in INP); of a part of a split tile whose window
         is resident, the whole tile's window."""
         s, sh = self.shape.window_stride, self.shape
-        oh0, th = tile.oh0 - tile.row0, tile.whole_th or tile.th
-        return (oh0 * s - sh.pad, (th - 1) * s + sh.kh,
+        return (tile.window_oh0 * s - sh.pad, (tile.window_th - 1) * s + sh.kh,
                 tile.ow0 * s - sh.pad, (tile.tw - 1) * s + sh.kw)
 
     # -- load stage -----------------------------------------------------------------------------
@@ -226,9 +235,9 @@ class Conv2dEmitter:
             s = sh.stride
             for ci in range(nci):
                 plane = (tile.nb * self.cib + ci0 + ci) * sh.h
-                for r in range(tile.whole_th or tile.th):
+                for r in range(tile.window_th):
                     b.load(MemType.INP, sram=base + ci * self.t.inp_pitch + r * tile.tw,
-                           dram=self.bufs.inp + (plane + (tile.oh0 - tile.row0 + r) * s) * sh.w
+                           dram=self.bufs.inp + (plane + (tile.window_oh0 + r) * s) * sh.w
                            + tile.ow0 * s, y_size=tile.tw, x_size=1, x_stride=s)
         elif load_inp:
             ih0, th_in, iw0, tw_in = self._window(tile)
@@ -244,8 +253,7 @@ class Conv2dEmitter:
     def _inp_slot(self, tile, cit):
         """The resident INP slot of the tile's input window, input chunk ``cit``."""
         n_h, n_w = -(-self.shape.oh // self.t.th), -(-self.shape.ow // self.t.tw)
-        spatial = (tile.nb * n_h + (tile.oh0 - tile.row0) // self.t.th) * n_w + \
-            tile.ow0 // self.t.tw
+        spatial = (tile.nb * n_h + tile.window_oh0 // self.t.th) * n_w + tile.ow0 // self.t.tw
         return spatial * self.n_cit + cit
 
     def _wgt_base(self, v, cot, cit):
@@ -466,9 +474,9 @@ class Conv2dEmitter:
     # -- the whole layer ------------------------------------------------------------------------
 
     def _tiles(self):
-        """The output tiles in order; the last as two halves where the estimate says that its
-        first half's passes beside the second half's GEMMs pay for a tile more
-        (conv_cycles.splits_last)."""
+        """The output tiles in order; the last as two parts where the estimate says that its
+        first part's passes beside the second part's GEMMs pay for a tile more, the parts as
+        large as the estimate finds fastest (conv_cycles.last_split)."""
         tiles = list(_tiles(self.cfg, self.shape, self.t))
         options = self.options
         axis, first = last_split(self.cfg, self.shape, self.t,

@@ -488,9 +488,9 @@ def _plan(cfg, shape, threads, bias, pad_limit, tail_steps, start, shortcut):
     th, tw, tco, tci, slots, layout = _fitting_arrays(cfg, shape, threads, bias, shortcut,
                                                       bias_step)
     bounds = lower_bounds(cfg, shape, th, tw, tco, tci, threads, layout.acc_banks,
-                          layout.wgt_resident, layout.inp_resident, layout.bias_rows,
-                          tail_steps=tail_steps, start=start)
-    splits = last_splits(cfg, shape, th, tw, threads, layout.acc_banks, layout.wgt_resident,
+                          layout.inp_resident, layout.bias_rows, tail_steps=tail_steps,
+                          start=start)
+    splits = last_splits(cfg, shape, th, tw, threads, layout.acc_banks,
                          layout.inp_resident, tail_steps)
     scores = _cost(cfg, shape, th, tw, tco, tci, threads, layout.wgt_resident,
                    layout.inp_resident)

@@ -358,15 +358,15 @@ def test_the_planner_lays_out_every_candidate_at_once_as_one_by_one(config, geom
         int(_cost(cfg, shape, t.th, t.tw, t.tco, t.tci, t.threads, t.wgt_resident,
                   t.inp_resident)) for t in expected]
     for tail in TAILS:
-        splits = last_splits(cfg, shape, th, tw, 2, layout.acc_banks, layout.wgt_resident,
-                             layout.inp_resident, tail)
+        splits = last_splits(cfg, shape, th, tw, 2, layout.acc_banks, layout.inp_resident,
+                             tail)
         assert splits.tolist() == [_split(cfg, shape, t, tail) for t in expected]
         # The walk's tables made for every candidate at once, row by row, are each tiling's.
         tables = walk_tables(cfg, shape, th, tw, tco, tci, layout.acc_pitch, splits)
         for start in ("bias", "reset", "gemm"):
             bounds = lower_bounds(cfg, shape, th, tw, tco, tci, 2, layout.acc_banks,
-                                  layout.wgt_resident, layout.inp_resident,
-                                  layout.bias_rows, tail_steps=tail, start=start)
+                                  layout.inp_resident, layout.bias_rows, tail_steps=tail,
+                                  start=start)
             assert bounds.tolist() == [lower_bound(cfg, shape, t, tail_steps=tail, start=start)
                                        for t in expected]
             # Every split candidate, and a sample of the others.
@@ -390,8 +390,8 @@ def test_the_candidates_include_split_last_tiles(default_cfg):
     from avta.runtime.ops.conv_plan import _fitting_arrays
     shape = Conv2dShape(1, 4 * 16, 14, 14, 4 * 16, 3, 3, 1, 1)
     th, tw, _, _, _, layout = _fitting_arrays(default_cfg, shape, 2, 1)
-    splits = last_splits(default_cfg, shape, th, tw, 2, layout.acc_banks, layout.wgt_resident,
-                         layout.inp_resident, (2, 2, 2, 1, 1))
+    splits = last_splits(default_cfg, shape, th, tw, 2, layout.acc_banks, layout.inp_resident,
+                         (2, 2, 2, 1, 1))
     assert {0, 1, -1} <= set(splits.tolist())
 
 
