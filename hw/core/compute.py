@@ -34,7 +34,7 @@ cycle of its ``done`` at the latest (the loader's DONE state follows its last wr
 instruction starts a cycle after that and reads ACC later still.
 """
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 
@@ -72,9 +72,14 @@ class Compute(wiring.Component):
     start : In(1)
         Begin ``insn`` (stable until ``done``; an ALU instruction only in the cycle of ``start``).
     detaching, joins : Out(1)
-        ``insn`` is an ALU instruction (it runs detached) / a GEMM (it may start beside one).
+        ``insn`` is an ALU instruction (it runs detached) / may start while instructions are
+        detached (an ALU instruction, or a GEMM the GEMM unit takes now).
+    detach_late : Out(1)
+        The executing GEMM has issued its last step: it may detach and drain.
     detached_done : Out(1)
         One-cycle pulse when the ALU instruction has completed.
+    gemm_done : Out(1)
+        One-cycle pulse when a GEMM instruction has completed (with ``done``).
     gemm_held : Out(1)
         The GEMM waits for the ALU this cycle (its next step's ACC bank is one the ALU uses).
     abort : In(1)
@@ -112,6 +117,7 @@ class Compute(wiring.Component):
             "start": In(1), "abort": In(1), "insn": In(layouts(cfg).insn),
             "done": Out(1), "err": Out(1), "finish": Out(1),
             "detaching": Out(1), "joins": Out(1), "detached_done": Out(1),
+            "detach_late": Out(1), "gemm_done": Out(1),
             "gemm_held": Out(1),
             "uop_base": In(ADDR_BITS), "acc_base": In(ADDR_BITS),
             "mem": Out(self._loader.signature.members["mem"].signature),
@@ -148,9 +154,18 @@ class Compute(wiring.Component):
             loader.uop_base.eq(self.uop_base), loader.acc_base.eq(self.acc_base),
             self.gemm_step.eq(gemm.step), self.alu_step.eq(alu.step),
             self.count.eq(loader.count), self.count_valid.eq(loader.count_valid),
-            self.detaching.eq(opcode == Opcode.ALU), self.joins.eq(opcode == Opcode.GEMM),
-            self.detached_done.eq(alu.done),
+            self.detaching.eq(opcode == Opcode.ALU),
+            self.joins.eq((opcode == Opcode.ALU) | ((opcode == Opcode.GEMM) & gemm.accepts)),
+            self.detached_done.eq(alu.done), self.gemm_done.eq(gemm.done),
         ]
+        # The executing GEMM has issued its last step (registered: the pulse comes from the
+        # hazard check's stall); cleared when the stage starts anything.
+        issued = Signal()
+        with m.If(self.start):
+            m.d.sync += issued.eq(0)
+        with m.Elif(gemm.issued):
+            m.d.sync += issued.eq(1)
+        m.d.comb += self.detach_late.eq(issued)
         connect(m, flipped(self.mem), loader.mem)
         connect(m, flipped(self.uop_wr), loader.uop_wr)
 
@@ -163,11 +178,22 @@ class Compute(wiring.Component):
         ]
 
         # -- the detached ALU: its own copy of the instruction, started a cycle later -------------
+        # or, behind a draining GEMM, once that GEMM's last ACC write comes no later than the
+        # ALU's first ACC read (:meth:`_older_steps`).
         alu_insn = Signal.like(insn.alu)
-        alu_go = Signal()
-        m.d.sync += alu_go.eq(starting_alu)
+        dispatched, waiting = Signal(), Signal()
+        m.d.sync += dispatched.eq(starting_alu)
         with m.If(starting_alu):
             m.d.sync += alu_insn.eq(insn.alu)
+        older = self._older_steps(m, gemm, starting_alu)
+        clear = ~Cat(older[k] for k in range(2, 2 + cfg.gemm_stages)).any() \
+            if cfg.gemm_stages else Const(1, 1)
+        alu_go = Signal()
+        m.d.comb += alu_go.eq((dispatched | waiting) & clear)
+        with m.If(dispatched & ~clear):
+            m.d.sync += waiting.eq(1)
+        with m.Elif(clear):
+            m.d.sync += waiting.eq(0)
         m.d.comb += [alu.insn.eq(alu_insn), alu.start.eq(alu_go)]
         connect(m, flipped(self.alu_acc_wr), alu.acc_wr)
         connect(m, flipped(self.alu_acc_rd), alu.acc_rd)
@@ -193,7 +219,7 @@ class Compute(wiring.Component):
                        Signal(geometry(cfg, "acc").addr_bits, name=f"{op}_hi"))
                   for op in ("dst", "src")}
         self._bound_rows(m, insn.alu, alu_insn, data.View(layouts(cfg).uop, uop_port.data),
-                         alu_go, starting_alu, ranges, bounded, known)
+                         dispatched, starting_alu, ranges, bounded, known)
         # The ACC banks (hw/core/banks.py) have one write and one read port each, so the GEMM
         # step waits while its row's bank is one the ALU's rows reach, not only its row.
         bank_bits = scratchpad(cfg, "acc").bank_row_bits
@@ -204,7 +230,9 @@ class Compute(wiring.Component):
                 # Planted bug (avta.hw.core.faults), for testing the verification tools only.
                 continue
             clash |= (bank >= lo[bank_bits:]) & (bank <= hi[bank_bits:])
-        m.d.comb += [gemm.hold.eq(alu_running & gemm.probing & clash),
+        # A step older than the ALU instruction (in s2 the cycle after the ALU starts, from
+        # a GEMM that drains) is never held: the ALU waits for it instead.
+        m.d.comb += [gemm.hold.eq(alu_running & gemm.probing & clash & ~older[2]),
                      self.gemm_held.eq(gemm.hold)]
 
         # -- the GEMM's ports ---------------------------------------------------------------------
@@ -241,6 +269,27 @@ class Compute(wiring.Component):
                 out_port.en.eq(acc_port.en),
             ]
         return m
+
+    def _older_steps(self, m, gemm, starting):
+        """``{k: Signal}`` for k = 2 .. 2 + S (``S = cfg.gemm_stages``): a GEMM step older than
+        the ALU instruction that started (``starting``) is in stage s``k``.
+
+        The ALU may start while a GEMM drains (hw/core/stage_control.py): the GEMM's last
+        steps are then in s1 and later, and the stage starts nothing else in that cycle, so
+        every step in flight is older than the ALU. They move on a stage a cycle (the one in
+        s2 the next cycle is not held, the ALU being younger; later stages never stall). A
+        step in s``k`` writes ACC ``5 + S − k`` cycles later and the ALU reads ACC three
+        cycles after its start (s2 of hw/core/alu.py), so the ALU starts when no older step
+        is in s2 .. s(1 + S): it then reads after their writes (the banks forward a write to
+        a read of its cycle), and its ports never meet theirs in a bank."""
+        last = 5 + self._cfg.gemm_stages
+        older = {k: Signal(name=f"older_s{k}") for k in range(2, last + 1)}
+        previous = {k: gemm.stage_valid[k - 1] for k in range(3, last + 1)}
+        previous[2] = gemm.stage_valid[1]
+        for k, reg in older.items():
+            moved = older[k - 1] if k > 2 else Const(0, 1)
+            m.d.sync += reg.eq(Mux(starting, previous[k], moved))
+        return older
 
     def _bound_rows(self, m, insn, alu_insn, uop, go, starting, ranges, bounded, known):
         """Bound the ACC rows of the ALU instruction ``alu_insn`` (latched from ``insn`` when

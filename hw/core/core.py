@@ -213,7 +213,9 @@ class Core(wiring.Component):
                            ctrl.err.eq(unit.err)]
         cp = stages["cp"]
         run.d.comb += [cp.detaching.eq(compute.detaching), cp.joins.eq(compute.joins),
-                       cp.detached_done.eq(compute.detached_done)]
+                       cp.detach_late.eq(compute.detach_late),
+                       cp.detached_done.eq(compute.detached_done),
+                       cp.late_done.eq(compute.gemm_done)]
         run.d.comb += [
             load.insn.eq(stages["ld"].insn.payload.insn.memory),
             compute.insn.eq(stages["cp"].insn.payload.insn),

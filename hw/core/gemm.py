@@ -43,14 +43,14 @@ steps wrote before the read. Stages after s2 never stall (a held step leaves a b
 steps ahead), so the distances only grow, and II = 1 holds for any sequence of indices.
 """
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from avta.isa.layout import layouts
 
 from .faults import FAULT_UOP_ROW, FaultName
-from .loop_gen import LoopGen, instruction_control
+from .loop_gen import LoopGen
 from .sram import geometry, read_signature, row_layout, write_signature
 
 __all__ = ["Gemm", "tree_sum", "tree_levels", "pipe_cuts", "dot_pipeline"]
@@ -121,8 +121,20 @@ class Gemm(wiring.Component):
     -----
     start, abort, done : In(1), In(1), Out(1)
         As :class:`~avta.hw.core.alu.Alu`'s: the instruction's handshake, its abandonment when
-        the run fails, and the pulse of its last ACC write.
+        the run fails, and the pulse of its last ACC write. An instruction may start while the
+        one before it drains (``issued`` has pulsed, ``accepts``); each completes in order,
+        with a ``done`` of its own.
     insn : In(layouts(cfg).gemm)
+        Read while the loop nest issues the instruction's steps (until ``issued``); what a step
+        needs later travels with it.
+    issued : Out(1)
+        One-cycle pulse: the instruction's last step left s0; the rest of it is in flight.
+    accepts : Out(1)
+        A ``start`` is taken now: no step is being issued, and at most one instruction is in
+        flight (an empty one, which issues no step, only when none is: its ``done`` must not
+        pass an older one's).
+    pending : Out(1)
+        An instruction has started and not completed.
     step : Out(1)
         A micro-op step was issued (GEMM_STEPS counter).
     acc_index, probing : Out
@@ -141,8 +153,12 @@ class Gemm(wiring.Component):
         self._cfg = cfg
         self._faults = faults
         self._geo = {p: geometry(cfg, p) for p in ("uop", "inp", "wgt", "acc")}
+        # Whether a step is in s1 .. s(5+S), for the compute stage's hazard checks: made here
+        # so that the compute stage can read them before this unit is elaborated.
+        self.stage_valid = {k: Signal(name=f"v{k}") for k in range(1, 6 + cfg.gemm_stages)}
         super().__init__({
             "start": In(1), "abort": In(1), "insn": In(layouts(cfg).gemm), "done": Out(1),
+            "issued": Out(1), "accepts": Out(1), "pending": Out(1),
             "step": Out(1), "hold": In(1), "probing": Out(1),
             "acc_index": Out(self._geo["acc"].addr_bits),
             "uop_rd": In(read_signature(self._geo["uop"])),
@@ -168,18 +184,28 @@ class Gemm(wiring.Component):
         # A held step stays in s2, the steps behind it in s1 and s0: the loop waits, s1's
         # registers hold, and the micro-op port keeps its data (a read port without ``en``
         # holds its output).
-        v2 = Signal()
+        v2 = self.stage_valid[2]
         stall = v2 & self.hold
         m.d.comb += [loop.start.eq(self.start), loop.abort.eq(self.abort),
                      loop.advance.eq(~stall), self.step.eq(loop.valid & ~stall),
                      self.uop_rd.addr.eq(loop.uop), self.uop_rd.en.eq(loop.valid & ~stall)]
 
+        # The reset flag travels with each step (the next instruction may start while this
+        # one's steps are in flight); the sum it replaces is formed in s(5+S), from s(4+S).
+        reset = insn.reset
+        if FaultName.GEMM_RESET_STICKY in self._faults:
+            # Planted bug (avta.hw.core.faults), for testing the verification tools only.
+            sticky = Signal()
+            with m.If(self.start & insn.reset):
+                m.d.sync += sticky.eq(1)
+            reset = insn.reset | sticky
+
         # -- s1: the micro-op arrives; indices ------------------------------------------------------
-        v1, last1 = Signal(), Signal()
+        v1, last1, reset1 = self.stage_valid[1], Signal(), Signal()
         off1 = {op: Signal.like(getattr(loop, op), name=f"{op}_off1")
                 for op in ("dst", "src", "wgt")}
         with m.If(~stall):
-            m.d.sync += [v1.eq(loop.valid), last1.eq(loop.last)]
+            m.d.sync += [v1.eq(loop.valid), last1.eq(loop.last), reset1.eq(reset)]
             m.d.sync += [off1[op].eq(getattr(loop, op)) for op in off1]
         uop = data.View(layouts(cfg).uop, self.uop_rd.data)
         acc_index = uop.dst_idx + off1["dst"]
@@ -191,12 +217,12 @@ class Gemm(wiring.Component):
             acc_index = acc_index + (uop1 == FAULT_UOP_ROW)
 
         # -- s2: registered indices; hazard check; INP and WGT reads ----------------------------
-        last2 = Signal()
+        last2, reset2 = Signal(), Signal()
         acc_idx2 = Signal(geo["acc"].addr_bits)
         inp_idx2 = Signal(geo["inp"].addr_bits)
         wgt_idx2 = Signal(geo["wgt"].addr_bits)
         with m.If(~stall):
-            m.d.sync += [v2.eq(v1), last2.eq(last1), acc_idx2.eq(acc_index),
+            m.d.sync += [v2.eq(v1), last2.eq(last1), reset2.eq(reset1), acc_idx2.eq(acc_index),
                          inp_idx2.eq(uop.src_idx + off1["src"]),
                          wgt_idx2.eq(uop.wgt_idx + off1["wgt"])]
         m.d.comb += [
@@ -208,12 +234,14 @@ class Gemm(wiring.Component):
         # -- s3 .. s(5+S): valid, last and the ACC row travel with the step ---------------------
         stages = cfg.gemm_stages
         last_stage = 5 + stages
-        valid, last, acc_idx = {2: v2}, {2: last2}, {2: acc_idx2}
+        valid, last, resets, acc_idx = {2: v2}, {2: last2}, {2: reset2}, {2: acc_idx2}
         for k in range(3, last_stage + 1):
-            valid[k], last[k] = Signal(name=f"v{k}"), Signal(name=f"last{k}")
+            valid[k], last[k] = self.stage_valid[k], Signal(name=f"last{k}")
+            resets[k] = Signal(name=f"reset{k}")
             acc_idx[k] = Signal.like(acc_idx2, name=f"acc_idx{k}")
             m.d.sync += [valid[k].eq(valid[k - 1] & ~stall if k == 3 else valid[k - 1]),
-                         last[k].eq(last[k - 1]), acc_idx[k].eq(acc_idx[k - 1])]
+                         last[k].eq(last[k - 1]), resets[k].eq(resets[k - 1]),
+                         acc_idx[k].eq(acc_idx[k - 1])]
         # ACC is read two stages before the write, as without the pipeline (the module), in s3
         # or later: a held step (in s2) never reads it.
         read = last_stage - 2
@@ -245,14 +273,7 @@ class Gemm(wiring.Component):
                     products[-1] = -products[-1]
                 m.d.sync += dot_w[b][o].eq(dot_pipeline(m, products, stages, name=f"dot{b}_{o}"))
         result = Signal(row_layout(cfg, "acc"))
-        reset = insn.reset
-        if FaultName.GEMM_RESET_STICKY in self._faults:
-            # Planted bug (avta.hw.core.faults), for testing the verification tools only.
-            sticky = Signal()
-            with m.If(self.start & insn.reset):
-                m.d.sync += sticky.eq(1)
-            reset = insn.reset | sticky
-        with m.If(~reset):
+        with m.If(~resets[last_stage]):
             for b in range(cfg.batch):
                 for o in range(cfg.block_out):
                     m.d.comb += result[b][o].eq(acc_w[b][o] + dot_w[b][o])
@@ -263,7 +284,33 @@ class Gemm(wiring.Component):
         ]
 
         # -- control ------------------------------------------------------------------------------
-        instruction_control(m, name="gemm", start=self.start, empty=loop.empty,
-                            retired=valid[last_stage] & last[last_stage], done=self.done,
-                            abort=self.abort, in_flight=loop.valid | v1 | Cat(valid.values()).any())
+        self._control(m, loop, stall, retired=valid[last_stage] & last[last_stage],
+                      in_flight=loop.valid | v1 | Cat(valid.values()).any())
         return m
+
+    def _control(self, m, loop, stall, *, retired, in_flight):
+        """Instructions in flight, in order: each ``done`` is the write of an instruction's last
+        step (``retired``), or the cycle after ``start`` for an empty one (which starts only
+        when none is in flight, ``accepts``). After ``abort`` the loop stops and, once no step
+        is in flight, every instruction still counted completes, one a cycle."""
+        pending = Signal(range(3))
+        empty_done, aborting = Signal(), Signal()
+        begins = self.start & ~loop.empty
+        m.d.sync += empty_done.eq(self.start & loop.empty)
+        with m.If(self.abort & (pending != 0)):
+            m.d.sync += aborting.eq(1)
+        with m.Elif(pending == 0):
+            m.d.sync += aborting.eq(0)
+        flushed = aborting & ~in_flight & (pending != 0)
+        finished = retired | flushed
+        m.d.comb += [
+            self.done.eq(finished | empty_done),
+            self.issued.eq(loop.valid & loop.last & ~stall & ~self.abort),
+            self.accepts.eq(~loop.valid & ~empty_done
+                            & Mux(loop.empty, pending == 0, pending < 2)),
+            self.pending.eq((pending != 0) | empty_done),
+        ]
+        with m.If(begins & ~finished):
+            m.d.sync += pending.eq(pending + 1)
+        with m.Elif(~begins & finished):
+            m.d.sync += pending.eq(pending - 1)

@@ -6,15 +6,19 @@ when it completes it pushes its counters and leaves the queue. Pushing a full co
 a unit that reports a DRAM error makes it error 9, and then nothing is pushed (the instruction did
 not complete). ``halt`` stops new starts; an instruction already running finishes.
 
-The compute stage may *detach* an instruction (``detaching``: an ALU instruction, see
-hw/core/compute.py): it leaves the queue as it starts and runs on while the stage starts the
-next one, if that one may run beside it (``joins``, a GEMM); any other waits. A detached
-instruction pushes its tokens (and retires) when it completes, and an instruction started beside
-it retires only after it, so tokens are pushed in program order (docs/isa.md §3 rule (c)). One
-instruction is detached at a time.
+The compute stage may *detach* an instruction: an ALU instruction as it starts (``detaching``),
+a GEMM once it has issued its last step (``detach_late``, hw/core/compute.py). A detached
+instruction leaves the queue and runs on while the stage starts the next one, if that one may
+run beside it (``joins``: a GEMM the unit takes, or an ALU instruction when no ALU one is
+detached); any other waits until nothing is detached. At most two are detached, an ALU
+instruction and a draining GEMM, kept oldest first: each pushes its tokens (and retires) when
+it has completed and everything older has retired, and the head retires only after every
+detached one, so tokens are pushed in program order (docs/isa.md §3 rule (c)). A GEMM
+completion (``late_done``) is the detached GEMM's while one is detached (the unit completes
+its instructions in order), else the head's.
 """
 
-from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -54,11 +58,19 @@ class StageControl(wiring.Component):
         The head instruction's unit is running it (it has not completed; once it has, it may
         still wait for the detached one before it retires).
     detaching, joins : In(1)
-        The head instruction runs detached; it may start while a detached one runs.
-    detached_done : In(1)
-        The detached instruction completed.
+        The head instruction detaches as it starts (an ALU instruction); it may start while
+        instructions are detached (a GEMM the unit takes, or an ALU instruction, which starts
+        only when no ALU instruction is detached).
+    detach_late : In(1)
+        The executing head (a GEMM) may detach now: its unit has issued its last step.
+    detached_done, late_done : In(1)
+        The detached ALU instruction completed / the oldest GEMM in flight completed (the
+        detached one if there is one, else the head; ``done`` pulses with it).
     detached, detached_index : Out
-        A detached instruction runs, and its index.
+        A detached ALU instruction has not retired, and its index.
+    owner_index : Out
+        The instruction the GEMM's ACC writes belong to this cycle: the detached GEMM until it
+        completes, else the head.
     retire, retire_index : Out
         One-cycle pulse: an instruction completed without error, and its index.
     idle_event, stall_event : Out(1)
@@ -78,8 +90,9 @@ class StageControl(wiring.Component):
             "prev_overflow": In(1), "next_overflow": In(1),
             "error": Out(1), "error_code": Out(ErrorCode), "error_index": Out(INDEX_BITS),
             "busy": Out(1), "executing": Out(1), "idle_event": Out(1), "stall_event": Out(1),
-            "detaching": In(1), "joins": In(1), "detached_done": In(1), "detached": Out(1),
-            "detached_index": Out(INDEX_BITS),
+            "detaching": In(1), "joins": In(1), "detach_late": In(1),
+            "detached_done": In(1), "late_done": In(1), "detached": Out(1),
+            "detached_index": Out(INDEX_BITS), "owner_index": Out(INDEX_BITS),
             "retire": Out(1), "retire_index": Out(INDEX_BITS),
         })
 
@@ -90,12 +103,28 @@ class StageControl(wiring.Component):
         tokens_ready = ((~head.pop_prev | self.prev_nonzero)
                         & (~head.pop_next | self.next_nonzero))
 
-        # The detached instruction: its pushes and index wait here until it completes.
-        detached = self.detached
-        late_push_prev, late_push_next = Signal(), Signal()
-        late_index = self.detached_index
-        done_seen = Signal()        # the head completed while a detached one still ran
-        m.d.comb += self.error_index.eq(Mux(self.detached_done, late_index, index))
+        # The detached instructions, oldest first in slots 0 and 1: at most an ALU instruction
+        # and a GEMM. Each waits here, with its pushes and index, until it has completed and
+        # everything older has retired.
+        slots = [_Slot(k) for k in range(2)]
+        gemm_detached = Cat(e.valid & ~e.alu for e in slots).any()
+        alu_detached = Cat(e.valid & e.alu for e in slots).any()
+        anything_detached = slots[0].valid       # slot 1 is used only behind slot 0
+        gemm_late = self.late_done & gemm_detached
+        finishing = [e.valid & (e.done | Mux(e.alu, self.detached_done, gemm_late))
+                     for e in slots]
+        retiring = Signal()
+        m.d.comb += retiring.eq(finishing[0])
+        done_seen = Signal()        # the head completed while something detached still ran
+        head_done = self.done & ~gemm_late
+        m.d.comb += self.owner_index.eq(index)
+        for e in slots:
+            with m.If(e.valid & ~e.alu & ~e.done):
+                m.d.comb += self.owner_index.eq(e.index)
+        for e in slots:
+            with m.If(e.valid & e.alu):
+                m.d.comb += self.detached_index.eq(e.index)
+        m.d.comb += self.detached.eq(alu_detached)
 
         def complete(push_prev, push_next, err):
             """Push (or report the DRAM error of) an instruction completing this cycle."""
@@ -108,42 +137,93 @@ class StageControl(wiring.Component):
                     m.d.comb += [self.error.eq(1), self.retire.eq(0),
                                  self.error_code.eq(ErrorCode.TOKEN_OVERFLOW)]
 
-        with m.If(self.detached_done):
-            m.d.sync += detached.eq(0)
-            m.d.comb += self.retire_index.eq(late_index)
-            complete(late_push_prev, late_push_next, 0)
+        # Slot 0 retires when it completes; slot 1 moves up behind it.
+        with m.If(retiring):
+            m.d.comb += [self.retire_index.eq(slots[0].index), self.error_index.eq(slots[0].index)]
+            complete(slots[0].push_prev, slots[0].push_next, 0)
         with m.Else():
-            m.d.comb += self.retire_index.eq(index)
+            m.d.comb += [self.retire_index.eq(index), self.error_index.eq(index)]
+        # What the slots hold after this cycle's retirement, before this cycle's detach.
+        after = [_Slot.after(m, slots, finishing, retiring, k) for k in range(2)]
+        count_after = Mux(after[0]["valid"], Mux(after[1]["valid"], 2, 1), 0)
+
+        def detach(alu):
+            """The head leaves the queue and waits in the first free slot."""
+            m.d.comb += self.insn.ready.eq(1)
+            for k, e in enumerate(slots):
+                with m.If(count_after == k):
+                    m.d.sync += [e.valid.eq(1), e.index.eq(index), e.alu.eq(alu), e.done.eq(0),
+                                 e.push_prev.eq(head.push_prev),
+                                 e.push_next.eq(head.push_next)]
+
+        for k, e in enumerate(slots):
+            m.d.sync += [e.valid.eq(after[k]["valid"]), e.index.eq(after[k]["index"]),
+                         e.alu.eq(after[k]["alu"]), e.done.eq(after[k]["done"]),
+                         e.push_prev.eq(after[k]["push_prev"]),
+                         e.push_next.eq(after[k]["push_next"])]
 
         halt = self.halt
         if FaultName.STAGE_IGNORE_HALT in self._faults:
             # Planted bug (avta.hw.core.faults), for testing the verification tools only.
             halt = Const(0, 1)
+        may_start = ~anything_detached | (self.joins & ~(self.detaching & alu_detached))
         with m.FSM(name="stage"):
             with m.State("WAIT"):
-                m.d.comb += self.busy.eq(detached)
+                m.d.comb += self.busy.eq(anything_detached)
                 with m.If(~self.insn.valid):
-                    m.d.comb += self.idle_event.eq(~detached)
-                with m.Elif(~halt & (~detached | self.joins)):
+                    m.d.comb += self.idle_event.eq(~anything_detached)
+                with m.Elif(~halt & may_start):
                     with m.If(tokens_ready):
                         m.d.comb += [self.start.eq(1), self.pop_prev.eq(head.pop_prev),
                                      self.pop_next.eq(head.pop_next)]
                         with m.If(self.detaching):
-                            m.d.comb += self.insn.ready.eq(1)
-                            m.d.sync += [detached.eq(1), late_index.eq(index),
-                                         late_push_prev.eq(head.push_prev),
-                                         late_push_next.eq(head.push_next)]
+                            detach(alu=1)
                         with m.Else():
                             m.d.sync += done_seen.eq(0)
                             m.next = "EXEC"
                     with m.Else():
-                        m.d.comb += self.stall_event.eq(~detached)
+                        m.d.comb += self.stall_event.eq(~anything_detached)
             with m.State("EXEC"):
                 m.d.comb += [self.busy.eq(1), self.executing.eq(~done_seen)]
-                with m.If((self.done | done_seen) & (~detached | self.err)):
+                with m.If((head_done | done_seen) & (~anything_detached | self.err)):
                     m.d.comb += self.insn.ready.eq(1)
                     complete(head.push_prev, head.push_next, self.err)
                     m.next = "WAIT"
-                with m.Elif(self.done):
+                with m.Elif(head_done):
                     m.d.sync += done_seen.eq(1)
+                with m.Elif(self.detach_late & ~gemm_detached & ~done_seen):
+                    detach(alu=0)
+                    m.next = "WAIT"
         return m
+
+
+class _Slot:
+    """A detached instruction's registers (:class:`StageControl`)."""
+
+    def __init__(self, k):
+        self.valid = Signal(name=f"slot{k}_valid")
+        self.index = Signal(INDEX_BITS, name=f"slot{k}_index")
+        self.alu = Signal(name=f"slot{k}_alu")          # an ALU instruction, else a GEMM
+        self.done = Signal(name=f"slot{k}_done")        # it completed; it waits to retire
+        self.push_prev = Signal(name=f"slot{k}_push_prev")
+        self.push_next = Signal(name=f"slot{k}_push_next")
+
+    FIELDS = ("valid", "index", "alu", "done", "push_prev", "push_next")
+
+    @staticmethod
+    def after(m, slots, finishing, retiring, k):
+        """Slot ``k``'s fields after this cycle's completions and retirement (slot 1 moves to
+        slot 0 when slot 0 retires)."""
+        values = {}
+        for name in _Slot.FIELDS:
+            here, behind = getattr(slots[k], name), (getattr(slots[k + 1], name)
+                                                     if k + 1 < len(slots) else None)
+            sig = Signal.like(here, name=f"after{k}_{name}")
+            if name == "done":
+                here_v = here | finishing[k]
+                behind_v = (behind | finishing[k + 1]) if behind is not None else 0
+            else:
+                here_v, behind_v = here, (behind if behind is not None else 0)
+            m.d.comb += sig.eq(Mux(retiring, behind_v, here_v))
+            values[name] = sig
+        return values

@@ -83,7 +83,10 @@ def drive_trace(m, trace, stages, write_ports):
                     Mux(ctrl.idle_event, StageState.IDLE,
                         Mux(ctrl.stall_event, StageState.WAIT, StageState.HALT)))
         m.d.comb += [
-            getattr(trace, f"{stage}_insn").eq(ctrl.insn.payload.index),
+            # The compute stage's writes on the GEMM's port are those of a draining GEMM
+            # until it completes (hw/core/stage_control.py, ``owner_index``).
+            getattr(trace, f"{stage}_insn").eq(ctrl.owner_index if short == "cp"
+                                               else ctrl.insn.payload.index),
             getattr(trace, f"{stage}_retire").eq(ctrl.retire),
             getattr(trace, f"{stage}_retire_insn").eq(ctrl.retire_index),
             getattr(trace, f"{stage}_state").eq(state),

@@ -122,3 +122,109 @@ def test_random_alu_then_gemms_equal_one_after_the_other(seed):
         FINISH,
     ]
     compare(cfg, prog, uops, seed=seed)
+
+
+def _random_compute(rng, cfg, n_gemm_uops):
+    """A GEMM (any of the first ``n_gemm_uops`` micro-ops, random reset, a few to a dozen
+    steps) or an ALU instruction (one micro-op of the rest, any op) over random rows."""
+    if rng.random() < 0.55:
+        u = rng.randrange(n_gemm_uops)
+        return GemmInsn(opcode=Opcode.GEMM, reset=int(rng.random() < 0.2), uop_bgn=u,
+                        uop_end=u + 1, iter_out=rng.randint(1, 2), iter_in=rng.randint(1, 12),
+                        dst_factor_out=rng.randint(0, 16), dst_factor_in=1,
+                        src_factor_out=rng.randint(0, 4), src_factor_in=1)
+    u = n_gemm_uops + rng.randrange(2)
+    return AluInsn(alu_opcode=rng.choice(alu_ops(cfg)), use_imm=rng.randint(0, 1),
+                   imm=rng.randint(-8, 8), uop_bgn=u, uop_end=u + 1, iter_out=1,
+                   iter_in=rng.randint(1, 12), dst_factor_in=1, src_factor_in=rng.randint(0, 1))
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_random_gemms_and_alus_equal_one_after_the_other(seed):
+    """GEMMs and ALU instructions in a random order over random rows of both banks, some
+    shared: an ALU instruction that starts while the GEMM before it drains, a GEMM that starts
+    while the one before it drains, a GEMM beside an ALU instruction that a draining GEMM
+    precedes (hw/core/compute.py, hw/core/stage_control.py). The DRAM image equals fsim's,
+    which runs one instruction at a time."""
+    rng = random.Random(1000 + seed)
+    cfg = load_config("tiny")
+    rows = lambda: rng.randrange(ROWS) if rng.random() < 0.5 else BANK + rng.randrange(ROWS)
+    uops = [Uop(rows(), rng.randrange(STEPS), 0) for _ in range(3)]
+    uops += [Uop(rows(), rows(), 0) for _ in range(2)]
+    body = [_random_compute(rng, cfg, 3) for _ in range(rng.randint(3, 7))]
+    prog = [
+        load(cfg, MemType.UOP, UOPS, 0, len(uops)),
+        load(cfg, MemType.INP, INP, 0, 2 * STEPS),
+        load(cfg, MemType.WGT, WGT, 0, 1),
+        load(cfg, MemType.ACC, ACC, 0, ROWS),
+        load(cfg, MemType.ACC, ACC + 0x400, BANK, ROWS),
+        *body[:-1], body[-1].replace(push_next=1),
+        store(cfg, OUT, 0, ROWS, pop_prev=1, push_prev=1),
+        GemmInsn(opcode=Opcode.GEMM, pop_next=1),
+        store(cfg, OUT + 0x100, BANK, ROWS),
+        FINISH,
+    ]
+    compare(cfg, prog, uops, seed=seed)
+
+
+def test_an_alu_pass_behind_a_draining_gemm_saves_the_drain():
+    """GEMM, ALU, GEMM over rows of the other bank each: the ALU instruction starts while the
+    first GEMM drains, and the second GEMM beside it, so the run is shorter than with an empty
+    GEMM after the first one (which keeps the ALU until the first GEMM has completed) by the
+    first GEMM's drain."""
+    cfg = load_config("tiny")
+    uops = [Uop(0, 0, 0), Uop(BANK + 8, 0, 0), Uop(BANK + 40, BANK + 40, 0)]
+
+    def program(serial):
+        first = GemmInsn(opcode=Opcode.GEMM, uop_bgn=0, uop_end=1, iter_out=1, iter_in=STEPS,
+                         dst_factor_in=1, src_factor_in=1)
+        alu = AluInsn(alu_opcode=AluOp.SHR, use_imm=1, imm=1, uop_bgn=2, uop_end=3,
+                      iter_out=1, iter_in=8, dst_factor_in=1, src_factor_in=1)
+        second = GemmInsn(opcode=Opcode.GEMM, uop_bgn=1, uop_end=2, iter_out=1, iter_in=STEPS,
+                          dst_factor_in=1, src_factor_in=1, push_next=1)
+        # An empty GEMM cannot start while a GEMM drains (the unit completes in order), so it
+        # keeps the ALU instruction behind the first GEMM's completion.
+        gap = [GemmInsn(opcode=Opcode.GEMM)] if serial else []
+        return [
+            load(cfg, MemType.UOP, UOPS, 0, len(uops)),
+            load(cfg, MemType.INP, INP, 0, STEPS),
+            load(cfg, MemType.WGT, WGT, 0, 1),
+            load(cfg, MemType.ACC, ACC, 0, ROWS),
+            load(cfg, MemType.ACC, ACC + 0x400, BANK, ROWS),
+            first, *gap, alu, second,
+            store(cfg, OUT, 0, ROWS, pop_prev=1, push_prev=1),
+            GemmInsn(opcode=Opcode.GEMM, pop_next=1),
+            store(cfg, OUT + 0x100, BANK, ROWS),
+            FINISH,
+        ]
+
+    got, _ = compare(cfg, program(False), uops)
+    serial, _ = compare(cfg, program(True), uops)
+    # The drain the second GEMM no longer waits for: s1 .. s(5+S) and the retirement.
+    assert serial.cycles - got.cycles >= 4 + cfg.gemm_stages, (serial.cycles, got.cycles)
+
+
+@pytest.mark.parametrize("back", range(4))
+@pytest.mark.parametrize("op", [AluOp.SHR, AluOp.ADD])
+@pytest.mark.parametrize("config", ["tiny", "default"])
+def test_an_alu_pass_over_the_last_rows_a_draining_gemm_writes(config, back, op):
+    """An ALU instruction right behind a GEMM over the row its last step (or one of the few
+    before it, ``back``) writes, as src and dst: the ALU starts while the GEMM drains and must
+    read that row after the GEMM writes it (hw/core/compute.py, the older steps; on
+    ``default``, whose dot products have two pipeline registers, it waits for them)."""
+    cfg = load_config(config)
+    last = 10 + STEPS - 1 - back
+    uops = [Uop(10, 0, 0), Uop(last, last, 0)]
+    prog = [
+        load(cfg, MemType.UOP, UOPS, 0, len(uops)),
+        load(cfg, MemType.INP, INP, 0, STEPS),
+        load(cfg, MemType.WGT, WGT, 0, 1),
+        load(cfg, MemType.ACC, ACC, 0, ROWS),
+        GemmInsn(opcode=Opcode.GEMM, uop_bgn=0, uop_end=1, iter_out=1, iter_in=STEPS,
+                 dst_factor_in=1, src_factor_in=1),
+        AluInsn(alu_opcode=op, use_imm=int(op == AluOp.SHR), imm=1, uop_bgn=1, uop_end=2,
+                iter_out=1, iter_in=1, push_next=1),
+        store(cfg, OUT, 0, ROWS, pop_prev=1),
+        FINISH,
+    ]
+    compare(cfg, prog, uops)
