@@ -70,14 +70,14 @@ def stream_arrays(distinct, inverse, meets):
     return table
 
 
-def schedule(table, start, token_max):
+def schedule(table, start, token_max, gemm_drain):
     """The run of the stream ``table`` (:func:`stream_arrays`) with the stages free at
     ``start``: a :class:`Schedule`, or None when the Python scheduler must run it (the module
     docstring)."""
     order = np.empty(table.shape[1], np.int64)
     status, cycles, stall, busy = _compiled()(
         table, start, token_max, timing.ALU_DISPATCH, timing.ALU_LATCH, timing.BESIDE_RETIRE,
-        timing.LOAD_LEAD, order)
+        timing.LOAD_LEAD, gemm_drain, timing.ALU_BEHIND_GEMM, order)
     return Schedule(int(cycles), [int(v) for v in stall], [int(v) for v in busy], order) \
         if status == OK else None
 
@@ -119,7 +119,7 @@ def _compiled():
 
 
 def _schedule(table, start, token_max, alu_dispatch, alu_latch, beside_retire, load_lead,
-              ran):
+              gemm_drain, alu_behind_gemm, ran):
     """``(status, cycles, stall[3], busy[3])``: the loop of ``Launch.run`` with
     ``_execute`` and ``_compute_times`` (launch.py; the comments there say why), over arrays;
     ``ran`` receives the indices of the instructions run, in order."""
@@ -143,6 +143,8 @@ def _schedule(table, start, token_max, alu_dispatch, alu_latch, beside_retire, l
     busy_until = np.zeros(3, np.int64)
     stall = np.zeros(3, np.int64)
     alu_free = 0
+    gemm_end = 0
+    gemm_done = 0
     read_free = 0
     ready_set = np.empty(3, np.int64)
     executed = 0
@@ -189,11 +191,19 @@ def _schedule(table, start, token_max, alu_dispatch, alu_latch, beside_retire, l
                     ready = pushed
         cycles = cost[index]
         alu_running = False
+        drains = kind[index] == 1 and cycles > 1      # a GEMM of steps
         if s == _COMPUTE:
-            alu_running = alu_free > ready and kind[index] == 1 and meets[index] == 0
-            if not alu_running:
+            if kind[index] == 2:
                 ready = max(ready, alu_free)
-            t0 = min(max(t0, alu_free), ready)
+                t0 = min(max(t0, alu_free), ready)
+            elif drains:
+                alu_running = alu_free > ready and meets[index] == 0
+                if not alu_running:
+                    ready = max(ready, alu_free)
+                t0 = min(max(t0, alu_free), ready)
+            else:
+                ready = max(ready, alu_free, gemm_end)
+                t0 = min(max(t0, alu_free, gemm_end), ready)
         # ``Launch._read``: a LOAD's beats follow those of the LOADs before it on the one read
         # engine (only LOADs read, so never an ALU instruction).
         if reads[index]:
@@ -204,11 +214,20 @@ def _schedule(table, start, token_max, alu_dispatch, alu_latch, beside_retire, l
         if s != _COMPUTE:
             end = free = done
         elif kind[index] == 2:
-            end = ready + alu_latch + cycles
+            end = max(max(ready + alu_latch, gemm_done - alu_behind_gemm) + cycles,
+                      gemm_end + beside_retire)
             alu_free = end
             free = ready + alu_dispatch
         else:
             end = free = max(done, alu_free + beside_retire if alu_running else alu_free)
+            if drains:
+                end = max(end, gemm_end + beside_retire)
+                gemm_done = done
+                free = max(done - gemm_drain, gemm_end + 1)
+                if free >= end:
+                    free = end
+                else:
+                    gemm_end = end
         stall[s] += ready - t0
         if end > busy_until[s]:
             busy[s] += max(0, end - max(ready, busy_until[s]))

@@ -33,7 +33,7 @@ import numpy as np
 
 from avta.isa import costs
 
-from . import compiled
+from . import compiled, timing
 from .alu import scale_widths
 from .prepare import constants, prepare
 from .prepare import load as prepare_kernels
@@ -111,7 +111,7 @@ def _run(launch, execute_stream):
     if ready is None:
         return None
     done = compiled.schedule(compiled.stream_arrays(stream.distinct, stream.inverse, ready.meets),
-                             costs.FETCH_LATENCY, sim._token_max)
+                             costs.FETCH_LATENCY, sim._token_max, timing.gemm_drain(sim.cfg))
     if done is None:
         return None
     pads, c = sim._pads, constants(sim.cfg)

@@ -54,6 +54,11 @@ class Launch:
         # The compute stage's detached ALU instruction (timing.py): when it completes, the ACC
         # rows it may touch, and its activity record (a GEMM beside it takes a share).
         self.alu_free = 0
+        # The compute stage's detached GEMM, which drains: when it retires (pushes), and when
+        # the last GEMM completed (an ALU instruction behind it starts its steps no earlier
+        # than timing.ALU_BEHIND_GEMM cycles before that).
+        self.gemm_end = 0
+        self.gemm_done = 0
         # When the shared read engine has delivered the beats of every LOAD run so far.
         self.read_free = 0
         self.alu_bounds = None
@@ -179,7 +184,7 @@ class Launch:
             return None
         done = compiled.schedule(
             compiled.stream_arrays(self.stream.distinct, self.stream.inverse, ready.meets),
-            costs.FETCH_LATENCY, self.sim._token_max)
+            costs.FETCH_LATENCY, self.sim._token_max, timing.gemm_drain(self.cfg))
         if done is None:
             return None
         # The micro-op LOADs ran on a copy; a timing-only run keeps what they wrote.
@@ -343,27 +348,38 @@ class Launch:
     def _compute_times(self, index, insn, start, ready, cycles):
         """``(waits_from, ready, end, free)`` of a compute instruction that reaches the head at
         ``start`` and whose tokens are there at ``ready``: when it waits on a token from (the
-        stage is busy while the detached ALU instruction runs, as on tsim), executes, completes
-        (and pushes), and frees the stage (timing.py: a GEMM runs beside the ALU before it)."""
+        stage is busy while a detached instruction runs, as on tsim), executes, completes
+        (and pushes), and frees the stage (timing.py: an ALU instruction detaches as it
+        starts, a GEMM once it has issued its steps; a GEMM runs beside the ALU instruction
+        before it, an ALU instruction behind a draining GEMM)."""
         stage = Stage.COMPUTE
-        alu_free = self.alu_free
-        # A GEMM's rows are bounded only when an ALU may run beside it (micro-ops never change
-        # during a GEMM or ALU instruction, so after executing it is as good as before).
-        alu_running = alu_free > ready and insn.opcode == Opcode.GEMM and not timing.banks_meet(
-            self._acc_bounds(index, insn), self.alu_bounds, scratchpad(self.cfg, "acc"))
-        if not alu_running:
-            ready = max(ready, alu_free)
-        waits_from = min(max(start, alu_free), ready)
-        if insn.opcode == Opcode.ALU:
-            end = ready + timing.ALU_LATCH + cycles
+        alu_free, gemm_end = self.alu_free, self.gemm_end
+        opcode = insn.opcode
+        if opcode == Opcode.ALU:
+            ready = max(ready, alu_free)        # one ALU instruction detached at a time
+            waits_from = min(max(start, alu_free), ready)
+            go = max(ready + timing.ALU_LATCH, self.gemm_done - timing.ALU_BEHIND_GEMM)
+            end = max(go + cycles, gemm_end + timing.BESIDE_RETIRE)
             self.alu_free, self.alu_bounds = end, self._acc_bounds(index, insn)
             self.alu_record = self._note_activity(index, stage, waits_from, ready, end,
                                                    ACTIVITY_KIND[insn.opcode])
             return waits_from, ready, end, ready + timing.ALU_DISPATCH
-        done = (self._read(ready, cycles) if insn.opcode == Opcode.LOAD and insn.x_size
+        drains = opcode == Opcode.GEMM and insn.steps > 0
+        # A GEMM's rows are bounded only when an ALU may run beside it (micro-ops never change
+        # during a GEMM or ALU instruction, so after executing it is as good as before).
+        alu_running = alu_free > ready and drains and not timing.banks_meet(
+            self._acc_bounds(index, insn), self.alu_bounds, scratchpad(self.cfg, "acc"))
+        if drains:
+            if not alu_running:
+                ready = max(ready, alu_free)
+            waits_from = min(max(start, alu_free), ready)
+        else:                   # anything else waits until nothing is detached
+            ready = max(ready, alu_free, gemm_end)
+            waits_from = min(max(start, alu_free, gemm_end), ready)
+        done = (self._read(ready, cycles) if opcode == Opcode.LOAD and insn.x_size
                 else ready + cycles)
         self._note_activity(index, stage, waits_from, ready, done,
-                            ACTIVITY_KIND.get(insn.opcode, 2))
+                            ACTIVITY_KIND.get(opcode, 2))
         if alu_running and self.alu_record is not None:
             # Cycles the ALU runs beside the GEMM count as GEMM (as tsim's activity port).
             alu_index, _, alu_start, alu_ready, alu_end, kind = self.sim._record[self.alu_record]
@@ -371,10 +387,20 @@ class Launch:
                                                  max(alu_ready, min(alu_end, ready)), kind)
             if alu_end > done:
                 self._note_activity(alu_index, stage, done, done, alu_end, kind)
-        # Beside the ALU the GEMM retires the cycle after the ALU completes, at the earliest
-        # (hw/core/stage_control.py: ``detached`` clears the cycle after ``detached_done``).
+        # Retirement in program order: the cycle after the detached ALU (hw/core/
+        # stage_control.py: the next slot retires a cycle after the one before it) and the
+        # detached GEMM, at the earliest.
         end = max(done, alu_free + timing.BESIDE_RETIRE) if alu_running else max(done, alu_free)
-        return waits_from, ready, end, end
+        if not drains:
+            return waits_from, ready, end, end
+        end = max(end, gemm_end + timing.BESIDE_RETIRE)
+        self.gemm_done = done
+        # It detaches once its last step is issued and no GEMM is detached (else it retires).
+        free = max(done - timing.gemm_drain(self.cfg), gemm_end + 1)
+        if free >= end:
+            return waits_from, ready, end, end
+        self.gemm_end = end
+        return waits_from, ready, end, free
 
     def _note_activity(self, index, stage, start, ready, end, kind):
         """Append an activity record (when recording); its position."""

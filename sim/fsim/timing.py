@@ -22,8 +22,13 @@ cycle later than it would alone, and pushes its tokens when it completes; a GEMM
 runs, unless their ACC rows may meet in a bank (:func:`acc_row_bounds`: the ALU's bounds as the RTL
 computes them, the GEMM's smallest and largest dst row; :func:`banks_meet`), in which case the GEMM
 starts when the ALU has completed (the RTL holds the first step whose bank the ALU uses; the model
-holds the whole GEMM). The GEMM retires, and pushes, only after the ALU: :data:`BESIDE_RETIRE` cycle
-after it at the earliest. Anything else waits for the ALU.
+holds the whole GEMM). A GEMM leaves the stage :func:`gemm_drain` cycles before it completes (it
+detaches once its last step is issued, hw/core/stage_control.py) unless a GEMM detached before it
+has not retired by then; what follows it may start then if it is an ALU instruction (which begins
+its steps no earlier than :data:`ALU_BEHIND_GEMM` cycles before the GEMM completes, so that it reads
+ACC after the GEMM's last write) or a GEMM (beside the drain). Instructions retire, and push, in
+program order: a detached one :data:`BESIDE_RETIRE` cycle after the one before it at the earliest.
+Anything else waits until nothing is detached.
 
 Stages run concurrently: an instruction starts when its stage is free and every token it pops has
 been pushed (at the end of the pushing instruction). The first instruction reaches the stages
@@ -43,15 +48,30 @@ from avta.isa.memories import scratchpad_of
 from avta.isa.registers import CYCLE_COUNTERS
 
 __all__ = ["cost", "acc_row_writes", "acc_row_bounds", "banks_meet", "banks_overlap",
-           "ESTIMATED", "ALU_DISPATCH", "ALU_LATCH", "BESIDE_RETIRE", "LOAD_LEAD"]
+           "gemm_drain", "ESTIMATED", "ALU_DISPATCH", "ALU_LATCH", "BESIDE_RETIRE",
+           "GEMM_DETACH", "ALU_BEHIND_GEMM", "LOAD_LEAD"]
 
 #: Cycles an ALU instruction holds the compute stage before the next instruction may start.
 ALU_DISPATCH = 1
 #: Cycles an ALU instruction starts later than its stage start (its copy is latched first).
 ALU_LATCH = 1
-#: Cycles after a detached ALU instruction completes at which a GEMM that ran beside it retires
-#: (and pushes), at the earliest.
+#: Cycles after a detached instruction retires at which the next one retires (and pushes), at
+#: the earliest.
 BESIDE_RETIRE = 1
+#: Cycles after a GEMM's last step is issued (``ready + steps``) at which the stage starts the
+#: next instruction, the GEMM detached: a cycle for the registered "issued", one for the queue.
+GEMM_DETACH = 2
+#: An ALU instruction behind a draining GEMM begins its steps no earlier than this many cycles
+#: before the GEMM completes: its first ACC read (three cycles after it begins) then comes no
+#: earlier than the GEMM's last write (hw/core/compute.py, the older steps), whatever the dot
+#: product's pipeline.
+ALU_BEHIND_GEMM = 4
+
+
+def gemm_drain(cfg):
+    """Cycles before a GEMM completes at which it leaves the stage (detached): its fill less
+    :data:`GEMM_DETACH` (the steps in flight after the last one's issue)."""
+    return costs.gemm_fill(cfg) - GEMM_DETACH
 
 #: Cycles of a LOAD before its first beat (its fixed overhead and the first-beat latency): the
 #: read engine is shared from then on.
