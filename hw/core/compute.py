@@ -136,6 +136,9 @@ class Compute(wiring.Component):
         if cfg.acc_read_ports == 2:
             members["alu_acc_rd_b"] = In(read_signature(geo["acc"]))
         super().__init__(members)
+        #: The dispatched ALU instruction waits for a draining GEMM's steps (not a port: the
+        #: compute stage's formal check covers it).
+        self.alu_waiting = Signal(name="alu_waiting")
 
     def elaborate(self, platform):
         m = Module()
@@ -181,7 +184,7 @@ class Compute(wiring.Component):
         # or, behind a draining GEMM, once that GEMM's last ACC write comes no later than the
         # ALU's first ACC read (:meth:`_older_steps`).
         alu_insn = Signal.like(insn.alu)
-        dispatched, waiting = Signal(), Signal()
+        dispatched, waiting = Signal(), self.alu_waiting
         m.d.sync += dispatched.eq(starting_alu)
         with m.If(starting_alu):
             m.d.sync += alu_insn.eq(insn.alu)

@@ -68,6 +68,8 @@ class StageControl(wiring.Component):
         detached one if there is one, else the head; ``done`` pulses with it).
     detached, detached_index : Out
         A detached ALU instruction has not retired, and its index.
+    draining : Out(1)
+        A detached GEMM has not retired.
     owner_index : Out
         The instruction the GEMM's ACC writes belong to this cycle: the detached GEMM until it
         completes, else the head.
@@ -93,6 +95,7 @@ class StageControl(wiring.Component):
             "detaching": In(1), "joins": In(1), "detach_late": In(1),
             "detached_done": In(1), "late_done": In(1), "detached": Out(1),
             "detached_index": Out(INDEX_BITS), "owner_index": Out(INDEX_BITS),
+            "draining": Out(1),
             "retire": Out(1), "retire_index": Out(INDEX_BITS),
         })
 
@@ -124,7 +127,7 @@ class StageControl(wiring.Component):
         for e in slots:
             with m.If(e.valid & e.alu):
                 m.d.comb += self.detached_index.eq(e.index)
-        m.d.comb += self.detached.eq(alu_detached)
+        m.d.comb += [self.detached.eq(alu_detached), self.draining.eq(gemm_detached)]
 
         def complete(push_prev, push_next, err):
             """Push (or report the DRAM error of) an instruction completing this cycle."""
