@@ -13,9 +13,10 @@ core has anyway:
   will not start);
 * ``compute_kind``: what the compute stage runs (:class:`ComputeKind`), so that compute busy
   cycles split into GEMM, ALU and the rest (LOAD UOP/ACC, FINISH): the head instruction's kind
-  while it executes, else ALU while a detached ALU instruction runs (hw/core/compute.py), else
-  the head's kind. A cycle in which the ALU runs beside a GEMM counts as GEMM; one in which the
-  GEMM waits for the ALU's rows, or has completed and waits for the ALU to retire, as ALU.
+  while it executes, else GEMM while a detached GEMM drains, else ALU while a detached ALU
+  instruction runs (hw/core/compute.py), else the head's kind. A cycle in which the ALU runs
+  beside a GEMM (executing or draining) counts as GEMM; one in which the GEMM waits for the
+  ALU's rows, or has completed and waits for the ALU to retire, as ALU.
 """
 
 from amaranth.hdl import Mux
@@ -64,6 +65,9 @@ def drive_activity(m, activity, stages, running, gemm_held):
                     Mux(opcode == Opcode.ALU, ComputeKind.ALU, ComputeKind.OTHER))
     m.d.comb += [
         activity.running.eq(running),
-        activity.compute_kind.eq(Mux(cp.detached & (~cp.executing | gemm_held), ComputeKind.ALU,
-                                     head_kind)),
+        # A draining GEMM's cycles are the GEMM's, an ALU instruction beside it or not (as the
+        # cycles of one beside an executing GEMM are).
+        activity.compute_kind.eq(Mux(cp.draining & ~cp.executing, ComputeKind.GEMM,
+                                     Mux(cp.detached & (~cp.executing | gemm_held),
+                                         ComputeKind.ALU, head_kind))),
     ]
