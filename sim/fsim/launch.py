@@ -355,14 +355,19 @@ class Launch:
         stage = Stage.COMPUTE
         alu_free, gemm_end = self.alu_free, self.gemm_end
         opcode = insn.opcode
+        # A draining GEMM's cycles are the GEMM's in the activity (as tsim's activity port
+        # counts them): what runs beside its drain is shown from its completion on.
+        floor = self.gemm_done
         if opcode == Opcode.ALU:
             ready = max(ready, alu_free)        # one ALU instruction detached at a time
             waits_from = min(max(start, alu_free), ready)
             go = max(ready + timing.ALU_LATCH, self.gemm_done - timing.ALU_BEHIND_GEMM)
             end = max(go + cycles, gemm_end + timing.BESIDE_RETIRE)
             self.alu_free, self.alu_bounds = end, self._acc_bounds(index, insn)
-            self.alu_record = self._note_activity(index, stage, waits_from, ready, end,
-                                                   ACTIVITY_KIND[insn.opcode])
+            shown = max(ready, floor)
+            self.alu_record = self._note_activity(index, stage, min(max(waits_from, floor),
+                                                                    shown),
+                                                   shown, end, ACTIVITY_KIND[insn.opcode])
             return waits_from, ready, end, ready + timing.ALU_DISPATCH
         drains = opcode == Opcode.GEMM and insn.steps > 0
         # A GEMM's rows are bounded only when an ALU may run beside it (micro-ops never change
@@ -378,13 +383,14 @@ class Launch:
             waits_from = min(max(start, alu_free, gemm_end), ready)
         done = (self._read(ready, cycles) if opcode == Opcode.LOAD and insn.x_size
                 else ready + cycles)
-        self._note_activity(index, stage, waits_from, ready, done,
+        shown = max(ready, floor)
+        self._note_activity(index, stage, min(max(waits_from, floor), shown), shown, done,
                             ACTIVITY_KIND.get(opcode, 2))
         if alu_running and self.alu_record is not None:
             # Cycles the ALU runs beside the GEMM count as GEMM (as tsim's activity port).
             alu_index, _, alu_start, alu_ready, alu_end, kind = self.sim._record[self.alu_record]
             self.sim._record[self.alu_record] = (alu_index, stage, alu_start, alu_ready,
-                                                 max(alu_ready, min(alu_end, ready)), kind)
+                                                 max(alu_ready, min(alu_end, shown)), kind)
             if alu_end > done:
                 self._note_activity(alu_index, stage, done, done, alu_end, kind)
         # Retirement in program order: the cycle after the detached ALU (hw/core/
