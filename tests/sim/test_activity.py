@@ -42,8 +42,11 @@ CFG = load_config("tiny")
 UOPS, WGT, INP, OUT = 0x1000, 0x2000, 0x3000, 0x6000
 STAGE_COUNTERS = {"load": "LD", "compute": "CP", "store": "ST"}
 #: An ALU instruction's busy cycles besides its steps: the fill, and the cycle its copy is
-#: latched (sim/fsim/timing.py, hw/core/compute.py).
+#: latched (sim/fsim/timing.py, hw/core/compute.py); behind a draining GEMM its first
+#: ``ALU_BEHIND_GEMM`` cycles are the GEMM's (hw/core/activity_port.py), and it begins its steps
+#: as soon as it may, so only the rest of its fill shows.
 ALU_EXTRA = costs.ALU_FILL + timing.ALU_LATCH
+ALU_BEHIND_GEMM_EXTRA = costs.ALU_FILL - timing.ALU_BEHIND_GEMM
 #: A GEMM instruction's busy cycles besides its steps (its pipeline's fill).
 GEMM_EXTRA = costs.gemm_fill(CFG)
 
@@ -161,7 +164,8 @@ def test_fsim_activity_follows_its_cycle_model():
         assert totals[lane]["wait"] == result.counters[f"STALL_{short}"]
         assert totals[lane]["idle"] == result.counters[f"IDLE_{short}"]
     assert totals["compute"]["gemm"] == result.counters["GEMM_STEPS"] + 3 * GEMM_EXTRA
-    assert totals["compute"]["alu"] == result.counters["ALU_STEPS"] + 3 * ALU_EXTRA
+    # Each ALU instruction follows its GEMM, which drains beside it.
+    assert totals["compute"]["alu"] == result.counters["ALU_STEPS"] + 3 * ALU_BEHIND_GEMM_EXTRA
     assert totals["compute"]["wait"] > 0                # the GEMMs wait for the long LOADs
     # Every instruction ran; the first INP LOAD (instruction 2) starts after the WGT LOAD.
     starts = activity.insn_start
@@ -209,7 +213,8 @@ def test_tsim_activity_is_exact(tsim, reps):
         assert totals[lane]["idle"] == result.counters[f"IDLE_{short}"]
     gemms = alus = reps
     assert totals["compute"]["gemm"] == result.counters["GEMM_STEPS"] + GEMM_EXTRA * gemms
-    assert totals["compute"]["alu"] == result.counters["ALU_STEPS"] + ALU_EXTRA * alus
+    assert totals["compute"]["alu"] == (result.counters["ALU_STEPS"]
+                                        + ALU_BEHIND_GEMM_EXTRA * alus)
     assert totals["compute"]["wait"] > 100 * reps
     assert totals["compute"]["other"] > 0              # LOAD UOP, sync, FINISH
 
@@ -275,13 +280,15 @@ def test_fsim_and_tsim_agree(which):
     for lane, (low, high) in BUSY_RATIOS.items():
         ratio = t.busy(lane).sum() / f.busy(lane).sum()
         assert low <= ratio <= high, (lane, ratio)
-    # Beyond the micro-op steps, both charge the pipeline fill per GEMM instruction; on tsim
-    # the cycle a GEMM starts beside a detached ALU instruction is the ALU's (the stage control
-    # is still waiting then), so up to one cycle per GEMM goes to the ALU.
+    # Beyond the micro-op steps, both charge the pipeline fill per GEMM instruction, less
+    # where a GEMM starts while the one before it drains (their cycles are counted once). The
+    # two models agree within a few cycles (measured: matmul 601 and 605 GEMM cycles, conv2d
+    # 2,435 and 2,439; the ALU's 64 and 64, 65 and 66).
     program = devices[1].last_program
     gemms = sum(insn.opcode == Opcode.GEMM for insn in program.insns)
     steps = devices[1].last_result.counters["GEMM_STEPS"]
     assert gemms > 0
-    assert f.totals()["compute"]["gemm"] == steps + gemms * GEMM_EXTRA
-    assert (steps + gemms * (GEMM_EXTRA - 1) <= t.totals()["compute"]["gemm"]
-            <= steps + gemms * GEMM_EXTRA)
+    f_gemm, t_gemm = f.totals()["compute"]["gemm"], t.totals()["compute"]["gemm"]
+    assert steps < f_gemm <= steps + gemms * GEMM_EXTRA
+    assert 0 <= t_gemm - f_gemm <= gemms // 2, (f_gemm, t_gemm)
+    assert abs(t.totals()["compute"]["alu"] - f.totals()["compute"]["alu"]) <= 2
