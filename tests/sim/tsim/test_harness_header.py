@@ -129,7 +129,7 @@ def test_trace_port_encodes_states_as_the_enum(tiny_cfg):
     trace = signature.flip().create()
     stages = {short: SimpleNamespace(busy=Signal(), idle_event=Signal(), stall_event=Signal(),
                                      retire=Signal(), retire_index=Signal(8),
-                                     detached_index=Signal(8),
+                                     detached_index=Signal(8), owner_index=Signal(8),
                                      insn=SimpleNamespace(payload=SimpleNamespace(index=Signal(8))))
               for short in TRACE_STAGES.values()}
     ports = {name: SimpleNamespace(en=Signal(len(getattr(trace, f"{prefix}_en"))),
