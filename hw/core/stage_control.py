@@ -16,6 +16,11 @@ it has completed and everything older has retired, and the head retires only aft
 detached one, so tokens are pushed in program order (docs/isa.md §3 rule (c)). A GEMM
 completion (``late_done``) is the detached GEMM's while one is detached (the unit completes
 its instructions in order), else the head's.
+
+The load stage detaches late too (``late_in_done`` False): a LOAD whose rows are all requested
+(read-ahead, hw/core/tensor_load.py); the next LOAD starts beside it (``joins``), and the
+released one completes on ``late_done``, apart from the head's ``done``, with its DRAM error
+(``late_err``, error 9 with its index).
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
@@ -64,12 +69,17 @@ class StageControl(wiring.Component):
     detach_late : In(1)
         The executing head (a GEMM) may detach now: its unit has issued its last step.
     detached_done, late_done : In(1)
-        The detached ALU instruction completed / the oldest GEMM in flight completed (the
-        detached one if there is one, else the head; ``done`` pulses with it).
+        The detached ALU instruction completed / the late-detached instruction completed. With
+        ``late_in_done`` (the compute stage) ``late_done`` is the oldest GEMM in flight's
+        completion, which ``done`` also shows: the detached GEMM's if one is detached, else
+        the head's.
+    late_err : In(1)
+        With ``late_done``: the late-detached instruction met a DRAM error (error 9).
     detached, detached_index : Out
         A detached ALU instruction has not retired, and its index.
-    draining : Out(1)
-        A detached GEMM has not retired.
+    draining, late_index : Out
+        A late-detached instruction (a draining GEMM, a released LOAD) has not retired, and
+        its index.
     owner_index : Out
         The instruction the GEMM's ACC writes belong to this cycle: the detached GEMM until it
         completes, else the head.
@@ -82,8 +92,9 @@ class StageControl(wiring.Component):
     ``faults``: a set of :data:`avta.hw.core.faults.ALL_FAULTS` names (tests only).
     """
 
-    def __init__(self, *, cfg, faults=frozenset()):
+    def __init__(self, *, cfg, faults=frozenset(), late_in_done=True):
         self._faults = faults
+        self._late_in_done = late_in_done
         super().__init__({
             "insn": In(stream.Signature(entry_layout(cfg))), "halt": In(1),
             "start": Out(1), "done": In(1), "err": In(1),
@@ -93,9 +104,9 @@ class StageControl(wiring.Component):
             "error": Out(1), "error_code": Out(ErrorCode), "error_index": Out(INDEX_BITS),
             "busy": Out(1), "executing": Out(1), "idle_event": Out(1), "stall_event": Out(1),
             "detaching": In(1), "joins": In(1), "detach_late": In(1),
-            "detached_done": In(1), "late_done": In(1), "detached": Out(1),
+            "detached_done": In(1), "late_done": In(1), "late_err": In(1), "detached": Out(1),
             "detached_index": Out(INDEX_BITS), "owner_index": Out(INDEX_BITS),
-            "draining": Out(1),
+            "draining": Out(1), "late_index": Out(INDEX_BITS),
             "retire": Out(1), "retire_index": Out(INDEX_BITS),
         })
 
@@ -107,27 +118,29 @@ class StageControl(wiring.Component):
                         & (~head.pop_next | self.next_nonzero))
 
         # The detached instructions, oldest first in slots 0 and 1: at most an ALU instruction
-        # and a GEMM. Each waits here, with its pushes and index, until it has completed and
-        # everything older has retired.
+        # and a late-detached one (a GEMM, a LOAD). Each waits here, with its pushes, index and
+        # DRAM error, until it has completed and everything older has retired.
         slots = [_Slot(k) for k in range(2)]
-        gemm_detached = Cat(e.valid & ~e.alu for e in slots).any()
+        late_detached = Cat(e.valid & ~e.alu for e in slots).any()
         alu_detached = Cat(e.valid & e.alu for e in slots).any()
         anything_detached = slots[0].valid       # slot 1 is used only behind slot 0
-        gemm_late = self.late_done & gemm_detached
-        finishing = [e.valid & (e.done | Mux(e.alu, self.detached_done, gemm_late))
+        late = self.late_done & late_detached
+        finishing = [e.valid & (e.done | Mux(e.alu, self.detached_done, late))
                      for e in slots]
+        errs = [e.err | (~e.alu & late & self.late_err) for e in slots]
         retiring = Signal()
         m.d.comb += retiring.eq(finishing[0])
         done_seen = Signal()        # the head completed while something detached still ran
-        head_done = self.done & ~gemm_late
-        m.d.comb += self.owner_index.eq(index)
+        head_done = self.done & ~late if self._late_in_done else self.done
+        m.d.comb += [self.owner_index.eq(index), self.late_index.eq(index)]
         for e in slots:
+            with m.If(e.valid & ~e.alu):
+                m.d.comb += self.late_index.eq(e.index)
             with m.If(e.valid & ~e.alu & ~e.done):
                 m.d.comb += self.owner_index.eq(e.index)
-        for e in slots:
             with m.If(e.valid & e.alu):
                 m.d.comb += self.detached_index.eq(e.index)
-        m.d.comb += [self.detached.eq(alu_detached), self.draining.eq(gemm_detached)]
+        m.d.comb += [self.detached.eq(alu_detached), self.draining.eq(late_detached)]
 
         def complete(push_prev, push_next, err):
             """Push (or report the DRAM error of) an instruction completing this cycle."""
@@ -143,11 +156,11 @@ class StageControl(wiring.Component):
         # Slot 0 retires when it completes; slot 1 moves up behind it.
         with m.If(retiring):
             m.d.comb += [self.retire_index.eq(slots[0].index), self.error_index.eq(slots[0].index)]
-            complete(slots[0].push_prev, slots[0].push_next, 0)
+            complete(slots[0].push_prev, slots[0].push_next, errs[0])
         with m.Else():
             m.d.comb += [self.retire_index.eq(index), self.error_index.eq(index)]
         # What the slots hold after this cycle's retirement, before this cycle's detach.
-        after = [_Slot.after(m, slots, finishing, retiring, k) for k in range(2)]
+        after = [_Slot.after(m, slots, finishing, errs, retiring, k) for k in range(2)]
         count_after = Mux(after[0]["valid"], Mux(after[1]["valid"], 2, 1), 0)
 
         def detach(alu):
@@ -156,12 +169,13 @@ class StageControl(wiring.Component):
             for k, e in enumerate(slots):
                 with m.If(count_after == k):
                     m.d.sync += [e.valid.eq(1), e.index.eq(index), e.alu.eq(alu), e.done.eq(0),
-                                 e.push_prev.eq(head.push_prev),
+                                 e.err.eq(0), e.push_prev.eq(head.push_prev),
                                  e.push_next.eq(head.push_next)]
 
         for k, e in enumerate(slots):
             m.d.sync += [e.valid.eq(after[k]["valid"]), e.index.eq(after[k]["index"]),
                          e.alu.eq(after[k]["alu"]), e.done.eq(after[k]["done"]),
+                         e.err.eq(after[k]["err"]),
                          e.push_prev.eq(after[k]["push_prev"]),
                          e.push_next.eq(after[k]["push_next"])]
 
@@ -194,7 +208,7 @@ class StageControl(wiring.Component):
                     m.next = "WAIT"
                 with m.Elif(head_done):
                     m.d.sync += done_seen.eq(1)
-                with m.Elif(self.detach_late & ~gemm_detached & ~done_seen):
+                with m.Elif(self.detach_late & ~late_detached & ~done_seen):
                     detach(alu=0)
                     m.next = "WAIT"
         return m
@@ -206,15 +220,16 @@ class _Slot:
     def __init__(self, k):
         self.valid = Signal(name=f"slot{k}_valid")
         self.index = Signal(INDEX_BITS, name=f"slot{k}_index")
-        self.alu = Signal(name=f"slot{k}_alu")          # an ALU instruction, else a GEMM
+        self.alu = Signal(name=f"slot{k}_alu")          # an ALU instruction, else late
         self.done = Signal(name=f"slot{k}_done")        # it completed; it waits to retire
+        self.err = Signal(name=f"slot{k}_err")          # it completed with a DRAM error
         self.push_prev = Signal(name=f"slot{k}_push_prev")
         self.push_next = Signal(name=f"slot{k}_push_next")
 
-    FIELDS = ("valid", "index", "alu", "done", "push_prev", "push_next")
+    FIELDS = ("valid", "index", "alu", "done", "err", "push_prev", "push_next")
 
     @staticmethod
-    def after(m, slots, finishing, retiring, k):
+    def after(m, slots, finishing, errs, retiring, k):
         """Slot ``k``'s fields after this cycle's completions and retirement (slot 1 moves to
         slot 0 when slot 0 retires)."""
         values = {}
@@ -222,9 +237,10 @@ class _Slot:
             here, behind = getattr(slots[k], name), (getattr(slots[k + 1], name)
                                                      if k + 1 < len(slots) else None)
             sig = Signal.like(here, name=f"after{k}_{name}")
-            if name == "done":
-                here_v = here | finishing[k]
-                behind_v = (behind | finishing[k + 1]) if behind is not None else 0
+            if name in ("done", "err"):
+                now = finishing if name == "done" else errs
+                here_v = here | now[k]
+                behind_v = (behind | now[k + 1]) if behind is not None else 0
             else:
                 here_v, behind_v = here, (behind if behind is not None else 0)
             m.d.comb += sig.eq(Mux(retiring, behind_v, here_v))
