@@ -124,7 +124,10 @@ class StageControl(wiring.Component):
         late_detached = Cat(e.valid & ~e.alu for e in slots).any()
         alu_detached = Cat(e.valid & e.alu for e in slots).any()
         anything_detached = slots[0].valid       # slot 1 is used only behind slot 0
-        late = self.late_done & late_detached
+        # A late completion is the late-detached instruction's if it has not completed yet
+        # (once it has, it may wait to retire behind the ALU one while the unit completes the
+        # head).
+        late = self.late_done & Cat(e.valid & ~e.alu & ~e.done for e in slots).any()
         finishing = [e.valid & (e.done | Mux(e.alu, self.detached_done, late))
                      for e in slots]
         errs = [e.err | (~e.alu & late & self.late_err) for e in slots]

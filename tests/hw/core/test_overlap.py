@@ -126,7 +126,10 @@ def test_random_alu_then_gemms_equal_one_after_the_other(seed):
 
 def _random_compute(rng, cfg, n_gemm_uops):
     """A GEMM (any of the first ``n_gemm_uops`` micro-ops, random reset, a few to a dozen
-    steps) or an ALU instruction (one micro-op of the rest, any op) over random rows."""
+    steps; sometimes none, which the GEMM unit takes only when idle) or an ALU instruction
+    (one micro-op of the rest, any op) over random rows."""
+    if rng.random() < 0.1:
+        return GemmInsn(opcode=Opcode.GEMM)
     if rng.random() < 0.55:
         u = rng.randrange(n_gemm_uops)
         return GemmInsn(opcode=Opcode.GEMM, reset=int(rng.random() < 0.2), uop_bgn=u,
