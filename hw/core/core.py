@@ -123,7 +123,7 @@ class Core(wiring.Component):
         self._faults = faults = check_faults(faults)
         self._fetch = Fetch(cfg=cfg, ring=fetch_ring, burst=fetch_burst, faults=faults)
         units = units or {
-            "load": TensorLoad(cfg=cfg, types=LOAD_STAGE_TYPES, faults=faults),
+            "load": TensorLoad(cfg=cfg, types=LOAD_STAGE_TYPES, overlap=True, faults=faults),
             "compute": Compute(cfg=cfg, faults=faults),
             "store": TensorStore(cfg=cfg, faults=faults)}
         self._load, self._compute, self._store = units["load"], units["compute"], units["store"]
@@ -185,7 +185,10 @@ class Core(wiring.Component):
         for name, port in (("ld", fetch.ld_insn), ("cp", fetch.cp_insn), ("st", fetch.st_insn)):
             run.submodules[f"{name}_insn_q"] = queues[name] = q = InsnQueue(
                 cfg=cfg, depth=self._queue_depth, faults=self._faults)
-            run.submodules[f"{name}_ctrl"] = stages[name] = StageControl(cfg=cfg, faults=self._faults)
+            # The load stage's LOADs overlap (read-ahead) when its unit releases them.
+            late = name == "ld" and "release" in self._load.signature.members
+            run.submodules[f"{name}_ctrl"] = stages[name] = StageControl(
+                cfg=cfg, faults=self._faults, late_detach=late)
             connect(run, fetch=port, queue=q.w)
             connect(run, queue=q.r, stage=stages[name].insn)
         tokens = {}
@@ -212,6 +215,11 @@ class Core(wiring.Component):
             run.d.comb += [unit.start.eq(ctrl.start), ctrl.done.eq(unit.done),
                            ctrl.err.eq(unit.err)]
         cp = stages["cp"]
+        if stages["ld"]._late_detach:
+            ld = stages["ld"]
+            run.d.comb += [ld.release.eq(load.release), ld.joins.eq(load.joins),
+                           ld.detached_done.eq(load.detached_done),
+                           ld.detached_err.eq(load.detached_err)]
         run.d.comb += [cp.detaching.eq(compute.detaching), cp.joins.eq(compute.joins),
                        cp.detached_done.eq(compute.detached_done)]
         run.d.comb += [

@@ -12,6 +12,10 @@ next one, if that one may run beside it (``joins``, a GEMM); any other waits. A 
 instruction pushes its tokens (and retires) when it completes, and an instruction started beside
 it retires only after it, so tokens are pushed in program order (docs/isa.md §3 rule (c)). One
 instruction is detached at a time.
+
+With ``late_detach`` (the load stage, hw/core/tensor_load.py) the unit may also detach the head
+instruction while it runs (``release``): it leaves the queue then, and the same rules hold; its
+completion may report a DRAM error (``detached_err``, error 9 with its index).
 """
 
 from amaranth.hdl import Const, Module, Mux, Signal
@@ -65,11 +69,18 @@ class StageControl(wiring.Component):
         This cycle the stage had no instruction / held one but waited on a token
         (IDLE_x, STALL_x counters).
 
+    release, detached_err : In(1)
+        With ``late_detach`` only: the running head instruction detaches now (the unit needs
+        its fields no more); the detached instruction completed with a DRAM error (with
+        ``detached_done``).
+
     ``faults``: a set of :data:`avta.hw.core.faults.ALL_FAULTS` names (tests only).
     """
 
-    def __init__(self, *, cfg, faults=frozenset()):
+    def __init__(self, *, cfg, faults=frozenset(), late_detach=False):
         self._faults = faults
+        self._late_detach = late_detach
+        late = {"release": In(1), "detached_err": In(1)} if late_detach else {}
         super().__init__({
             "insn": In(stream.Signature(entry_layout(cfg))), "halt": In(1),
             "start": Out(1), "done": In(1), "err": In(1),
@@ -81,6 +92,7 @@ class StageControl(wiring.Component):
             "detaching": In(1), "joins": In(1), "detached_done": In(1), "detached": Out(1),
             "detached_index": Out(INDEX_BITS),
             "retire": Out(1), "retire_index": Out(INDEX_BITS),
+            **late,
         })
 
     def elaborate(self, platform):
@@ -111,7 +123,8 @@ class StageControl(wiring.Component):
         with m.If(self.detached_done):
             m.d.sync += detached.eq(0)
             m.d.comb += self.retire_index.eq(late_index)
-            complete(late_push_prev, late_push_next, 0)
+            complete(late_push_prev, late_push_next,
+                     self.detached_err if self._late_detach else 0)
         with m.Else():
             m.d.comb += self.retire_index.eq(index)
 
@@ -146,4 +159,13 @@ class StageControl(wiring.Component):
                     m.next = "WAIT"
                 with m.Elif(self.done):
                     m.d.sync += done_seen.eq(1)
+                if self._late_detach:
+                    # The unit releases the head only while nothing is detached, before it
+                    # completes, and completes it (``detached_done``) before the next one.
+                    with m.Elif(self.release):
+                        m.d.comb += self.insn.ready.eq(1)
+                        m.d.sync += [detached.eq(1), late_index.eq(index),
+                                     late_push_prev.eq(head.push_prev),
+                                     late_push_next.eq(head.push_next)]
+                        m.next = "WAIT"
         return m
