@@ -16,6 +16,7 @@ from avta.isa.enums import AluOp
 
 __all__ = ["FETCH_LATENCY", "INSN_OVERHEAD", "LOAD_LATENCY", "LOAD_ROW_MIN_CYCLES",
            "LOAD_SETTLE", "LOAD_RELEASE", "LOAD_RELEASE_AFTER", "load_release_cycles",
+           "load_ahead",
            "STORE_ROW_OVERHEAD",
            "COMPUTE_FILL", "INDEX_REGISTER", "ROW_REGISTER", "ALU_FILL", "gemm_fill",
            "two_operand_step", "reused_src_steps", "alu_cycles", "row_cycles", "load_cycles",
@@ -137,6 +138,16 @@ def load_release_cycles(cfg, y_size, x_size, elem_bytes):
     if x_size == 0 or elem_bytes < cfg.axi_data_bytes:
         return 0
     return max(LOAD_SETTLE, 1 + LOAD_ROW_MIN_CYCLES * y_size) + LOAD_RELEASE
+
+
+def load_ahead(cfg):
+    """The planner's figure of read-ahead: cycles a load-stage LOAD saves when the stage starts
+    it while the LOAD before it still reads (its start and first-beat latency, hidden behind
+    the earlier LOAD's beats), where both INP and WGT LOADs are released (elements of whole
+    beats); 0 elsewhere."""
+    if min(cfg.inp_elem_bytes, cfg.wgt_elem_bytes) < cfg.axi_data_bytes:
+        return 0
+    return INSN_OVERHEAD + LOAD_LATENCY
 
 
 def store_cycles(cfg, y_size, x_size):
