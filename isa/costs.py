@@ -47,7 +47,7 @@ LOAD_SETTLE = 4
 #: release state and the stage control's start.
 LOAD_RELEASE = 2
 #: Cycles after a released LOAD completes before the LOAD after it can be released in turn.
-LOAD_RELEASE_AFTER = 2
+LOAD_RELEASE_AFTER = 3
 #: A STORE's cycles per DRAM row besides the row's beats (its write burst's address and
 #: response; 6 on default and huge).
 STORE_ROW_OVERHEAD = 6
@@ -137,7 +137,7 @@ def load_release_cycles(cfg, y_size, x_size, elem_bytes):
     whose row writer holds the beats: hw/core/tensor_load.py)."""
     if x_size == 0 or elem_bytes < cfg.axi_data_bytes:
         return 0
-    return max(LOAD_SETTLE, 1 + LOAD_ROW_MIN_CYCLES * y_size) + LOAD_RELEASE
+    return max(LOAD_SETTLE, LOAD_ROW_MIN_CYCLES * y_size) + LOAD_RELEASE
 
 
 def load_ahead(cfg):
