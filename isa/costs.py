@@ -15,7 +15,8 @@ sharing it, the planner's estimates do not.
 from avta.isa.enums import AluOp
 
 __all__ = ["FETCH_LATENCY", "INSN_OVERHEAD", "LOAD_LATENCY", "LOAD_ROW_MIN_CYCLES",
-           "LOAD_SETTLE", "LOAD_RELEASE", "LOAD_RELEASE_AFTER", "load_release_cycles",
+           "LOAD_SETTLE", "LOAD_RELEASE", "LOAD_AHEAD_BEATS", "LOAD_RELEASE_AFTER",
+           "load_release_cycles",
            "load_ahead",
            "STORE_ROW_OVERHEAD",
            "COMPUTE_FILL", "INDEX_REGISTER", "ROW_REGISTER", "ALU_FILL", "gemm_fill",
@@ -46,6 +47,10 @@ LOAD_SETTLE = 4
 #: Cycles from the last row's request (or the settling) until the next LOAD starts: the
 #: release state and the stage control's start.
 LOAD_RELEASE = 2
+#: Beats the released LOAD still awaits when the next one requests its first row: about its
+#: start and first-beat latency, so that its beats follow on, and a read of another stage that
+#: reaches the memory engine meanwhile does not queue behind both (hw/core/tensor_load.py).
+LOAD_AHEAD_BEATS = 8
 #: Cycles after a released LOAD completes before the LOAD after it can be released in turn.
 LOAD_RELEASE_AFTER = 3
 #: A STORE's cycles per DRAM row besides the row's beats (its write burst's address and

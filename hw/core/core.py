@@ -241,7 +241,8 @@ class Core(wiring.Component):
         connect_scratchpads(run, compute, cfg, wr, rd)
         connect(run, store.out_rd, rd["out"])
         if self._trace:
-            drive_trace(run, self.trace, stages, wr)
+            drive_trace(run, self.trace, stages, wr,
+                        load.wr_released if stages["ld"]._late_detach else None)
 
         # -- run control and errors ---------------------------------------------------------------
         finished = Signal()          # FINISH has executed

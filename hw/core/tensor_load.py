@@ -19,7 +19,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
-from avta.isa import formats
+from avta.isa import costs, formats
 from avta.isa.enums import MemType, PadValue, Stage
 from avta.isa.memories import LOADABLE, elem_bytes, memory, stage_types
 from avta.isa.layout import layouts
@@ -109,7 +109,7 @@ class TensorLoad(wiring.Component):
         }
         if overlap:
             members.update({"release": Out(1), "joins": Out(1), "detached_done": Out(1),
-                            "detached_err": Out(1)})
+                            "detached_err": Out(1), "wr_released": Out(1)})
         for port in self._bases:
             members[port] = In(ADDR_BITS)
         for pad in self._pads:
@@ -333,9 +333,18 @@ class TensorLoad(wiring.Component):
                 # Stopped with pad rows unwritten: drop them (not the head's).
                 with m.If(rel_padding):
                     m.d.comb += pad.cancel.eq(1)
+            # The row written this cycle (a beat's, else a pad row) is the released LOAD's:
+            # for the trace port, which names the instruction each written row belongs to.
+            m.d.comb += self.wr_released.eq(rel_live & Mux(
+                self.mem.data.valid, beat.tag.slot == rel, pad.wr_valid & (walk_slot == rel)))
             m.d.comb += [older.eq(rel_live | rel_done),
                          self.detached_done.eq(rel_done), self.detached_err.eq(rel_err)]
-            clear = self._range_check(m, cur, rel, older, width)
+            # The head writes once its rows are known disjoint from the released LOAD's, and
+            # requests once that LOAD has few beats left (costs.LOAD_AHEAD_BEATS): its first
+            # beat then follows the last of them, and a read of another stage that reaches the
+            # memory engine meanwhile is not queued behind both.
+            few_left = of(outstanding, rel) <= costs.LOAD_AHEAD_BEATS
+            clear = ~older | (self._range_check(m, cur, rel, width) & few_left)
             settled = self._settle == 0
             narrow_types = [t for t in types if elem_bytes(cfg, t) >= bus]
             joins = 0
@@ -358,7 +367,10 @@ class TensorLoad(wiring.Component):
                     with m.If(insn.x_size == 0):
                         # docs/isa.md §3.1: no data moves; only tokens act (after the
                         # released LOAD's, in order).
-                        m.next = "EMPTY" if self._overlap else "DONE"
+                        m.next = "DONE"
+                        if self._overlap:
+                            with m.If(older):
+                                m.next = "EMPTY"
                     with m.Else():
                         walk_kind_now = Signal.like(kind)
                         for i, t in enumerate(types):
@@ -420,7 +432,7 @@ class TensorLoad(wiring.Component):
         m.d.sync += [self._height.eq(insn.y_pad_0 + insn.y_size + insn.y_pad_1),
                      self._settle.eq(3)]
 
-    def _range_check(self, m, cur, rel, older, width):
+    def _range_check(self, m, cur, rel, width):
         """Whether the head LOAD (slot ``cur``) may write while the released one (slot ``rel``)
         still does: their rows, ``[lo, lo + W·H)`` modulo the scratchpad's depth, are disjoint
         (LOADs of one stage may write the same rows, in program order; beats complete out of
@@ -483,4 +495,4 @@ class TensorLoad(wiring.Component):
                     m.d.sync += [end[s].eq(eb), big[s].eq(big_2)]
             m.d.sync += disjoint.eq(~same_pad | (~big_2 & ~of(big, rel) & (
                 ((ea <= b) & (eb <= a + depth)) | ((eb <= a) & (ea <= b + depth)))))
-        return ~older | ((settle == 0) & disjoint)
+        return (settle == 0) & disjoint

@@ -209,7 +209,8 @@ def _schedule(table, start, token_max, alu_dispatch, alu_latch, beside_retire, l
         if s == _LOAD:
             end = free = max(done, load_end)
             if release[index]:
-                free = min(end, max(ready + release[index], load_end + release_after))
+                free = min(end, max(ready + release[index], done - load_lead,
+                                    load_end + release_after))
             load_end = end
         elif s != _COMPUTE:
             end = free = done

@@ -235,7 +235,8 @@ class Launch:
         done = self._read(issue, cycles) if insn.x_size else issue + cycles
         end = free = max(done, load_end)
         if static.release:
-            free = min(end, max(ready + static.release, load_end + timing.RELEASE_AFTER))
+            free = min(end, max(ready + static.release, done - timing.LOAD_LEAD,
+                                load_end + timing.RELEASE_AFTER))
         self.load_end = end
         return end, free
 

@@ -35,7 +35,9 @@ layer's start wait behind the load stage's first bursts, as on the RTL (of two L
 run next, the model runs the one that starts first). The load stage reads ahead
 (hw/core/tensor_load.py): a LOAD of rows whose elements span whole beats lets the next one start
 :func:`~avta.isa.costs.load_release_cycles` after its own start, or :data:`RELEASE_AFTER` after
-the LOAD before it completed if that is later, and no later than its own completion; a LOAD
+the LOAD before it completed if that is later, and no later than its own completion; the next
+one reaches the read engine no earlier than :data:`LOAD_LEAD` cycles before the end of its beats
+(the RTL requests its rows once it awaits :data:`~avta.isa.costs.LOAD_AHEAD_BEATS` beats); a LOAD
 completes (and pushes) no earlier than the one before it, and one not released (no rows, or
 narrow elements) begins only when the one before it has completed. STALL_x counts cycles a stage waited on tokens,
 IDLE_x the cycles it was neither busy nor stalled (before launch is excluded; after its last
