@@ -343,8 +343,13 @@ class TensorLoad(wiring.Component):
             # requests once that LOAD has few beats left (costs.LOAD_AHEAD_BEATS): its first
             # beat then follows the last of them, and a read of another stage that reaches the
             # memory engine meanwhile is not queued behind both.
+            # Registered (it only rises while a LOAD is the head; at the start it is whether
+            # none is released), so that no comparison reaches the command's ``valid``.
             few_left = of(outstanding, rel) <= costs.LOAD_AHEAD_BEATS
-            clear = ~older | (self._range_check(m, cur, rel, width) & few_left)
+            clear = Signal()
+            m.d.sync += clear.eq(~older | (self._range_check(m, cur, rel, width) & few_left))
+            with m.If(self.start):
+                m.d.sync += clear.eq(~older)
             settled = self._settle == 0
             narrow_types = [t for t in types if elem_bytes(cfg, t) >= bus]
             joins = 0
