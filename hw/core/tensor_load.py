@@ -298,7 +298,9 @@ class TensorLoad(wiring.Component):
                     m.d.comb += [port.addr.eq(w.wr_addr), port.data.eq(w.wr_data),
                                  port.en.eq(w.wr_en)]
             for i, t in mine:
-                with m.Elif(pad.wr_valid & (walk_kind == i)):
+                # (Not while a beat holds the walker, for another scratchpad: the walker
+                # writes that row again once it moves on.)
+                with m.Elif(pad.wr_valid & ~pad.hold & (walk_kind == i)):
                     pad_data = Signal(geo.row_bits, name=f"pad_{t.name.lower()}")
                     with m.Switch(walk_value):
                         for pv in PadValue:
