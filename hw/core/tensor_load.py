@@ -347,7 +347,9 @@ class TensorLoad(wiring.Component):
             # memory engine meanwhile is not queued behind both.
             # Registered (it only rises while a LOAD is the head; at the start it is whether
             # none is released), so that no comparison reaches the command's ``valid``.
-            few_left = of(outstanding, rel) <= costs.LOAD_AHEAD_BEATS
+            # And once its pad rows are all written: they take the cycles without beats, which
+            # the head's beats, following on, would leave none of.
+            few_left = (of(outstanding, rel) <= costs.LOAD_AHEAD_BEATS) & ~rel_padding
             clear = Signal()
             m.d.sync += clear.eq(~older | (self._range_check(m, cur, rel, width) & few_left))
             with m.If(self.start):
