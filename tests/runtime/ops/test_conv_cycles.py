@@ -42,7 +42,8 @@ def test_one_task_by_hand():
     assert first_piece(cfg, shape, 2, 4, 4, 1, 1) == 6
     first, rest = load + 6 * 256 // 8, load + 3 * 256 // 8
     part = 4 + 1 + 1 + 2                    # a GEMM's fill, as above
-    two = max(bias + inp + first + 16 * 6 + part, bias + inp + first + rest) + 16 * 3 + part
+    ahead = bias + inp - load + first       # the first piece read ahead behind the window
+    two = max(ahead + 16 * 6 + part, ahead + rest) + 16 * 3 + part
     assert two < one
 
     # In one piece the tile in two parts along its rows is faster (its first part's passes
