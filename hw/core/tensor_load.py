@@ -486,7 +486,6 @@ class TensorLoad(wiring.Component):
         b, a, ea = of(lo, cur), of(lo, rel), of(end, rel)
         eb = Signal(2 * bits + 1)
         m.d.comb += eb.eq(b + span)
-        pad_ids = {p: n for n, p in enumerate(self._pads)}
         same_pad = Signal()
         depth = Signal(2 * bits + 1)
         for i, t in enumerate(types):
