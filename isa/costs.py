@@ -15,6 +15,9 @@ sharing it, the planner's estimates do not.
 from avta.isa.enums import AluOp
 
 __all__ = ["FETCH_LATENCY", "INSN_OVERHEAD", "LOAD_LATENCY", "LOAD_ROW_MIN_CYCLES",
+           "LOAD_SETTLE", "LOAD_RELEASE", "LOAD_AHEAD_BEATS", "LOAD_RELEASE_AFTER",
+           "load_release_cycles",
+           "load_ahead",
            "STORE_ROW_OVERHEAD",
            "COMPUTE_FILL", "INDEX_REGISTER", "ROW_REGISTER", "ALU_FILL", "gemm_fill",
            "two_operand_step", "reused_src_steps", "alu_cycles", "row_cycles", "load_cycles",
@@ -36,6 +39,20 @@ LOAD_LATENCY = 6
 #: other cycle (measured on tsim, huge: rows of one 64-byte element took 2 cycles each, rows of
 #: two 2, longer rows their beats).
 LOAD_ROW_MIN_CYCLES = 2
+#: Read-ahead (hw/core/tensor_load.py, docs/architecture.md, load stage): the load stage
+#: releases a LOAD of rows whose elements span whole beats once every row is requested, and
+#: starts the next one while its beats still come. Cycles from its start until its rows are
+#: known (the check that the next LOAD's rows are not its own), at the least:
+LOAD_SETTLE = 4
+#: Cycles from the last row's request (or the settling) until the next LOAD starts: the
+#: release state and the stage control's start.
+LOAD_RELEASE = 2
+#: Beats the released LOAD still awaits when the next one requests its first row: about its
+#: start and first-beat latency, so that its beats follow on, and a read of another stage that
+#: reaches the memory engine meanwhile does not queue behind both (hw/core/tensor_load.py).
+LOAD_AHEAD_BEATS = 8
+#: Cycles after a released LOAD completes before the LOAD after it can be released in turn.
+LOAD_RELEASE_AFTER = 3
 #: A STORE's cycles per DRAM row besides the row's beats (its write burst's address and
 #: response; 6 on default and huge).
 STORE_ROW_OVERHEAD = 6
@@ -117,6 +134,25 @@ def load_cycles(cfg, y_size, x_size, elem_bytes, pad_rows=0):
         return INSN_OVERHEAD
     row = max(row_cycles(cfg, x_size, elem_bytes), LOAD_ROW_MIN_CYCLES)
     return INSN_OVERHEAD + LOAD_LATENCY + y_size * row + pad_rows
+
+
+def load_release_cycles(cfg, y_size, x_size, elem_bytes):
+    """Cycles from a load-stage LOAD's start until the next LOAD may start beside it
+    (read-ahead), or 0 when it is not released (no rows, or elements narrower than the bus,
+    whose row writer holds the beats: hw/core/tensor_load.py)."""
+    if x_size == 0 or elem_bytes < cfg.axi_data_bytes:
+        return 0
+    return max(LOAD_SETTLE, LOAD_ROW_MIN_CYCLES * y_size) + LOAD_RELEASE
+
+
+def load_ahead(cfg):
+    """The planner's figure of read-ahead: cycles a load-stage LOAD saves when the stage starts
+    it while the LOAD before it still reads (its start and first-beat latency, hidden behind
+    the earlier LOAD's beats), where both INP and WGT LOADs are released (elements of whole
+    beats); 0 elsewhere."""
+    if min(cfg.inp_elem_bytes, cfg.wgt_elem_bytes) < cfg.axi_data_bytes:
+        return 0
+    return INSN_OVERHEAD + LOAD_LATENCY
 
 
 def store_cycles(cfg, y_size, x_size):

@@ -123,7 +123,7 @@ class Core(wiring.Component):
         self._faults = faults = check_faults(faults)
         self._fetch = Fetch(cfg=cfg, ring=fetch_ring, burst=fetch_burst, faults=faults)
         units = units or {
-            "load": TensorLoad(cfg=cfg, types=LOAD_STAGE_TYPES, faults=faults),
+            "load": TensorLoad(cfg=cfg, types=LOAD_STAGE_TYPES, overlap=True, faults=faults),
             "compute": Compute(cfg=cfg, faults=faults),
             "store": TensorStore(cfg=cfg, faults=faults)}
         self._load, self._compute, self._store = units["load"], units["compute"], units["store"]
@@ -185,7 +185,9 @@ class Core(wiring.Component):
         for name, port in (("ld", fetch.ld_insn), ("cp", fetch.cp_insn), ("st", fetch.st_insn)):
             run.submodules[f"{name}_insn_q"] = queues[name] = q = InsnQueue(
                 cfg=cfg, depth=self._queue_depth, faults=self._faults)
-            run.submodules[f"{name}_ctrl"] = stages[name] = StageControl(cfg=cfg, faults=self._faults)
+            # The load stage's LOADs overlap (read-ahead) when its unit releases them.
+            run.submodules[f"{name}_ctrl"] = stages[name] = StageControl(
+                cfg=cfg, faults=self._faults, late_in_done=name != "ld")
             connect(run, fetch=port, queue=q.w)
             connect(run, queue=q.r, stage=stages[name].insn)
         tokens = {}
@@ -212,6 +214,12 @@ class Core(wiring.Component):
             run.d.comb += [unit.start.eq(ctrl.start), ctrl.done.eq(unit.done),
                            ctrl.err.eq(unit.err)]
         cp = stages["cp"]
+        load_overlaps = "release" in self._load.signature.members
+        if load_overlaps:
+            ld = stages["ld"]
+            run.d.comb += [ld.detach_late.eq(load.release), ld.joins.eq(load.joins),
+                           ld.late_done.eq(load.detached_done),
+                           ld.late_err.eq(load.detached_err)]
         run.d.comb += [cp.detaching.eq(compute.detaching), cp.joins.eq(compute.joins),
                        cp.detach_late.eq(compute.detach_late),
                        cp.detached_done.eq(compute.detached_done),
@@ -235,7 +243,8 @@ class Core(wiring.Component):
         connect_scratchpads(run, compute, cfg, wr, rd)
         connect(run, store.out_rd, rd["out"])
         if self._trace:
-            drive_trace(run, self.trace, stages, wr)
+            drive_trace(run, self.trace, stages, wr,
+                        load.wr_released if load_overlaps else None)
 
         # -- run control and errors ---------------------------------------------------------------
         finished = Signal()          # FINISH has executed

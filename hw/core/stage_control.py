@@ -165,6 +165,9 @@ class StageControl(wiring.Component):
         # What the slots hold after this cycle's retirement, before this cycle's detach.
         after = [_Slot.after(m, slots, finishing, errs, retiring, k) for k in range(2)]
         count_after = Mux(after[0]["valid"], Mux(after[1]["valid"], 2, 1), 0)
+        # A late-detached instruction is left after this cycle (one may retire in the cycle the
+        # next detaches: a LOAD released as the one before it completes).
+        late_after = Cat(a["valid"] & ~a["alu"] for a in after).any()
 
         def detach(alu):
             """The head leaves the queue and waits in the first free slot."""
@@ -211,7 +214,7 @@ class StageControl(wiring.Component):
                     m.next = "WAIT"
                 with m.Elif(head_done):
                     m.d.sync += done_seen.eq(1)
-                with m.Elif(self.detach_late & ~late_detached & ~done_seen):
+                with m.Elif(self.detach_late & ~late_after & ~done_seen):
                     detach(alu=0)
                     m.next = "WAIT"
         return m

@@ -5,7 +5,8 @@ The generator adds them only when tracing is asked for (``Core(trace=True)``,
 extra logic and no extra ports. They are plain taps of signals the core has anyway:
 
 * per stage (``load``, ``compute``, ``store``): the index of the instruction at the head of the
-  stage's queue (``<stage>_insn``, the one executing while ``busy``), a one-cycle ``retire``
+  stage's queue (``<stage>_insn``, the one executing while ``busy``; the load stage's released
+  LOAD in a cycle it writes a row, read-ahead, hw/core/tensor_load.py), a one-cycle ``retire``
   pulse when an instruction completes without error with its index (``<stage>_retire_insn``:
   the head's, or the detached ALU instruction's, hw/core/compute.py), and the stage's ``state``
   (:class:`StageState`);
@@ -74,19 +75,25 @@ def TraceSignature(cfg):
     return wiring.Signature(members)
 
 
-def drive_trace(m, trace, stages, write_ports):
+def drive_trace(m, trace, stages, write_ports, load_released=None):
     """Drive ``trace`` (a :func:`TraceSignature` interface) from the Core's stage controls
-    (by short name) and scratchpad write ports (by memory name), in module ``m``."""
+    (by short name) and scratchpad write ports (by memory name), in module ``m``.
+    ``load_released``: the load stage's row written this cycle is its released LOAD's
+    (read-ahead, hw/core/tensor_load.py): ``load_insn`` then names that LOAD."""
     for stage, short in TRACE_STAGES.items():
         ctrl = stages[short]
+        index = ctrl.insn.payload.index
+        if short == "ld" and load_released is not None:
+            index = Mux(load_released, ctrl.late_index, index)
+        if short == "cp":
+            # The compute stage's writes on the GEMM's port are those of a draining GEMM until
+            # it completes (hw/core/stage_control.py, ``owner_index``).
+            index = ctrl.owner_index
         state = Mux(ctrl.busy, StageState.BUSY,
                     Mux(ctrl.idle_event, StageState.IDLE,
                         Mux(ctrl.stall_event, StageState.WAIT, StageState.HALT)))
         m.d.comb += [
-            # The compute stage's writes on the GEMM's port are those of a draining GEMM
-            # until it completes (hw/core/stage_control.py, ``owner_index``).
-            getattr(trace, f"{stage}_insn").eq(ctrl.owner_index if short == "cp"
-                                               else ctrl.insn.payload.index),
+            getattr(trace, f"{stage}_insn").eq(index),
             getattr(trace, f"{stage}_retire").eq(ctrl.retire),
             getattr(trace, f"{stage}_retire_insn").eq(ctrl.retire_index),
             getattr(trace, f"{stage}_state").eq(state),

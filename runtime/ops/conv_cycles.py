@@ -29,7 +29,8 @@ Instruction costs are the RTL's as measured on tsim, the figures fsim's cycle mo
 (:mod:`avta.isa.costs`): a GEMM of N steps takes N + ``gemm_fill(cfg)``, an ALU instruction
 N + ``ALU_FILL``; a LOAD its start and first-beat latency plus, per DRAM row, its bus beats
 (or one cycle per element when elements are narrower than the bus); a STORE its start plus, per
-DRAM row, its beats and the row overhead. The resident ACC rows' LOAD (bias, per-channel rows;
+DRAM row, its beats and the row overhead; a load-stage LOAD that follows another without the
+stage waiting saves its start and first-beat latency (read-ahead, ``isa.costs.load_ahead``). The resident ACC rows' LOAD (bias, per-channel rows;
 one per ACC bank only with upstream's tail) comes first, and the load stage's first LOADs wait
 behind it on the one read engine. A requantization pass takes what the emitter counts when it
 puts passes beside GEMMs (:func:`.conv_passes.tail_passes`: cycles per row and per output
@@ -43,7 +44,8 @@ import math
 
 import numpy as np
 
-from avta.isa.costs import ALU_FILL, gemm_fill, load_cycles, row_cycles, store_cycles
+from avta.isa.costs import (ALU_FILL, gemm_fill, load_ahead, load_cycles, row_cycles,
+                            store_cycles)
 
 from .conv_first import first_piece, piece_loads
 from .conv_passes import tail_blocks, tail_weights
@@ -461,7 +463,7 @@ def _estimates(cfg, shape, t, tail_steps, start, give_up, tables=None, *, part=N
                     weight_load, uops, store, give_up is not None,
                     0 if give_up is None else give_up, axis,
                     resident + (part_uops if axis >= 0 else 0), p1, *one_piece, p2,
-                    *last_piece, shortcut)), axis, p1, p2))
+                    *last_piece, shortcut, load_ahead(cfg))), axis, p1, p2))
                 if give_up is not None and results[-1][0] >= 0:
                     give_up = min(give_up, results[-1][0])
     return results

@@ -24,7 +24,7 @@ def walk(n_b, n_co, n_h, n_w, n_ci, threads, slots, inp_resident, wgt_resident,
          gemm_left, fill, alu_fill,
          sizes, input_load, weight_load, uops, store, stops, give_up, split, resident_load,
          piece, piece_load, rest_load, last_piece, last_piece_load, last_rest_load,
-         shortcut_load):
+         shortcut_load, read_ahead):
     """The walk of :func:`.conv_cycles.estimate` over every task in the emitter's order (the
     docstring of :mod:`.conv_cycles`); -1 once it passes ``give_up`` (only when ``stops``).
     ``banked``: two threads with their accumulator buffers in different ACC banks (the tail's
@@ -46,7 +46,8 @@ def walk(n_b, n_co, n_h, n_w, n_ci, threads, slots, inp_resident, wgt_resident,
     ``sizes[axis, i]`` (th, tw, nco), ``input_load[h, w, co, ci]``, ``weight_load[co, ci]``,
     ``uops[co, ci]``, ``store[h, w, co]`` and ``shortcut_load[h, w, co]``: the compute
     stage's LOADs of a fused residual add's shortcut rows after a tile's last GEMM (zeros
-    without one)."""
+    without one). ``read_ahead``: cycles a load-stage LOAD saves when it follows another without
+    the stage waiting (read-ahead, :func:`avta.isa.costs.load_ahead`)."""
     n_spatial = n_h * n_w
     n_plain = n_b * n_co * n_spatial                # tiles before the last is split
     n_tasks = (n_plain + (1 if split >= 0 else 0)) * n_ci
@@ -56,6 +57,7 @@ def walk(n_b, n_co, n_h, n_w, n_ci, threads, slots, inp_resident, wgt_resident,
     gemm_done = np.empty(n_tasks, np.int64)         # per task: when it released its input buffer
     store_done = np.empty(n_plain + 1, np.int64)     # per tile: when its store ended
     n_stores = 0
+    streaming = False           # the last task loaded: the next LOAD may read ahead
     held = np.full(threads, -1, np.int64)       # the weight chunk each input buffer holds
     resident = np.zeros(n_co * n_ci, np.bool_)
     windows = np.zeros(n_b * n_spatial * n_ci, np.bool_)
@@ -93,14 +95,17 @@ def walk(n_b, n_co, n_h, n_w, n_ci, threads, slots, inp_resident, wgt_resident,
                             load_start = load_free if j < threads else max(load_free,
                                                                            gemm_done[j - threads])
                             cycles = 0
+                            loads = 0
                             loaded = False
                             window = spatial * n_ci + cit
                             if not inp_resident:
                                 cycles += input_load[a, b, c, d]
+                                loads += 1
                             elif not windows[window]:
                                 # A resident window is the whole tile's, split or not.
                                 windows[window] = True
                                 cycles += input_load[a0, b0, c, d]
+                                loads += 1
                             v, chunk = j % threads, cot * n_ci + cit
                             if wgt_resident:
                                 if not resident[chunk]:
@@ -111,6 +116,13 @@ def walk(n_b, n_co, n_h, n_w, n_ci, threads, slots, inp_resident, wgt_resident,
                                 held[v] = chunk
                                 cycles += weight_load[c, d]
                                 loaded = True
+                            if loaded:
+                                loads += 1
+                            if loads > 0:
+                                # Read-ahead: every LOAD after another without a wait.
+                                after = streaming and load_start == load_free
+                                cycles -= read_ahead * (loads - 1 + (1 if after else 0))
+                            streaming = loads > 0
                             load_free = load_start + cycles
                             p = 0
                             if loaded and j == 0 and piece > 0:

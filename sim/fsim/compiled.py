@@ -33,6 +33,7 @@ __all__ = ["Schedule", "row", "schedule", "stream_arrays", "wanted", "scheduled_
 OK, NOT_RUN = 0, 1
 
 _COMPUTE = int(Stage.COMPUTE)
+_LOAD = int(Stage.LOAD)
 
 
 class Schedule:
@@ -44,18 +45,19 @@ class Schedule:
         self.cycles, self.stall, self.busy, self.order = cycles, stall, busy, order
 
 
-def row(stage, opcode, cycles, pops, pushes, reads):
+def row(stage, opcode, cycles, pops, pushes, reads, release=0):
     """The column of :func:`stream_arrays` of an instruction, but its ``meets``: stage, kind (0
-    other, 1 GEMM, 2 ALU, 3 FINISH), cycles, the counters it pops and pushes as bit masks, and
-    whether it reads DRAM rows (a LOAD of ``x_size`` > 0)."""
+    other, 1 GEMM, 2 ALU, 3 FINISH), cycles, the counters it pops and pushes as bit masks,
+    whether it reads DRAM rows (a LOAD of ``x_size`` > 0), and a load-stage LOAD's
+    :func:`~avta.isa.costs.load_release_cycles`."""
     return (stage, _KINDS.get(opcode, 0), cycles, sum(1 << c for c in pops),
-            sum(1 << c for c in pushes), int(reads))
+            sum(1 << c for c in pushes), int(reads), release)
 
 
 _KINDS = {int(Opcode.GEMM): 1, int(Opcode.ALU): 2, int(Opcode.FINISH): 3}
 
 #: Numbers in a :func:`row`.
-ROW_WIDTH = len(row(0, 0, 0, (), (), False))
+ROW_WIDTH = len(row(0, 0, 0, (), (), False, 0))
 
 
 def stream_arrays(distinct, inverse, meets):
@@ -77,7 +79,7 @@ def schedule(table, start, token_max, gemm_drain):
     order = np.empty(table.shape[1], np.int64)
     status, cycles, stall, busy = _compiled()(
         table, start, token_max, timing.ALU_DISPATCH, timing.ALU_LATCH, timing.BESIDE_RETIRE,
-        timing.LOAD_LEAD, gemm_drain, timing.ALU_BEHIND_GEMM, order)
+        timing.LOAD_LEAD, timing.RELEASE_AFTER, gemm_drain, timing.ALU_BEHIND_GEMM, order)
     return Schedule(int(cycles), [int(v) for v in stall], [int(v) for v in busy], order) \
         if status == OK else None
 
@@ -119,13 +121,13 @@ def _compiled():
 
 
 def _schedule(table, start, token_max, alu_dispatch, alu_latch, beside_retire, load_lead,
-              gemm_drain, alu_behind_gemm, ran):
+              release_after, gemm_drain, alu_behind_gemm, ran):
     """``(status, cycles, stall[3], busy[3])``: the loop of ``Launch.run`` with
     ``_execute`` and ``_compute_times`` (launch.py; the comments there say why), over arrays;
     ``ran`` receives the indices of the instructions run, in order."""
     n = table.shape[1]
-    stage, kind, cost, pops, pushes, reads, meets = (table[0], table[1], table[2], table[3],
-                                                      table[4], table[5], table[6])
+    stage, kind, cost, pops, pushes, reads, release, meets = (
+        table[0], table[1], table[2], table[3], table[4], table[5], table[6], table[7])
     # The stage queues: each stage's instruction indices in order, and how many have run.
     order = np.empty((3, n), np.int64)
     length = np.zeros(3, np.int64)
@@ -146,6 +148,7 @@ def _schedule(table, start, token_max, alu_dispatch, alu_latch, beside_retire, l
     gemm_end = 0
     gemm_done = 0
     read_free = 0
+    load_end = 0
     ready_set = np.empty(3, np.int64)
     executed = 0
     while True:
@@ -206,12 +209,20 @@ def _schedule(table, start, token_max, alu_dispatch, alu_latch, beside_retire, l
                 t0 = min(max(t0, alu_free, gemm_end), ready)
         # ``Launch._read``: a LOAD's beats follow those of the LOADs before it on the one read
         # engine (only LOADs read, so never an ALU instruction).
+        # ``Launch._load_times``: the load stage's read-ahead.
+        issue = max(ready, load_end) if s == _LOAD and release[index] == 0 else ready
         if reads[index]:
-            begin = max(ready + load_lead, read_free)
+            begin = max(issue + load_lead, read_free)
             done = read_free = begin + cycles - load_lead
         else:
-            done = ready + cycles
-        if s != _COMPUTE:
+            done = issue + cycles
+        if s == _LOAD:
+            end = free = max(done, load_end)
+            if release[index]:
+                free = min(end, max(ready + release[index], done - load_lead,
+                                    load_end + release_after))
+            load_end = end
+        elif s != _COMPUTE:
             end = free = done
         elif kind[index] == 2:
             end = max(max(ready + alu_latch, gemm_done - alu_behind_gemm) + cycles,

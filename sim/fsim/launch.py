@@ -61,6 +61,8 @@ class Launch:
         self.gemm_done = 0
         # When the shared read engine has delivered the beats of every LOAD run so far.
         self.read_free = 0
+        # When the load stage's last LOAD completed (read-ahead: timing.py).
+        self.load_end = 0
         self.alu_bounds = None
         self.alu_record = None
         self.stall = [0, 0, 0]
@@ -229,6 +231,20 @@ class Launch:
         self.read_free = end = begin + cycles - timing.LOAD_LEAD
         return end
 
+    def _load_times(self, static, insn, ready, cycles):
+        """``(end, free)`` of a load-stage instruction whose tokens are there at ``ready``:
+        when it completes (and pushes), and when the stage may start the next one (timing.py:
+        read-ahead)."""
+        load_end = self.load_end
+        issue = ready if static.release else max(ready, load_end)
+        done = self._read(issue, cycles) if insn.x_size else issue + cycles
+        end = free = max(done, load_end)
+        if static.release:
+            free = min(end, max(ready + static.release, done - timing.LOAD_LEAD,
+                                load_end + timing.RELEASE_AFTER))
+        self.load_end = end
+        return end, free
+
     def _empty_pops(self, index):
         return [c for c in self.pops[index] if not self.tokens[c]]
 
@@ -284,6 +300,10 @@ class Launch:
         cycles = static.cycles
         if stage == Stage.COMPUTE:
             start, ready, end, free = self._compute_times(index, insn, start, ready, cycles)
+        elif stage == Stage.LOAD:
+            end, free = self._load_times(static, insn, ready, cycles)
+            if sim._record is not None:
+                self._note_activity(index, stage, start, ready, end, static.kind)
         else:
             end = free = (self._read(ready, cycles) if opcode == Opcode.LOAD and insn.x_size
                           else ready + cycles)

@@ -7,6 +7,8 @@ from typing import NamedTuple
 from avta.isa.enums import MemType, Opcode, Stage
 from avta.isa.memories import memory
 
+from avta.isa import costs
+
 from . import compiled, timing
 from .memops import bytes_moved
 
@@ -44,6 +46,7 @@ class Static(NamedTuple):
     count: int              # what it adds to that counter
     kind: int               # its activity kind (ACTIVITY_KIND)
     row: tuple              # its column of the compiled scheduler's table (compiled.row)
+    release: int = 0        # a load-stage LOAD: costs.load_release_cycles
 
 
 #: Opcodes as plain integers (timing.py says why).
@@ -66,7 +69,9 @@ def static_of(cfg, insn):
         counter = "GEMM_STEPS" if opcode == _GEMM else "ALU_STEPS"
         count = insn.steps
     cycles = timing.cost(cfg, insn, elem_bytes)
+    release = costs.load_release_cycles(cfg, insn.y_size, insn.x_size, elem_bytes) \
+        if opcode == _LOAD and stage == Stage.LOAD else 0
     return Static(stage, opcode, pops, pushes, cycles, timing.acc_row_writes(insn), counter,
                   count, ACTIVITY_KIND.get(opcode, 2),
                   compiled.row(stage, opcode, cycles, pops, pushes,
-                               opcode == _LOAD and insn.x_size > 0))
+                               opcode == _LOAD and insn.x_size > 0, release), release)

@@ -37,7 +37,14 @@ ahead. The LOADs of both stages that read DRAM share one read engine (hw/axi/vme
 begin :data:`LOAD_LEAD` cycles after it starts or when the beats of the LOADs that reached the
 engine before it have ended, whichever is later, so the compute stage's micro-op and ACC loads at a
 layer's start wait behind the load stage's first bursts, as on the RTL (of two LOADs that could both
-run next, the model runs the one that starts first). STALL_x counts cycles a stage waited on tokens,
+run next, the model runs the one that starts first). The load stage reads ahead
+(hw/core/tensor_load.py): a LOAD of rows whose elements span whole beats lets the next one start
+:func:`~avta.isa.costs.load_release_cycles` after its own start, or :data:`RELEASE_AFTER` after
+the LOAD before it completed if that is later, and no later than its own completion; the next
+one reaches the read engine no earlier than :data:`LOAD_LEAD` cycles before the end of its beats
+(the RTL requests its rows once it awaits :data:`~avta.isa.costs.LOAD_AHEAD_BEATS` beats); a LOAD
+completes (and pushes) no earlier than the one before it, and one not released (no rows, or
+narrow elements) begins only when the one before it has completed. STALL_x counts cycles a stage waited on tokens,
 IDLE_x the cycles it was neither busy nor stalled (before launch is excluded; after its last
 instruction counts), ACC_WR one cycle per ACC row written.
 """
@@ -49,7 +56,7 @@ from avta.isa.registers import CYCLE_COUNTERS
 
 __all__ = ["cost", "acc_row_writes", "acc_row_bounds", "banks_meet", "banks_overlap",
            "gemm_drain", "ESTIMATED", "ALU_DISPATCH", "ALU_LATCH", "BESIDE_RETIRE",
-           "GEMM_DETACH", "ALU_BEHIND_GEMM", "LOAD_LEAD"]
+           "GEMM_DETACH", "ALU_BEHIND_GEMM", "LOAD_LEAD", "RELEASE_AFTER"]
 
 #: Cycles an ALU instruction holds the compute stage before the next instruction may start.
 ALU_DISPATCH = 1
@@ -76,6 +83,10 @@ def gemm_drain(cfg):
 #: Cycles of a LOAD before its first beat (its fixed overhead and the first-beat latency): the
 #: read engine is shared from then on.
 LOAD_LEAD = costs.INSN_OVERHEAD + costs.LOAD_LATENCY
+
+#: Cycles after a released load-stage LOAD completes before the one after it can be released
+#: (read-ahead, :func:`~avta.isa.costs.load_release_cycles`).
+RELEASE_AFTER = costs.LOAD_RELEASE_AFTER
 
 #: What a fsim RunResult marks as an estimate.
 ESTIMATED = frozenset(CYCLE_COUNTERS) | {"cycles"}

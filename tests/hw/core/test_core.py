@@ -259,3 +259,27 @@ def test_a_store_that_leaves_dram_stops_at_its_error():
     got = run_core(cfg, image(cfg, prog), INSN, len(prog), max_cycles=3000)
     assert (got.status, got.error_code, got.error_insn) == ("error", 9, 0)
     assert got.cycles < 500
+
+
+@pytest.mark.parametrize("bad", [0, 1, 2])
+def test_read_ahead_errors_are_the_loads_own(bad):
+    """Read-ahead (docs/architecture.md, load stage): WGT LOADs overlap, each one's DRAM error
+    is reported with its own index (the released LOAD's by the stage's detached completion),
+    the earliest in program order first, as on fsim."""
+    cfg = load_config("tiny")
+    loads = [load(cfg, MemType.WGT, SIZE + 0x40 if i == bad else WGT + 0x40 * i, 4 * i, 4,
+                  push_next=1) for i in range(3)]
+    prog = loads + [GemmInsn(opcode=Opcode.GEMM, pop_prev=1) for _ in loads] + [FINISH]
+    got, want = compare(cfg, prog, backpressure=0.3, latency=(0, 6), reorder=True)
+    assert (got.status, got.error_code, got.error_insn) == ("error", 9, bad)
+
+
+def test_read_ahead_overflow_is_the_released_loads():
+    """A released LOAD pushes when it completes: the fourth push onto L→C (TOKEN_BITS 2) is
+    error 7 at its index."""
+    cfg = load_config("tiny").replace(token_bits=2)
+    prog = [load(cfg, MemType.WGT, WGT + 0x40 * i, 4 * i, 4, push_next=1) for i in range(4)] + [
+        AluInsn(alu_opcode=AluOp.ADD, use_imm=1, uop_bgn=0, uop_end=1, iter_out=100,
+                iter_in=4), FINISH]
+    got, want = compare(cfg, prog, [Uop(0, 0, 0)])
+    assert (got.status, got.error_code, got.error_insn) == ("error", 7, 3)

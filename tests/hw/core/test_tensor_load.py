@@ -47,11 +47,13 @@ def random_load(cfg, rng, mtype, *, pads=True):
 
 
 def run_loads(cfg, types, insns, *, seed=0, stall=0.3, latency=(0, 6), reorder=True,
-              scramble=False):
+              scramble=False, overlap=False, cycles=None):
     """Run ``insns`` on a TensorLoad; return its scratchpads and fsim's after the same LOADs.
     ``scramble``: after each start, the instruction port carries another instruction's fields
-    (the unit must have latched what it needs)."""
-    unit = TensorLoad(cfg=cfg, types=types)
+    (the unit must have latched what it needs). ``overlap``: the unit releases LOADs and the
+    bench starts the next one as the load stage's control would (:func:`_overlapped`);
+    ``cycles``: a list that receives the cycles the LOADs took."""
+    unit = TensorLoad(cfg=cfg, types=types, overlap=overlap)
     pads = sorted({memory(cfg, t).scratchpad.name for t in types})
     harness = ScratchpadHarness(cfg, unit, {f"{p}_wr": (p, "w") for p in pads})
     rng = np.random.default_rng(seed)
@@ -63,6 +65,13 @@ def run_loads(cfg, types, insns, *, seed=0, stall=0.3, latency=(0, 6), reorder=T
     got = {}
 
     async def bench(ctx):
+        if overlap:
+            elapsed = await _overlapped(ctx, unit, insns)
+            if cycles is not None:
+                cycles.append(elapsed)
+            for p in pads:
+                got[p] = harness.get_rows(ctx, p)
+            return
         for insn in insns:
             await start_insn(ctx, unit, insn)
             if scramble:
@@ -81,6 +90,58 @@ def run_loads(cfg, types, insns, *, seed=0, stall=0.3, latency=(0, 6), reorder=T
             execute_load(cfg, insn, ref, ref_dram, strict=False)
     run_sim(harness, bench, background=[model.run], name=f"load-{cfg.name}")
     return got, ref
+
+
+async def _overlapped(ctx, unit, insns, *, errs=None):
+    """Run ``insns`` as the load stage's control does with read-ahead (hw/core/stage_control.py,
+    ``detach_late``): the next LOAD starts once the head is released (and ``joins``) or done;
+    check that LOADs complete in program order, a released one before the next one's
+    ``done``. Return the cycles taken; ``errs`` receives each LOAD's error bit in order."""
+    state = {"detached": None, "head": None, "completed": [], "cycles": 0}
+
+    async def tick():
+        _, _, done, err, release, ddone, derr = await ctx.tick().sample(
+            unit.done, unit.err, unit.release, unit.detached_done, unit.detached_err)
+        state["cycles"] += 1
+        assert not (done and ddone), "a LOAD completes alone"
+        if ddone:
+            assert state["detached"] is not None
+            state["completed"].append((state["detached"], derr))
+            state["detached"] = None
+        if done:
+            assert state["detached"] is None, "the released LOAD completes first"
+            state["completed"].append((state["head"], err))
+            state["head"] = None
+        if release:
+            assert state["detached"] is None, "one LOAD released at a time"
+            state["detached"], state["head"] = state["head"], None
+
+    for n, insn in enumerate(insns):
+        for name, value in insn.field_values().items():
+            field = getattr(unit.insn, name, None)
+            if field is not None:
+                ctx.set(field, value & ((1 << len(field)) - 1))
+        for _ in range(2000):
+            if state["detached"] is None or ctx.get(unit.joins):
+                break
+            await tick()
+        ctx.set(unit.start, 1)
+        state["head"] = n
+        await tick()
+        ctx.set(unit.start, 0)
+        for _ in range(2000):
+            if state["head"] is None:
+                break
+            await tick()
+        assert state["head"] is None, f"LOAD {n} neither done nor released"
+    for _ in range(2000):
+        if state["detached"] is None:
+            break
+        await tick()
+    assert [i for i, _ in state["completed"]] == list(range(len(insns)))
+    if errs is not None:
+        errs.extend(e for _, e in state["completed"])
+    return state["cycles"]
 
 
 def check_same(cfg, got, ref, insns):
@@ -243,3 +304,74 @@ def test_a_taken_beat_reaches_no_adder(logic_cone, types):
     cone = logic_cone(TensorLoad(cfg=load_config("tiny"), types=types), "w:mem__data__ready %co*")
     assert "cell $mux" in cone, "the cone holds the choice of the count's next value"
     assert re.findall(r"cell \$(add|sub)\b", cone) == []
+
+
+@pytest.mark.parametrize("config", ["tiny", "wide"])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_overlapped_loads(config, seed):
+    """Read-ahead (hw/core/tensor_load.py, ``overlap``): a LOAD whose rows are all requested is
+    released and the next one issues while its beats and pad rows are still coming; the rows
+    are fsim's (also where two LOADs write the same rows), and LOADs complete in program order.
+    (The head's fields stay on ``insn`` until it is released: its pad walk may start late.)"""
+    cfg = load_config(config)
+    rng = random.Random(f"overlap-{config}-{seed}")
+    types = LOAD_STAGE_TYPES
+    insns = [random_load(cfg, rng, rng.choice(types)) for _ in range(16)]
+    got, ref = run_loads(cfg, types, insns, overlap=True, seed=seed)
+    check_same(cfg, got, ref, insns)
+
+
+def test_overlap_saves_the_latency():
+    """Back-to-back weight LOADs with read-ahead take fewer cycles than one at a time."""
+    cfg = load_config("wide")
+    rng = random.Random("overlap-gain")
+    insns = [random_load(cfg, rng, MemType.WGT, pads=False) for _ in range(8)]
+    took = {}
+    for overlap in (False, True):
+        cycles = []
+        if overlap:
+            run_loads(cfg, LOAD_STAGE_TYPES, insns, overlap=True, cycles=cycles, stall=0,
+                      latency=(4, 4), reorder=False)
+            took[overlap] = cycles[0]
+        else:
+            took[overlap] = _serial_cycles(cfg, insns)
+    assert took[True] < took[False], took
+
+
+def _serial_cycles(cfg, insns):
+    unit = TensorLoad(cfg=cfg, types=LOAD_STAGE_TYPES)
+    harness = ScratchpadHarness(cfg, unit, {"inp_wr": ("inp", "w"), "wgt_wr": ("wgt", "w")})
+    model = DramModel(bytearray(DRAM_BYTES), data_bits=cfg.axi_data_bits,
+                      knobs=MemoryKnobs(seed=0, latency=(4, 4), backpressure=0, reorder=False))
+    model.add_read_client(unit.mem, "load")
+    took = []
+
+    async def bench(ctx):
+        total = 0
+        for insn in insns:
+            await start_insn(ctx, unit, insn)
+            total += 1 + await wait_until(ctx, unit.done, timeout=2000)
+        took.append(total)
+
+    run_sim(harness, bench, background=[model.run])
+    return took[0]
+
+
+def test_overlapped_dram_error_in_order():
+    """An error beat of either LOAD in flight is its own: the released one reports it with
+    ``detached_done``, the head with ``done`` (docs/isa.md §3.5 error 9)."""
+    cfg = load_config("tiny")
+    inside = MemoryInsn(opcode=Opcode.LOAD, memory_type=MemType.WGT, x_size=2, y_size=2,
+                        x_stride=2)
+    outside = inside.replace(dram_base=3)
+    unit = TensorLoad(cfg=cfg, types=LOAD_STAGE_TYPES, overlap=True)
+    harness = ScratchpadHarness(cfg, unit, {"inp_wr": ("inp", "w"), "wgt_wr": ("wgt", "w")})
+    model = DramModel(bytearray(64), data_bits=cfg.axi_data_bits)
+    model.add_read_client(unit.mem)
+    errs = []
+
+    async def bench(ctx):
+        await _overlapped(ctx, unit, [inside, outside, inside], errs=errs)
+
+    run_sim(harness, bench, background=[model.run])
+    assert errs[:2] == [0, 1]

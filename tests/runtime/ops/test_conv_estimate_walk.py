@@ -7,7 +7,7 @@ per-channel one, with and without giving up."""
 import pytest
 
 from avta.isa.config import load_config
-from avta.isa.costs import ALU_FILL, gemm_fill, row_cycles
+from avta.isa.costs import ALU_FILL, gemm_fill, load_ahead, row_cycles
 from avta.runtime.ops.conv_cycles import (STARTS, _Costs, _starts_beside, bias_step_loads,
                                           estimate, halves, lower_bound, split_axis)
 from avta.runtime.ops.conv_passes import passes_beside, split_parts, tail_blocks, tail_weights
@@ -95,6 +95,7 @@ def _one_walk(cfg, shape, t, tail_steps, start, give_up, split, first_piece, las
     resident, windows = set(), set()
     pending = None            # the tail waiting for GEMMs: [pass cycles left, store]
     fill = gemm_fill(cfg)
+    read_ahead, streaming = load_ahead(cfg), False
 
     def finish_tail(done):
         nonlocal store_free, pending
@@ -107,11 +108,14 @@ def _one_walk(cfg, shape, t, tail_steps, start, give_up, split, first_piece, las
         # Load stage.
         load_start = load_free if j < threads else max(load_free, gemm_done[j - threads])
         cycles, loaded = 0, False
+        loads = 0
         if not t.inp_resident:
             cycles += costs.input_load(th, tw, nci)
+            loads += 1
         elif (spatial, cit) not in windows:     # a resident window: the whole tile's
             windows.add((spatial, cit))
             cycles += costs.input_load(window_th, tw, nci)
+            loads += 1
         v, chunk = j % threads, (cot, cit)
         if t.wgt_resident:
             if chunk not in resident:
@@ -122,6 +126,10 @@ def _one_walk(cfg, shape, t, tail_steps, start, give_up, split, first_piece, las
             held[v] = chunk
             cycles += costs.weight_load(nco, nci)
             loaded = True
+        loads += loaded
+        if loads:       # read-ahead: every LOAD after another without a wait
+            cycles -= read_ahead * (loads - 1 + (streaming and load_start == load_free))
+        streaming = loads > 0
         load_free = load_start + cycles
         piece = first_piece if j == 0 else last_piece if j == len(tasks) - 1 else 0
         piece = piece if loaded else 0
