@@ -151,7 +151,10 @@ def test_random_gemms_and_alus_equal_one_after_the_other(seed):
     which runs one instruction at a time."""
     rng = random.Random(1000 + seed)
     cfg = load_config("tiny")
-    rows = lambda: rng.randrange(ROWS) if rng.random() < 0.5 else BANK + rng.randrange(ROWS)
+
+    def rows():
+        return rng.randrange(ROWS) if rng.random() < 0.5 else BANK + rng.randrange(ROWS)
+
     uops = [Uop(rows(), rng.randrange(STEPS), 0) for _ in range(3)]
     uops += [Uop(rows(), rows(), 0) for _ in range(2)]
     body = [_random_compute(rng, cfg, 3) for _ in range(rng.randint(3, 7))]
