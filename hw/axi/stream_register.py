@@ -26,7 +26,11 @@ beat) was the enable of every payload flip-flop of both: the binding path of ``t
 ECP5, mostly routing to that fan-out (docs/architecture.md, timing on an FPGA). ``bulk``
 names payload fields the consumer's ``ready`` does not depend on (the beat's ``data``): their
 multiplexers have a copy of the pointer of their own, so the pointer that starts the
-``ready`` path drives only the few multiplexers that path needs.
+``ready`` path drives only the few multiplexers that path needs. ``head`` names fields
+(dotted paths, ``tag.client``) kept in a register of the item at the head instead: a consumer
+that decodes them (the arbiter's choice of client, and so every client's ``valid``) starts at
+flip-flops, as behind an output register, at the price of a few more flip-flops that
+``ready`` reaches.
 """
 
 from amaranth.hdl import Module, Mux, Signal
@@ -39,14 +43,15 @@ __all__ = ["StreamRegister"]
 class StreamRegister(wiring.Component):
     """``i`` in, ``o`` out one cycle later; ``layout`` is the payload's shape; with
     ``registered_ready`` ``i.ready`` is a flip-flop (a ring of two slots is not full), and
-    ``bulk`` names fields of a ``StructLayout`` payload read through their own pointer copy."""
+    ``bulk`` names fields of a ``StructLayout`` payload read through their own pointer copy,
+    ``head`` fields (dotted paths) kept in a register of the head item's."""
 
-    def __init__(self, layout, *, registered_ready=False, bulk=()):
-        if bulk and not registered_ready:
-            raise ValueError(f"bulk fields {bulk!r} need registered_ready (the plain register "
-                             f"has no read pointer)")
+    def __init__(self, layout, *, registered_ready=False, bulk=(), head=()):
+        if (bulk or head) and not registered_ready:
+            raise ValueError(f"bulk fields {bulk!r} and head fields {head!r} need "
+                             f"registered_ready (the plain register has no ring)")
         self._layout, self._registered_ready = layout, registered_ready
-        self._bulk = tuple(bulk)
+        self._bulk, self._head = tuple(bulk), tuple(head)
         super().__init__({"i": In(stream.Signature(layout)), "o": Out(stream.Signature(layout))})
 
     def elaborate(self, platform):
@@ -83,8 +88,25 @@ class StreamRegister(wiring.Component):
             for name in rest:
                 m.d.comb += getattr(o.payload, name).eq(
                     Mux(rd, getattr(slots[1], name), getattr(slots[0], name)))
+        for path in self._head:
+            # The head item's field, as an output register would hold it: the other slot's
+            # after a pop from a full ring, the item pushed into an empty (or emptied) one.
+            # Driven after the multiplexers above, so this assignment is the one that holds.
+            held = Signal.like(_field(o.payload, path), name="head_" + path.replace(".", "_"))
+            with m.If(pop & full):
+                m.d.sync += held.eq(Mux(rd, _field(slots[0], path), _field(slots[1], path)))
+            with m.Elif(pop | ~nonempty):
+                m.d.sync += held.eq(_field(i.payload, path))
+            m.d.comb += _field(o.payload, path).eq(held)
         with m.If(pop):
             m.d.sync += [rd.eq(~rd), rd_bulk.eq(~rd_bulk)]
         m.d.sync += [nonempty.eq(full | push | (nonempty & ~pop)),
                      full.eq(Mux(full, ~pop, nonempty & push & ~pop))]
         return m
+
+
+def _field(view, path):
+    """The field of ``view`` at the dotted ``path``."""
+    for name in path.split("."):
+        view = getattr(view, name)
+    return view
