@@ -199,3 +199,47 @@ def test_bulk_and_head_fields_read_the_same_items(head):
     sim.run()
     assert len(items) > 80
     assert items == [(k, k % 3, k ^ 0x155) for k in range(len(items))]
+
+
+def _register_and_held(offered, taking, cycles):
+    """A model of what the ring replaced, an output register with a held one beside it:
+    per cycle ``(i.ready, o.valid, o.payload or None)``, items numbered as offered."""
+    out, held, item, seen = None, None, 0, []
+    for cycle in range(cycles):
+        i_ready = held is None
+        seen.append((i_ready, out is not None, out))
+        push, pop = offered(cycle) and i_ready, out is not None and taking(cycle)
+        if out is None or pop:
+            out, held = (held, None) if held is not None else (item if push else None, None)
+        elif push:
+            held = item
+        item += push
+    return seen
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_ring_keeps_the_register_and_held_cadence(seed):
+    """Cycle for cycle, upstream's ``ready`` and what downstream sees are those of the output
+    register with a held one beside it (no cycle of any client's changes)."""
+    rng = random.Random(seed)
+    offered = [rng.random() < 0.6 for _ in range(400)]
+    taking = [rng.random() < 0.6 for _ in range(400)]
+    dut = StreamRegister(16, registered_ready=True)
+    got = []
+
+    async def bench(ctx):
+        item = 0
+        for cycle in range(400):
+            ctx.set(dut.i.valid, offered[cycle])
+            ctx.set(dut.i.payload, item)
+            ctx.set(dut.o.ready, taking[cycle])
+            _, _, i_ready, o_valid, o_payload = await ctx.tick().sample(
+                dut.i.ready, dut.o.valid, dut.o.payload)
+            got.append((bool(i_ready), bool(o_valid), o_payload if o_valid else None))
+            item += offered[cycle] and i_ready
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    assert got == _register_and_held(offered.__getitem__, taking.__getitem__, 400)
