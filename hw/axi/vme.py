@@ -80,8 +80,13 @@ class MemoryEngine(wiring.Component):
             wiring.connect(m, cmds.o, client.cmd)
             wiring.connect(m, client.data, flipped(port.data))
             cmds_held.append(cmds.o.valid)
+        # The beats' data is read through a pointer of its own: the clients' ready depends on
+        # the beat's tag and index only, so its path ends at few flip-flops and starts at few
+        # multiplexers; the client a beat is for is a register, so every client's valid is
+        # one decode of flip-flops, as behind an output register (stream_register.py).
         m.submodules.beats = beats = StreamRegister(reader.client.data.payload.shape(),
-                                                    registered_ready=True)
+                                                    registered_ready=True, bulk=("data",),
+                                                    head=("tag.client",))
         m.d.comb += [reader.client.cmd.valid.eq(arbiter.engine.cmd.valid),
                      reader.client.cmd.payload.eq(arbiter.engine.cmd.payload),
                      arbiter.engine.cmd.ready.eq(reader.client.cmd.ready)]

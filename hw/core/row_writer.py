@@ -144,20 +144,24 @@ class RowWriter(wiring.Component):
         limit_bits = self.limit.shape().width
         before_last = Signal(limit_bits)          # limit − 1
         m.d.comb += before_last.eq(self.limit - 1)
-        quotient, rem = before_last >> log_lanes, before_last[:log_lanes]
+        quotient, rem = before_last[log_lanes:], before_last[:log_lanes]
         quotient_1 = quotient + 1
+        # A command's beat index is at most f + 1: its low bits as wide as quotient_1 are the
+        # whole index, so the comparisons on the ``ready`` path are that wide, not as wide as
+        # any beat of a 4 GiB range (30 bits on a 64-bit bus).
+        index = beat.beat[:quotient_1.shape().width]
         if self._limit_held:
             # ``limit`` holds for the instruction: register what follows from it.
             quotient, rem, quotient_1 = _registered(m, quotient, "quotient"), \
                 _registered(m, rem, "rem"), _registered(m, quotient_1, "quotient_1")
         end = Signal(log_lanes + 1)               # skip + r: the last lane, and its carry
         m.d.comb += end.eq(beat.skip + rem)
-        final = Mux(end[log_lanes], beat.beat == quotient_1, beat.beat == quotient)
+        final = Mux(end[log_lanes], index == quotient_1, index == quotient)
         last_lane = Mux(final, end[:log_lanes], lanes - 1)
 
         mid = Signal()                    # the current beat already wrote some lanes
         lane_reg = Signal(log_lanes)
-        first_lane = Mux(beat.beat == 0, beat.skip, 0)
+        first_lane = Mux(index == 0, beat.skip, 0)
         lane = Mux(mid, lane_reg, first_lane)
         x = Signal(beat.beat.shape().width + log_lanes + 1)
         m.d.comb += x.eq((beat.beat << log_lanes) + lane - beat.skip)

@@ -3,7 +3,10 @@ a beat reaches the client one cycle after the R handshake, none lost or repeated
 the client holds ``ready`` low."""
 
 import random
+import re
 
+import pytest
+from amaranth.lib import data
 from amaranth.sim import Simulator
 
 from avta.hw.axi.stream_register import StreamRegister
@@ -148,3 +151,95 @@ def test_the_engine_holds_its_beats_behind_a_registered_ready():
     sim.add_clock(1e-6)
     sim.add_testbench(bench)
     sim.run()
+
+
+def test_the_consumers_ready_moves_only_the_ring_state(logic_cone):
+    """Downstream's ``ready`` (a row writer's, formed from the beat) reaches the read pointer,
+    its copy, the two level flags and the head's client (the memory engine's use), and no
+    payload register: as an output register with a held one beside it, it chose every
+    payload flip-flop's next value (the binding path of `tiny` on the ECP5:
+    docs/architecture.md, timing on an FPGA)."""
+    layout = data.StructLayout({"data": 64, "tag": data.StructLayout({"client": 2, "row": 8})})
+    cone = logic_cone(StreamRegister(layout, registered_ready=True, bulk=("data",),
+                                     head=("tag.client",)), "w:o__ready %co*")
+    widths = [int(w) for w in re.findall(r"parameter \\\w*WIDTH (\d+)", cone)]
+    assert "cell $mux" in cone, "the cone holds the pointer's next value"
+    assert widths and max(widths) <= 2, cone
+
+
+@pytest.mark.parametrize("head", [(), ("tag",), ("tag.client",)])
+def test_bulk_and_head_fields_read_the_same_items(head):
+    """A field read through the pointer's copy, or kept in the head register, goes out with
+    the rest of its item."""
+    layout = data.StructLayout({"data": 16, "tag": data.StructLayout({"client": 2, "row": 14})})
+    rng = random.Random(5)
+    taking = [rng.random() < 0.5 for _ in range(300)]
+    offered = [rng.random() < 0.7 for _ in range(300)]
+    dut = StreamRegister(layout, registered_ready=True, bulk=("data",), head=head)
+    items = []
+
+    async def bench(ctx):
+        item = 0
+        for cycle in range(300):
+            ctx.set(dut.i.valid, offered[cycle])
+            ctx.set(dut.i.payload, {"data": item, "tag": {"client": item % 3, "row": item ^ 0x155}})
+            ctx.set(dut.o.ready, taking[cycle])
+            _, _, i_valid, i_ready, o_valid, o_ready, o_data, o_client, o_row = \
+                await ctx.tick().sample(dut.i.valid, dut.i.ready, dut.o.valid, dut.o.ready,
+                                        dut.o.payload.data, dut.o.payload.tag.client,
+                                        dut.o.payload.tag.row)
+            if o_valid and o_ready:
+                items.append((o_data, o_client, o_row))
+            if i_valid and i_ready:
+                item += 1
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    assert len(items) > 80
+    assert items == [(k, k % 3, k ^ 0x155) for k in range(len(items))]
+
+
+def _register_and_held(offered, taking, cycles):
+    """A model of what the ring replaced, an output register with a held one beside it:
+    per cycle ``(i.ready, o.valid, o.payload or None)``, items numbered as offered."""
+    out, held, item, seen = None, None, 0, []
+    for cycle in range(cycles):
+        i_ready = held is None
+        seen.append((i_ready, out is not None, out))
+        push, pop = offered(cycle) and i_ready, out is not None and taking(cycle)
+        if out is None or pop:
+            out, held = (held, None) if held is not None else (item if push else None, None)
+        elif push:
+            held = item
+        item += push
+    return seen
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_ring_keeps_the_register_and_held_cadence(seed):
+    """Cycle for cycle, upstream's ``ready`` and what downstream sees are those of the output
+    register with a held one beside it (no cycle of any client's changes)."""
+    rng = random.Random(seed)
+    offered = [rng.random() < 0.6 for _ in range(400)]
+    taking = [rng.random() < 0.6 for _ in range(400)]
+    dut = StreamRegister(16, registered_ready=True)
+    got = []
+
+    async def bench(ctx):
+        item = 0
+        for cycle in range(400):
+            ctx.set(dut.i.valid, offered[cycle])
+            ctx.set(dut.i.payload, item)
+            ctx.set(dut.o.ready, taking[cycle])
+            _, _, i_ready, o_valid, o_payload = await ctx.tick().sample(
+                dut.i.ready, dut.o.valid, dut.o.payload)
+            got.append((bool(i_ready), bool(o_valid), o_payload if o_valid else None))
+            item += offered[cycle] and i_ready
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    assert got == _register_and_held(offered.__getitem__, taking.__getitem__, 400)

