@@ -19,7 +19,7 @@ __all__ = ["FETCH_LATENCY", "INSN_OVERHEAD", "LOAD_LATENCY", "LOAD_ROW_MIN_CYCLE
            "load_release_cycles",
            "load_ahead",
            "STORE_ROW_OVERHEAD",
-           "COMPUTE_FILL", "INDEX_REGISTER", "ROW_REGISTER", "ALU_FILL", "gemm_fill",
+           "COMPUTE_FILL", "INDEX_REGISTER", "ROW_REGISTER", "ALU_FILL", "GEMM_DETACH", "gemm_fill",
            "two_operand_step", "reused_src_steps", "alu_cycles", "row_cycles", "load_cycles",
            "store_cycles", "compute_cycles"]
 
@@ -73,6 +73,13 @@ ROW_REGISTER = 1
 #: :data:`INDEX_REGISTER` and one for the register between its ACC read and its lanes
 #: (hw/core/alu.py).
 ALU_FILL = COMPUTE_FILL + INDEX_REGISTER + 1
+
+
+#: Cycles after a GEMM's last step is issued (its start + steps) at which its stage starts the
+#: next instruction while the GEMM drains (hw/core/stage_control.py: a registered "issued",
+#: then the queue's next head): what a GEMM part costs the compute stage's timeline besides
+#: its steps when an ALU instruction or a GEMM follows it.
+GEMM_DETACH = 2
 
 
 def gemm_fill(cfg):

@@ -26,7 +26,8 @@ them and schedules the three stages the way the token protocol of
   passes: nothing runs beside a LOAD.
 
 Instruction costs are the RTL's as measured on tsim, the figures fsim's cycle model uses too
-(:mod:`avta.isa.costs`): a GEMM of N steps takes N + ``gemm_fill(cfg)``, an ALU instruction
+(:mod:`avta.isa.costs`): a GEMM of N steps takes N + ``GEMM_DETACH`` of the compute stage's
+time (what follows it starts while it drains, hw/core/stage_control.py), an ALU instruction
 N + ``ALU_FILL``; a LOAD its start and first-beat latency plus, per DRAM row, its bus beats
 (or one cycle per element when elements are narrower than the bus); a STORE its start plus, per
 DRAM row, its beats and the row overhead; a load-stage LOAD that follows another without the
@@ -44,7 +45,7 @@ import math
 
 import numpy as np
 
-from avta.isa.costs import (ALU_FILL, gemm_fill, load_ahead, load_cycles, row_cycles,
+from avta.isa.costs import (ALU_FILL, GEMM_DETACH, load_ahead, load_cycles, row_cycles,
                             store_cycles)
 
 from .conv_first import first_piece, piece_loads
@@ -72,7 +73,7 @@ class _Costs:
         self.kk = shape.kh * shape.kw
         # Looked up once: the estimate asks for them per task, hundreds of thousands of times.
         self._inp_bytes, self._wgt_bytes = cfg.inp_elem_bytes, cfg.wgt_elem_bytes
-        self._fill = gemm_fill(cfg)
+        self._fill = GEMM_DETACH
         self._cache = {}
         self._uops = {}
 
@@ -220,7 +221,7 @@ def start_cycles(cfg, rows, start):
     cycle a row and the GEMM's fill; the emitter puts the previous tile's next two pending
     passes beside them."""
     if start == "gemm":
-        return 2 * (rows + gemm_fill(cfg))
+        return 2 * (rows + GEMM_DETACH)
     return rows + ALU_FILL
 
 
@@ -277,14 +278,14 @@ def lower_bounds(cfg, shape, th, tw, tco, tci, threads, acc_banks, inp_resident,
     # With two threads the tail after the accumulator start may run beside the GEMMs, and a
     # MOV start beside them too (_starts_beside): then the compute stage takes at least the
     # longer of its GEMMs and its ALU instructions (each runs one at a time).
-    compute = gemm + tasks * gemm_fill(cfg)
+    compute = gemm + tasks * GEMM_DETACH
     every_pass = (1 + sum(weights)) * rows + tiles * (1 + len(weights)) * ALU_FILL
     first_start = costs.alu_pass(th0, tw0, nco)     # may run while the first task loads
     banked = (threads > 1) & (acc_banks > 1)
     if start == "gemm":
         # The GEMM core starts every tile (the first while the first task loads); the ALU runs
         # only the tail (beside the GEMMs when banked).
-        starts = 2 * (rows + tiles * gemm_fill(cfg)) - 2 * (th0 * tw0 * nco + gemm_fill(cfg))
+        starts = 2 * (rows + tiles * GEMM_DETACH) - 2 * (th0 * tw0 * nco + GEMM_DETACH)
         passes = sum(weights) * rows + tiles * len(weights) * ALU_FILL
         return first_load + np.where(banked, np.maximum(compute + starts, passes),
                                      compute + starts + passes) + last_store
@@ -459,7 +460,7 @@ def _estimates(cfg, shape, t, tail_steps, start, give_up, tables=None, *, part=N
                     t.slots, t.inp_resident, t.wgt_resident, t.reload_weights,
                     t.threads > 1 and t.acc_banks > 1, beside, start == "zero",
                     start == "gemm", weights, blocks,
-                    shape.gemm_steps(cfg), gemm_fill(cfg), ALU_FILL, sizes, input_load,
+                    shape.gemm_steps(cfg), GEMM_DETACH, ALU_FILL, sizes, input_load,
                     weight_load, uops, store, give_up is not None,
                     0 if give_up is None else give_up, axis,
                     resident + (part_uops if axis >= 0 else 0), p1, *one_piece, p2,

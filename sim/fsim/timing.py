@@ -66,8 +66,8 @@ ALU_LATCH = 1
 #: the earliest.
 BESIDE_RETIRE = 1
 #: Cycles after a GEMM's last step is issued (``ready + steps``) at which the stage starts the
-#: next instruction, the GEMM detached: a cycle for the registered "issued", one for the queue.
-GEMM_DETACH = 2
+#: next instruction, the GEMM detached (:data:`avta.isa.costs.GEMM_DETACH`).
+GEMM_DETACH = costs.GEMM_DETACH
 #: An ALU instruction behind a draining GEMM begins its steps no earlier than this many cycles
 #: before the GEMM completes: its first ACC read (three cycles after it begins) then comes no
 #: earlier than the GEMM's last write (hw/core/compute.py, the older steps), whatever the dot

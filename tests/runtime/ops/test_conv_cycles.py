@@ -26,7 +26,9 @@ def test_one_task_by_hand():
     inp = load + 6 * (6 * 16 // 8)          # 6 rows of a 6-pixel window, 12 beats each
     wgt = load + 9 * 256 // 8               # one row of 9 kernel blocks
     start = 16 + 6                          # 16 ACC rows, the ALU's pipeline fill
-    gemm = 16 * 9 + 4 + 1 + 1 + 2   # fill, the index and row registers, the dot product's two
+    # The GEMM's steps, then the cycles until the stage starts the first pass while it
+    # drains (isa.costs.GEMM_DETACH: the ALU instruction waits for its last writes itself).
+    gemm = 16 * 9 + 2
     store = 2 + (16 * 16 // 8 + 6)          # the tile is whole rows: one DRAM row
     # The bias row (16 int32), loaded first on the read engine into the first bank; the other
     # bank's is an ALU copy of it, beside the load stage.
@@ -41,7 +43,7 @@ def test_one_task_by_hand():
         [one + 3 * start + store]
     assert first_piece(cfg, shape, 2, 4, 4, 1, 1) == 6
     first, rest = load + 6 * 256 // 8, load + 3 * 256 // 8
-    part = 4 + 1 + 1 + 2                    # a GEMM's fill, as above
+    part = 2                                # a GEMM part's detach, as above
     ahead = bias + inp - load + first       # the first piece read ahead behind the window
     two = max(ahead + 16 * 6 + part, ahead + rest) + 16 * 3 + part
     assert two < one

@@ -7,7 +7,7 @@ per-channel one, with and without giving up."""
 import pytest
 
 from avta.isa.config import load_config
-from avta.isa.costs import ALU_FILL, gemm_fill, load_ahead, row_cycles
+from avta.isa.costs import ALU_FILL, GEMM_DETACH, load_ahead, row_cycles
 from avta.runtime.ops.conv_cycles import (STARTS, _Costs, _starts_beside, bias_step_loads,
                                           estimate, halves, lower_bound, split_axis)
 from avta.runtime.ops.conv_passes import passes_beside, split_parts, tail_blocks, tail_weights
@@ -94,7 +94,7 @@ def _one_walk(cfg, shape, t, tail_steps, start, give_up, split, first_piece, las
     held = [None] * threads   # the weight chunk each input buffer holds (weights per task)
     resident, windows = set(), set()
     pending = None            # the tail waiting for GEMMs: [pass cycles left, store]
-    fill = gemm_fill(cfg)
+    fill = GEMM_DETACH        # what follows a GEMM starts while it drains
     read_ahead, streaming = load_ahead(cfg), False
 
     def finish_tail(done):
