@@ -19,7 +19,8 @@ __all__ = ["FETCH_LATENCY", "INSN_OVERHEAD", "LOAD_LATENCY", "LOAD_ROW_MIN_CYCLE
            "load_release_cycles",
            "load_ahead",
            "STORE_ROW_OVERHEAD",
-           "COMPUTE_FILL", "INDEX_REGISTER", "ROW_REGISTER", "ALU_FILL", "GEMM_DETACH", "gemm_fill",
+           "COMPUTE_FILL", "INDEX_REGISTER", "ROW_REGISTER", "ALU_FILL", "ALU_DISPATCH", "GEMM_DETACH",
+           "gemm_fill",
            "two_operand_step", "reused_src_steps", "alu_cycles", "row_cycles", "load_cycles",
            "store_cycles", "compute_cycles"]
 
@@ -74,6 +75,11 @@ ROW_REGISTER = 1
 #: (hw/core/alu.py).
 ALU_FILL = COMPUTE_FILL + INDEX_REGISTER + 1
 
+
+#: Cycles an ALU instruction holds the compute stage before the next instruction may start
+#: (it then runs detached, hw/core/compute.py): what it costs the stage's timeline when a GEMM
+#: runs beside it.
+ALU_DISPATCH = 1
 
 #: Cycles after a GEMM's last step is issued (its start + steps) at which its stage starts the
 #: next instruction while the GEMM drains (hw/core/stage_control.py: a registered "issued",

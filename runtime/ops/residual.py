@@ -26,7 +26,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from avta.isa.costs import ALU_FILL, gemm_fill, load_cycles, store_cycles, two_operand_step
+from avta.isa.costs import (ALU_DISPATCH, ALU_FILL, GEMM_DETACH, gemm_fill, load_cycles,
+                            store_cycles, two_operand_step)
 from avta.isa.enums import MemType, Stage
 from avta.isa.formats import ITER_BITS
 from avta.isa.memories import scratchpad
@@ -36,7 +37,7 @@ from ..packing import pack_nchw
 from ..pipeline import Pipeline
 from ..stream import StreamBuilder
 from ..uop_kernel import Loop, UopKernel
-from .conv_tail import AluRecorder, tail_steps
+from .conv_tail import AluRecorder, pass_cycles, tail_steps
 from .conv_plan import PlanError
 from .elementwise import feature_rows, build_add
 from .requant import Requant
@@ -139,38 +140,48 @@ def _passes(cfg, requant):
 
 
 def estimate_add_gemm(cfg, n, t, requant):
-    """Estimated cycles of the GEMM path: per tile two INP LOADs in the load stage; the reset
-    and the two GEMMs in the compute stage beside the previous tile's passes (the longer of
-    the two); the previous tile's STORE after both (its token is pushed by the last of
-    them)."""
-    step = tail_steps(cfg, requant, False) - 1           # ALU steps per row of the passes
-    n_pass = len(_passes(cfg, requant))
+    """Estimated cycles of the GEMM path: per tile two INP LOADs in the load stage; in the
+    compute stage the reset and the two GEMMs, each beside one of the previous tile's passes
+    as the emitter interleaves them (a GEMM and the pass beside it: the longer of the two, the
+    pass's dispatch included), the passes left after them alone; the previous tile's STORE
+    after both (its token is pushed by the last of them).
+
+    A GEMM costs the stage its steps and ``GEMM_DETACH`` (what follows starts while it drains,
+    :mod:`avta.sim.fsim.timing`); the last one completes, and pushes its tokens, its drain
+    later."""
+    passes = [pass_cycles(cfg, op, imm, 1) - ALU_FILL for op, imm in _passes(cfg, requant)]
+    drain = gemm_fill(cfg) - GEMM_DETACH
     load_free = compute_free = store_free = 0
     gemm_done, store_done = [], []
     tiles = [min(t.rows, n - s) for s in range(0, n, t.rows)]
-    pending = None                                        # (alu cycles, store cycles)
+    pending = None                                        # (pass cycles, store cycles)
     for j, rows in enumerate(tiles):
         start = load_free if j < t.threads else max(load_free, gemm_done[j - t.threads])
         load_free = start + 2 * load_cycles(cfg, 1, rows, cfg.inp_elem_bytes)
         if pending and t.slots == 1:          # one buffer: the previous tile ends first
-            compute_free += pending[0]
+            compute_free += sum(pending[0])
             store_free = max(store_free, compute_free) + pending[1]
             store_done.append(store_free)
             pending = None
         begin = max(compute_free, load_free)
         if j >= t.slots:
             begin = max(begin, store_done[j - t.slots])
-        gemm = 3 * (rows + gemm_fill(cfg))
-        alu = pending[0] if pending else 0
-        compute_free = begin + max(gemm, alu)
-        gemm_done.append(compute_free)
+        left = list(pending[0]) if pending else []
+        now = begin
+        for _ in range(3):                    # the reset, then the two GEMMs
+            gemm = rows + GEMM_DETACH
+            now += max(gemm + ALU_DISPATCH, left.pop(0)) if left else gemm
+        done = now + drain                    # the last GEMM's last write: its tokens
+        now += sum(left)
+        compute_free = now
+        gemm_done.append(done)
         if pending:
             # The previous tile's STORE pops the C→S token of the last instruction emitted
-            # before it: this tile's last GEMM when it outlasts the passes.
-            store_free = max(store_free, compute_free) + pending[1]
+            # before it: this tile's last GEMM, or its last pass when passes are left after it.
+            store_free = max(store_free, now if left else done) + pending[1]
             store_done.append(store_free)
-        pending = (step * rows + n_pass * ALU_FILL, store_cycles(cfg, 1, rows))
-    compute_free += pending[0]
+        pending = ([rows * cycles + ALU_FILL for cycles in passes], store_cycles(cfg, 1, rows))
+    compute_free += sum(pending[0])
     return max(store_free, compute_free) + pending[1]
 
 

@@ -58,8 +58,9 @@ __all__ = ["cost", "acc_row_writes", "acc_row_bounds", "banks_meet", "banks_over
            "gemm_drain", "ESTIMATED", "ALU_DISPATCH", "ALU_LATCH", "BESIDE_RETIRE",
            "GEMM_DETACH", "ALU_BEHIND_GEMM", "LOAD_LEAD", "RELEASE_AFTER"]
 
-#: Cycles an ALU instruction holds the compute stage before the next instruction may start.
-ALU_DISPATCH = 1
+#: Cycles an ALU instruction holds the compute stage before the next instruction may start
+#: (:data:`avta.isa.costs.ALU_DISPATCH`).
+ALU_DISPATCH = costs.ALU_DISPATCH
 #: Cycles an ALU instruction starts later than its stage start (its copy is latched first).
 ALU_LATCH = 1
 #: Cycles after a detached instruction retires at which the next one retires (and pushes), at
