@@ -14,7 +14,7 @@ The tokens (upstream's ``VTADepPush``/``VTADepPop``; docs/isa.md §3 rule (a)):
 ====================  ===========================================  =====================
 where                 tokens                                       orders
 ====================  ===========================================  =====================
-load task j           pop C→L if j ≥ threads … push L→C             WAR on input buffer
+load task j           pop C→L if j ≥ window … push L→C              WAR on input buffer
 compute of task j     pop L→C … push C→L                            RAW on input buffer
 compute of tile t     pop S→C if t ≥ slots … push C→S                WAR on ACC/OUT buffer
 store of tile t       pop C→S … push S→C                            RAW on OUT buffer
@@ -26,19 +26,35 @@ the same buffer. No counter ever holds more than ``max(threads, slots)`` tokens 
 but for one: a load task may be loaded in two pieces, each with its L→C token
 (:meth:`Pipeline.end_load_piece`, :mod:`avta.runtime.ops.conv_first`), so that computing starts
 on the first; one task at a time, so L→C holds up to ``threads + 1``.
+
+The load ``window`` is ``threads`` but where every load task fills resident slots of its own
+(:func:`load_window`): no later LOAD overwrites what a task's GEMMs read, so the load stage
+need not wait for them, and task j waits only for the compute of task j − window, a window
+the token counters bound (L→C then holds up to ``window + 2``: the first and the last task may
+both be in pieces).
 """
 
 from avta.isa.enums import Stage
 
-__all__ = ["Pipeline"]
+__all__ = ["Pipeline", "load_window"]
 
 L, C, S = Stage.LOAD, Stage.COMPUTE, Stage.STORE
+
+
+def load_window(cfg, threads, resident):
+    """How far the load stage may run ahead: load task j waits for the compute of task
+    j − window. ``threads`` (the task before it in the same input buffer), unless every task's
+    LOADs fill ``resident`` slots of their own, which no later LOAD overwrites: then only the
+    token counters bound it (their limit less two: a task in pieces pushes one token more).
+    A layer bound by its weight loads then streams them instead of waiting a GEMM's drain and
+    two tokens' trip per ``threads`` tasks."""
+    return max(threads, (1 << cfg.token_bits) - 3) if resident else threads
 
 
 class Pipeline:
     """Token bookkeeping of load tasks and output tiles on one :class:`StreamBuilder`."""
 
-    def __init__(self, builder, *, threads=2, slots=None):
+    def __init__(self, builder, *, threads=2, slots=None, load_window=None):
         if threads not in (1, 2):
             raise ValueError(f"threads must be 1 or 2 (single or double buffering), got {threads}")
         slots = threads if slots is None else slots
@@ -49,8 +65,16 @@ class Pipeline:
         if slots > limit:
             raise ValueError(f"{slots} accumulator buffers need {slots} tokens in flight; the "
                              f"token counters hold {limit}")
+        window = threads if load_window is None else load_window
+        if isinstance(window, bool) or not isinstance(window, int) or \
+                window != threads and not threads < window <= limit - 2:
+            raise ValueError(f"load_window must be threads = {threads} or an integer up to the "
+                             f"token counters' {limit} less 2, got {load_window!r}")
         self._b = builder
         self.threads = threads   # input buffers: load task j fills buffer j % threads
+        # Load task j waits for the compute of task j - load_window: threads, the task before
+        # it in the same buffer, unless the tasks' LOADs fill resident slots of their own.
+        self.load_window = window
         self.slots = slots       # accumulator buffers: output tile t uses buffer t % slots
         self._loads = 0          # load tasks begun by the load stage
         self._computes = 0       # load tasks consumed by the compute stage
@@ -65,7 +89,7 @@ class Pipeline:
     def begin_load(self):
         """Start load task j: the index of the input buffer it fills."""
         j = self._loads
-        if j >= self.threads:
+        if j >= self.load_window:
             self._b.dep_pop(C, L)
         self._loading = 1
         return j % self.threads

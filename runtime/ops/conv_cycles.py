@@ -48,13 +48,14 @@ import numpy as np
 from avta.isa.costs import (ALU_FILL, GEMM_DETACH, load_ahead, load_cycles, row_cycles,
                             store_cycles)
 
+from ..pipeline import load_window
 from .conv_first import first_piece, piece_loads
 from .conv_passes import tail_blocks, tail_weights
 from .conv_walk import compiled_walk
 
 __all__ = ["estimate", "lower_bound", "lower_bounds", "walk_tables", "last_splits",
            "TAIL_STEPS", "STARTS", "GEMM_STARTS", "start_cycles", "bias_step_loads",
-           "split_axis", "splits_last", "last_split", "halves", "task_pieces",
+           "split_axis", "splits_last", "last_split", "halves", "task_pieces", "tiling_load_window",
            "shortcut_load_cycles"]
 #: ALU passes over an output tile after its GEMMs, by default: accumulator start (reset GEMM or
 #: bias MOV), SHR, MIN and MAX.
@@ -464,10 +465,19 @@ def _estimates(cfg, shape, t, tail_steps, start, give_up, tables=None, *, part=N
                     weight_load, uops, store, give_up is not None,
                     0 if give_up is None else give_up, axis,
                     resident + (part_uops if axis >= 0 else 0), p1, *one_piece, p2,
-                    *last_piece, shortcut, load_ahead(cfg))), axis, p1, p2))
+                    *last_piece, shortcut, load_ahead(cfg), tiling_load_window(cfg, t))), axis, p1,
+                    p2))
                 if give_up is not None and results[-1][0] >= 0:
                     give_up = min(give_up, results[-1][0])
     return results
+
+
+def tiling_load_window(cfg, t):
+    """The load stage's window of tiling ``t`` (:func:`avta.runtime.pipeline.load_window`):
+    its tasks' LOADs fill resident slots of their own when the input windows and the weights
+    are both resident."""
+    return load_window(cfg, t.threads, bool(t.inp_resident and t.wgt_resident
+                                            and not t.reload_weights))
 
 
 def _pieces(cfg, shape, threads, th, tw, nco, nci):

@@ -14,7 +14,7 @@ from avta.isa.enums import AluOp, MemType, PadValue
 
 from ..pipeline import Pipeline
 from ..uop_kernel import ITER_BITS, Loop, UopKernel
-from .conv_cycles import last_split, task_pieces
+from .conv_cycles import last_split, task_pieces, tiling_load_window
 from .conv_passes import passes_beside, split_parts
 from .conv_residual import emit_fused_tail, load_shortcut
 from .conv_tail import AluRecorder, kernel_cycles, pass_cycles, plan_options, row_blocks
@@ -77,7 +77,8 @@ class Conv2dEmitter:
         self.cob = shape.cout // self.cfg.block_out
         self.cib = shape.cin // self.cfg.block_in
         self.kk = shape.kh * shape.kw
-        self.pipe = Pipeline(builder, threads=tiling.threads, slots=tiling.slots)
+        self.pipe = Pipeline(builder, threads=tiling.threads, slots=tiling.slots,
+                             load_window=tiling_load_window(self.cfg, tiling))
         self.inp_held = [None] * tiling.threads      # what each INP buffer holds
         self.inp_loaded = set()                        # resident INP slots loaded
         self.wgt_held = [None] * tiling.threads

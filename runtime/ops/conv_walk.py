@@ -24,7 +24,7 @@ def walk(n_b, n_co, n_h, n_w, n_ci, threads, slots, inp_resident, wgt_resident,
          gemm_left, fill, alu_fill,
          sizes, input_load, weight_load, uops, store, stops, give_up, split, resident_load,
          piece, piece_load, rest_load, last_piece, last_piece_load, last_rest_load,
-         shortcut_load, read_ahead):
+         shortcut_load, read_ahead, load_window):
     """The walk of :func:`.conv_cycles.estimate` over every task in the emitter's order (the
     docstring of :mod:`.conv_cycles`); -1 once it passes ``give_up`` (only when ``stops``).
     ``banked``: two threads with their accumulator buffers in different ACC banks (the tail's
@@ -92,8 +92,8 @@ def walk(n_b, n_co, n_h, n_w, n_ci, threads, slots, inp_resident, wgt_resident,
                             d = 1 if cit == n_ci - 1 else 0
                             last = cit == n_ci - 1
                             # Load stage.
-                            load_start = load_free if j < threads else max(load_free,
-                                                                           gemm_done[j - threads])
+                            load_start = load_free if j < load_window else max(
+                                load_free, gemm_done[j - load_window])
                             cycles = 0
                             loads = 0
                             loaded = False

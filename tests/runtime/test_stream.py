@@ -242,3 +242,24 @@ def test_accumulator_buffers_are_checked(slots, message):
     cfg = load_config("tight")                  # 2-bit token counters: at most 3 tokens
     with pytest.raises(ValueError, match=message):
         Pipeline(StreamBuilder(cfg), threads=2, slots=slots)
+
+
+def test_a_load_window_lets_loads_run_ahead(tiny_cfg):
+    """With ``load_window=3`` load tasks 0..2 pop nothing and task 3 pops C→L, which the
+    compute of task 0 pushes; a window is ``threads`` or more, up to the counters' limit
+    less two (a task in pieces pushes one token more)."""
+    from avta.runtime.pipeline import Pipeline
+    b = StreamBuilder(tiny_cfg)
+    pipe = Pipeline(b, threads=2, load_window=3)
+    for j in range(3):
+        assert pipe.begin_load() == j % 2
+        b.load(MemType.INP, sram=j, dram=0, x_size=1)
+        pipe.end_load()
+    with pytest.raises(StreamError, match="pop"):
+        pipe.begin_load()               # no compute has pushed C→L yet
+    pipe.begin_compute()
+    pipe.end_compute()
+    assert pipe.begin_load() == 1
+    for window in (1, True, (1 << tiny_cfg.token_bits) - 1):
+        with pytest.raises(ValueError, match="load_window"):
+            Pipeline(StreamBuilder(tiny_cfg), threads=2, load_window=window)

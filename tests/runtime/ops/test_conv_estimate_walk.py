@@ -13,6 +13,7 @@ from avta.runtime.ops.conv_cycles import (STARTS, _Costs, _starts_beside, bias_s
 from avta.runtime.ops.conv_passes import passes_beside, split_parts, tail_blocks, tail_weights
 from avta.runtime.ops.conv_first import first_piece, piece_loads
 from avta.runtime.ops.conv_plan import Conv2dShape, _fitting, slot_counts
+from avta.runtime.pipeline import load_window
 
 
 def _ceil(a, b):
@@ -79,6 +80,8 @@ def _one_walk(cfg, shape, t, tail_steps, start, give_up, split, first_piece, las
     costs = _Costs(cfg, shape, t, tail_steps)
     weights, blocks = tail_weights(tail_steps), tail_blocks(tail_steps)
     threads = t.threads
+    # Load task j waits for the compute of task j - window (the emitter's Pipeline).
+    window = load_window(cfg, threads, t.inp_resident and t.wgt_resident and not t.reload_weights)
     beside = _starts_beside(t, start)
     tasks = list(_tasks(cfg, shape, t, split))
     n_ci = shape.input_chunks(cfg, t.tci)
@@ -106,7 +109,7 @@ def _one_walk(cfg, shape, t, tail_steps, start, give_up, split, first_piece, las
     for j, (tile, spatial, th, tw, nco, cot, cit, nci, first, last, window_th) in \
             enumerate(tasks):
         # Load stage.
-        load_start = load_free if j < threads else max(load_free, gemm_done[j - threads])
+        load_start = load_free if j < window else max(load_free, gemm_done[j - window])
         cycles, loaded = 0, False
         loads = 0
         if not t.inp_resident:
