@@ -239,7 +239,11 @@ def _schedule(table, start, token_max, alu_dispatch, alu_latch, beside_retire, l
                     free = end
                 else:
                     gemm_end = end
-        stall[s] += ready - t0
+        if s == _LOAD and t0 < busy_until[s]:
+            # A LOAD that starts beside the released one: it waits only once that one ends.
+            stall[s] += max(0, ready - busy_until[s])
+        else:
+            stall[s] += ready - t0
         if end > busy_until[s]:
             busy[s] += max(0, end - max(ready, busy_until[s]))
             busy_until[s] = end

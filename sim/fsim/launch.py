@@ -302,14 +302,17 @@ class Launch:
             start, ready, end, free = self._compute_times(index, insn, start, ready, cycles)
         elif stage == Stage.LOAD:
             end, free = self._load_times(static, insn, ready, cycles)
+            # A LOAD that starts beside the one released before it (read-ahead) is busy, or
+            # waits, only once that one ends: a cycle of the stage is one or the other.
+            start = min(max(start, self.busy_until[stage]), max(ready, self.busy_until[stage]))
             if sim._record is not None:
-                self._note_activity(index, stage, start, ready, end, static.kind)
+                self._note_activity(index, stage, start, max(ready, start), end, static.kind)
         else:
             end = free = (self._read(ready, cycles) if opcode == Opcode.LOAD and insn.x_size
                           else ready + cycles)
             if sim._record is not None:
                 self._note_activity(index, stage, start, ready, end, static.kind)
-        self.stall[stage] += ready - start
+        self.stall[stage] += max(ready, start) - start
         busy_until = self.busy_until[stage]
         if end > busy_until:        # busy cycles are the union of the busy intervals
             self.busy[stage] += max(0, end - max(ready, busy_until))
