@@ -12,9 +12,10 @@ stage's long weight bursts; fsim's timing (:mod:`avta.sim.fsim.timing`) models t
 sharing it, the planner's estimates do not.
 """
 
+from avta.isa import formats
 from avta.isa.enums import AluOp
 
-__all__ = ["FETCH_LATENCY", "INSN_OVERHEAD", "LOAD_LATENCY", "LOAD_ROW_MIN_CYCLES",
+__all__ = ["FETCH_LATENCY", "FETCH_RING", "FETCH_BURST", "fetch_read_cycles", "INSN_OVERHEAD", "LOAD_LATENCY", "LOAD_ROW_MIN_CYCLES",
            "LOAD_SETTLE", "LOAD_RELEASE", "LOAD_AHEAD_BEATS", "LOAD_RELEASE_AFTER",
            "load_release_cycles",
            "load_ahead",
@@ -30,6 +31,22 @@ __all__ = ["FETCH_LATENCY", "INSN_OVERHEAD", "LOAD_LATENCY", "LOAD_ROW_MIN_CYCLE
 #: and fetch's dispatch register, which add a cycle each: docs/architecture.md, timing on an
 #: FPGA).
 FETCH_LATENCY = 14
+#: Fetch's ring of instructions and the most one read command asks for (hw/core/fetch.py,
+#: hw/core/core.py's defaults): at launch it asks for the whole ring, so the read engine
+#: carries those instructions before any LOAD's beats (:func:`fetch_read_cycles`).
+FETCH_RING = 32
+FETCH_BURST = 8
+
+
+def fetch_read_cycles(cfg, insn_count):
+    """Cycles the read engine carries fetch's first ring of instructions after the first
+    command's, which :data:`FETCH_LATENCY` already counts: a LOAD's beats begin no earlier than
+    :data:`FETCH_LATENCY` plus these (on a 64-bit bus 48 cycles, a tenth of a small layer on
+    ``tiny``; on ``huge``'s 512-bit bus 6)."""
+    ring = min(FETCH_RING, insn_count) - FETCH_BURST
+    return max(0, ring) * formats.INSN_BITS // (8 * cfg.axi_data_bytes)
+
+
 #: Cycles of every LOAD and STORE besides its rows (decoding it, starting the walk); a LOAD or
 #: STORE of no rows (tokens only) costs just this.
 INSN_OVERHEAD = 2

@@ -29,6 +29,7 @@ from amaranth.lib.wiring import In, Out, connect, flipped
 from amaranth.utils import exact_log2
 
 from avta.isa.config import INSN_QUEUE_DEPTH
+from avta.isa.costs import FETCH_BURST, FETCH_RING
 from avta.isa.enums import ErrorCode
 from avta.isa.memories import BASE_KEYS, base_alignment, memories
 from avta.isa.registers import COUNTER_NAMES
@@ -114,7 +115,7 @@ class Core(wiring.Component):
         ``vta_top`` leaves it unconnected, so synthesis removes it.
     """
 
-    def __init__(self, *, cfg, queue_depth=INSN_QUEUE_DEPTH, fetch_ring=32, fetch_burst=8,
+    def __init__(self, *, cfg, queue_depth=INSN_QUEUE_DEPTH, fetch_ring=FETCH_RING, fetch_burst=FETCH_BURST,
                  trace=False, activity=False, faults=(), units=None):
         self._cfg = cfg
         self._queue_depth = queue_depth

@@ -72,14 +72,15 @@ def stream_arrays(distinct, inverse, meets):
     return table
 
 
-def schedule(table, start, token_max, gemm_drain):
+def schedule(table, start, token_max, gemm_drain, read_start):
     """The run of the stream ``table`` (:func:`stream_arrays`) with the stages free at
-    ``start``: a :class:`Schedule`, or None when the Python scheduler must run it (the module
-    docstring)."""
+    ``start`` and the read engine at ``read_start``: a :class:`Schedule`, or None when the
+    Python scheduler must run it (the module docstring)."""
     order = np.empty(table.shape[1], np.int64)
     status, cycles, stall, busy = _compiled()(
         table, start, token_max, timing.ALU_DISPATCH, timing.ALU_LATCH, timing.BESIDE_RETIRE,
-        timing.LOAD_LEAD, timing.RELEASE_AFTER, gemm_drain, timing.ALU_BEHIND_GEMM, order)
+        timing.LOAD_LEAD, timing.RELEASE_AFTER, gemm_drain, timing.ALU_BEHIND_GEMM, read_start,
+        order)
     return Schedule(int(cycles), [int(v) for v in stall], [int(v) for v in busy], order) \
         if status == OK else None
 
@@ -121,7 +122,7 @@ def _compiled():
 
 
 def _schedule(table, start, token_max, alu_dispatch, alu_latch, beside_retire, load_lead,
-              release_after, gemm_drain, alu_behind_gemm, ran):
+              release_after, gemm_drain, alu_behind_gemm, read_start, ran):
     """``(status, cycles, stall[3], busy[3])``: the loop of ``Launch.run`` with
     ``_execute`` and ``_compute_times`` (launch.py; the comments there say why), over arrays;
     ``ran`` receives the indices of the instructions run, in order."""
@@ -147,7 +148,7 @@ def _schedule(table, start, token_max, alu_dispatch, alu_latch, beside_retire, l
     alu_free = 0
     gemm_end = 0
     gemm_done = 0
-    read_free = 0
+    read_free = read_start
     load_end = 0
     ready_set = np.empty(3, np.int64)
     executed = 0

@@ -111,7 +111,8 @@ def _run(launch, execute_stream):
     if ready is None:
         return None
     done = compiled.schedule(compiled.stream_arrays(stream.distinct, stream.inverse, ready.meets),
-                             costs.FETCH_LATENCY, sim._token_max, timing.gemm_drain(sim.cfg))
+                             costs.FETCH_LATENCY, sim._token_max, timing.gemm_drain(sim.cfg),
+                             timing.read_start(sim.cfg, launch.insn_count))
     if done is None:
         return None
     pads, c = sim._pads, constants(sim.cfg)

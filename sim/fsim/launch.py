@@ -59,8 +59,9 @@ class Launch:
         # than timing.ALU_BEHIND_GEMM cycles before that).
         self.gemm_end = 0
         self.gemm_done = 0
-        # When the shared read engine has delivered the beats of every LOAD run so far.
-        self.read_free = 0
+        # When the shared read engine has delivered the beats of every LOAD run so far: at
+        # first, of fetch's first ring of instructions (timing.py).
+        self.read_free = timing.read_start(self.cfg, insn_count)
         # When the load stage's last LOAD completed (read-ahead: timing.py).
         self.load_end = 0
         self.alu_bounds = None
@@ -186,7 +187,8 @@ class Launch:
             return None
         done = compiled.schedule(
             compiled.stream_arrays(self.stream.distinct, self.stream.inverse, ready.meets),
-            costs.FETCH_LATENCY, self.sim._token_max, timing.gemm_drain(self.cfg))
+            costs.FETCH_LATENCY, self.sim._token_max, timing.gemm_drain(self.cfg),
+            timing.read_start(self.cfg, self.insn_count))
         if done is None:
             return None
         # The micro-op LOADs ran on a copy; a timing-only run keeps what they wrote.

@@ -55,7 +55,7 @@ from avta.isa.memories import scratchpad_of
 from avta.isa.registers import CYCLE_COUNTERS
 
 __all__ = ["cost", "acc_row_writes", "acc_row_bounds", "banks_meet", "banks_overlap",
-           "gemm_drain", "ESTIMATED", "ALU_DISPATCH", "ALU_LATCH", "BESIDE_RETIRE",
+           "gemm_drain", "read_start", "ESTIMATED", "ALU_DISPATCH", "ALU_LATCH", "BESIDE_RETIRE",
            "GEMM_DETACH", "ALU_BEHIND_GEMM", "LOAD_LEAD", "RELEASE_AFTER"]
 
 #: Cycles an ALU instruction holds the compute stage before the next instruction may start
@@ -74,6 +74,15 @@ GEMM_DETACH = costs.GEMM_DETACH
 #: earlier than the GEMM's last write (hw/core/compute.py, the older steps), whatever the dot
 #: product's pipeline.
 ALU_BEHIND_GEMM = 4
+
+
+def read_start(cfg, insn_count):
+    """When the read engine may carry the first LOAD's beats (any LOAD's request reaches it
+    after fetch's first ring of a stream of ``insn_count`` instructions):
+    :data:`~avta.isa.costs.FETCH_LATENCY` plus :func:`~avta.isa.costs.fetch_read_cycles`. On a
+    wide bus that is before a LOAD started at :data:`~avta.isa.costs.FETCH_LATENCY` has its
+    first beat anyway (``huge``: 20 against 22)."""
+    return costs.FETCH_LATENCY + costs.fetch_read_cycles(cfg, insn_count)
 
 
 def gemm_drain(cfg):
