@@ -33,7 +33,9 @@ Anything else waits until nothing is detached.
 Stages run concurrently: an instruction starts when its stage is free and every token it pops has
 been pushed (at the end of the pushing instruction). The first instruction reaches the stages
 :data:`~avta.isa.costs.FETCH_LATENCY` cycles after launch; from then on fetch is assumed to keep
-ahead. The LOADs of both stages that read DRAM share one read engine (hw/axi/vme.py): a LOAD's beats
+ahead, its first ring of instructions on the read engine before any LOAD's beats
+(:func:`read_start`), its later reads left out. The LOADs of both stages that read DRAM share one
+read engine (hw/axi/vme.py): a LOAD's beats
 begin :data:`LOAD_LEAD` cycles after it starts or when the beats of the LOADs that reached the
 engine before it have ended, whichever is later, so the compute stage's micro-op and ACC loads at a
 layer's start wait behind the load stage's first bursts, as on the RTL (of two LOADs that could both
