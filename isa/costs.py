@@ -15,7 +15,7 @@ sharing it, the planner's estimates do not.
 from avta.isa import formats
 from avta.isa.enums import AluOp
 
-__all__ = ["FETCH_LATENCY", "FETCH_RING", "FETCH_BURST", "fetch_read_cycles", "INSN_OVERHEAD", "LOAD_LATENCY", "LOAD_ROW_MIN_CYCLES",
+__all__ = ["FETCH_LATENCY", "FETCH_RING", "FETCH_BURST", "fetch_read_cycles", "fetch_ring_wait", "INSN_OVERHEAD", "LOAD_LATENCY", "LOAD_ROW_MIN_CYCLES",
            "LOAD_SETTLE", "LOAD_RELEASE", "LOAD_AHEAD_BEATS", "LOAD_RELEASE_AFTER",
            "load_release_cycles",
            "load_ahead",
@@ -45,6 +45,14 @@ def fetch_read_cycles(cfg, insn_count):
     ``tiny``; on ``huge``'s 512-bit bus 6)."""
     ring = min(FETCH_RING, insn_count) - FETCH_BURST
     return max(0, ring) * formats.INSN_BITS // (8 * cfg.axi_data_bytes)
+
+
+def fetch_ring_wait(cfg):
+    """Cycles the first LOAD of a stream of at least :data:`FETCH_RING` instructions waits for
+    its first beat beyond its own :data:`INSN_OVERHEAD` and :data:`LOAD_LATENCY`: the rest of
+    fetch's first ring still on the read engine (:func:`fetch_read_cycles`; 40 on a 64-bit bus,
+    none on ``huge``)."""
+    return max(0, fetch_read_cycles(cfg, FETCH_RING) - INSN_OVERHEAD - LOAD_LATENCY)
 
 
 #: Cycles of every LOAD and STORE besides its rows (decoding it, starting the walk); a LOAD or

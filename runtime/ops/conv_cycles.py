@@ -45,8 +45,8 @@ import math
 
 import numpy as np
 
-from avta.isa.costs import (ALU_FILL, GEMM_DETACH, load_ahead, load_cycles, row_cycles,
-                            store_cycles)
+from avta.isa.costs import (ALU_FILL, GEMM_DETACH, fetch_ring_wait, load_ahead, load_cycles,
+                            row_cycles, store_cycles)
 
 from ..pipeline import load_window
 from .conv_first import first_piece, piece_loads
@@ -142,14 +142,15 @@ def shortcut_load_cycles(cfg, shape, th, tw, nco, acc_pitch):
 
 
 def _resident_loads(cfg, bias_rows, acc_banks, start):
-    """The LOADs of ``bias_rows`` resident ACC rows (bias, per-channel rows) before the first
-    GEMM (numbers, or arrays of candidates): into the first of ``acc_banks`` banks where the
-    accumulators start at the bias (the other banks' rows are an ALU copy of them, conv_emit,
-    which reads no DRAM), into each bank with upstream's tail (``start`` "reset"). They share
-    the one read engine with the load stage (hw/axi/vme.py), and come first in the stream, so
-    the load stage's first LOADs wait behind them."""
+    """What the load stage's first LOADs wait behind on the one read engine (hw/axi/vme.py;
+    numbers, or arrays of candidates): the rest of fetch's first ring of instructions
+    (:func:`avta.isa.costs.fetch_ring_wait`), then the LOADs of ``bias_rows`` resident ACC rows
+    (bias, per-channel rows) before the first GEMM, which come first in the stream: into the
+    first of ``acc_banks`` banks where the accumulators start at the bias (the other banks' rows
+    are an ALU copy of them, conv_emit, which reads no DRAM), into each bank with upstream's
+    tail (``start`` "reset")."""
     banks = np.asarray(acc_banks) if start == "reset" else np.minimum(np.asarray(acc_banks), 1)
-    return banks * _each(
+    return fetch_ring_wait(cfg) + banks * _each(
         lambda rows: load_cycles(cfg, 1, rows, cfg.acc_elem_bytes) if rows else 0, bias_rows)
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from avta.isa.config import load_config
-from avta.isa.costs import INSN_OVERHEAD, LOAD_LATENCY
+from avta.isa.costs import INSN_OVERHEAD, LOAD_LATENCY, fetch_ring_wait
 from avta.isa.enums import AluOp, MemType, Opcode
 from avta.runtime.ops.conv2d import Conv2dBuffers, build_conv2d, conv2d
 from avta.runtime.ops.conv_cycles import _estimates, estimate, last_split, lower_bound
@@ -30,10 +30,14 @@ def test_one_task_by_hand():
     # drains (isa.costs.GEMM_DETACH: the ALU instruction waits for its last writes itself).
     gemm = 16 * 9 + 2
     store = 2 + (16 * 16 // 8 + 6)          # the tile is whole rows: one DRAM row
-    # The bias row (16 int32), loaded first on the read engine into the first bank; the other
+    # The bias row (16 int32), loaded first on the read engine into the first bank, once the
+    # engine has carried fetch's first ring of 32 instructions (24 after the first command's 8,
+    # 48 cycles on the 8-byte bus, less the LOAD's own 8 before its first beat); the other
     # bank's is an ALU copy of it, beside the load stage.
     assert t.acc_banks == 2
-    bias = load + 16 * 4 // 8
+    fetch = 24 * 16 // 8 - load
+    assert fetch == fetch_ring_wait(cfg) == 40
+    bias = fetch + load + 16 * 4 // 8
     # The weights' LOAD reads ahead behind the window's: its start and first beat are hidden
     # (isa.costs.load_ahead).
     one = bias + inp + wgt - load + gemm
