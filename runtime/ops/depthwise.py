@@ -49,7 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from avta.isa.costs import ALU_FILL, load_cycles, store_cycles, two_operand_step
+from avta.isa.costs import ALU_FILL, fetch_ring_wait, load_cycles, store_cycles, two_operand_step
 from avta.isa.enums import AluOp, MemType, PadValue
 
 from ..packing import pack_diagonal, pack_nchw
@@ -185,8 +185,10 @@ def estimate_alu(cfg, shape, t, requant=Requant(), has_bias=False, pad_value=0):
     """Estimated cycles of the ALU path under tiling ``t`` (a :class:`~.window.WindowTiling`),
     from the instruction costs of :mod:`avta.isa.costs`: the LOAD ACC_8BITs and ALU
     instructions of every tile one after another in the compute stage, then the last tile's
-    STOREs (the others overlap the next tiles). Windows are counted whole (the border's padding
-    as loaded rows), so it errs a little high at the borders."""
+    STOREs (the others overlap the next tiles), after fetch's first ring on the read engine
+    (:func:`avta.isa.costs.fetch_ring_wait`, as the GEMM path's estimate counts it). Windows
+    are counted whole (the border's padding as loaded rows), so it errs a little high at the
+    borders."""
     k, s, kk = shape.k, shape.stride, shape.k * shape.k
     two = two_operand_step(cfg)                       # a step reading two ACC operands
     # the requantization's passes (bias ADD): a micro-op per channel block, so a two-operand
@@ -194,7 +196,7 @@ def estimate_alu(cfg, shape, t, requant=Requant(), has_bias=False, pad_value=0):
     tail = tail_steps(cfg, requant, has_bias, held_rows=False) - 1
     blocks = row_blocks(requant) if has_bias else 0
     cb = shape.c // cfg.block_out
-    total = last_store = 0
+    total, last_store = fetch_ring_wait(cfg), 0
     for _ in range(shape.n // cfg.batch):
         for cb0 in range(0, cb, t.tcb):
             ncb = min(t.tcb, cb - cb0)
