@@ -15,13 +15,11 @@ sharing it, the planner's estimates do not.
 from avta.isa import formats
 from avta.isa.enums import AluOp
 
-__all__ = ["FETCH_LATENCY", "FETCH_RING", "FETCH_BURST", "fetch_read_cycles", "fetch_ring_wait", "INSN_OVERHEAD", "LOAD_LATENCY", "LOAD_ROW_MIN_CYCLES",
-           "LOAD_SETTLE", "LOAD_RELEASE", "LOAD_AHEAD_BEATS", "LOAD_RELEASE_AFTER",
-           "load_release_cycles",
-           "load_ahead",
-           "STORE_ROW_OVERHEAD",
-           "COMPUTE_FILL", "INDEX_REGISTER", "ROW_REGISTER", "ALU_FILL", "ALU_DISPATCH", "GEMM_DETACH",
-           "gemm_fill",
+__all__ = ["FETCH_LATENCY", "FETCH_RING", "FETCH_BURST", "fetch_read_cycles", "fetch_ring_wait",
+           "INSN_OVERHEAD", "LOAD_LATENCY", "LOAD_LEAD", "LOAD_ROW_MIN_CYCLES", "LOAD_SETTLE",
+           "LOAD_RELEASE", "LOAD_AHEAD_BEATS", "LOAD_RELEASE_AFTER", "load_release_cycles",
+           "load_ahead", "STORE_ROW_OVERHEAD", "COMPUTE_FILL", "INDEX_REGISTER", "ROW_REGISTER",
+           "ALU_FILL", "ALU_DISPATCH", "GEMM_DETACH", "gemm_fill", "gemm_drain",
            "two_operand_step", "reused_src_steps", "alu_cycles", "row_cycles", "load_cycles",
            "store_cycles", "compute_cycles"]
 
@@ -36,6 +34,18 @@ FETCH_LATENCY = 14
 #: carries those instructions before any LOAD's beats (:func:`fetch_read_cycles`).
 FETCH_RING = 32
 FETCH_BURST = 8
+#: Cycles of every LOAD and STORE besides its rows (decoding it, starting the walk); a LOAD or
+#: STORE of no rows (tokens only) costs just this.
+INSN_OVERHEAD = 2
+#: A LOAD's wait for its first beat (the median of the weight loads on default and huge, 4, and
+#: a cycle each for the memory engine's registers on read commands and beats; 6 on tiny).
+LOAD_LATENCY = 6
+#: Cycles of a LOAD before its first beat: :data:`INSN_OVERHEAD` and :data:`LOAD_LATENCY`.
+LOAD_LEAD = INSN_OVERHEAD + LOAD_LATENCY
+#: The fewest cycles a LOAD spends on one DRAM row: its tensor load starts a row at most every
+#: other cycle (measured on tsim, huge: rows of one 64-byte element took 2 cycles each, rows of
+#: two 2, longer rows their beats).
+LOAD_ROW_MIN_CYCLES = 2
 
 
 def fetch_read_cycles(cfg, insn_count):
@@ -49,22 +59,12 @@ def fetch_read_cycles(cfg, insn_count):
 
 def fetch_ring_wait(cfg):
     """Cycles the first LOAD of a stream of at least :data:`FETCH_RING` instructions waits for
-    its first beat beyond its own :data:`INSN_OVERHEAD` and :data:`LOAD_LATENCY`: the rest of
+    its first beat beyond its own :data:`LOAD_LEAD`: the rest of
     fetch's first ring still on the read engine (:func:`fetch_read_cycles`; 40 on a 64-bit bus,
     none on ``huge``)."""
-    return max(0, fetch_read_cycles(cfg, FETCH_RING) - INSN_OVERHEAD - LOAD_LATENCY)
+    return max(0, fetch_read_cycles(cfg, FETCH_RING) - LOAD_LEAD)
 
 
-#: Cycles of every LOAD and STORE besides its rows (decoding it, starting the walk); a LOAD or
-#: STORE of no rows (tokens only) costs just this.
-INSN_OVERHEAD = 2
-#: A LOAD's wait for its first beat (the median of the weight loads on default and huge, 4, and
-#: a cycle each for the memory engine's registers on read commands and beats; 6 on tiny).
-LOAD_LATENCY = 6
-#: The fewest cycles a LOAD spends on one DRAM row: its tensor load starts a row at most every
-#: other cycle (measured on tsim, huge: rows of one 64-byte element took 2 cycles each, rows of
-#: two 2, longer rows their beats).
-LOAD_ROW_MIN_CYCLES = 2
 #: Read-ahead (hw/core/tensor_load.py, docs/architecture.md, load stage): the load stage
 #: releases a LOAD of rows whose elements span whole beats once every row is requested, and
 #: starts the next one while its beats still come. Cycles from its start until its rows are
@@ -120,6 +120,12 @@ def gemm_fill(cfg):
     return COMPUTE_FILL + INDEX_REGISTER + ROW_REGISTER + cfg.gemm_stages
 
 
+def gemm_drain(cfg):
+    """Cycles before a GEMM completes at which it leaves the compute stage (detached): its fill
+    less :data:`GEMM_DETACH` (the steps in flight after the last one's issue)."""
+    return gemm_fill(cfg) - GEMM_DETACH
+
+
 def two_operand_step(cfg):
     """Cycles an ALU step reading two ACC operands takes: 2 through one ACC read port (the
     operands one after another), 1 with two (``ACC_READ_PORTS``)."""
@@ -171,7 +177,7 @@ def load_cycles(cfg, y_size, x_size, elem_bytes, pad_rows=0):
     if x_size == 0:
         return INSN_OVERHEAD
     row = max(row_cycles(cfg, x_size, elem_bytes), LOAD_ROW_MIN_CYCLES)
-    return INSN_OVERHEAD + LOAD_LATENCY + y_size * row + pad_rows
+    return LOAD_LEAD + y_size * row + pad_rows
 
 
 def load_release_cycles(cfg, y_size, x_size, elem_bytes):
@@ -190,7 +196,7 @@ def load_ahead(cfg):
     beats); 0 elsewhere."""
     if min(cfg.inp_elem_bytes, cfg.wgt_elem_bytes) < cfg.axi_data_bytes:
         return 0
-    return INSN_OVERHEAD + LOAD_LATENCY
+    return LOAD_LEAD
 
 
 def store_cycles(cfg, y_size, x_size):

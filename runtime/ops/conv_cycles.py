@@ -31,9 +31,10 @@ time (what follows it starts while it drains, hw/core/stage_control.py), an ALU 
 N + ``ALU_FILL``; a LOAD its start and first-beat latency plus, per DRAM row, its bus beats
 (or one cycle per element when elements are narrower than the bus); a STORE its start plus, per
 DRAM row, its beats and the row overhead; a load-stage LOAD that follows another without the
-stage waiting saves its start and first-beat latency (read-ahead, ``isa.costs.load_ahead``). The resident ACC rows' LOAD (bias, per-channel rows;
-one per ACC bank only with upstream's tail) comes first, and the load stage's first LOADs wait
-behind it on the one read engine. A requantization pass takes what the emitter counts when it
+stage waiting saves its start and first-beat latency (read-ahead, ``isa.costs.load_ahead``).
+The resident ACC rows' LOAD (bias, per-channel rows; one per ACC bank only with upstream's
+tail) comes first, and the load stage's first LOADs wait behind it and fetch's first ring of
+instructions on the one read engine. A requantization pass takes what the emitter counts when it
 puts passes beside GEMMs (:func:`.conv_passes.tail_passes`: cycles per row and per output
 block). Border padding, micro-op loads (but for those a split last tile adds,
 :func:`_estimates`) and fetch are left out: the estimate ranks tilings, it does not predict a
@@ -55,8 +56,8 @@ from .conv_walk import compiled_walk
 
 __all__ = ["estimate", "lower_bound", "lower_bounds", "walk_tables", "last_splits",
            "TAIL_STEPS", "STARTS", "GEMM_STARTS", "start_cycles", "bias_step_loads",
-           "split_axis", "splits_last", "last_split", "halves", "task_pieces", "tiling_load_window",
-           "shortcut_load_cycles"]
+           "split_axis", "splits_last", "last_split", "halves", "task_pieces",
+           "tiling_load_window", "shortcut_load_cycles"]
 #: ALU passes over an output tile after its GEMMs, by default: accumulator start (reset GEMM or
 #: bias MOV), SHR, MIN and MAX.
 TAIL_STEPS = 4

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from avta.isa.costs import (ALU_DISPATCH, ALU_FILL, GEMM_DETACH, gemm_fill, load_cycles,
+from avta.isa.costs import (ALU_DISPATCH, ALU_FILL, GEMM_DETACH, gemm_drain, load_cycles,
                             store_cycles, two_operand_step)
 from avta.isa.enums import MemType, Stage
 from avta.isa.formats import ITER_BITS
@@ -149,8 +149,8 @@ def estimate_add_gemm(cfg, n, t, requant):
     A GEMM costs the stage its steps and ``GEMM_DETACH`` (what follows starts while it drains,
     :mod:`avta.sim.fsim.timing`); the last one completes, and pushes its tokens, its drain
     later."""
-    passes = [pass_cycles(cfg, op, imm, 1) - ALU_FILL for op, imm in _passes(cfg, requant)]
-    drain = gemm_fill(cfg) - GEMM_DETACH
+    passes = _passes(cfg, requant)
+    drain = gemm_drain(cfg)
     load_free = compute_free = store_free = 0
     gemm_done, store_done = [], []
     tiles = [min(t.rows, n - s) for s in range(0, n, t.rows)]
@@ -180,7 +180,8 @@ def estimate_add_gemm(cfg, n, t, requant):
             # before it: this tile's last GEMM, or its last pass when passes are left after it.
             store_free = max(store_free, now if left else done) + pending[1]
             store_done.append(store_free)
-        pending = ([rows * cycles + ALU_FILL for cycles in passes], store_cycles(cfg, 1, rows))
+        pending = ([pass_cycles(cfg, op, imm, rows) for op, imm in passes],
+                   store_cycles(cfg, 1, rows))
     compute_free += sum(pending[0])
     return max(store_free, compute_free) + pending[1]
 

@@ -59,6 +59,7 @@ class Launch:
         # than timing.ALU_BEHIND_GEMM cycles before that).
         self.gemm_end = 0
         self.gemm_done = 0
+        self.gemm_drain = timing.gemm_drain(self.cfg)
         # When the shared read engine has delivered the beats of every LOAD run so far: at
         # first, of fetch's first ring of instructions (timing.py).
         self.read_free = timing.read_start(self.cfg, insn_count)
@@ -187,7 +188,7 @@ class Launch:
             return None
         done = compiled.schedule(
             compiled.stream_arrays(self.stream.distinct, self.stream.inverse, ready.meets),
-            costs.FETCH_LATENCY, self.sim._token_max, timing.gemm_drain(self.cfg),
+            costs.FETCH_LATENCY, self.sim._token_max, self.gemm_drain,
             timing.read_start(self.cfg, self.insn_count))
         if done is None:
             return None
@@ -427,7 +428,7 @@ class Launch:
         end = max(end, gemm_end + timing.BESIDE_RETIRE)
         self.gemm_done = done
         # It detaches once its last step is issued and no GEMM is detached (else it retires).
-        free = max(done - timing.gemm_drain(self.cfg), gemm_end + 1)
+        free = max(done - self.gemm_drain, gemm_end + 1)
         if free >= end:
             return waits_from, ready, end, end
         self.gemm_end = end

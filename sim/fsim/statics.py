@@ -4,10 +4,9 @@ counts), worked out once per distinct instruction (:meth:`.machine.Fsim._decode`
 
 from typing import NamedTuple
 
+from avta.isa import costs
 from avta.isa.enums import MemType, Opcode, Stage
 from avta.isa.memories import memory
-
-from avta.isa import costs
 
 from . import compiled, timing
 from .memops import bytes_moved

@@ -87,14 +87,13 @@ def read_start(cfg, insn_count):
     return costs.FETCH_LATENCY + costs.fetch_read_cycles(cfg, insn_count)
 
 
-def gemm_drain(cfg):
-    """Cycles before a GEMM completes at which it leaves the stage (detached): its fill less
-    :data:`GEMM_DETACH` (the steps in flight after the last one's issue)."""
-    return costs.gemm_fill(cfg) - GEMM_DETACH
+#: Cycles before a GEMM completes at which it leaves the stage (detached):
+#: :func:`avta.isa.costs.gemm_drain`.
+gemm_drain = costs.gemm_drain
 
 #: Cycles of a LOAD before its first beat (its fixed overhead and the first-beat latency): the
-#: read engine is shared from then on.
-LOAD_LEAD = costs.INSN_OVERHEAD + costs.LOAD_LATENCY
+#: read engine is shared from then on (:data:`avta.isa.costs.LOAD_LEAD`).
+LOAD_LEAD = costs.LOAD_LEAD
 
 #: Cycles after a released load-stage LOAD completes before the one after it can be released
 #: (read-ahead, :func:`~avta.isa.costs.load_release_cycles`).
