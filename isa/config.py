@@ -22,7 +22,8 @@ from .enums import MemType
 from .memories import SCRATCHPADS, Scratchpad, memory, row_layouts, scratchpads
 
 __all__ = ["Config", "ConfigError", "KEYS", "INSN_QUEUE_DEPTH", "Scratchpad", "load_config",
-           "shipped_configs", "fit_formats", "derived_gemm_stages"]
+           "shipped_configs", "fit_formats", "derived_gemm_stages",
+           "MAX_DERIVED_UOP_WAYS"]
 
 #: Every configuration key, its default, and a description of the values it allows.
 KEYS = {
@@ -47,6 +48,9 @@ KEYS = {
     # Optional: absent (None) means derived, and an absent key is left out of to_dict() (so of
     # CONFIG_ID); it changes the GEMM's latency, never the ISA.
     "GEMM_PIPE_STAGES": (None, "0..LOG_BLOCK_IN; absent: derived from BLOCK_IN"),
+    # Optional likewise: it changes how fast a LOAD UOP writes, never the ISA.
+    "UOP_WAYS": (None, "1, 2, 4, 8 or 16, at most the micro-ops a bus beat holds; absent: "
+                       "derived from the bus"),
 }
 
 #: The keys that may be absent (their default is None).
@@ -63,6 +67,12 @@ _OMITTED_AT_DEFAULT = {"ALU_SCALE"}
 SCALE_BITS = {0: 0, 1: 16, 2: 24}
 
 
+#: Micro-op memories a derived ``UOP_WAYS`` interleaves at most: four write a 512-bit beat's
+#: sixteen 32-bit micro-ops in four cycles, which took most of what a LOAD UOP cost the layers
+#: of ResNet-18 on ``huge`` (docs/architecture.md, memories), in memories a quarter as deep.
+MAX_DERIVED_UOP_WAYS = 4
+
+
 def derived_gemm_stages(log_block_in):
     """The GEMM's dot-product pipeline registers when ``GEMM_PIPE_STAGES`` is absent: one after
     the multipliers and one per two adder levels beyond the first two, ``ceil(LOG_BLOCK_IN /
@@ -75,7 +85,7 @@ _ALLOWED = {
     "LOG_BATCH": set(range(0, 4)), "LOG_BLOCK_IN": set(range(1, 8)),
     "LOG_BLOCK_OUT": set(range(1, 8)), "LOG_UOP_WIDTH": {5, 6},
     "AXI_DATA_BITS": {64, 128, 256, 512}, "ACC_READ_PORTS": {1, 2},
-    "TOKEN_BITS": set(range(2, 17)), "ALU_SCALE": {0, 1, 2},
+    "TOKEN_BITS": set(range(2, 17)), "ALU_SCALE": {0, 1, 2}, "UOP_WAYS": {1, 2, 4, 8, 16},
 }
 
 #: Keys of upstream's and the Intel fork's ``vta_config.json`` that describe software or the
@@ -147,6 +157,7 @@ class Config:
     token_bits: int = _field("TOKEN_BITS")
     alu_scale: int = _field("ALU_SCALE")
     gemm_pipe_stages: int | None = _field("GEMM_PIPE_STAGES")
+    uop_ways: int | None = _field("UOP_WAYS")
 
     def __hash__(self):
         # A configuration keys the caches of every derived quantity (scratchpads, memories,
@@ -243,6 +254,17 @@ class Config:
         return derived_gemm_stages(self.log_block_in)
 
     @property
+    def uop_write_ways(self):
+        """Memories the micro-op scratchpad is interleaved over (row ``r`` in memory ``r mod
+        ways``), so that a LOAD UOP writes this many micro-ops a cycle: ``UOP_WAYS``, or when
+        absent the micro-ops a bus beat holds, at most :data:`MAX_DERIVED_UOP_WAYS`."""
+        if self.uop_ways is not None:
+            return self.uop_ways
+        per_beat = max(1, self.axi_data_bits // self.uop_bits)
+        depth = (8 << self.log_uop_buff_size) // self.uop_bits
+        return min(per_beat, MAX_DERIVED_UOP_WAYS, max(1, depth // 2))
+
+    @property
     def scale_bits(self):
         """W of docs/isa.md §3.4: the width of SCL's multiplier (0 without SCL)."""
         return SCALE_BITS[self.alu_scale]
@@ -327,7 +349,7 @@ class Config:
         out = {"name": self.name, "shape": self.shape_name, "config_id": f"0x{self.config_id:08x}",
                "batch": self.batch, "block_in": self.block_in, "block_out": self.block_out,
                "uop_bits": self.uop_bits, "axi_data_bits": self.axi_data_bits,
-               "gemm_stages": self.gemm_stages}
+               "gemm_stages": self.gemm_stages, "uop_ways": self.uop_write_ways}
         for pad in self.scratchpads:
             out[pad.name] = {"row_bits": pad.row_bits, "row_bytes": pad.row_bytes,
                              "depth": pad.depth, "log_depth": pad.log_depth,
@@ -408,6 +430,16 @@ def _check(cfg, fix):
         violations.append(f"GEMM_PIPE_STAGES = {stages}: must be at most LOG_BLOCK_IN = "
                           f"{cfg.log_block_in} (one register after the multipliers and one "
                           f"between adder levels at most); leave it out to derive it")
+    ways = cfg.uop_ways
+    if ways is not None and not bad & {"UOP_WAYS", "AXI_DATA_BITS", "LOG_UOP_WIDTH"}:
+        per_beat = max(1, cfg.axi_data_bits // cfg.uop_bits)
+        if ways > per_beat:
+            violations.append(f"UOP_WAYS = {ways}: must be at most {per_beat}, the "
+                              f"{cfg.uop_bits}-bit micro-ops a {cfg.axi_data_bits}-bit beat "
+                              f"holds; leave it out to derive it")
+        elif "uop" in log_depths and ways > 1 << log_depths["uop"] - 1:
+            violations.append(f"UOP_WAYS = {ways}: must be at most half the micro-op depth "
+                              f"({1 << log_depths['uop']}): each memory holds two rows or more")
     if violations:
         return violations       # the formats need every width
 

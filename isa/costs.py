@@ -14,13 +14,14 @@ sharing it, the planner's estimates do not.
 
 from avta.isa import formats
 from avta.isa.enums import AluOp
+from avta.isa.memories import memory
 
 __all__ = ["FETCH_LATENCY", "FETCH_RING", "FETCH_BURST", "fetch_read_cycles", "fetch_ring_wait",
            "INSN_OVERHEAD", "LOAD_LATENCY", "LOAD_LEAD", "LOAD_ROW_MIN_CYCLES", "LOAD_SETTLE",
            "LOAD_RELEASE", "LOAD_AHEAD_BEATS", "LOAD_RELEASE_AFTER", "load_release_cycles",
            "load_ahead", "STORE_ROW_OVERHEAD", "COMPUTE_FILL", "INDEX_REGISTER", "ROW_REGISTER",
            "ALU_FILL", "ALU_DISPATCH", "GEMM_DETACH", "gemm_fill", "gemm_drain",
-           "two_operand_step", "reused_src_steps", "alu_cycles", "row_cycles", "load_cycles",
+           "two_operand_step", "reused_src_steps", "alu_cycles", "row_cycles", "write_ways", "load_cycles",
            "store_cycles", "compute_cycles"]
 
 #: Cycles from launch until the first instruction can start in its stage (fetching it from DRAM
@@ -164,19 +165,26 @@ def _ceil_div(a, b):
     return -(-a // b)
 
 
-def row_cycles(cfg, x_size, elem_bytes):
-    """Cycles of one DRAM row of ``x_size`` elements of ``elem_bytes``: its bus beats, or one
-    cycle per element when the elements are narrower than the bus (they are written one a
-    cycle)."""
-    return max(_ceil_div(x_size * elem_bytes, cfg.axi_data_bytes), x_size)
+def row_cycles(cfg, x_size, elem_bytes, ways=1):
+    """Cycles of one DRAM row of ``x_size`` elements of ``elem_bytes``: its bus beats, or when
+    the elements are narrower than the bus one cycle per ``ways`` elements (they are written
+    that many a cycle: ``ways`` is :func:`write_ways` of their memory type)."""
+    return max(_ceil_div(x_size * elem_bytes, cfg.axi_data_bytes), _ceil_div(x_size, ways))
 
 
-def load_cycles(cfg, y_size, x_size, elem_bytes, pad_rows=0):
+def write_ways(cfg, mtype):
+    """Rows a LOAD of memory type ``mtype`` writes a cycle from one beat when its elements are
+    narrower than the bus: the micro-op scratchpad's banks (it is interleaved), else 1."""
+    return memory(cfg, mtype).scratchpad.write_rows
+
+
+def load_cycles(cfg, y_size, x_size, elem_bytes, pad_rows=0, ways=1):
     """A LOAD of ``y_size`` DRAM rows of ``x_size`` elements (each at least
-    :data:`LOAD_ROW_MIN_CYCLES`) and ``pad_rows`` padding rows (one cycle each)."""
+    :data:`LOAD_ROW_MIN_CYCLES`; ``ways`` a cycle when narrower than the bus, :func:`row_cycles`)
+    and ``pad_rows`` padding rows (one cycle each)."""
     if x_size == 0:
         return INSN_OVERHEAD
-    row = max(row_cycles(cfg, x_size, elem_bytes), LOAD_ROW_MIN_CYCLES)
+    row = max(row_cycles(cfg, x_size, elem_bytes, ways), LOAD_ROW_MIN_CYCLES)
     return LOAD_LEAD + y_size * row + pad_rows
 
 

@@ -26,7 +26,7 @@ from amaranth.lib import data
 
 from .enums import MemType, PadValue, Stage
 
-__all__ = ["DRAM_PAGE_BYTES", "SCRATCHPADS", "BANKS", "RowLayout", "Scratchpad", "MemoryInfo", "scratchpad", "scratchpads",
+__all__ = ["DRAM_PAGE_BYTES", "SCRATCHPADS", "BANKS", "INTERLEAVED", "RowLayout", "Scratchpad", "MemoryInfo", "scratchpad", "scratchpads",
            "memory", "memories", "row_layouts", "elem_bytes", "LOADABLE", "BASE_KEYS", "base_alignment", "unaligned_bases", "scratchpad_of", "stage_of",
            "stage_types",
            "writer_stage"]
@@ -42,8 +42,13 @@ SCRATCHPADS = ("uop", "inp", "wgt", "acc", "out")
 #: Banks of the scratchpads that the GEMM and the detached ALU write at once (docs/architecture.md,
 #: memories). A bank is a memory with one write and one read port, so a block RAM or an SRAM
 #: macro can be it; the top bits of a row index pick the bank. The compute stage runs a GEMM
-#: beside an ALU instruction only on banks the ALU does not use.
+#: beside an ALU instruction only on banks the ALU does not use. The micro-op scratchpad is
+#: banked too, by the low bits of a row index (:attr:`Config.uop_write_ways
+#: <avta.isa.config.Config.uop_write_ways>` banks, *interleaved*): any run of that many
+#: consecutive rows lies in different banks, so a LOAD UOP writes them in one cycle.
 BANKS = {"acc": 2, "out": 2}
+#: The scratchpads banked by the low bits of a row index.
+INTERLEAVED = ("uop",)
 
 
 def _copies(cfg, name):
@@ -149,13 +154,15 @@ class RowLayout:
 @dataclass(frozen=True)
 class Scratchpad:
     """One on-chip memory: ``depth`` rows of layout ``row``, built (hw/core/banks.py) from
-    ``banks`` memories of ``depth / banks`` rows (a row's bank is its index's top bits), each
-    held ``copies`` times (one per reader that may read beside another)."""
+    ``banks`` memories of ``depth / banks`` rows (a row's bank is its index's top bits, or when
+    ``interleaved`` its low bits), each held ``copies`` times (one per reader that may read
+    beside another)."""
     name: str
     row: RowLayout
     depth: int
     banks: int = 1
     copies: int = 1
+    interleaved: bool = False
 
     row_bits = property(lambda self: self.row.row_bits)
     row_bytes = property(lambda self: self.row.row_bytes)
@@ -172,12 +179,23 @@ class Scratchpad:
 
     @property
     def bank_row_bits(self):
-        """Bits of a row index within its bank: the index's top bits above them pick the bank."""
+        """Bits of a row index within its bank: the index's other bits pick the bank."""
         return self.bank_rows.bit_length() - 1
 
+    @property
+    def write_rows(self):
+        """Consecutive rows one write may write: the banks of an interleaved scratchpad, else 1."""
+        return self.banks if self.interleaved else 1
+
     def bank_of(self, row):
-        """The bank that holds ``row``: its index's top bits."""
-        return row // self.bank_rows
+        """The bank that holds ``row``: its index's top bits (low bits when interleaved)."""
+        return row % self.banks if self.interleaved else row // self.bank_rows
+
+    def locate(self, row):
+        """``(bank, index within the bank)`` of ``row``."""
+        if self.interleaved:
+            return row % self.banks, row // self.banks
+        return divmod(row, self.bank_rows)
 
 
 @dataclass(frozen=True)
@@ -246,8 +264,12 @@ def scratchpads(cfg):
     out = {}
     for name, row in row_layouts(cfg).items():
         depth = _depth(cfg, name, row)
-        out[name] = Scratchpad(name, row, depth, min(BANKS.get(name, 1), depth),
-                               _copies(cfg, name))
+        if name in INTERLEAVED:
+            out[name] = Scratchpad(name, row, depth, cfg.uop_write_ways, _copies(cfg, name),
+                                   interleaved=True)
+        else:
+            out[name] = Scratchpad(name, row, depth, min(BANKS.get(name, 1), depth),
+                                   _copies(cfg, name))
     return out
 
 

@@ -11,6 +11,12 @@ onto its memories:
   logical read. Two writers or two readers on one bank in one cycle is a *conflict*: the
   hardware's protocol must avoid it (the compute stage holds a GEMM step whose bank a detached
   ALU instruction uses, hw/core/compute.py); ``conflict`` reports it for the checks;
+* **interleaved banks** (:data:`avta.isa.memories.INTERLEAVED`, the micro-ops): the low bits of
+  a row index pick the bank, so ``banks`` consecutive rows lie in ``banks`` different memories
+  and one logical write writes them all (its data holds them lowest first, enable ``j`` writes
+  row ``addr + j``): row ``addr + j`` goes to bank ``(addr + j) mod banks`` at index
+  ``(addr + j) div banks``, which is ``addr div banks``, plus one in the banks below
+  ``addr mod banks``;
 * **copies**: a reader assigned to copy ``c`` reads memories of its own that every write also
   writes, so two readers that may read in the same cycle (the GEMM's and the ALU's micro-op
   reads; the ALU's second ACC operand) get a port each;
@@ -71,11 +77,16 @@ class BankedScratchpad(wiring.Component):
         self._geo = geo = geometry(cfg, name)
         pad = scratchpad(cfg, name)
         self.banks, self.bank_rows = pad.banks, pad.bank_rows
+        self._pad = pad
+        self._interleaved = pad.interleaved
         self._local_bits = pad.bank_row_bits
-        self.copies = 1 + max(readers.values())
+        self._bank_bits = (self.banks - 1).bit_length()
+        self.copies = 1 + max(readers.values(), default=0)
         forward = tuple(forward)
         if not set(forward) <= set(writers):
             raise ValueError(f"forwarded writers {forward!r} are not among {writers!r}")
+        if forward and self._interleaved:
+            raise ValueError(f"{name} is interleaved: its writes cannot be forwarded")
         self._writers, self._readers, self._forward = tuple(writers), dict(readers), forward
         members = {f"wr_{w}": Out(write_signature(geo)) for w in self._writers}
         members |= {f"rd_{r}": Out(read_signature(geo)) for r in self._readers}
@@ -86,13 +97,29 @@ class BankedScratchpad(wiring.Component):
 
     def locate(self, row):
         """``(bank, index in the bank)`` of logical row ``row`` (an int)."""
-        return divmod(row, self.bank_rows)
+        return self._pad.locate(row)
 
     def _split(self, addr):
         """``(bank, local)`` parts of a logical address signal."""
-        local_bits = self._local_bits
-        bank = addr[local_bits:] if self.banks > 1 else 0
-        return bank, addr[:local_bits]
+        if self.banks == 1:
+            return 0, addr
+        if self._interleaved:
+            return addr[:self._bank_bits], addr[self._bank_bits:]
+        return addr[self._local_bits:], addr[:self._local_bits]
+
+    def _bank_write(self, m, port, b):
+        """``(addr, data, en)`` that logical write ``port`` gives bank ``b``: the whole write
+        when the banks are not interleaved (``en`` only where its row is in bank ``b``), else
+        the one of its rows that lies in bank ``b`` (see the module docstring)."""
+        geo = self._geo
+        bank, local = self._split(port.addr)
+        if not self._interleaved:
+            return local, port.data, Mux(bank == b, port.en, 0)
+        lane = Signal(self._bank_bits, name=f"bank{b}_wr_lane")
+        m.d.comb += lane.eq(b - bank)
+        row_local = Signal(len(local), name=f"bank{b}_wr_local")
+        m.d.comb += row_local.eq(local + (b < bank))
+        return row_local, port.data.word_select(lane, geo.row_bits), port.en.bit_select(lane, 1)
 
     def elaborate(self, platform):
         m = Module()
@@ -107,20 +134,20 @@ class BankedScratchpad(wiring.Component):
             port_wr = {c: self.memories[(b, c)].write_port(granularity=geo.granularity)
                        for c in range(self.copies)}
             addr, data = Signal(len(port_wr[0].addr)), Signal(geo.row_bits)
-            en = Signal(geo.en_bits, name=f"bank{b}_wr_en")
+            en = Signal(len(port_wr[0].en), name=f"bank{b}_wr_en")
             # The forwarded writers' write alone (the match below sees no other writer).
             fwd_addr = Signal.like(addr, name=f"bank{b}_fwd_addr")
             fwd_en = Signal(geo.en_bits, name=f"bank{b}_fwd_en")
             chosen = []
             for w in reversed(self._writers):
                 port = getattr(self, f"wr_{w}")
-                bank, local = self._split(port.addr)
+                local, w_data, w_en = self._bank_write(m, port, b)
                 sel = Signal(name=f"bank{b}_wr_{w}")
-                m.d.comb += sel.eq(port.en.any() & (bank == b))
+                m.d.comb += sel.eq(w_en.any())
                 with m.If(sel):
-                    m.d.comb += [addr.eq(local), data.eq(port.data), en.eq(port.en)]
+                    m.d.comb += [addr.eq(local), data.eq(w_data), en.eq(w_en)]
                     if w in self._forward:
-                        m.d.comb += [fwd_addr.eq(local), fwd_en.eq(port.en)]
+                        m.d.comb += [fwd_addr.eq(local), fwd_en.eq(w_en)]
                 chosen.append(sel)
             conflicts.append(_two_or_more(chosen))
             for port in port_wr.values():

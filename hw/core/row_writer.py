@@ -10,8 +10,9 @@ narrow (``elem_bytes >= bus_bytes``)
 wide (``elem_bytes < bus_bytes``)
     A beat carries ``bus_bytes / elem_bytes`` lanes. The first beat of a command may start
     ``skip`` lanes into the beat (the command starts mid-beat) and only ``limit`` elements
-    belong to the command, so lanes outside ``[0, limit)`` are dropped. One row per cycle:
-    the beat is held (``ready`` low) until its last valid lane is written.
+    belong to the command, so lanes outside ``[0, limit)`` are dropped. One group of ``ways``
+    lanes per cycle (one row, or ``ways`` consecutive rows where the scratchpad is interleaved,
+    hw/core/banks.py): the beat is held (``ready`` low) until its last valid lane is written.
 
 Element ``x`` of a command goes to row ``row + x`` (modulo the depth: docs/isa.md §3 indices wrap).
 Sign extension (ACC_8BIT, docs/isa.md §2) widens each DRAM byte to ``unit_bits`` row bits.
@@ -56,6 +57,9 @@ class RowWriter(wiring.Component):
         ``limit`` holds for a whole instruction and is set a cycle before its first beat
         arrives (a LOAD's ``x_size``): what the wide regime derives from it is registered.
         Otherwise (fetch's per-command count) it is derived from ``limit`` in the beat's cycle.
+    ways : int
+        Consecutive rows one write writes (wide regime only): the port's data holds ``ways``
+        rows and ``en_bits`` (one enable per row) is ``ways``.
 
     Ports
     -----
@@ -66,11 +70,12 @@ class RowWriter(wiring.Component):
         with the beat). The beats are exactly the command's: every valid beat writes a row.
     wr_addr, wr_data, wr_en : Out
         A row write this cycle when ``wr_en`` is non-zero (data replicated over every chunk;
-        the enables pick the chunk).
+        the enables pick the chunk). With ``ways`` > 1, rows ``wr_addr + j`` for each enable
+        ``j``, from ``wr_data``'s ``j``-th row.
     """
 
     def __init__(self, *, elem_bytes, bus_bytes, unit_bits, row_bits, en_bits, addr_bits,
-                 limit_bits, limit_held=False):
+                 limit_bits, limit_held=False, ways=1):
         if elem_bytes * unit_bits != row_bits:
             raise ValueError(f"an element of {elem_bytes} bytes at {unit_bits} bits per byte "
                              f"does not fill a {row_bits}-bit row")
@@ -79,13 +84,17 @@ class RowWriter(wiring.Component):
         self._limit_held = limit_held
         self._narrow = elem_bytes >= bus_bytes
         self._lanes = 1 if self._narrow else bus_bytes // elem_bytes
+        if ways > 1 and (self._narrow or self._lanes % ways or en_bits != ways):
+            raise ValueError(f"{ways} rows a write need elements narrower than the bus, "
+                             f"{ways} dividing its {self._lanes} lanes and an enable a row")
+        self._ways = ways
         self._skip_bits = max(1, exact_log2(self._lanes))
         super().__init__({
             "beat": In(stream.Signature(beat_layout(bus_bytes=bus_bytes, row_bits=addr_bits,
                                                     skip_bits=self._skip_bits))),
             "limit": In(limit_bits),
             "wr_addr": Out(addr_bits),
-            "wr_data": Out(row_bits),
+            "wr_data": Out(row_bits * ways),
             "wr_en": Out(en_bits),
         })
 
@@ -159,25 +168,42 @@ class RowWriter(wiring.Component):
         final = Mux(end[log_lanes], index == quotient_1, index == quotient)
         last_lane = Mux(final, end[:log_lanes], lanes - 1)
 
-        mid = Signal()                    # the current beat already wrote some lanes
-        lane_reg = Signal(log_lanes)
+        # The beat's lanes are written ``ways`` at a time, in groups: group g is lanes
+        # [g·ways, (g + 1)·ways), rows ``row + x`` onwards for its first lane's element x.
+        ways, log_ways = self._ways, exact_log2(self._ways)
+        groups = lanes // ways
         first_lane = Mux(index == 0, beat.skip, 0)
-        lane = Mux(mid, lane_reg, first_lane)
+        first_group, last_group = first_lane >> log_ways, last_lane >> log_ways
+        if groups > 1:
+            mid = Signal()                # the current beat already wrote some groups
+            group_reg = Signal(range(groups))
+            group = Mux(mid, group_reg, first_group)
+            last = group == last_group
+            with m.If(self.beat.valid):
+                with m.If(last):
+                    m.d.sync += mid.eq(0)
+                with m.Else():
+                    m.d.sync += [mid.eq(1), group_reg.eq(group + 1)]
+        else:
+            group, last = Const(0, 1), Const(1, 1)
         x = Signal(beat.beat.shape().width + log_lanes + 1)
-        m.d.comb += x.eq((beat.beat << log_lanes) + lane - beat.skip)
-        last = lane == last_lane
+        m.d.comb += x.eq((beat.beat << log_lanes) + (group << log_ways) - beat.skip)
+        if ways == 1:
+            en = ones(self._en_bits)
+        else:
+            # Row j of the group is the command's unless it lies before the first lane (in
+            # the first group) or after the last (in the last group).
+            en = Cat(((group != first_group) | (j >= first_lane[:log_ways]))
+                     & ((group != last_group) | (j <= last_lane[:log_ways]))
+                     for j in range(ways))
+        elem_bits = self._elem_bytes * 8
         m.d.comb += [
             self.wr_addr.eq(beat.row + x),
-            self.wr_data.eq(self._expand(beat.data.word_select(lane, self._elem_bytes * 8),
-                                         self._elem_bytes)),
-            self.wr_en.eq(Mux(self.beat.valid, ones(self._en_bits), 0)),
+            self.wr_data.eq(self._expand(beat.data.word_select(group, ways * elem_bits),
+                                         ways * self._elem_bytes)),
+            self.wr_en.eq(Mux(self.beat.valid, en, 0)),
             self.beat.ready.eq(last),
         ]
-        with m.If(self.beat.valid):
-            with m.If(last):
-                m.d.sync += mid.eq(0)
-            with m.Else():
-                m.d.sync += [mid.eq(1), lane_reg.eq(lane + 1)]
 
 
 def _registered(m, value, name):

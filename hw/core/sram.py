@@ -9,7 +9,9 @@ configuration.
 Write granularity: a load whose DRAM element is wider than the bus writes a row one beat at a
 time, so that row's write port has one enable per bus-width chunk (``granularity`` = bus bits,
 or 4× for ACC_8BIT, whose bytes widen to 32-bit lanes). OUT mirrors ACC (docs/isa.md §3) with the
-same enables over lanes a quarter as wide.
+same enables over lanes a quarter as wide. The micro-op scratchpad is interleaved over banks
+(:mod:`avta.isa.memories`): its write port writes ``write_rows`` consecutive rows, one enable
+each, so that a LOAD UOP writes that many micro-ops of a beat in a cycle.
 """
 
 from amaranth.hdl import unsigned
@@ -34,17 +36,21 @@ class Geometry:
         Width of the write port's ``en``.
     """
 
-    def __init__(self, name, row_bits, depth, granularity):
+    def __init__(self, name, row_bits, depth, granularity, write_rows=1):
+        if granularity and write_rows > 1:
+            raise ValueError(f"{name}: a write of {write_rows} rows writes whole rows")
         self.name = name
         self.row_bits = row_bits
         self.depth = depth
         self.addr_bits = depth.bit_length() - 1
         self.granularity = granularity
-        self.en_bits = row_bits // granularity if granularity else 1
+        self.write_rows = write_rows
+        self.write_bits = row_bits * write_rows
+        self.en_bits = row_bits // granularity if granularity else write_rows
 
     def __repr__(self):
         return (f"Geometry({self.name!r}, row_bits={self.row_bits}, depth={self.depth}, "
-                f"granularity={self.granularity})")
+                f"granularity={self.granularity}, write_rows={self.write_rows})")
 
 
 def geometry(cfg, name):
@@ -58,7 +64,7 @@ def geometry(cfg, name):
     granularity = bus_bits if source.row_bits > bus_bits else None
     if granularity and name == "out":
         granularity = granularity * pad.row.lane_bits // source.row.lane_bits
-    return Geometry(name, pad.row_bits, pad.depth, granularity)
+    return Geometry(name, pad.row_bits, pad.depth, granularity, pad.write_rows)
 
 
 def make_memory(cfg, name):
@@ -112,7 +118,13 @@ def read_signature(geo):
 
 
 def write_signature(geo):
-    """Signature of the write port of ``geo``; a unit that writes has ``In(...)`` of it."""
+    """Signature of the write port of ``geo``; a unit that writes has ``In(...)`` of it. Where
+    one write writes ``write_rows`` consecutive rows (an interleaved scratchpad,
+    :mod:`avta.isa.memories`), ``data`` holds them lowest first and enable ``j`` writes row
+    ``addr + j`` (modulo the depth)."""
+    if geo.write_rows > 1:
+        return WritePort.Signature(addr_width=geo.addr_bits, shape=unsigned(geo.write_bits),
+                                   granularity=geo.row_bits)
     return WritePort.Signature(addr_width=geo.addr_bits, shape=unsigned(geo.row_bits),
                                granularity=geo.granularity)
 

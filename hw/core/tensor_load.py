@@ -268,7 +268,8 @@ class TensorLoad(wiring.Component):
             unit = 8 * info.scratchpad.row.lane_bits // info.element.lane_bits
             w = RowWriter(elem_bytes=info.elem_bytes, bus_bytes=bus, unit_bits=unit,
                           row_bits=geo.row_bits, en_bits=geo.en_bits, addr_bits=geo.addr_bits,
-                          limit_bits=formats.SIZE_BITS, limit_held=True)
+                          limit_bits=formats.SIZE_BITS, limit_held=True,
+                          ways=geo.write_rows)
             m.submodules[f"writer_{t.name.lower()}"] = writers[t] = w
             # The beat's writer is in its tag; ``ready`` comes from the head's writer, a
             # register's choice: only LOADs of types whose writer is always ready (an element
@@ -306,8 +307,9 @@ class TensorLoad(wiring.Component):
                         for pv in PadValue:
                             with m.Case(pv):
                                 m.d.comb += pad_data.eq(_pad_row(cfg, t, pv))
+                    # One row: the first of a write of several (interleaved, hw/core/banks.py).
                     m.d.comb += [port.addr.eq(pad.wr_addr), port.data.eq(pad_data),
-                                 port.en.eq(ones(geo.en_bits))]
+                                 port.en.eq(ones(geo.en_bits // geo.write_rows))]
 
         def start_walk(slot, walk_kind_value, walk_value_value):
             m.d.comb += pad.start.eq(1)

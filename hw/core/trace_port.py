@@ -13,7 +13,8 @@ extra logic and no extra ports. They are plain taps of signals the core has anyw
 * per scratchpad a stage writes (``uop``, ``inp``, ``wgt``, ``acc``): the write port's enables,
   row address and data, exactly as the memory sees them (``acc``: the GEMM's port or a LOAD
   ACC's, one at a time). A row wider than the bus arrives in pieces under per-piece enables;
-  the harness re-assembles whole rows;
+  the harness re-assembles whole rows. An interleaved scratchpad's write (the micro-ops,
+  hw/core/banks.py) is several consecutive rows, one enable each;
 * the detached ALU instruction's ACC write port (``alu_acc_*``, whole rows) and its index
   (``alu_insn``): its rows belong to it, not to the head instruction.
 
@@ -68,7 +69,7 @@ def TraceSignature(cfg):
         geo = geometry(cfg, name)
         members[f"{name}_en"] = Out(geo.en_bits)
         members[f"{name}_addr"] = Out(geo.addr_bits)
-        members[f"{name}_data"] = Out(geo.row_bits)
+        members[f"{name}_data"] = Out(geo.write_bits)
     acc = geometry(cfg, "acc")
     members.update({"alu_insn": Out(INDEX_BITS), "alu_acc_en": Out(acc.en_bits),
                     "alu_acc_addr": Out(acc.addr_bits), "alu_acc_data": Out(acc.row_bits)})

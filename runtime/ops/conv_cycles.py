@@ -433,7 +433,8 @@ def _estimates(cfg, shape, t, tail_steps, start, give_up, tables=None, *, part=N
     # block of each of its tasks: they join the micro-op LOAD at the layer's start, which the
     # load stage's LOADs wait behind on the one read engine (its ALU kernels, a micro-op each
     # and some shared with earlier tiles, are left out).
-    part_uops = row_cycles(cfg, int((n_ci - 1) * uops[1, 0] + uops[1, 1]), cfg.uop_elem_bytes)
+    part_uops = row_cycles(cfg, int((n_ci - 1) * uops[1, 0] + uops[1, 1]), cfg.uop_elem_bytes,
+                           cfg.uop.write_rows)
     results = []
     axes = ((-1,) if whole else ()) + ((split,) if split >= 0 else ())
     for axis in axes:

@@ -8,7 +8,9 @@ behind the units' read and write ports; :class:`ScratchpadHarness` builds them f
 from amaranth.hdl import Elaboratable, Module
 from amaranth.lib.wiring import connect
 
+from avta.hw.core.banks import BankedScratchpad
 from avta.hw.core.sram import geometry, make_memory
+from avta.isa.memories import scratchpad
 
 __all__ = ["ScratchpadHarness"]
 
@@ -24,7 +26,9 @@ class ScratchpadHarness(Elaboratable):
     ports : dict
         ``{member name: (scratchpad name, "r" or "w")}``: which port member of ``unit`` is a
         read or write port of which scratchpad. Read ports are transparent to the write port
-        of the same scratchpad (a read in the cycle of a write sees the new data).
+        of the same scratchpad (a read in the cycle of a write sees the new data), except on an
+        interleaved scratchpad (the micro-ops), which is the core's own
+        :class:`~avta.hw.core.banks.BankedScratchpad`: its writes write several rows.
     """
 
     def __init__(self, cfg, unit, ports):
@@ -32,34 +36,58 @@ class ScratchpadHarness(Elaboratable):
         self.dut = unit
         self._ports = dict(ports)
         pads = dict.fromkeys(pad for pad, _ in self._ports.values())
-        self.mems = {pad: make_memory(cfg, pad) for pad in pads}
+        self._banked = {}
+        for pad in pads:
+            if scratchpad(cfg, pad).interleaved:
+                members = [mb for mb, (p, _) in self._ports.items() if p == pad]
+                self._banked[pad] = BankedScratchpad(
+                    cfg, pad, writers=tuple(mb for mb in members if self._ports[mb][1] == "w"),
+                    readers={mb: 0 for mb in members if self._ports[mb][1] == "r"})
+        self.mems = {pad: make_memory(cfg, pad) for pad in pads if pad not in self._banked}
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.dut = self.dut
         writes = {}
         for member, (pad, kind) in self._ports.items():
-            if kind == "w":
+            if pad in self._banked:
+                port = getattr(self._banked[pad], f"{'wr' if kind == 'w' else 'rd'}_{member}")
+                connect(m, getattr(self.dut, member), port)
+            elif kind == "w":
                 port = self.mems[pad].write_port(granularity=geometry(self._cfg, pad).granularity)
                 writes[pad] = port
                 connect(m, getattr(self.dut, member), port)
         for member, (pad, kind) in self._ports.items():
-            if kind == "r":
+            if kind == "r" and pad not in self._banked:
                 transparent = (writes[pad],) if pad in writes else ()
                 port = self.mems[pad].read_port(transparent_for=transparent)
                 connect(m, getattr(self.dut, member), port)
         for pad, mem in self.mems.items():
             m.submodules[f"{pad}_mem"] = mem
+        for pad, banked in self._banked.items():
+            m.submodules[f"{pad}_mem"] = banked
         return m
+
+    def _cells(self, pad, rows):
+        """The memory cells (of each copy) that hold ``rows`` of scratchpad ``pad``."""
+        if pad not in self._banked:
+            mem = self.mems[pad]
+            return [[mem.data[row]] for row in rows]
+        banked = self._banked[pad]
+        out = []
+        for row in rows:
+            bank, local = banked.locate(row)
+            out.append([banked.memories[(bank, c)].data[local] for c in range(banked.copies)])
+        return out
 
     def get_rows(self, ctx, pad, count=None):
         """Rows ``0 … count-1`` of scratchpad ``pad`` as integers (all rows by default)."""
-        mem = self.mems[pad]
-        return [ctx.get(mem.data[i]) for i in range(count or mem.depth)]
+        count = count or geometry(self._cfg, pad).depth
+        return [ctx.get(cells[0]) for cells in self._cells(pad, range(count))]
 
     def set_rows(self, ctx, pad, rows, start=0):
         """Write integer ``rows`` into scratchpad ``pad`` from row ``start``."""
-        mem = self.mems[pad]
-        for i, value in enumerate(rows):
-            ctx.set(mem.data[start + i], value)
-
+        rows = list(rows)
+        for value, cells in zip(rows, self._cells(pad, range(start, start + len(rows)))):
+            for cell in cells:
+                ctx.set(cell, value)

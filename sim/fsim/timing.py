@@ -118,7 +118,8 @@ def cost(cfg, insn, elem_bytes=None):
         return costs.store_cycles(cfg, insn.y_size, insn.x_size)
     if opcode == _LOAD:
         return costs.load_cycles(cfg, insn.y_size, insn.x_size, elem_bytes,
-                                 pad_rows=insn.rows - insn.x_size * insn.y_size)
+                                 pad_rows=insn.rows - insn.x_size * insn.y_size,
+                                 ways=costs.write_ways(cfg, insn.memory_type))
     if opcode == _FINISH:
         return 1
     if opcode == _GEMM:

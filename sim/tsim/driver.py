@@ -49,7 +49,7 @@ def _load(lib_path):
     lib.tsim_pending.argtypes = [ctypes.c_void_p] + [ctypes.POINTER(ctypes.c_uint32)] * 3
     u32p = ctypes.POINTER(ctypes.c_uint32)
     lib.tsim_trace_begin.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, u32p, u32p,
-                                     ctypes.c_uint64, ctypes.c_uint32]
+                                     u32p, u32p, ctypes.c_uint64, ctypes.c_uint32]
     lib.tsim_trace_end.argtypes = [ctypes.c_void_p]
     lib.tsim_cycle.restype = ctypes.c_uint64
     lib.tsim_cycle.argtypes = [ctypes.c_void_p]
@@ -168,9 +168,12 @@ class Tsim:
         geos = [geometry(self._cfg, name) for name in TRACED_MEMORIES]
         rows = (ctypes.c_uint32 * len(geos))(*(g.row_bits // 8 for g in geos))
         pieces = (ctypes.c_uint32 * len(geos))(*(g.en_bits for g in geos))
+        writes = (ctypes.c_uint32 * len(geos))(*(g.write_rows for g in geos))
+        depths = (ctypes.c_uint32 * len(geos))(*(g.depth for g in geos))
         # OUT_BASE is aligned, or the run ends with error 11 before any store.
         status = self._lib.tsim_trace_begin(self._live(), str(path).encode(), level, rows,
-                                            pieces, out_base, self._cfg.out_elem_bytes)
+                                            pieces, writes, depths, out_base,
+                                            self._cfg.out_elem_bytes)
         if status == TraceStart.NO_FILE:
             raise OSError(f"cannot open trace file {path} for appending")
         if status != TraceStart.STARTED:

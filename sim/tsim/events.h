@@ -3,7 +3,8 @@
 // Included by harness.cpp only when the design was generated with trace ports (TSIM_EVENTS).
 //
 // Scratchpad rows: a write port may write a row in pieces (one enable per piece); the row is one
-// event when every piece has landed. DRAM elements: bytes written by W beats are counted per
+// event when every piece has landed. A port of an interleaved scratchpad writes several
+// consecutive whole rows (one enable each), each an event. DRAM elements: bytes written by W beats are counted per
 // element of the OUT type; an element is one event when all its bytes have arrived. Both carry
 // the index of the instruction the owning stage is executing at that cycle (its head, which
 // completes only after its last write, docs/isa.md §3), except the rows of the compute stage's
@@ -42,6 +43,8 @@ template <std::size_t N> inline void bytes(const VlWide<N>& v, uint8_t* out, std
 struct Geometry {
     uint32_t row_bytes;   // bytes of one row
     uint32_t pieces;      // write enables of the port (1: whole rows only)
+    uint32_t rows;        // rows one write writes (> 1: enable k writes row addr + k whole)
+    uint32_t depth;       // rows of the scratchpad (a power of two: indices wrap)
 };
 
 struct Partial {
@@ -119,6 +122,16 @@ class Tracer {
         if (!en) return;
         const Geometry& g = geo_[mem];
         uint32_t index = uint32_t(value(addr_sig));
+        if (g.rows > 1) {
+            // Consecutive whole rows (an interleaved scratchpad, hw/core/banks.py).
+            buffer_.resize(std::size_t(g.row_bytes) * g.rows);
+            bytes(data_sig, buffer_.data(), buffer_.size());
+            for (uint32_t k = 0; k < g.rows; ++k)
+                if ((en >> k) & 1)
+                    emit_row(mem, (index + k) & (g.depth - 1), &buffer_[k * g.row_bytes], cycle,
+                             insn);
+            return;
+        }
         buffer_.resize(g.row_bytes);
         bytes(data_sig, buffer_.data(), g.row_bytes);
         uint64_t all = g.pieces >= 64 ? ~uint64_t(0) : (uint64_t(1) << g.pieces) - 1;

@@ -404,23 +404,25 @@ int tsim_reg_read(void* handle, uint32_t addr, uint32_t* value) {
     return static_cast<Tsim*>(handle)->lite_read(addr, value);
 }
 
-// Start appending trace events to ``path`` in ``mode`` (kModeRetire, ...). ``row_bytes`` and
-// ``pieces`` give each traced scratchpad's row size and write enables (kMemoryName order);
+// Start appending trace events to ``path`` in ``mode`` (kModeRetire, ...). ``row_bytes``,
+// ``pieces``, ``rows`` and ``depths`` give each traced scratchpad's row size, write enables,
+// rows a write writes (its enables then each a whole row) and depth (kMemoryName order);
 // OUT elements of ``out_elem`` bytes start at ``out_origin``. Returns kTraceStarted, or
 // kTraceNoFile when the file cannot be opened, kTraceNoPorts when the design has no trace ports.
 int tsim_trace_begin(void* handle, const char* path, int mode, const uint32_t* row_bytes,
-                     const uint32_t* pieces, uint64_t out_origin, uint32_t out_elem) {
+                     const uint32_t* pieces, const uint32_t* rows, const uint32_t* depths,
+                     uint64_t out_origin, uint32_t out_elem) {
 #ifdef TSIM_EVENTS
     auto* sim = static_cast<Tsim*>(handle);
     FILE* out = std::fopen(path, "a");
     if (!out) return kTraceNoFile;
     tsim_events::Geometry geo[kMemoryCount];
-    for (int m = 0; m < kMemoryCount; ++m) geo[m] = {row_bytes[m], pieces[m]};
+    for (int m = 0; m < kMemoryCount; ++m) geo[m] = {row_bytes[m], pieces[m], rows[m], depths[m]};
     sim->events = std::make_unique<tsim_events::Tracer>(out, mode, geo, out_origin, out_elem);
     return kTraceStarted;
 #else
-    (void)handle; (void)path; (void)mode; (void)row_bytes; (void)pieces; (void)out_origin;
-    (void)out_elem;
+    (void)handle; (void)path; (void)mode; (void)row_bytes; (void)pieces; (void)rows;
+    (void)depths; (void)out_origin; (void)out_elem;
     return kTraceNoPorts;
 #endif
 }

@@ -52,7 +52,8 @@ def run_loads(cfg, types, insns, *, seed=0, stall=0.3, latency=(0, 6), reorder=T
     ``scramble``: after each start, the instruction port carries another instruction's fields
     (the unit must have latched what it needs). ``overlap``: the unit releases LOADs and the
     bench starts the next one as the load stage's control would (:func:`_overlapped`);
-    ``cycles``: a list that receives the cycles the LOADs took."""
+    ``cycles``: a list that receives the cycles the LOADs took (each LOAD's, or with
+    ``overlap`` all of them together)."""
     unit = TensorLoad(cfg=cfg, types=types, overlap=overlap)
     pads = sorted({memory(cfg, t).scratchpad.name for t in types})
     harness = ScratchpadHarness(cfg, unit, {f"{p}_wr": (p, "w") for p in pads})
@@ -79,7 +80,9 @@ def run_loads(cfg, types, insns, *, seed=0, stall=0.3, latency=(0, 6), reorder=T
                     field = getattr(unit.insn, name, None)
                     if field is not None and name != "opcode":
                         ctx.set(field, (value * 7 + 5) & ((1 << len(field)) - 1))
-            await wait_until(ctx, unit.done, timeout=2000, what="LOAD done")
+            taken = await wait_until(ctx, unit.done, timeout=2000, what="LOAD done")
+            if cycles is not None:
+                cycles.append(taken)
         for p in pads:
             got[p] = harness.get_rows(ctx, p)
 
@@ -292,6 +295,39 @@ def test_random_loads_on_wide_buses(bus, stage):
     insns = [random_load(cfg, rng, types[i % len(types)]) for i in range(8)]
     got, ref = run_loads(cfg, types, insns, seed=bus)
     check_same(cfg, got, ref, insns)
+
+
+@pytest.mark.parametrize("ways", [1, 2, 4, 8, 16])
+def test_micro_ops_are_written_ways_a_cycle(ways):
+    """An interleaved micro-op scratchpad (hw/core/banks.py) takes ``UOP_WAYS`` consecutive
+    micro-ops of a beat a cycle, whatever lane a row starts at and wherever it lands: rows
+    of up to three beats at random DRAM and SRAM offsets, padded, equal fsim's; and a row of
+    64 micro-ops, from a beat's start, is written in 64 / ways cycles (measured against a LOAD
+    of one micro-op)."""
+    cfg = load_config("tiny").replace(axi_data_bits=512, uop_ways=ways)
+    rng = random.Random(f"ways{ways}")
+    insns = []
+    for _ in range(10):
+        x_size = rng.randint(1, 40)
+        y_size = rng.randint(1, 2)
+        p = [rng.choice([0, 0, 1]) for _ in range(4)]
+        x_stride = x_size + rng.randint(0, 20)
+        insns.append(MemoryInsn(
+            opcode=Opcode.LOAD, memory_type=MemType.UOP, sram_base=rng.randrange(cfg.uop_depth),
+            dram_base=rng.randrange(DRAM_BYTES // 4 - 2 * x_stride - x_size),
+            pad_value=PadValue.ZERO, y_size=y_size, x_size=x_size, x_stride=x_stride,
+            y_pad_0=p[0], y_pad_1=p[1], x_pad_0=p[2], x_pad_1=p[3]))
+    got, ref = run_loads(cfg, COMPUTE_STAGE_TYPES, insns, seed=ways)
+    check_same(cfg, got, ref, insns)
+
+    def cycles(x_size):
+        insn = MemoryInsn(opcode=Opcode.LOAD, memory_type=MemType.UOP, sram_base=3,
+                          dram_base=0, y_size=1, x_size=x_size, x_stride=x_size)
+        taken = []
+        run_loads(cfg, COMPUTE_STAGE_TYPES, [insn], stall=0, latency=(0, 0), reorder=False,
+                  cycles=taken)
+        return sum(taken)
+    assert cycles(64) - cycles(1) == 64 // ways - 1
 
 
 @pytest.mark.parametrize("types", [LOAD_STAGE_TYPES, COMPUTE_STAGE_TYPES])
