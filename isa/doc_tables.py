@@ -242,6 +242,9 @@ _KEY_MEANINGS = {
                  "upstream. Left out of CONFIG_ID's hash at 0",
     "GEMM_PIPE_STAGES": "pipeline registers in the GEMM's dot product (each adds a cycle to a "
                         "GEMM instruction; not part of the ISA); absent: `ceil(LOG_BLOCK_IN / 2)`",
+    "UOP_WAYS": "interleaved banks of the micro-op scratchpad: a LOAD UOP writes this many "
+                "micro-ops a cycle (not part of the ISA); absent: the micro-ops a bus beat "
+                "holds, at most 4, at most half the micro-op depth",
 }
 
 

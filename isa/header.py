@@ -102,6 +102,7 @@ def header_macros(cfg):
             "W: SCL's multiplier width, (A * m) >> (W - 1) from an ACC row")
     add("VTA_TOKEN_BITS", cfg.token_bits)
     add("VTA_GEMM_PIPE_STAGES", cfg.gemm_stages, "GEMM dot-product pipeline registers")
+    add("VTA_UOP_WAYS", cfg.uop_write_ways, "micro-ops a LOAD UOP writes a cycle")
     add("VTA_CONFIG_ID", cfg.config_id, "CONFIG_ID register value")
     add("VTA_HW_VERSION", HW_VERSION, "VERSION register value")
     # Field positions, so C code can pack instructions without bit-field structs.

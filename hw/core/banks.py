@@ -118,7 +118,8 @@ class BankedScratchpad(wiring.Component):
         lane = Signal(self._bank_bits, name=f"bank{b}_wr_lane")
         m.d.comb += lane.eq(b - bank)
         row_local = Signal(len(local), name=f"bank{b}_wr_local")
-        m.d.comb += row_local.eq(local + (b < bank))
+        # (The last bank's row is never below ``addr``'s.)
+        m.d.comb += row_local.eq(local + (b < bank) if b < self.banks - 1 else local)
         return row_local, port.data.word_select(lane, geo.row_bits), port.en.bit_select(lane, 1)
 
     def elaborate(self, platform):

@@ -193,8 +193,10 @@ class RowWriter(wiring.Component):
         else:
             # Row j of the group is the command's unless it lies before the first lane (in
             # the first group) or after the last (in the last group).
-            en = Cat(((group != first_group) | (j >= first_lane[:log_ways]))
-                     & ((group != last_group) | (j <= last_lane[:log_ways]))
+            # (Row ways − 1 is never before the first lane, nor row 0 after the last.)
+            en = Cat((1 if j == ways - 1 else (group != first_group)
+                      | (j >= first_lane[:log_ways]))
+                     & (1 if j == 0 else (group != last_group) | (j <= last_lane[:log_ways]))
                      for j in range(ways))
         elem_bits = self._elem_bytes * 8
         m.d.comb += [
