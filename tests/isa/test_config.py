@@ -225,3 +225,26 @@ def test_a_folder_named_like_a_shipped_configuration_does_not_hide_it(tmp_path, 
     (tmp_path / "fpga").mkdir()
     monkeypatch.chdir(tmp_path)
     assert load_config("fpga") == load_config(CONFIG_DIR / "fpga.yaml")
+
+
+def test_uop_ways_is_derived_from_the_bus_and_keeps_identities():
+    """``UOP_WAYS`` absent: the micro-ops a beat holds, at most four, and out of CONFIG_ID."""
+    assert [load_config(n).uop_write_ways for n in ("tiny", "default", "huge")] == [2, 2, 4]
+    cfg = load_config("default")
+    assert "UOP_WAYS" not in cfg.to_dict() and cfg.config_id == 0x80070462
+    one = cfg.replace(uop_ways=1)
+    assert one.uop_write_ways == 1 and one.to_dict()["UOP_WAYS"] == 1
+    assert one.config_id != cfg.config_id
+    # Half the depth at most: a two-row micro-op scratchpad has one way.
+    assert cfg.replace(log_uop_buff_size=3).uop_write_ways == 1
+
+
+@pytest.mark.parametrize("value, message", [
+    (3, "UOP_WAYS = 3: must be 1, 2, 4, 8 or 16"),
+    (4, "UOP_WAYS = 4: must be at most 2, the 32-bit micro-ops a 64-bit beat holds"),
+])
+def test_uop_ways_is_checked(value, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config("tiny").replace(uop_ways=value)
+    with pytest.raises(ConfigError, match="must be at most half the micro-op depth"):
+        load_config("tiny").replace(axi_data_bits=512, log_uop_buff_size=4, uop_ways=4)

@@ -56,3 +56,6 @@ def test_scratchpads_are_the_documented_banks_and_copies(name, ports):
             assert memory._read_ports[0]._domain == "sync", path
     # ACC and OUT are split in halves: the GEMM and the detached ALU each write their own.
     assert scratchpad(cfg, "acc").banks == scratchpad(cfg, "out").banks == 2
+    # The micro-ops are interleaved over UOP_WAYS banks (a LOAD UOP writes that many a cycle).
+    uop = scratchpad(cfg, "uop")
+    assert uop.interleaved and uop.banks == cfg.uop_write_ways > 1
