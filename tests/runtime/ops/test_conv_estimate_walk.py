@@ -90,7 +90,8 @@ def _one_walk(cfg, shape, t, tail_steps, start, give_up, split, first_piece, las
     load_free = costs.resident_load(start) + bias_step_loads(cfg, shape, start)
     if split >= 0:      # and behind the second part's GEMM micro-ops, in the micro-op LOAD
         load_free += row_cycles(cfg, sum(costs.uops(task[4], task[7]) for task in tasks
-                                         if task[0] == tasks[-1][0]), cfg.uop_elem_bytes)
+                                         if task[0] == tasks[-1][0]), cfg.uop_elem_bytes,
+                              cfg.uop.write_rows)
     compute_free, store_free = 0, 0
     gemm_done = []            # per task: when its GEMM released the input buffer
     store_done = []           # per tile: when its store released the accumulator buffer
