@@ -58,4 +58,4 @@ def test_scratchpads_are_the_documented_banks_and_copies(name, ports):
     assert scratchpad(cfg, "acc").banks == scratchpad(cfg, "out").banks == 2
     # The micro-ops are interleaved over UOP_WAYS banks (a LOAD UOP writes that many a cycle).
     uop = scratchpad(cfg, "uop")
-    assert uop.interleaved and uop.banks == cfg.uop_write_ways > 1
+    assert uop.interleaved and uop.banks == cfg.uop_write_ways
