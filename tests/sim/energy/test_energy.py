@@ -44,7 +44,7 @@ def test_one_layer_by_hand(run_layer):
     assert events.dram_bytes == 32 + 384 + 576 + uops * 4 + 288 + insns * 16
     # The table: 10 pJ per 64 bits of an 8 KB SRAM, times sqrt(macro bytes / 8 KB); on tiny
     # every row is one macro wide, a bank deep.
-    uop = 10 * 32 / 64 * math.sqrt(1024 / 8192)     # 256 x 32 bits, kept twice
+    uop = 10 * 32 / 64 * math.sqrt(512 / 8192)      # 2 interleaved banks of 128 x 32, kept twice
     inp = 10 * 32 / 64 * math.sqrt(1024 / 8192)     # 256 x 32 bits
     wgt = 10 * 128 / 64 * math.sqrt(4096 / 8192)    # 256 x 128 bits
     acc = 10 * 128 / 64 * math.sqrt(2048 / 8192)    # 2 banks of 128 x 128 bits
