@@ -31,7 +31,9 @@ time (what follows it starts while it drains, hw/core/stage_control.py), an ALU 
 N + ``ALU_FILL``; a LOAD its start and first-beat latency plus, per DRAM row, its bus beats
 (or one cycle per element when elements are narrower than the bus); a STORE its start plus, per
 DRAM row, its beats and the row overhead; a load-stage LOAD that follows another without the
-stage waiting saves its start and first-beat latency (read-ahead, ``isa.costs.load_ahead``).
+stage waiting saves its start and first-beat latency (read-ahead, ``isa.costs.load_ahead``),
+and those of a task's input window (a LOAD per input block, and per output row when subsampled)
+start no sooner than the one before releases the stage (:func:`_streamed_loads`).
 The resident ACC rows' LOAD (bias, per-channel rows; one per ACC bank only with upstream's
 tail) comes first, and the load stage's first LOADs wait behind it and fetch's first ring of
 instructions on the one read engine. A requantization pass takes what the emitter counts when it
@@ -47,7 +49,7 @@ import math
 import numpy as np
 
 from avta.isa.costs import (ALU_FILL, GEMM_DETACH, fetch_ring_wait, load_ahead, load_cycles,
-                            row_cycles, store_cycles)
+                            load_release_cycles, row_cycles, store_cycles)
 
 from ..pipeline import load_window
 from .conv_first import first_piece, piece_loads
@@ -80,15 +82,18 @@ class _Costs:
         self._uops = {}
 
     def input_load(self, th, tw, nci):
+        """A task's input window: a LOAD per input block (and per output row when
+        subsampled), one after another, so each after the first reads ahead
+        (:func:`_streamed_loads`); the walk counts the window as one LOAD."""
         key = ("input", th, tw)
         if key not in self._cache:
             s, sh = self.shape.stride, self.shape
             if sh.subsampled:       # a LOAD an output row, a DRAM row a pixel
-                self._cache[key] = th * load_cycles(self.cfg, tw, 1, self._inp_bytes)
+                self._cache[key] = (th, tw, 1)
             else:
-                th_in, tw_in = (th - 1) * s + sh.kh, (tw - 1) * s + sh.kw
-                self._cache[key] = load_cycles(self.cfg, th_in, tw_in, self._inp_bytes)
-        return nci * self._cache[key]
+                self._cache[key] = (1, (th - 1) * s + sh.kh, (tw - 1) * s + sh.kw)
+        n, rows, x = self._cache[key]
+        return _streamed_loads(self.cfg, nci * n, rows, x, self._inp_bytes)
 
     def resident_load(self, start):
         """The compute stage's LOADs of the resident ACC rows (bias, per-channel rows) with the
@@ -129,6 +134,18 @@ class _Costs:
         if key not in self._cache:
             self._cache[key] = _store_cycles(self.cfg, self.shape, th, tw, nco, self.t.acc_pitch)
         return self._cache[key]
+
+
+def _streamed_loads(cfg, n, rows, x_size, elem_bytes):
+    """Cycles of ``n`` load-stage LOADs of ``rows`` DRAM rows of ``x_size`` elements issued one
+    after another: each after the first reads ahead (:func:`avta.isa.costs.load_ahead`), but
+    starts no sooner than the one before releases the stage
+    (:func:`avta.isa.costs.load_release_cycles`), which binds where rows are short: a stride-2
+    1x1 layer's window is a LOAD of a pixel a row per output row (on default 16 cycles each
+    in a row, not 22 − 8)."""
+    one = load_cycles(cfg, rows, x_size, elem_bytes)
+    saved = min(load_ahead(cfg), one - load_release_cycles(cfg, rows, x_size, elem_bytes))
+    return n * one - (n - 1) * max(0, saved)
 
 
 def shortcut_load_cycles(cfg, shape, th, tw, nco, acc_pitch):

@@ -306,8 +306,11 @@ def test_estimate_follows_fsim_with_per_channel_rows(default_cfg, shape, within)
     """Per-channel rows (three two-operand passes a tile) on the plan the planner takes: the
     estimate within 2 % of fsim's cycles, 4 % on the short 1x1 layers, where the first GEMMs'
     micro-op LOADs, which the estimate leaves out, wait behind the load stage's first LOADs on
-    the one read engine (measured: the 1x1 layers 1.2-3.4 % under fsim, but the stride-2 one of
-    16 blocks 0.7 % over; the 3x3 0.2 % under)."""
+    the one read engine (measured: the 1x1 layers 1.3-2.7 % under fsim, but the stride-2 one of
+    16 blocks 0.3 % over: its estimate is its last tile split in halves, the emitter's split
+    5 + 2 walks 1.2 % under; the 3x3 0.2 % under). The stride-2 layers' input windows are a
+    LOAD an output row of 7 one-pixel rows, each 16 cycles after the one before (its release),
+    not its whole 22 (the estimate 4.3 % over while it counted them so)."""
     from avta.runtime.device import Device
     from avta.runtime.ops.conv2d import bias_bound
     from avta.runtime.ops.conv_tail import plan_layer, plan_options
