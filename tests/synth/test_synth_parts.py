@@ -72,7 +72,9 @@ def test_scratchpads_are_the_floorplans_macros_and_small_memories_flops(tiny_rtl
     cfg = tiny_cfg_module
     declared = rtlil_memories(tiny_rtlil)
     memories = {m.path: m for m in plan_memories(tiny_rtlil, cfg, TECH)}
-    assert len(memories) == len(declared) == 13
+    # UOP 2 interleaved banks x 2 copies, INP, WGT, ACC and OUT 2 banks each, three
+    # instruction queues, fetch's ring and the store queue.
+    assert len(memories) == len(declared) == 15
     inventory = plan_inventory(cfg, TECH)
     for pad in ("uop", "inp", "wgt", "acc", "out"):
         # Each bank and copy of the scratchpad is its share of the floorplan's macros.

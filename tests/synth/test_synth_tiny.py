@@ -31,7 +31,7 @@ def test_exactly_the_planned_memories_stay_macros(tiny):
         if m.macro:
             expected[m.module] = expected.get(m.module, 0) + 1
     # A scratchpad's banks and copies (docs/architecture.md, scratchpad memories).
-    assert kept == expected == {"vta_top.core.uop_mem": 2, "vta_top.core.inp_mem": 1,
+    assert kept == expected == {"vta_top.core.uop_mem": 4, "vta_top.core.inp_mem": 1,
                                 "vta_top.core.wgt_mem": 1, "vta_top.core.acc_mem": 2,
                                 "vta_top.core.out_mem": 2, "vta_top.core.run.ld_insn_q.fifo": 1,
                                 "vta_top.core.run.cp_insn_q.fifo": 1,
@@ -51,7 +51,7 @@ def test_every_unit_has_cells_and_the_sums_agree(tiny):
     assert report.totals["logic_mm2"] == pytest.approx(total / 1e6)
     assert sum(b["area_um2"] for b in report.blocks.values()) == pytest.approx(total)
     assert report.totals["logic_cells"] == sum(u["cells"] for u in units.values())
-    assert len(report.macros) == 11 and sum(m["scratchpad"] for m in report.macros) == 8
+    assert len(report.macros) == 13 and sum(m["scratchpad"] for m in report.macros) == 10
 
 
 def test_a_second_synthesis_is_read_from_the_cache(tiny):
