@@ -260,9 +260,14 @@ class Config:
         absent the micro-ops a bus beat holds, at most :data:`MAX_DERIVED_UOP_WAYS`."""
         if self.uop_ways is not None:
             return self.uop_ways
-        per_beat = max(1, self.axi_data_bits // self.uop_bits)
         depth = (8 << self.log_uop_buff_size) // self.uop_bits
-        return min(per_beat, MAX_DERIVED_UOP_WAYS, max(1, depth // 2))
+        return min(self.uops_per_beat, MAX_DERIVED_UOP_WAYS, max(1, depth // 2))
+
+    @property
+    def uops_per_beat(self):
+        """Micro-ops one bus beat holds (1 when a micro-op is a beat wide): the most
+        ``UOP_WAYS`` may be."""
+        return max(1, self.axi_data_bits // self.uop_bits)
 
     @property
     def scale_bits(self):
@@ -432,7 +437,7 @@ def _check(cfg, fix):
                           f"between adder levels at most); leave it out to derive it")
     ways = cfg.uop_ways
     if ways is not None and not bad & {"UOP_WAYS", "AXI_DATA_BITS", "LOG_UOP_WIDTH"}:
-        per_beat = max(1, cfg.axi_data_bits // cfg.uop_bits)
+        per_beat = cfg.uops_per_beat
         if ways > per_beat:
             violations.append(f"UOP_WAYS = {ways}: must be at most {per_beat}, the "
                               f"{cfg.uop_bits}-bit micro-ops a {cfg.axi_data_bits}-bit beat "

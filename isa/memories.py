@@ -264,12 +264,9 @@ def scratchpads(cfg):
     out = {}
     for name, row in row_layouts(cfg).items():
         depth = _depth(cfg, name, row)
-        if name in INTERLEAVED:
-            out[name] = Scratchpad(name, row, depth, cfg.uop_write_ways, _copies(cfg, name),
-                                   interleaved=True)
-        else:
-            out[name] = Scratchpad(name, row, depth, min(BANKS.get(name, 1), depth),
-                                   _copies(cfg, name))
+        interleaved = name in INTERLEAVED       # the micro-ops, over UOP_WAYS banks
+        banks = cfg.uop_write_ways if interleaved else min(BANKS.get(name, 1), depth)
+        out[name] = Scratchpad(name, row, depth, banks, _copies(cfg, name), interleaved)
     return out
 
 

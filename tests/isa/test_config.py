@@ -246,5 +246,8 @@ def test_uop_ways_is_derived_from_the_bus_and_keeps_identities():
 def test_uop_ways_is_checked(value, message):
     with pytest.raises(ConfigError, match=message):
         load_config("tiny").replace(uop_ways=value)
+
+
+def test_uop_ways_leaves_each_memory_two_rows_or_more():
     with pytest.raises(ConfigError, match="must be at most half the micro-op depth"):
         load_config("tiny").replace(axi_data_bits=512, log_uop_buff_size=4, uop_ways=4)
